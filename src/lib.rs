@@ -1,0 +1,20 @@
+//! nasforge: turns a stock Raspberry Pi OS, Armbian or Debian image into a
+//! NAS image. The library is the builder; `src/main.rs` is its command line.
+//!
+//! Pure parts (recipe, board data, config.txt/cmdline/armbianEnv editing,
+//! kernel capability rules) sit beside the effectful edges (io, fetch,
+//! image, output), so most behaviour is testable without a disk.
+
+pub mod board;
+pub mod boot;
+pub mod build;
+pub mod diag;
+pub mod fetch;
+pub mod image;
+pub mod inspect;
+pub mod io;
+pub mod kernel;
+pub mod manifest;
+pub mod output;
+pub mod recipe;
+pub mod size;

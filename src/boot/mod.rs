@@ -1,0 +1,173 @@
+//! Boot settings per board family: config.txt and cmdline.txt on a Raspberry
+//! Pi's FAT partition, armbianEnv.txt on an Armbian root filesystem.
+
+pub mod armbian_env;
+pub mod cmdline;
+pub mod config_txt;
+
+use crate::board::Family;
+use crate::image::Image;
+use crate::io::hash::sha256_hex;
+use crate::manifest::Change;
+use crate::recipe::Recipe;
+use anyhow::{Context, Result, bail};
+
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub changes: Vec<Change>,
+    pub warnings: Vec<String>,
+}
+
+pub fn apply(image: &Image, recipe: &Recipe) -> Result<Applied> {
+    match recipe.board.info().family {
+        Family::Rpi => raspberry_pi(image, recipe),
+        Family::Armbian => armbian(image, recipe),
+        Family::Generic => Ok(Applied::default()),
+    }
+}
+
+fn partition_name(label: Option<&str>, role: &str) -> String {
+    label.unwrap_or(role).to_string()
+}
+
+fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
+    let board = recipe.board;
+    let info = board.info();
+    let section = info.section.clone().context("board data without a config.txt section")?;
+    let Some(fat) = image.fat(true)? else {
+        bail!("board {board} needs a FAT boot partition with config.txt, but the image has none; is this a Raspberry Pi image?");
+    };
+    let part = partition_name(image.boot().and_then(|p| p.label.as_deref()), "boot");
+    let mut out = Applied::default();
+
+    let before = fat.read("config.txt")?.with_context(|| {
+        format!("the boot partition has no config.txt; is this a Raspberry Pi image? (board {board})")
+    })?;
+    let text = String::from_utf8(before.clone()).context("config.txt is not UTF-8 text")?;
+    let mut config = config_txt::ConfigTxt::parse(&text);
+    let mut wanted: Vec<(String, String)> = info.config.iter().map(|l| (l.clone(), format!("{board} needs it for its PCIe SATA card"))).collect();
+    if let (Some(generation), Some(template)) = (recipe.pcie_gen, &info.pcie_gen) {
+        wanted.push((template.replace("{gen}", &generation.to_string()), format!("[board] pcie_gen = {generation}")));
+    }
+    wanted.extend(recipe.boot.config.iter().map(|l| (l.clone(), "[boot] config".to_string())));
+    let mut details = Vec::new();
+    let mut reasons = Vec::new();
+    for (line, why) in &wanted {
+        let edits = config.set(line, &info.filters, &section);
+        if !edits.is_empty() {
+            reasons.push(why.clone());
+        }
+        details.extend(edits.iter().map(|e| e.to_string()));
+    }
+    for (n, line) in config.long_lines() {
+        out.warnings.push(format!(
+            "config.txt line {n} is longer than {} characters; the firmware ignores it: {line}",
+            config_txt::MAX_LINE
+        ));
+    }
+    let after = config.render();
+    if after.as_bytes() != before.as_slice() {
+        fat.write("config.txt", after.as_bytes())?;
+        reasons.dedup();
+        out.changes.push(Change {
+            file: format!("{part}:/config.txt"),
+            before_sha256: Some(sha256_hex(&before)),
+            after_sha256: Some(sha256_hex(after.as_bytes())),
+            why: reasons.join("; "),
+            details,
+        });
+    }
+
+    if !recipe.boot.cmdline_append.is_empty() || !recipe.boot.cmdline_remove.is_empty() {
+        let before = fat.read("cmdline.txt")?.context("the boot partition has no cmdline.txt to edit")?;
+        let mut cmdline = cmdline::Cmdline::parse(&String::from_utf8_lossy(&before));
+        if cmdline.ignored_lines() > 0 {
+            out.warnings.push("cmdline.txt has more than one line; the firmware reads only the first".into());
+        }
+        let mut details = Vec::new();
+        for r in &recipe.boot.cmdline_remove {
+            if cmdline.remove(r) {
+                details.push(format!("removed `{r}`"));
+            }
+        }
+        for a in &recipe.boot.cmdline_append {
+            if cmdline.append(a) {
+                details.push(format!("added `{a}`"));
+            }
+        }
+        let after = cmdline.render();
+        if after.as_bytes() != before.as_slice() {
+            fat.write("cmdline.txt", after.as_bytes())?;
+            out.changes.push(Change {
+                file: format!("{part}:/cmdline.txt"),
+                before_sha256: Some(sha256_hex(&before)),
+                after_sha256: Some(sha256_hex(after.as_bytes())),
+                why: "[boot] cmdline_append / cmdline_remove".into(),
+                details,
+            });
+        }
+    }
+    fat.close()?;
+    Ok(out)
+}
+
+const ARMBIAN_ENV: &str = "/boot/armbianEnv.txt";
+
+fn armbian(image: &Image, recipe: &Recipe) -> Result<Applied> {
+    let board = recipe.board;
+    let root = image.ext4().with_context(|| format!("board {board} needs an ext4 root filesystem, but the image has none"))?;
+    let part = partition_name(image.root().and_then(|p| p.label.as_deref()), "root");
+    let before = root
+        .read(ARMBIAN_ENV)?
+        .with_context(|| format!("the root filesystem has no {ARMBIAN_ENV}; is this an Armbian image? (board {board})"))?;
+    let mut env = armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&before));
+    let names = overlay_names(&root, &env, &recipe.overlays)?;
+    let added = env.add_overlays(&names);
+    let mut out = Applied::default();
+    if !added.is_empty() {
+        root.replace(ARMBIAN_ENV, env.render().as_bytes(), 0o644)?;
+        out.changes.push(Change {
+            file: format!("{part}:{ARMBIAN_ENV}"),
+            before_sha256: Some(sha256_hex(&before)),
+            after_sha256: Some(sha256_hex(env.render().as_bytes())),
+            why: format!("{board} needs these device-tree overlays for SATA"),
+            details: added.iter().map(|o| format!("added overlay `{o}`")).collect(),
+        });
+    }
+    Ok(out)
+}
+
+/// For each wanted overlay, the first alternative whose .dtbo the image
+/// carries, so a name that would silently do nothing at boot is an error now.
+fn overlay_names(root: &crate::image::ext4::Ext4, env: &armbian_env::ArmbianEnv, wanted: &[Vec<String>]) -> Result<Vec<String>> {
+    if wanted.is_empty() {
+        return Ok(vec![]);
+    }
+    let vendor = env.get("fdtfile").and_then(|f| f.split_once('/')).map(|(v, _)| v.to_string()).unwrap_or_else(|| "rockchip".into());
+    let dir = format!("/boot/dtb/{vendor}/overlay");
+    let available: Vec<String> = root
+        .list(&dir)?
+        .with_context(|| format!("{dir} does not exist, so the image's kernel carries no overlays to enable"))?
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    let prefix = env.get("overlay_prefix").unwrap_or("");
+    let mut names = Vec::new();
+    for alternatives in wanted {
+        let found = alternatives.iter().find(|name| {
+            available.iter().any(|f| *f == format!("{prefix}-{name}.dtbo") || *f == format!("{name}.dtbo"))
+        });
+        match found {
+            Some(n) => names.push(n.clone()),
+            None => {
+                let sata: Vec<&str> = available.iter().filter(|f| f.contains("sata")).map(String::as_str).collect();
+                bail!(
+                    "none of the overlays {} exists in {dir} (overlay_prefix={prefix}); SATA overlays in this image: {}. Name the right one in `[board] overlays`, or set `overlays = []` if your SATA card is on PCIe",
+                    alternatives.join(", "),
+                    if sata.is_empty() { "none".to_string() } else { sata.join(", ") }
+                );
+            }
+        }
+    }
+    Ok(names)
+}

@@ -1,0 +1,163 @@
+//! `nasforge build`: from a recipe to a finished image, in order:
+//! source → working copy → checks → changes → output. The working copy lives
+//! beside the output under a temporary name; nothing appears under the
+//! output's name unless every step succeeded.
+
+use crate::board::Family;
+use crate::image::Image;
+use crate::kernel;
+use crate::manifest::{self, Change, Manifest};
+use crate::output::{self, Paths};
+use crate::recipe::{Recipe, Source};
+use crate::size::human;
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub cache: PathBuf,
+    /// Overrides the recipe's `[output] path`.
+    pub output: Option<PathBuf>,
+}
+
+pub struct Report {
+    pub paths: Paths,
+    pub manifest: Manifest,
+    pub timings: Vec<(&'static str, Duration)>,
+}
+
+struct Timer {
+    start: Instant,
+    phases: Vec<(&'static str, Duration)>,
+}
+
+impl Timer {
+    fn lap(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.phases.push((name, now - self.start));
+        self.start = now;
+    }
+}
+
+fn say(label: &str, msg: impl AsRef<str>) {
+    eprintln!("{label:>10}  {}", msg.as_ref());
+}
+
+pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
+    let mut timer = Timer { start: Instant::now(), phases: vec![] };
+    let board = recipe.board;
+    let info = board.info();
+    say("recipe", format!("{} ({}) for {}", recipe.name, recipe.file.display(), info.description));
+
+    let (source_path, location) = match &recipe.base.source {
+        Source::Url(url) => {
+            let sha = recipe.base.sha256.as_deref().expect("recipe checks that URLs have a sha256");
+            let cached = crate::fetch::cached_path(&opts.cache, url, sha).is_file();
+            let p = crate::fetch::fetch(url, sha, &opts.cache)?;
+            say("base", format!("{url}{}", if cached { " (cached)" } else { "" }));
+            (p, url.clone())
+        }
+        Source::Path(p) => {
+            if !p.is_file() {
+                bail!("base image {} does not exist (recipe {}: `[base] path` is relative to the recipe's directory)", p.display(), recipe.file.display());
+            }
+            say("base", p.display().to_string());
+            (p.clone(), p.display().to_string())
+        }
+    };
+    timer.lap("fetch");
+
+    let paths = Paths::for_image(opts.output.as_deref().unwrap_or(&recipe.output.path));
+    let work = output::temp_beside(&paths, "work")?;
+    let format = crate::io::unpack(&source_path, work.as_file(), recipe.base.sha256.as_deref())?;
+    timer.lap("decompress");
+
+    let mut image = Image::open(work.path()).context("the base image")?;
+    describe_layout(&image);
+    match info.family {
+        Family::Rpi if image.boot().is_none() => {
+            bail!("{} is for {}, but the base image has no FAT boot partition; is it a Raspberry Pi image?", recipe.file.display(), info.description)
+        }
+        Family::Armbian | Family::Generic if image.root().is_none() => {
+            bail!("{} is for {}, but the base image has no ext4 root partition", recipe.file.display(), info.description)
+        }
+        _ => {}
+    }
+
+    let kernels = kernel::installed(&image)?;
+    let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();
+    let booted = kernel::booted(&image, board, &versions)?;
+    if recipe.kernel.require.is_empty() {
+        say("kernel", format!("{} boots {} ({})", board, booted.version.as_deref().unwrap_or("an unknown kernel"), booted.reason));
+    } else {
+        let report = kernel::require(board, &booted, &kernels, &recipe.kernel.require)?;
+        let extras = kernel::board_extras(board);
+        let caps: Vec<String> = recipe.kernel.require.iter().map(|c| report.describe(*c, &extras)).collect();
+        say("kernel", format!("{board} boots {}: {}", report.version, caps.join(", ")));
+    }
+    timer.lap("kernel check");
+
+    let mut changes: Vec<Change> = Vec::new();
+    if let Some(extra) = recipe.output.grow {
+        let before = image.root().map(|p| p.size).unwrap_or(0);
+        image.layout = crate::image::grow::grow_root(work.path(), &image.layout, extra)?;
+        let after = image.root().map(|p| p.size).unwrap_or(0);
+        say("grow", format!("root partition {} -> {}", human(before), human(after)));
+        changes.push(Change {
+            file: "partition table".into(),
+            before_sha256: None,
+            after_sha256: None,
+            why: format!("[output] grow = {}", human(extra)),
+            details: vec![format!("root partition and filesystem grown from {} to {}", human(before), human(after))],
+        });
+        timer.lap("grow");
+    }
+
+    let applied = crate::boot::apply(&image, recipe)?;
+    for c in &applied.changes {
+        say("changed", format!("{}: {}", c.file, c.details.join("; ")));
+    }
+    if applied.changes.is_empty() {
+        say("boot", "settings already as the recipe wants them");
+    }
+    for w in &applied.warnings {
+        eprintln!("warning: {w}");
+    }
+    changes.extend(applied.changes);
+    image.reload().context("re-reading the customised image")?;
+    timer.lap("customise");
+
+    let written = output::finish_image(work, &paths, recipe.output.compress, recipe.output.xz_level)?;
+    let manifest = Manifest {
+        nasforge: env!("CARGO_PKG_VERSION"),
+        recipe: recipe.file.display().to_string(),
+        name: recipe.name.clone(),
+        board: board.name().into(),
+        base: manifest::Source { location, sha256: recipe.base.sha256.clone(), format: format.name().into() },
+        output: manifest::Output {
+            path: paths.image.display().to_string(),
+            sha256: written.file_sha256.clone(),
+            image_sha256: written.image_sha256.clone(),
+            image_size: written.image_size,
+        },
+        kernel: Some(booted),
+        changes,
+        warnings: applied.warnings,
+    };
+    let json = serde_json::to_string_pretty(&manifest)?;
+    output::publish(written, &paths, &json)?;
+    timer.lap("output");
+    say("wrote", format!("{} (sha256 {})", paths.image.display(), manifest.output.sha256));
+    say("", format!("{} and {}", paths.sha256.display(), paths.manifest.display()));
+    Ok(Report { paths, manifest, timings: timer.phases })
+}
+
+fn describe_layout(image: &Image) {
+    let l = &image.layout;
+    let parts: Vec<String> = l
+        .partitions
+        .iter()
+        .map(|p| format!("{} ({}, {})", p.label.as_deref().or(p.name.as_deref()).unwrap_or("unlabelled"), p.fs, human(p.size)))
+        .collect();
+    say("image", format!("{}, {}: {}", human(l.disk_size), l.kind, parts.join(", ")));
+}

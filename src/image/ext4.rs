@@ -1,0 +1,277 @@
+//! The ext4 root filesystem, read and written with e2fsprogs' debugfs on the
+//! partition inside the image (`image.img?offset=BYTES`): no mount, no root.
+//! No Rust crate writes ext4 reliably (CRATES.md).
+//!
+//! debugfs exits 0 even when a command fails, so every run's stderr is
+//! checked: anything but its version banner is an error.
+
+use anyhow::{Context, Result, bail};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+#[derive(Debug, Clone)]
+pub struct Ext4 {
+    image: PathBuf,
+    offset: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: String,
+    pub kind: Kind,
+    pub size: u64,
+}
+
+/// One change to the filesystem. Parents must exist (use `Mkdir` first).
+#[derive(Debug, Clone)]
+pub enum Op {
+    Write { path: String, data: Vec<u8>, mode: u32, uid: u32, gid: u32 },
+    Mkdir { path: String, mode: u32, uid: u32, gid: u32 },
+    Symlink { path: String, target: String },
+    Remove { path: String },
+}
+
+fn check_path(p: &str) -> Result<()> {
+    if !p.starts_with('/') || p.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c.is_control()) {
+        bail!("internal: path `{p}` cannot be passed to debugfs (must be absolute, without spaces or quotes)");
+    }
+    Ok(())
+}
+
+impl Ext4 {
+    pub fn new(image: &Path, offset: u64) -> Ext4 {
+        Ext4 { image: image.to_path_buf(), offset }
+    }
+
+    /// The name e2fsprogs tools accept for a filesystem inside an image.
+    pub fn device(&self) -> String {
+        format!("{}?offset={}", self.image.display(), self.offset)
+    }
+
+    fn run(&self, args: &[&str], script: Option<&str>) -> Result<(Vec<u8>, String)> {
+        let script_file = match script {
+            Some(s) => {
+                let mut f = tempfile::NamedTempFile::new()?;
+                f.write_all(s.as_bytes())?;
+                Some(f)
+            }
+            None => None,
+        };
+        let mut cmd = Command::new("debugfs");
+        cmd.args(args);
+        if let Some(f) = &script_file {
+            cmd.arg("-f").arg(f.path());
+        }
+        cmd.arg(self.device()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let out = cmd.output().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                anyhow::anyhow!("debugfs not found: install e2fsprogs (scripts/setup does)")
+            } else {
+                anyhow::anyhow!("cannot run debugfs: {e}")
+            }
+        })?;
+        drop(script_file);
+        let stderr: String = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| !l.starts_with("debugfs ") && !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !out.status.success() {
+            bail!("debugfs failed on {}: {stderr}", self.device());
+        }
+        Ok((out.stdout, stderr))
+    }
+
+    /// A file's bytes, or None when it does not exist.
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        check_path(path)?;
+        let (out, err) = self.run(&["-R", &format!("cat \"{path}\"")], None)?;
+        if err.contains("File not found") {
+            return Ok(None);
+        }
+        if !err.is_empty() {
+            bail!("reading {path} from the root filesystem: {err}");
+        }
+        Ok(Some(out))
+    }
+
+    /// Several files in one debugfs run (each run opens the whole filesystem).
+    pub fn read_many(&self, paths: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        if paths.is_empty() {
+            return Ok(vec![]);
+        }
+        let dir = tempfile::tempdir()?;
+        let mut script = String::new();
+        for (i, p) in paths.iter().enumerate() {
+            check_path(p)?;
+            script.push_str(&format!("dump \"{p}\" \"{}\"\n", dir.path().join(i.to_string()).display()));
+        }
+        let (_, err) = self.run(&[], Some(&script))?;
+        let real_errors: Vec<&str> = err.lines().filter(|l| !l.contains("File not found")).collect();
+        if !real_errors.is_empty() {
+            bail!("reading from the root filesystem: {}", real_errors.join("; "));
+        }
+        paths
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                let f = dir.path().join(i.to_string());
+                if f.exists() { Ok(Some(std::fs::read(f)?)) } else { Ok(None) }
+            })
+            .collect()
+    }
+
+    /// Copies a file out to `dest` without holding it in memory; false when
+    /// it does not exist.
+    pub fn dump(&self, path: &str, dest: &Path) -> Result<bool> {
+        check_path(path)?;
+        let (_, err) = self.run(&["-R", &format!("dump \"{path}\" \"{}\"", dest.display())], None)?;
+        if err.contains("File not found") {
+            return Ok(false);
+        }
+        if !err.is_empty() {
+            bail!("copying {path} out of the root filesystem: {err}");
+        }
+        Ok(true)
+    }
+
+    /// A directory's entries (without `.` and `..`), or None when it does not exist.
+    pub fn list(&self, dir: &str) -> Result<Option<Vec<Entry>>> {
+        check_path(dir)?;
+        let (out, err) = self.run(&["-R", &format!("ls -p \"{dir}\"")], None)?;
+        if err.contains("File not found") {
+            return Ok(None);
+        }
+        if !err.is_empty() {
+            bail!("listing {dir} in the root filesystem: {err}");
+        }
+        // `/inode/mode/uid/gid/name/size/`; mode is octal with the type bits.
+        let text = String::from_utf8_lossy(&out);
+        let mut entries = Vec::new();
+        for line in text.lines() {
+            let f: Vec<&str> = line.trim().trim_matches('/').split('/').collect();
+            if f.len() < 5 || f[4] == "." || f[4] == ".." || f[0] == "0" {
+                continue;
+            }
+            let mode = u32::from_str_radix(f[1], 8).unwrap_or(0);
+            let kind = match mode & 0o170000 {
+                0o100000 => Kind::File,
+                0o040000 => Kind::Dir,
+                0o120000 => Kind::Symlink,
+                _ => Kind::Other,
+            };
+            entries.push(Entry { name: f[4].to_string(), kind, size: f.get(5).and_then(|s| s.parse().ok()).unwrap_or(0) });
+        }
+        Ok(Some(entries))
+    }
+
+    /// A symlink's target, or None when `path` is not a symlink.
+    pub fn readlink(&self, path: &str) -> Result<Option<String>> {
+        check_path(path)?;
+        let (out, err) = self.run(&["-R", &format!("stat \"{path}\"")], None)?;
+        if err.contains("File not found") {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&out);
+        if !text.contains("Type: symlink") {
+            return Ok(None);
+        }
+        if let Some(rest) = text.split("Fast link dest: \"").nth(1) {
+            return Ok(rest.split('"').next().map(String::from));
+        }
+        // A target longer than 60 bytes lives in a data block; `cat` prints it.
+        let (out, _) = self.run(&["-R", &format!("cat \"{path}\"")], None)?;
+        Ok(Some(String::from_utf8_lossy(&out).to_string()))
+    }
+
+    /// Applies changes in one debugfs run.
+    pub fn apply(&self, ops: &[Op]) -> Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let dir = tempfile::tempdir()?;
+        let mut script = String::new();
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                Op::Write { path, data, mode, uid, gid } => {
+                    check_path(path)?;
+                    let src = dir.path().join(i.to_string());
+                    std::fs::write(&src, data)?;
+                    script.push_str(&format!(
+                        "write \"{}\" \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
+                        src.display(),
+                        0o100000 | mode
+                    ));
+                }
+                Op::Mkdir { path, mode, uid, gid } => {
+                    check_path(path)?;
+                    script.push_str(&format!(
+                        "mkdir \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
+                        0o040000 | mode
+                    ));
+                }
+                Op::Symlink { path, target } => {
+                    check_path(path)?;
+                    script.push_str(&format!("symlink \"{path}\" \"{target}\"\n"));
+                }
+                Op::Remove { path } => {
+                    check_path(path)?;
+                    script.push_str(&format!("rm \"{path}\"\n"));
+                }
+            }
+        }
+        let (_, err) = self.run(&["-w"], Some(&script)).context("writing to the root filesystem")?;
+        if !err.is_empty() {
+            bail!("writing to the root filesystem in {} failed: {err}", self.image.display());
+        }
+        Ok(())
+    }
+
+    /// Replaces a file's content, keeping its mode and owner when it exists.
+    pub fn replace(&self, path: &str, data: &[u8], default_mode: u32) -> Result<()> {
+        let (mode, uid, gid) = self.owner(path)?.unwrap_or((default_mode, 0, 0));
+        let mut ops = Vec::new();
+        if self.read(path)?.is_some() {
+            ops.push(Op::Remove { path: path.into() });
+        }
+        ops.push(Op::Write { path: path.into(), data: data.to_vec(), mode, uid, gid });
+        self.apply(&ops)
+    }
+
+    /// Permission bits, uid and gid of a path.
+    pub fn owner(&self, path: &str) -> Result<Option<(u32, u32, u32)>> {
+        check_path(path)?;
+        let (out, err) = self.run(&["-R", &format!("stat \"{path}\"")], None)?;
+        if err.contains("File not found") {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&out);
+        let field = |name: &str| -> Option<u32> {
+            let rest = text.split(name).nth(1)?;
+            rest.split_whitespace().next()?.parse().ok()
+        };
+        let mode = text
+            .split("Mode:")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|m| u32::from_str_radix(m, 8).ok())
+            .map(|m| m & 0o7777);
+        Ok(mode.map(|m| (m, field("User:").unwrap_or(0), field("Group:").unwrap_or(0))))
+    }
+
+    /// Runs `e2fsck -fn`: true when the filesystem is clean.
+    pub fn check(&self) -> Result<(bool, String)> {
+        let out = Command::new("e2fsck").args(["-fn"]).arg(self.device()).output().context("running e2fsck")?;
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        Ok((out.status.success(), text))
+    }
+}

@@ -1,0 +1,235 @@
+//! `nasforge inspect IMAGE`: what an image is and what a board will do with
+//! it — partitions, OS, kernels and their capabilities, the kernel each board
+//! boots, and the PCIe/overlay settings in effect.
+
+use crate::board::{Family, Model};
+use crate::boot::{armbian_env::ArmbianEnv, config_txt::ConfigTxt};
+use crate::image::{Image, Partition, TableKind};
+use crate::kernel::{self, Booted, Capability, KernelReport};
+use crate::size::human;
+use anyhow::Result;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+#[derive(Debug, Serialize)]
+pub struct Inspection {
+    pub path: String,
+    pub size: u64,
+    pub table: TableKind,
+    pub disk_id: String,
+    pub partitions: Vec<Partition>,
+    pub boot_partition: Option<u32>,
+    pub root_partition: Option<u32>,
+    pub os_release: BTreeMap<String, String>,
+    /// "rpi", "armbian" or "generic", from what the image holds.
+    pub family: Family,
+    pub kernels: Vec<KernelReport>,
+    /// The kernel each board of this family boots.
+    pub booted: Vec<BootedReport>,
+    /// Raspberry Pi: per board, the config.txt lines in effect that matter
+    /// for PCIe SATA (`dtparam=pciex1`, `pciex1_gen`, `kernel=`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub pcie: BTreeMap<String, PcieSettings>,
+    /// Armbian: armbianEnv.txt's overlay settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub armbian: Option<ArmbianSettings>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BootedReport {
+    #[serde(flatten)]
+    pub booted: Booted,
+    /// `sata ✓ (libata=m, ahci=m)` for each capability, when the version is known.
+    pub capabilities: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PcieSettings {
+    pub pciex1: Option<String>,
+    pub pciex1_gen: Option<String>,
+    pub kernel: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ArmbianSettings {
+    pub overlay_prefix: Option<String>,
+    pub overlays: Vec<String>,
+    pub fdtfile: Option<String>,
+}
+
+pub fn inspect(path: &Path) -> Result<Inspection> {
+    let image = Image::open(path)?;
+    let root = image.ext4();
+    let os_release = match &root {
+        Some(r) => {
+            let text = match r.read("/usr/lib/os-release")? {
+                Some(t) => Some(t),
+                None => r.read("/etc/os-release")?,
+            };
+            text.map(|t| parse_os_release(&String::from_utf8_lossy(&t))).unwrap_or_default()
+        }
+        None => BTreeMap::new(),
+    };
+
+    let fat = image.fat(false)?;
+    let config = match &fat {
+        Some(f) => f.read("config.txt")?.map(|b| ConfigTxt::parse(&String::from_utf8_lossy(&b))),
+        None => None,
+    };
+    let armbian_env = match (&config, &root) {
+        (None, Some(r)) => r.read("/boot/armbianEnv.txt")?.map(|b| ArmbianEnv::parse(&String::from_utf8_lossy(&b))),
+        _ => None,
+    };
+    drop(fat);
+    let family = if config.is_some() {
+        Family::Rpi
+    } else if armbian_env.is_some() {
+        Family::Armbian
+    } else {
+        Family::Generic
+    };
+
+    let files = kernel::installed(&image)?;
+    let versions: Vec<String> = files.iter().map(|k| k.version.clone()).collect();
+    let kernels: Vec<KernelReport> = files.iter().map(|k| k.report(&[])).collect();
+    let boards: Vec<Model> = match family {
+        Family::Rpi => Model::raspberry_pis().collect(),
+        Family::Armbian => vec![armbian_board(armbian_env.as_ref())],
+        Family::Generic => vec![Model::GenericArm64],
+    };
+    let mut booted = Vec::new();
+    for board in boards {
+        let b = kernel::booted(&image, board, &versions)?;
+        let extras = kernel::board_extras(board);
+        let capabilities = match b.version.as_ref().and_then(|v| files.iter().find(|k| &k.version == v)) {
+            Some(k) => {
+                let r = k.report(&extras);
+                Capability::ALL.iter().map(|c| r.describe(*c, &extras)).collect()
+            }
+            None => vec![],
+        };
+        booted.push(BootedReport { booted: b, capabilities });
+    }
+
+    let mut pcie = BTreeMap::new();
+    if let Some(c) = &config {
+        for board in Model::raspberry_pis() {
+            let filters = board.info().filters;
+            pcie.insert(
+                board.name().to_string(),
+                PcieSettings {
+                    pciex1: c.effective("dtparam:pciex1", &filters),
+                    pciex1_gen: c.effective("dtparam:pciex1_gen", &filters),
+                    kernel: c.effective("kernel", &filters),
+                },
+            );
+        }
+    }
+    let armbian = armbian_env.map(|e| ArmbianSettings {
+        overlay_prefix: e.get("overlay_prefix").map(String::from),
+        overlays: e.overlays(),
+        fdtfile: e.get("fdtfile").map(String::from),
+    });
+
+    Ok(Inspection {
+        path: path.display().to_string(),
+        size: image.layout.disk_size,
+        table: image.layout.kind,
+        disk_id: image.layout.disk_id.clone(),
+        boot_partition: image.boot().map(|p| p.number),
+        root_partition: image.root().map(|p| p.number),
+        partitions: image.layout.partitions.clone(),
+        os_release,
+        family,
+        kernels,
+        booted,
+        pcie,
+        armbian,
+    })
+}
+
+/// The Rock board an Armbian image is for, from the device tree it loads.
+fn armbian_board(env: Option<&ArmbianEnv>) -> Model {
+    let fdt = env.and_then(|e| e.get("fdtfile")).unwrap_or("");
+    if fdt.contains("rock-5b") {
+        Model::Rock5b
+    } else if fdt.contains("rock-3a") {
+        Model::Rock3a
+    } else if fdt.contains("rock-pi-4") || fdt.contains("rock-4") {
+        Model::Rock4b
+    } else {
+        Model::GenericArm64
+    }
+}
+
+fn parse_os_release(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+        .collect()
+}
+
+impl Inspection {
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "{}: {} disk image, {} partition table ({})", self.path, human(self.size), self.table, self.disk_id);
+        for p in &self.partitions {
+            let role = if Some(p.number) == self.boot_partition {
+                "  boot"
+            } else if Some(p.number) == self.root_partition {
+                "  root"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                "  {:>2}  start {:>10}  size {:>10}  type {:<38} {:<6} {}{}",
+                p.number,
+                human(p.start),
+                human(p.size),
+                p.type_id,
+                p.fs.to_string(),
+                p.label.as_deref().or(p.name.as_deref()).unwrap_or("-"),
+                role
+            );
+        }
+        if let Some(name) = self.os_release.get("PRETTY_NAME") {
+            let _ = writeln!(s, "os: {name}");
+        }
+        if self.kernels.is_empty() {
+            let _ = writeln!(s, "kernels: none found in /lib/modules");
+        }
+        for k in &self.kernels {
+            let caps: Vec<String> = Capability::ALL.iter().map(|c| k.describe(*c, &[])).collect();
+            let _ = writeln!(s, "kernel {} (from {}): {}", k.version, k.evidence, caps.join(", "));
+        }
+        for b in &self.booted {
+            let v = b.booted.version.as_deref().unwrap_or("unknown");
+            let _ = writeln!(s, "{} boots {} — {}", b.booted.board, v, b.booted.reason);
+            if !b.capabilities.is_empty() {
+                let _ = writeln!(s, "    {}", b.capabilities.join(", "));
+            }
+        }
+        for (board, p) in &self.pcie {
+            let _ = writeln!(
+                s,
+                "config.txt for {board}: pciex1={} pciex1_gen={}{}",
+                p.pciex1.as_deref().unwrap_or("(off)"),
+                p.pciex1_gen.as_deref().unwrap_or("(default)"),
+                p.kernel.as_ref().map(|k| format!(" kernel={k}")).unwrap_or_default()
+            );
+        }
+        if let Some(a) = &self.armbian {
+            let _ = writeln!(
+                s,
+                "armbianEnv.txt: overlay_prefix={} overlays={} fdtfile={}",
+                a.overlay_prefix.as_deref().unwrap_or("-"),
+                if a.overlays.is_empty() { "-".to_string() } else { a.overlays.join(" ") },
+                a.fdtfile.as_deref().unwrap_or("-")
+            );
+        }
+        s
+    }
+}

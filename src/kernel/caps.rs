@@ -1,0 +1,266 @@
+//! What a kernel can do, read from the files every Debian-style kernel ships:
+//! `modules.builtin` (drivers compiled in), `modules.dep` (drivers present as
+//! loadable modules) and, where present, `/boot/config-<version>`.
+//! Pure: it takes the files' text, so tests feed it fixture strings.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Capability {
+    /// libata + AHCI: a PCIe SATA card (JMB585, ASM1166, Marvell 9215) shows its disks.
+    Sata,
+    /// md with RAID 0/1/10/4/5/6.
+    Md,
+    /// The kernel NFS server.
+    Nfsd,
+    /// USB Attached SCSI, for USB disk enclosures.
+    Uas,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 4] = [Capability::Sata, Capability::Md, Capability::Nfsd, Capability::Uas];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Sata => "sata",
+            Capability::Md => "md",
+            Capability::Nfsd => "nfsd",
+            Capability::Uas => "uas",
+        }
+    }
+
+    /// Every inner list is a set of alternatives, any one of which will do.
+    pub fn modules(self) -> Vec<Vec<&'static str>> {
+        match self {
+            Capability::Sata => vec![vec!["libata"], vec!["ahci"]],
+            Capability::Md => vec![vec!["md_mod"], vec!["raid0"], vec!["raid1"], vec!["raid10"], vec!["raid456"]],
+            Capability::Nfsd => vec![vec!["nfsd"]],
+            Capability::Uas => vec![vec!["uas"]],
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The Kconfig symbol behind each module, for kernels whose only record is
+/// their config file.
+pub fn config_symbol(module: &str) -> Option<&'static str> {
+    Some(match module {
+        "libata" => "CONFIG_ATA",
+        "ahci" => "CONFIG_SATA_AHCI",
+        "ahci_platform" => "CONFIG_SATA_AHCI_PLATFORM",
+        "ahci_dwc" => "CONFIG_AHCI_DWC",
+        "md_mod" => "CONFIG_BLK_DEV_MD",
+        "raid0" => "CONFIG_MD_RAID0",
+        "raid1" => "CONFIG_MD_RAID1",
+        "raid10" => "CONFIG_MD_RAID10",
+        "raid456" => "CONFIG_MD_RAID456",
+        "nfsd" => "CONFIG_NFSD",
+        "uas" => "CONFIG_USB_UAS",
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Presence {
+    /// Compiled into the kernel (`=y`).
+    Builtin,
+    /// A loadable module (`=m`).
+    Module,
+    Absent,
+}
+
+impl Presence {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Presence::Builtin => "y",
+            Presence::Module => "m",
+            Presence::Absent => "-",
+        }
+    }
+}
+
+/// The text of the files that describe one installed kernel.
+#[derive(Debug, Default, Clone)]
+pub struct KernelFiles {
+    pub version: String,
+    pub modules_builtin: Option<String>,
+    pub modules_dep: Option<String>,
+    pub config: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelReport {
+    pub version: String,
+    /// Where the answers came from: "modules" or "config".
+    pub evidence: &'static str,
+    pub modules: BTreeMap<String, Presence>,
+    pub capabilities: BTreeMap<Capability, CapabilityReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CapabilityReport {
+    pub ok: bool,
+    /// The alternatives that are missing, e.g. `raid456` or `ahci_platform|ahci_dwc`.
+    pub missing: Vec<String>,
+}
+
+/// `kernel/drivers/ata/ahci.ko.xz` → `ahci`; `md-mod` → `md_mod` (modprobe
+/// treats `-` and `_` alike).
+fn module_name(path: &str) -> String {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let base = base.split(".ko").next().unwrap_or(base);
+    base.replace('-', "_")
+}
+
+fn config_values(config: &str) -> BTreeMap<&str, &str> {
+    config
+        .lines()
+        .filter_map(|l| l.trim().split_once('='))
+        .filter(|(k, _)| k.starts_with("CONFIG_"))
+        .collect()
+}
+
+impl KernelFiles {
+    /// `extra` adds board-specific module alternatives to a capability (Rockchip's
+    /// native SATA needs `ahci_platform` or `ahci_dwc`).
+    pub fn report(&self, extra: &[(Capability, Vec<String>)]) -> KernelReport {
+        let mut builtin = std::collections::BTreeSet::new();
+        let mut loadable = std::collections::BTreeSet::new();
+        if let Some(b) = &self.modules_builtin {
+            builtin.extend(b.lines().map(str::trim).filter(|l| !l.is_empty()).map(module_name));
+        }
+        if let Some(d) = &self.modules_dep {
+            loadable.extend(d.lines().filter_map(|l| l.split_once(':')).map(|(m, _)| module_name(m)));
+        }
+        let from_modules = self.modules_builtin.is_some() || self.modules_dep.is_some();
+        let config = self.config.as_deref().map(config_values).unwrap_or_default();
+
+        let presence = |module: &str| -> Presence {
+            if from_modules {
+                if builtin.contains(module) {
+                    Presence::Builtin
+                } else if loadable.contains(module) {
+                    Presence::Module
+                } else {
+                    Presence::Absent
+                }
+            } else {
+                match config_symbol(module).and_then(|s| config.get(s)) {
+                    Some(&"y") => Presence::Builtin,
+                    Some(&"m") => Presence::Module,
+                    _ => Presence::Absent,
+                }
+            }
+        };
+
+        let mut modules = BTreeMap::new();
+        let mut capabilities = BTreeMap::new();
+        for cap in Capability::ALL {
+            let mut groups: Vec<Vec<String>> =
+                cap.modules().into_iter().map(|g| g.into_iter().map(String::from).collect()).collect();
+            groups.extend(extra.iter().filter(|(c, _)| *c == cap).map(|(_, g)| g.clone()));
+            let mut missing = Vec::new();
+            for group in groups {
+                let found = group.iter().any(|m| presence(m) != Presence::Absent);
+                for m in &group {
+                    modules.insert(m.clone(), presence(m));
+                }
+                if !found {
+                    missing.push(group.join("|"));
+                }
+            }
+            capabilities.insert(cap, CapabilityReport { ok: missing.is_empty(), missing });
+        }
+        KernelReport {
+            version: self.version.clone(),
+            evidence: if from_modules { "modules" } else { "config" },
+            modules,
+            capabilities,
+        }
+    }
+}
+
+impl KernelReport {
+    /// `sata ✓ (ahci=m, libata=m)`-style summary of one capability.
+    pub fn describe(&self, cap: Capability, extra: &[(Capability, Vec<String>)]) -> String {
+        let c = &self.capabilities[&cap];
+        let mut names: Vec<String> = cap.modules().into_iter().flatten().map(String::from).collect();
+        names.extend(extra.iter().filter(|(x, _)| *x == cap).flat_map(|(_, g)| g.iter().cloned()));
+        let detail: Vec<String> =
+            names.iter().map(|m| format!("{}={}", m, self.modules.get(m).copied().unwrap_or(Presence::Absent).symbol())).collect();
+        let mark = if c.ok { "✓" } else { "✗" };
+        format!("{cap} {mark} ({})", detail.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEP_RPI: &str = "kernel/drivers/ata/libata.ko.xz:\nkernel/drivers/ata/ahci.ko.xz: kernel/drivers/ata/libahci.ko.xz kernel/drivers/ata/libata.ko.xz\nkernel/drivers/md/raid0.ko.xz: kernel/drivers/md/md-mod.ko.xz\nkernel/drivers/md/raid1.ko.xz:\nkernel/drivers/md/raid10.ko.xz:\nkernel/drivers/md/raid456.ko.xz: kernel/crypto/async_tx/async_pq.ko.xz\nkernel/fs/nfsd/nfsd.ko.xz:\n";
+
+    fn files(builtin: Option<&str>, dep: Option<&str>, config: Option<&str>) -> KernelFiles {
+        KernelFiles {
+            version: "6.6.51+rpt-rpi-2712".into(),
+            modules_builtin: builtin.map(String::from),
+            modules_dep: dep.map(String::from),
+            config: config.map(String::from),
+        }
+    }
+
+    #[test]
+    fn modules_in_modules_dep_count_as_loadable() {
+        let r = files(Some("kernel/drivers/md/md-mod.ko\n"), Some(DEP_RPI), None).report(&[]);
+        assert_eq!(r.evidence, "modules");
+        assert_eq!(r.modules["ahci"], Presence::Module);
+        assert_eq!(r.modules["md_mod"], Presence::Builtin);
+        assert!(r.capabilities[&Capability::Sata].ok);
+        assert!(r.capabilities[&Capability::Md].ok);
+        assert!(!r.capabilities[&Capability::Uas].ok);
+        assert_eq!(r.describe(Capability::Sata, &[]), "sata ✓ (libata=m, ahci=m)");
+    }
+
+    #[test]
+    fn builtin_drivers_count_as_present() {
+        let builtin = "kernel/drivers/ata/libata.ko\nkernel/drivers/ata/ahci.ko\n";
+        let r = files(Some(builtin), Some(""), None).report(&[]);
+        assert_eq!(r.modules["libata"], Presence::Builtin);
+        assert!(r.capabilities[&Capability::Sata].ok);
+    }
+
+    #[test]
+    fn absent_drivers_are_named() {
+        let dep = "kernel/drivers/md/md-mod.ko:\nkernel/drivers/md/raid1.ko:\n";
+        let r = files(Some(""), Some(dep), None).report(&[]);
+        assert_eq!(r.capabilities[&Capability::Sata].missing, vec!["libata", "ahci"]);
+        assert_eq!(r.capabilities[&Capability::Md].missing, vec!["raid0", "raid10", "raid456"]);
+    }
+
+    #[test]
+    fn config_only_kernels_are_read_from_their_config() {
+        let config = "CONFIG_ATA=m\nCONFIG_SATA_AHCI=m\n# CONFIG_MD_RAID456 is not set\nCONFIG_BLK_DEV_MD=y\nCONFIG_MD_RAID0=m\nCONFIG_MD_RAID1=m\nCONFIG_MD_RAID10=m\n";
+        let r = files(None, None, Some(config)).report(&[]);
+        assert_eq!(r.evidence, "config");
+        assert!(r.capabilities[&Capability::Sata].ok);
+        assert_eq!(r.modules["md_mod"], Presence::Builtin);
+        assert_eq!(r.capabilities[&Capability::Md].missing, vec!["raid456"]);
+    }
+
+    #[test]
+    fn board_extras_add_alternatives() {
+        let extra = vec![(Capability::Sata, vec!["ahci_platform".to_string(), "ahci_dwc".to_string()])];
+        let r = files(Some(""), Some(DEP_RPI), None).report(&extra);
+        assert_eq!(r.capabilities[&Capability::Sata].missing, vec!["ahci_platform|ahci_dwc"]);
+        let dep = format!("{DEP_RPI}kernel/drivers/ata/ahci_dwc.ko:\n");
+        assert!(files(Some(""), Some(&dep), None).report(&extra).capabilities[&Capability::Sata].ok);
+    }
+}

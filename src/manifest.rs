@@ -1,0 +1,46 @@
+//! The build manifest: every change a build made, with the file's digest
+//! before and after and the reason, written as JSON beside the image.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    /// `<partition label or role>:<path>`, e.g. `bootfs:/config.txt`.
+    pub file: String,
+    pub before_sha256: Option<String>,
+    pub after_sha256: Option<String>,
+    pub why: String,
+    /// Line-level detail, e.g. "added `dtparam=pciex1` to [pi5]".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Source {
+    pub location: String,
+    pub sha256: Option<String>,
+    pub format: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Output {
+    pub path: String,
+    /// The sha256 of the file at `path` (compressed when it is .img.xz).
+    pub sha256: String,
+    /// The sha256 of the raw disk image, what a flasher verifies against.
+    pub image_sha256: String,
+    pub image_size: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Manifest {
+    pub nasforge: &'static str,
+    pub recipe: String,
+    pub name: String,
+    pub board: String,
+    pub base: Source,
+    pub output: Output,
+    pub kernel: Option<crate::kernel::Booted>,
+    pub changes: Vec<Change>,
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,146 @@
+//! Writing results: the image (raw or xz), its `.sha256` in sha256sum format
+//! and the JSON manifest. Everything is written under a temporary name in the
+//! output directory and renamed into place only once all of it succeeded, so
+//! a failed build never leaves a half-written image that looks finished.
+
+use crate::io::{hash, progress};
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use tempfile::NamedTempFile;
+
+/// Paths of everything a build writes for `image` (e.g. `out/x.img.xz`).
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub image: PathBuf,
+    pub sha256: PathBuf,
+    pub manifest: PathBuf,
+}
+
+impl Paths {
+    pub fn for_image(image: &Path) -> Paths {
+        let name = image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
+        let stem = name.strip_suffix(".xz").unwrap_or(name);
+        let stem = stem.strip_suffix(".img").unwrap_or(stem);
+        let dir = image.parent().unwrap_or(Path::new("."));
+        Paths {
+            image: image.to_path_buf(),
+            sha256: dir.join(format!("{name}.sha256")),
+            manifest: dir.join(format!("{stem}.manifest.json")),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.image.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+    }
+}
+
+/// A temporary file beside the final output (same filesystem, so the final
+/// rename is atomic); deleted automatically unless persisted.
+pub fn temp_beside(paths: &Paths, what: &str) -> Result<NamedTempFile> {
+    let dir = paths.dir();
+    fs::create_dir_all(dir).with_context(|| format!("creating output directory {}", dir.display()))?;
+    let name = paths.image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(&format!(".{what}"))
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))
+}
+
+/// Digests of what `finish_image` wrote.
+pub struct Written {
+    /// sha256 of the output file itself.
+    pub file_sha256: String,
+    /// sha256 of the raw image.
+    pub image_sha256: String,
+    pub image_size: u64,
+    /// The finished output, still under its temporary name.
+    pub file: NamedTempFile,
+}
+
+/// Produces the output file from the finished working image: the working
+/// file itself for .img, a multi-threaded xz of it for .img.xz.
+pub fn finish_image(work: NamedTempFile, paths: &Paths, compress: bool, xz_level: u32) -> Result<Written> {
+    let size = work.as_file().metadata()?.len();
+    if !compress {
+        let bar = progress::bytes(size, "sha256");
+        let digest = hash::hash_file(work.as_file(), |n| bar.inc(n))?;
+        bar.finish_and_clear();
+        return Ok(Written { file_sha256: digest.clone(), image_sha256: digest, image_size: size, file: work });
+    }
+    let out = temp_beside(paths, "partial")?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let stream = liblzma::stream::MtStreamBuilder::new()
+        .threads(threads)
+        .preset(xz_level)
+        .check(liblzma::stream::Check::Crc64)
+        .encoder()
+        .context("starting the xz encoder")?;
+    let mut file_hash = HashWriter { inner: out.as_file(), hasher: Sha256::new() };
+    let mut encoder = liblzma::write::XzEncoder::new_stream(&mut file_hash, stream);
+    let mut raw_hash = Sha256::new();
+    let bar = progress::bytes(size, "compress");
+    let mut src = File::open(work.path())?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = src.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        raw_hash.update(&buf[..n]);
+        encoder.write_all(&buf[..n]).context("compressing the image (disk full?)")?;
+        bar.inc(n as u64);
+    }
+    encoder.finish().context("finishing the xz stream")?;
+    bar.finish_and_clear();
+    let file_sha256 = hash::hex(&file_hash.hasher.finalize());
+    out.as_file().sync_all()?;
+    Ok(Written { file_sha256, image_sha256: hash::hex(&raw_hash.finalize()), image_size: size, file: out })
+}
+
+struct HashWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W: Write> Write for HashWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Moves the image, its .sha256 and the manifest into place. Old outputs of
+/// the same name go first, so no new file ever sits beside a stale one.
+pub fn publish(written: Written, paths: &Paths, manifest_json: &str) -> Result<()> {
+    let name = paths.image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
+    let mut sha = temp_beside(paths, "sha256")?;
+    writeln!(sha, "{}  {name}", written.file_sha256)?;
+    let mut man = temp_beside(paths, "manifest")?;
+    man.write_all(manifest_json.as_bytes())?;
+    man.write_all(b"\n")?;
+    for p in [&paths.sha256, &paths.manifest, &paths.image] {
+        match fs::remove_file(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing the previous {}", p.display())),
+        }
+    }
+    let image = written.file.persist(&paths.image).map_err(|e| e.error).with_context(|| format!("writing {}", paths.image.display()))?;
+    // NamedTempFile is created 0600; an image is an ordinary file to share.
+    use std::os::unix::fs::PermissionsExt;
+    for f in [&image, sha.as_file(), man.as_file()] {
+        f.set_permissions(fs::Permissions::from_mode(0o644))?;
+    }
+    sha.persist(&paths.sha256).map_err(|e| e.error)?;
+    man.persist(&paths.manifest).map_err(|e| e.error)?;
+    Ok(())
+}

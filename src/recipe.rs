@@ -1,0 +1,352 @@
+//! The recipe: one TOML file that says which image to start from, which
+//! board it is for, and what to change. Parsing is strict (`deny_unknown_fields`)
+//! and every error points at a line and column of the file; the schema is
+//! documented in docs/recipe.md.
+
+use crate::board::{Family, Model};
+use crate::diag::{Located, LocatedErrors, did_you_mean};
+use crate::size::Size;
+use serde::Deserialize;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecipeFile {
+    name: Option<Spanned<String>>,
+    base: Spanned<BaseFile>,
+    board: BoardFile,
+    #[serde(default)]
+    boot: Option<Spanned<Boot>>,
+    #[serde(default)]
+    kernel: Kernel,
+    #[serde(default)]
+    output: OutputFile,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BaseFile {
+    url: Option<Spanned<String>>,
+    path: Option<Spanned<String>>,
+    sha256: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoardFile {
+    model: Model,
+    pcie_gen: Option<Spanned<u8>>,
+    overlays: Option<Spanned<Vec<String>>>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Boot {
+    /// Extra config.txt lines for this board's section.
+    #[serde(default)]
+    pub config: Vec<String>,
+    #[serde(default)]
+    pub cmdline_append: Vec<String>,
+    #[serde(default)]
+    pub cmdline_remove: Vec<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    /// Capabilities the kernel the board boots must have; the build stops
+    /// before changing anything when one is missing.
+    #[serde(default)]
+    pub require: Vec<crate::kernel::Capability>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputFile {
+    path: Option<Spanned<String>>,
+    grow: Option<Size>,
+    xz_level: Option<Spanned<u32>>,
+}
+
+/// A recipe that parsed and passed every check.
+#[derive(Debug, Clone)]
+pub struct Recipe {
+    pub file: PathBuf,
+    pub name: String,
+    pub base: Base,
+    pub board: Model,
+    pub pcie_gen: Option<u8>,
+    /// Armbian overlays to add, each as alternative names; the board's
+    /// defaults unless the recipe names its own.
+    pub overlays: Vec<Vec<String>>,
+    pub boot: Boot,
+    pub kernel: Kernel,
+    pub output: Output,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Url(String),
+    Path(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct Base {
+    pub source: Source,
+    /// Lowercase hex; always present for a URL.
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// Relative to the working directory, like any output a command writes.
+    pub path: PathBuf,
+    pub compress: bool,
+    pub grow: Option<u64>,
+    pub xz_level: u32,
+}
+
+const DEFAULT_XZ_LEVEL: u32 = 6;
+
+impl Recipe {
+    pub fn load(file: &Path) -> anyhow::Result<Recipe> {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("cannot read recipe {}: {e}", file.display()))?;
+        Ok(Recipe::parse(file, &text)?)
+    }
+
+    /// `base.path` is resolved against the recipe's own directory, so a recipe
+    /// and the image beside it move together.
+    pub fn parse(file: &Path, text: &str) -> Result<Recipe, LocatedErrors> {
+        let raw: RecipeFile = toml::from_str(text).map_err(|e| LocatedErrors(vec![toml_error(file, text, &e)]))?;
+        let mut errs = Vec::new();
+        let mut err = |span: Range<usize>, msg: String, help: Option<String>| {
+            let mut e = Located::new(file, text, Some(span), msg);
+            e.help = help;
+            errs.push(e);
+        };
+
+        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("image").to_string();
+        let name = match &raw.name {
+            Some(n) => {
+                let ok = !n.get_ref().is_empty()
+                    && n.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    && !n.get_ref().starts_with('.');
+                if !ok {
+                    err(n.span(), format!("name `{}` cannot be used as a file name", n.get_ref()), Some("use letters, digits, `-`, `_` and `.`".into()));
+                }
+                n.get_ref().clone()
+            }
+            None => stem,
+        };
+
+        let base = raw.base.get_ref();
+        let source = match (&base.url, &base.path) {
+            (Some(_), Some(p)) => {
+                err(p.span(), "`base` has both `url` and `path`".into(), Some("keep one: `url` (with `sha256`) to download, or `path` for a local image".into()));
+                None
+            }
+            (None, None) => {
+                err(raw.base.span(), "`base` needs `url` (with `sha256`) or `path`".into(), None);
+                None
+            }
+            (Some(u), None) => {
+                let url = u.get_ref();
+                if !(url.starts_with("https://") || url.starts_with("http://")) {
+                    err(u.span(), format!("`{url}` is not an http(s) URL"), Some("for a file on this machine use `path = \"...\"`".into()));
+                }
+                if base.sha256.is_none() {
+                    err(u.span(), "a downloaded base image needs its `sha256`".into(), Some("copy it from the publisher's `.sha256` file beside the image; nasforge never trusts an unchecked download".into()));
+                }
+                Some(Source::Url(url.clone()))
+            }
+            (None, Some(p)) => {
+                let dir = file.parent().unwrap_or(Path::new("."));
+                let path = dir.join(p.get_ref());
+                let lower = p.get_ref().to_ascii_lowercase();
+                if ![".img", ".img.xz", ".img.gz", ".raw"].iter().any(|s| lower.ends_with(s)) {
+                    err(p.span(), format!("`{}` is not a disk image name", p.get_ref()), Some("expected a .img, .img.xz or .img.gz file".into()));
+                }
+                Some(Source::Path(path))
+            }
+        };
+        let sha256 = base.sha256.as_ref().map(|s| {
+            let v = s.get_ref().trim().to_ascii_lowercase();
+            if v.len() != 64 || !v.chars().all(|c| c.is_ascii_hexdigit()) {
+                err(s.span(), format!("`{}` is not a sha256 (64 hexadecimal digits)", s.get_ref()), None);
+            }
+            v
+        });
+
+        let model = raw.board.model;
+        let info = model.info();
+        let pcie_gen = raw.board.pcie_gen.as_ref().map(|g| {
+            if info.pcie_gen.is_none() {
+                err(g.span(), format!("board `{model}` has no configurable PCIe generation"), Some("`pcie_gen` applies to pi5 and cm5".into()));
+            } else if !(1..=3).contains(g.get_ref()) {
+                err(g.span(), format!("PCIe generation {} does not exist here", g.get_ref()), Some("use 1, 2 or 3 (3 is uncertified but works with the JMB585)".into()));
+            }
+            *g.get_ref()
+        });
+        let overlays = match &raw.board.overlays {
+            Some(o) => {
+                if info.family != Family::Armbian {
+                    err(o.span(), format!("`overlays` are Armbian device-tree overlays; board `{model}` does not use them"), Some("on a Raspberry Pi, put `dtoverlay=` lines in `[boot] config`".into()));
+                }
+                o.get_ref().iter().map(|name| vec![name.clone()]).collect()
+            }
+            None => info.overlays.clone(),
+        };
+
+        let boot = match &raw.boot {
+            Some(b) => {
+                if info.family != Family::Rpi {
+                    err(b.span(), format!("`[boot]` edits config.txt and cmdline.txt, which board `{model}` does not have"), Some("remove the section, or pick a Raspberry Pi board".into()));
+                }
+                for line in &b.get_ref().config {
+                    if line.contains('\n') || line.trim_start().starts_with('[') {
+                        err(b.span(), format!("config line `{line}` must be a single setting, not a section"), Some(format!("nasforge puts these lines in the board's own section ([{}])", info.section.clone().unwrap_or_default())));
+                    }
+                }
+                for token in b.get_ref().cmdline_append.iter().chain(&b.get_ref().cmdline_remove) {
+                    if token.is_empty() || token.contains(char::is_whitespace) {
+                        err(b.span(), format!("cmdline entry `{token}` must be one word"), Some("give each kernel argument as its own list item".into()));
+                    }
+                }
+                b.get_ref().clone()
+            }
+            None => Boot::default(),
+        };
+
+        let out_path = match &raw.output.path {
+            Some(p) => {
+                let s = p.get_ref();
+                if !(s.ends_with(".img") || s.ends_with(".img.xz")) {
+                    err(p.span(), format!("output `{s}` must end in .img or .img.xz"), None);
+                }
+                PathBuf::from(s)
+            }
+            None => PathBuf::from(format!("out/{name}.img")),
+        };
+        let xz_level = match &raw.output.xz_level {
+            Some(l) if *l.get_ref() > 9 => {
+                err(l.span(), format!("xz level {} is out of range", l.get_ref()), Some("use 0 (fastest) to 9 (smallest)".into()));
+                DEFAULT_XZ_LEVEL
+            }
+            Some(l) => *l.get_ref(),
+            None => DEFAULT_XZ_LEVEL,
+        };
+
+        if !errs.is_empty() {
+            return Err(LocatedErrors(errs));
+        }
+        Ok(Recipe {
+            file: file.to_path_buf(),
+            name,
+            base: Base { source: source.expect("checked above"), sha256 },
+            board: model,
+            pcie_gen,
+            overlays,
+            boot,
+            kernel: raw.kernel,
+            output: Output {
+                compress: out_path.to_string_lossy().ends_with(".xz"),
+                path: out_path,
+                grow: raw.output.grow.map(|s| s.0),
+                xz_level,
+            },
+        })
+    }
+}
+
+/// toml/serde's error, placed on its line, with a suggestion for a misspelt key.
+fn toml_error(file: &Path, text: &str, e: &toml::de::Error) -> Located {
+    let message = e.message().trim().to_string();
+    let mut located = Located::new(file, text, e.span(), message.clone());
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((word, choices)) = rest.split_once('`') {
+            let valid: Vec<&str> = choices.split('`').skip(1).step_by(2).collect();
+            if let Some(s) = did_you_mean(word, valid.iter().copied()) {
+                located = located.with_help(format!("did you mean `{s}`?"));
+            }
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        if let Some((word, choices)) = rest.split_once('`') {
+            let valid: Vec<&str> = choices.split('`').skip(1).step_by(2).collect();
+            if let Some(s) = did_you_mean(word, valid.iter().copied()) {
+                located = located.with_help(format!("did you mean `{s}`?"));
+            }
+        }
+    }
+    located
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Recipe, String> {
+        Recipe::parse(Path::new("r.toml"), text).map_err(|e| e.to_string())
+    }
+
+    const MIN: &str = "[base]\npath = \"x.img\"\n[board]\nmodel = \"pi5\"\n";
+
+    #[test]
+    fn minimal_recipe_gets_defaults() {
+        let r = parse(MIN).unwrap();
+        assert_eq!(r.name, "r");
+        assert_eq!(r.output.path, PathBuf::from("out/r.img"));
+        assert!(!r.output.compress);
+        assert_eq!(r.base.source, Source::Path(PathBuf::from("x.img")));
+    }
+
+    #[test]
+    fn unknown_board_names_the_line_and_the_choices() {
+        let e = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"pi6\"\n").unwrap_err();
+        assert!(e.starts_with("r.toml:4:9: unknown variant `pi6`, expected one of `pi4`, `cm4`, `pi5`"), "{e}");
+        assert!(e.contains("did you mean `pi5`?") || e.contains("did you mean `pi4`?"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_suggests_the_right_one() {
+        let e = parse(&format!("{MIN}pcie_gne = 3\n")).unwrap_err();
+        assert!(e.starts_with("r.toml:5:1: unknown field `pcie_gne`"), "{e}");
+        assert!(e.contains("did you mean `pcie_gen`?"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_line() {
+        let e = parse(&format!("{MIN}pcie_gen = \"three\"\n")).unwrap_err();
+        assert!(e.starts_with("r.toml:5:12: invalid type: string \"three\", expected u8"), "{e}");
+    }
+
+    #[test]
+    fn url_without_sha256_is_refused() {
+        let e = parse("[base]\nurl = \"https://example.org/a.img.xz\"\n[board]\nmodel = \"pi4\"\n").unwrap_err();
+        assert!(e.contains("r.toml:2:7: a downloaded base image needs its `sha256`"), "{e}");
+    }
+
+    #[test]
+    fn semantic_errors_are_all_reported_at_once() {
+        let text = "[base]\npath = \"x.img\"\nsha256 = \"abc\"\n[board]\nmodel = \"pi4\"\npcie_gen = 3\n[output]\npath = \"a.iso\"\n";
+        let e = parse(text).unwrap_err();
+        assert!(e.contains("r.toml:3:10: `abc` is not a sha256"), "{e}");
+        assert!(e.contains("r.toml:6:12: board `pi4` has no configurable PCIe generation"), "{e}");
+        assert!(e.contains("r.toml:8:8: output `a.iso` must end in .img or .img.xz"), "{e}");
+    }
+
+    #[test]
+    fn boot_section_is_for_raspberry_pis_only() {
+        let e = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"rock5b\"\n[boot]\nconfig = [\"a=1\"]\n").unwrap_err();
+        assert!(e.contains("r.toml:5:1: `[boot]` edits config.txt"), "{e}");
+    }
+
+    #[test]
+    fn rock5b_gets_its_sata_overlay_by_default() {
+        let r = parse("[base]\npath = \"x.img.xz\"\n[board]\nmodel = \"rock5b\"\n").unwrap();
+        assert_eq!(r.overlays, vec![vec!["sata1".to_string(), "rock-5b-sata".to_string()]]);
+    }
+}
