@@ -3,7 +3,6 @@
 //! beside the output under a temporary name; nothing appears under the
 //! output's name unless every step succeeded.
 
-use crate::board::Family;
 use crate::image::Image;
 use crate::kernel;
 use crate::manifest::{self, Change, Manifest};
@@ -74,15 +73,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
 
     let mut image = Image::open(work.path()).context("the base image")?;
     describe_layout(&image);
-    match info.family {
-        Family::Rpi if image.boot().is_none() => {
-            bail!("{} is for {}, but the base image has no FAT boot partition; is it a Raspberry Pi image?", recipe.file.display(), info.description)
-        }
-        Family::Armbian | Family::Generic if image.root().is_none() => {
-            bail!("{} is for {}, but the base image has no ext4 root partition", recipe.file.display(), info.description)
-        }
-        _ => {}
-    }
+    crate::boot::check_family(&image, board)?;
 
     let kernels = kernel::installed(&image)?;
     let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();

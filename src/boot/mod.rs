@@ -26,6 +26,37 @@ pub fn apply(image: &Image, recipe: &Recipe) -> Result<Applied> {
     }
 }
 
+/// Refuses an image of the wrong family before anything is done to it.
+pub fn check_family(image: &Image, board: crate::board::Model) -> Result<()> {
+    let info = board.info();
+    match info.family {
+        Family::Rpi => {
+            let has_config = match image.fat(false)? {
+                Some(fat) => fat.read("config.txt")?.is_some(),
+                None => false,
+            };
+            if !has_config {
+                bail!("{} boots with the Raspberry Pi firmware, but this image has no FAT boot partition with config.txt; is it a Raspberry Pi image?", info.description);
+            }
+        }
+        Family::Armbian => {
+            let has_env = match image.ext4() {
+                Some(root) => root.read(ARMBIAN_ENV)?.is_some(),
+                None => false,
+            };
+            if !has_env {
+                bail!("{} boots Armbian, but this image has no {ARMBIAN_ENV}; is it an Armbian image?", info.description);
+            }
+        }
+        Family::Generic => {
+            if image.root().is_none() {
+                bail!("this image has no ext4 root partition");
+            }
+        }
+    }
+    Ok(())
+}
+
 fn partition_name(label: Option<&str>, role: &str) -> String {
     label.unwrap_or(role).to_string()
 }
