@@ -177,15 +177,15 @@ impl Inspection {
         let _ = writeln!(s, "{}: {} disk image, {} partition table ({})", self.path, human(self.size), self.table, self.disk_id);
         for p in &self.partitions {
             let role = if Some(p.number) == self.boot_partition {
-                "  boot"
+                " [boot]"
             } else if Some(p.number) == self.root_partition {
-                "  root"
+                " [root]"
             } else {
                 ""
             };
             let _ = writeln!(
                 s,
-                "  {:>2}  start {:>10}  size {:>10}  type {:<38} {:<6} {}{}",
+                "  {:>2}  start {:>10}  size {:>10}  type {:<6} {:<6} {}{}",
                 p.number,
                 human(p.start),
                 human(p.size),
