@@ -55,6 +55,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // An interrupted build must not leave half-written files beside its output.
+    let _ = ctrlc::set_handler(|| {
+        nasforge::output::remove_unfinished();
+        eprintln!("\ninterrupted: no output was written");
+        std::process::exit(130);
+    });
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use tempfile::NamedTempFile;
 
 /// Paths of everything a build writes for `image` (e.g. `out/x.img.xz`).
@@ -37,17 +38,41 @@ impl Paths {
     }
 }
 
+/// Temporary files not yet renamed into place. Dropping a NamedTempFile
+/// deletes it, but Ctrl-C skips destructors: `remove_unfinished` is called
+/// from the signal handler instead.
+static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Deletes every temporary output file; for an interrupted build.
+pub fn remove_unfinished() {
+    let paths = UNFINISHED.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+    for p in paths {
+        let _ = fs::remove_file(p);
+    }
+}
+
+fn persist(file: NamedTempFile, to: &Path) -> Result<File> {
+    if let Ok(mut v) = UNFINISHED.lock() {
+        v.retain(|p| p != file.path());
+    }
+    file.persist(to).map_err(|e| e.error).with_context(|| format!("writing {}", to.display()))
+}
+
 /// A temporary file beside the final output (same filesystem, so the final
 /// rename is atomic); deleted automatically unless persisted.
 pub fn temp_beside(paths: &Paths, what: &str) -> Result<NamedTempFile> {
     let dir = paths.dir();
     fs::create_dir_all(dir).with_context(|| format!("creating output directory {}", dir.display()))?;
     let name = paths.image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
-    tempfile::Builder::new()
+    let f = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(&format!(".{what}"))
         .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    if let Ok(mut v) = UNFINISHED.lock() {
+        v.push(f.path().to_path_buf());
+    }
+    Ok(f)
 }
 
 /// Digests of what `finish_image` wrote.
@@ -134,13 +159,13 @@ pub fn publish(written: Written, paths: &Paths, manifest_json: &str) -> Result<(
             Err(e) => return Err(e).with_context(|| format!("removing the previous {}", p.display())),
         }
     }
-    let image = written.file.persist(&paths.image).map_err(|e| e.error).with_context(|| format!("writing {}", paths.image.display()))?;
+    let image = persist(written.file, &paths.image)?;
     // NamedTempFile is created 0600; an image is an ordinary file to share.
     use std::os::unix::fs::PermissionsExt;
     for f in [&image, sha.as_file(), man.as_file()] {
         f.set_permissions(fs::Permissions::from_mode(0o644))?;
     }
-    sha.persist(&paths.sha256).map_err(|e| e.error)?;
-    man.persist(&paths.manifest).map_err(|e| e.error)?;
+    persist(sha, &paths.sha256)?;
+    persist(man, &paths.manifest)?;
     Ok(())
 }

@@ -82,3 +82,19 @@ fn gpt_grow_moves_the_backup_header_and_resizes_ext4() {
     assert!(fs <= part && part - fs < 4096, "filesystem {fs} bytes in a {part} byte partition");
     assert!(debugfs_cat(&out, 16 * MIB, "/boot/armbianEnv.txt").contains("sata1"));
 }
+
+#[test]
+fn a_damaged_gpt_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let img = armbian_image(dir.path(), &["rockchip-rk3588-sata1.dtbo"]);
+    write_recipe(dir.path(), "rock.toml", ROCK5B);
+    let mut bytes = std::fs::read(&img).unwrap();
+    // Flip a byte of the primary header's disk GUID: its CRC no longer matches.
+    bytes[512 + 60] ^= 0xff;
+    std::fs::write(&img, &bytes).unwrap();
+    let r = nasforge(&["build", "rock.toml"], dir.path(), cache.path());
+    assert_eq!(r.status, 1);
+    assert!(r.stderr.contains("corrupt GPT partition table"), "{}", r.stderr);
+    assert_eq!(files_under(&dir.path().join("out")), Vec::<String>::new());
+}

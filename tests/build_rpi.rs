@@ -262,3 +262,26 @@ fn long_config_lines_are_warned_about() {
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(r.stderr.contains("warning: config.txt line") && r.stderr.contains("the firmware ignores it"), "{}", r.stderr);
 }
+
+#[test]
+fn ctrl_c_mid_build_leaves_no_files() {
+    let b = setup(RpiFixture { payload: 48 * MIB, ..Default::default() }, &PI5_RECIPE.replace("rpi.img\"", "rpi.img.xz\""));
+    run(Command::new("xz").args(["-T2", "-0", "-k"]).arg(b.path("rpi.img")));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nasforge"))
+        .args(["build", "pinas.toml"])
+        .current_dir(b.dir.path())
+        .env("NASFORGE_CACHE", b.cache.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the working copy to appear, then interrupt.
+    let started = std::time::Instant::now();
+    while files_under(&b.path("out")).is_empty() {
+        assert!(started.elapsed().as_secs() < 60, "the build never started writing");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
+}

@@ -106,3 +106,17 @@ fn help_teaches_the_commands() {
         assert!(r.stdout.contains(word), "{}", r.stdout);
     }
 }
+
+#[test]
+fn bundled_recipes_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            nasforge::recipe::Recipe::load(&p).unwrap_or_else(|e| panic!("{e:#}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 3, "expected the bundled recipes in {}", dir.display());
+}
