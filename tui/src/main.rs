@@ -1,1 +1,164 @@
-fn main() {}
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use nasforge_setup::disks::Host;
+use nasforge_setup::executor::{self, Event};
+use nasforge_setup::journal::Journal;
+use nasforge_setup::planner::Plan;
+use nasforge_setup::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_setup::setup::{self, COMPLETE_MARKER, Outcome, SetupError};
+use nasforge_setup::spec::DeviceRecipe;
+use nasforge_setup::status::{self, Setup};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// First-boot storage setup for a nasforge NAS image.
+///
+/// Builds RAID arrays, filesystems, mounts and Samba/NFS shares from the
+/// [storage] and [[shares]] sections of the recipe the image was built
+/// from. Disks that hold data are never touched unless the recipe says
+/// `wipe = true` for their array.
+#[derive(Parser)]
+#[command(
+    name = "nasforge-setup",
+    version,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    /// Set up everything from the recipe without asking (what first boot
+    /// runs). Resumes an interrupted setup; does nothing once complete.
+    #[arg(long)]
+    unattended: bool,
+
+    /// Root of the system to inspect: sysfs, udev's database, /proc, /dev
+    /// and /etc are read beneath it. For tests and rehearsals on fake
+    /// trees; only `/` can be changed.
+    #[arg(long, global = true, default_value = "/", value_name = "DIR")]
+    root: PathBuf,
+
+    /// The recipe [default: <root>/boot/firmware/nasforge.toml, else
+    /// <root>/boot/nasforge.toml]
+    #[arg(long, global = true, value_name = "PATH")]
+    recipe: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the disks each array would use, its capacity, what it survives
+    /// and its expected bottleneck.
+    Plan {
+        /// Also print every command and file write, in order, without
+        /// running anything.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Show setup progress, arrays, filesystems, shares and disk health, and
+    /// write it to nasforge-status.txt on the boot partition.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let host = Host::new(&cli.root);
+    let recipe = cli
+        .recipe
+        .clone()
+        .unwrap_or_else(|| setup::recipe_path(&host));
+    let result = match (&cli.command, cli.unattended) {
+        (Some(Command::Plan { dry_run }), _) => plan(&host, &recipe, *dry_run),
+        (Some(Command::Status { json }), _) => show_status(&host, *json),
+        (None, true) => unattended(&host, &recipe),
+        (None, false) => {
+            eprintln!(
+                "nasforge-setup: the interactive wizard is not built yet.\n\
+                 Use `nasforge-setup plan` to see what the recipe would do,\n\
+                 `nasforge-setup --unattended` to set up from the recipe, or\n\
+                 `nasforge-setup --help` for everything else."
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nasforge-setup: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn plan(host: &Host, recipe_file: &Path, dry_run: bool) -> anyhow::Result<()> {
+    let recipe = DeviceRecipe::load(recipe_file)?;
+    let prepared = setup::prepare(host, recipe_file, &recipe)?;
+    print!("{}", prepared.plan.describe());
+    if dry_run {
+        println!("\nSteps (nothing is run):");
+        print!("{}", executor::dry_run(&prepared.steps));
+    }
+    Ok(())
+}
+
+fn show_status(host: &Host, json: bool) -> anyhow::Result<()> {
+    let journal = Journal::load(&setup::journal_path(host))?;
+    let status = status::collect(host, journal.as_ref(), query_runner(host)?.as_mut());
+    if json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        print!("{}", status.render());
+    }
+    if let Err(e) = setup::write_status_file(host, &status) {
+        eprintln!(
+            "nasforge-setup: could not write {} to the boot partition: {e}",
+            status::FILE_NAME
+        );
+    }
+    Ok(())
+}
+
+/// SMART queries go to the real disks only when the root is the real one.
+fn query_runner(host: &Host) -> anyhow::Result<Box<dyn Runner>> {
+    if host.root == Path::new("/") {
+        Ok(Box::new(SystemRunner::new(host.clone(), None)?))
+    } else {
+        Ok(Box::new(RecordingRunner::default()))
+    }
+}
+
+fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
+    let mut runner = SystemRunner::new(host.clone(), Some(&setup::log_path(host)))
+        .with_context(|| format!("opening the log {}", setup::log_path(host).display()))?;
+    let mut on_event = |event: Event| match event {
+        Event::Starting { index, total, step } => {
+            eprintln!("nasforge-setup: [{}/{total}] {}", index + 1, step.title)
+        }
+        Event::AlreadyDone { reason, .. } => eprintln!("nasforge-setup:   already done: {reason}"),
+        Event::Finished { .. } => {}
+    };
+    let mut on_plan = |plan: &Plan| eprint!("{}", plan.describe());
+    let result = setup::unattended(host, recipe_file, &mut runner, &mut on_event, &mut on_plan);
+
+    let journal = Journal::load(&setup::journal_path(host)).ok().flatten();
+    let mut status = status::collect(host, journal.as_ref(), query_runner(host)?.as_mut());
+    if let Err(e @ (SetupError::Refused(_) | SetupError::Recipe(_) | SetupError::NoStorage(_))) =
+        &result
+    {
+        status.setup = Setup::NotPossible {
+            problems: vec![e.to_string()],
+        };
+    }
+    match setup::write_status_file(host, &status) {
+        Ok(path) => eprintln!("nasforge-setup: status written to {}", path.display()),
+        Err(e) => eprintln!("nasforge-setup: could not write the status file: {e}"),
+    }
+    if result? == Outcome::AlreadyComplete {
+        eprintln!("nasforge-setup: setup was already complete; nothing to do");
+    }
+    println!("{COMPLETE_MARKER}");
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! Runs the journal's steps in order from where it stopped, checking each
+//! step's guard first and saving the journal after each one.
+
+use crate::disks::Host;
+use crate::journal::{self, Failure, Journal, JournalError, StepRecord};
+use crate::runner::{RecordingRunner, RunError, Runner};
+use crate::steps::{Check, Step};
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("step {index} ({id}) refused: {reason}")]
+    Refused {
+        index: usize,
+        id: String,
+        reason: String,
+    },
+    #[error("step {index} ({id}) failed: {source}")]
+    Failed {
+        index: usize,
+        id: String,
+        source: RunError,
+    },
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// What the executor tells the console as it goes.
+pub enum Event<'a> {
+    Starting {
+        index: usize,
+        total: usize,
+        step: &'a Step,
+    },
+    AlreadyDone {
+        index: usize,
+        reason: &'a str,
+    },
+    Finished {
+        index: usize,
+    },
+}
+
+/// Executes the remaining steps. A refusal or failure is recorded in the
+/// journal (which stays at the failed step, so the next run retries it)
+/// and returned.
+pub fn execute(
+    journal: &mut Journal,
+    journal_path: &Path,
+    host: &Host,
+    runner: &mut dyn Runner,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(), ExecError> {
+    journal.failure = None;
+    let total = journal.steps.len();
+    while journal.next_step() < total {
+        let index = journal.next_step();
+        let step = journal.steps[index].clone();
+        on_event(Event::Starting {
+            index,
+            total,
+            step: &step,
+        });
+        let already_done = match step.check(host) {
+            Check::Done(reason) => {
+                on_event(Event::AlreadyDone {
+                    index,
+                    reason: &reason,
+                });
+                Some(reason)
+            }
+            Check::Refuse(reason) => {
+                record_failure(journal, journal_path, index, &step, &reason)?;
+                return Err(ExecError::Refused {
+                    index,
+                    id: step.id,
+                    reason,
+                });
+            }
+            Check::Pending => {
+                if let Err(source) = run_step(&step, runner) {
+                    record_failure(journal, journal_path, index, &step, &source.to_string())?;
+                    return Err(ExecError::Failed {
+                        index,
+                        id: step.id,
+                        source,
+                    });
+                }
+                None
+            }
+        };
+        journal.done.push(StepRecord {
+            id: step.id.clone(),
+            already_done,
+            at: journal::now(),
+        });
+        if journal.is_complete() {
+            journal.finished = Some(journal::now());
+        }
+        journal.save(journal_path)?;
+        on_event(Event::Finished { index });
+    }
+    Ok(())
+}
+
+fn run_step(step: &Step, runner: &mut dyn Runner) -> Result<(), RunError> {
+    let mut result = step.actions.iter().try_for_each(|a| runner.apply(a));
+    for action in &step.always {
+        let cleanup = runner.apply(action);
+        if result.is_ok() {
+            result = cleanup;
+        }
+    }
+    result
+}
+
+fn record_failure(
+    journal: &mut Journal,
+    path: &Path,
+    index: usize,
+    step: &Step,
+    error: &str,
+) -> Result<(), JournalError> {
+    journal.failure = Some(Failure {
+        step: step.id.clone(),
+        index,
+        error: error.to_string(),
+        at: journal::now(),
+    });
+    journal.save(path)
+}
+
+/// Every step and the exact actions it would perform, without checking
+/// guards or touching anything: what `plan --dry-run` prints.
+pub fn dry_run(steps: &[Step]) -> String {
+    let mut runner = RecordingRunner::default();
+    let mut out = String::new();
+    for (i, step) in steps.iter().enumerate() {
+        out += &format!("[{}/{}] {}\n", i + 1, steps.len(), step.title);
+        for (actions, note) in [
+            (&step.actions, ""),
+            (&step.always, "    # runs even if the above failed"),
+        ] {
+            let from = runner.lines.len();
+            actions
+                .iter()
+                .try_for_each(|a| runner.apply(a))
+                .expect("recording does not fail");
+            for line in &runner.lines[from..] {
+                out += &format!("  {line}{note}\n");
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,263 @@
+//! The seam between steps and the machine. `SystemRunner` performs actions
+//! for real and logs every command's output; `RecordingRunner` only writes
+//! them down, for `plan --dry-run` and for tests.
+
+use crate::disks::Host;
+use crate::partition::{self, PartitionError};
+use crate::steps::{Action, Cmd};
+use crate::{atomic_file, managed, signature};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::process::Command;
+
+pub trait Runner {
+    /// Performs one action of a step.
+    fn apply(&mut self, action: &Action) -> Result<(), RunError>;
+    /// Runs a command that only reads (status: smartctl) and returns its
+    /// exit status and standard output; a non-zero status is not an error
+    /// here (smartctl reports a failing disk through it).
+    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError>;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    pub status: i32,
+    pub stdout: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("`{cmd}` failed with exit status {status}{}", tail(stderr))]
+    Failed {
+        cmd: String,
+        status: i32,
+        stderr: String,
+    },
+    #[error("`{cmd}` could not be started: {source}; is its package installed?")]
+    Spawn { cmd: String, source: std::io::Error },
+    #[error("`{cmd}` reported a failure: {}", stdout.trim())]
+    ReportedFailure { cmd: String, stdout: String },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    #[error("interrupted before `{0}` (simulated power cut)")]
+    Interrupted(String),
+}
+
+fn tail(stderr: &str) -> String {
+    let last: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let shown = &last[last.len().saturating_sub(5)..];
+    if shown.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", shown.join(" / "))
+    }
+}
+
+/// Performs actions on the machine described by `host`: files under its
+/// root, device nodes under its device directory. Commands run as they are.
+pub struct SystemRunner {
+    host: Host,
+    log: Option<File>,
+    /// Echo each command to stderr (the console at first boot).
+    pub echo: bool,
+}
+
+impl SystemRunner {
+    pub fn new(host: Host, log_path: Option<&Path>) -> std::io::Result<SystemRunner> {
+        let log = match log_path {
+            Some(path) => {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                Some(OpenOptions::new().create(true).append(true).open(path)?)
+            }
+            None => None,
+        };
+        Ok(SystemRunner {
+            host,
+            log,
+            echo: true,
+        })
+    }
+
+    fn log(&mut self, text: &str) {
+        if let Some(log) = &mut self.log {
+            let _ = log.write_all(text.as_bytes());
+        }
+    }
+
+    fn exec(&mut self, cmd: &Cmd) -> Result<String, RunError> {
+        let shown = cmd.to_string();
+        if self.echo {
+            eprintln!("$ {shown}");
+        }
+        let (status, stdout, stderr) = self.spawn(cmd)?;
+        if status != 0 {
+            return Err(RunError::Failed {
+                cmd: shown,
+                status,
+                stderr,
+            });
+        }
+        if let Some(marker) = &cmd.fails_if_stdout_has
+            && stdout.contains(marker.as_str())
+        {
+            return Err(RunError::ReportedFailure { cmd: shown, stdout });
+        }
+        Ok(stdout)
+    }
+
+    fn spawn(&mut self, cmd: &Cmd) -> Result<(i32, String, String), RunError> {
+        let shown = cmd.to_string();
+        self.log(&format!("$ {shown}\n"));
+        let output = Command::new(&cmd.argv[0])
+            .args(&cmd.argv[1..])
+            .output()
+            .map_err(|source| RunError::Spawn {
+                cmd: shown.clone(),
+                source,
+            })?;
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let status = output.status.code().unwrap_or(-1);
+        self.log(&format!("{stdout}{stderr}[exit status {status}]\n"));
+        Ok((status, stdout, stderr))
+    }
+
+    fn write(&mut self, path: &str, contents: &str, mode: u32) -> Result<(), RunError> {
+        self.log(&format!("# write {path}\n"));
+        atomic_file::write(&self.host.path(path), contents.as_bytes(), mode).map_err(|source| {
+            RunError::Io {
+                what: format!("writing {path}"),
+                source,
+            }
+        })
+    }
+}
+
+impl Runner for SystemRunner {
+    fn apply(&mut self, action: &Action) -> Result<(), RunError> {
+        match action {
+            Action::Run(cmd) => self.exec(cmd).map(drop),
+            Action::WriteFile {
+                path,
+                contents,
+                mode,
+            } => self.write(path, contents, *mode),
+            Action::ManagedBlock { path, contents } => {
+                let existing = std::fs::read_to_string(self.host.path(path)).unwrap_or_default();
+                self.write(path, &managed::merge(&existing, contents), 0o644)
+            }
+            Action::CaptureToFile { path, header, cmd } => {
+                let output = self.exec(cmd)?;
+                self.write(path, &format!("{header}{output}"), 0o644)
+            }
+            Action::RemoveFile { path } => match std::fs::remove_file(self.host.path(path)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RunError::Io {
+                    what: format!("removing {path}"),
+                    source: e,
+                }),
+                _ => Ok(()),
+            },
+            Action::WriteGpt {
+                device,
+                block_size,
+                name,
+                kind,
+            } => {
+                self.log(&format!("{action}\n"));
+                partition::write_single(&self.host.dev_path(device), *block_size, name, *kind)
+                    .map(drop)?;
+                Ok(())
+            }
+            Action::RereadPartitions { device } => {
+                self.log(&format!("{action}\n"));
+                let path = self.host.dev_path(device);
+                let reread = partition::reread(&path);
+                if reread.is_ok()
+                    && partition::kernel_has_partition(&self.host.path("/sys"), &path, 1)
+                {
+                    return Ok(());
+                }
+                self.log(&format!(
+                    "BLKRRPART: {reread:?} and no partition 1 in sysfs; trying partx\n"
+                ));
+                self.exec(&Cmd::new(&["partx", "-u", device])).map(drop)
+            }
+            Action::ZeroEnds { device } => {
+                self.log(&format!("{action}\n"));
+                let path = self.host.dev_path(device);
+                let io = |source| RunError::Io {
+                    what: format!("zeroing {device}"),
+                    source,
+                };
+                let file = OpenOptions::new().write(true).open(&path).map_err(io)?;
+                let size = signature::device_size(&file).map_err(io)?;
+                let len = signature::WINDOW.min(size);
+                let zeros = vec![0u8; len as usize];
+                file.write_all_at(&zeros, 0).map_err(io)?;
+                file.write_all_at(&zeros, size - len).map_err(io)?;
+                file.sync_all().map_err(io)
+            }
+        }
+    }
+
+    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError> {
+        let (status, stdout, _) = self.spawn(cmd)?;
+        Ok(Query { status, stdout })
+    }
+}
+
+/// Writes actions down instead of performing them.
+#[derive(Debug, Default)]
+pub struct RecordingRunner {
+    /// Each applied action as `plan --dry-run` prints it.
+    pub lines: Vec<String>,
+    /// Standard output for queries, by the command's first words.
+    pub responses: Vec<(String, String)>,
+    /// Fail the action with this index (counted over all `apply` calls),
+    /// as a power cut would.
+    pub interrupt_at: Option<usize>,
+    applied: usize,
+}
+
+impl RecordingRunner {
+    /// A recorder that fails the `index`-th action, as a power cut would.
+    pub fn interrupting_at(index: usize) -> RecordingRunner {
+        RecordingRunner {
+            interrupt_at: Some(index),
+            ..RecordingRunner::default()
+        }
+    }
+}
+
+impl Runner for RecordingRunner {
+    fn apply(&mut self, action: &Action) -> Result<(), RunError> {
+        let index = self.applied;
+        self.applied += 1;
+        if self.interrupt_at == Some(index) {
+            return Err(RunError::Interrupted(action.to_string()));
+        }
+        self.lines.push(action.to_string());
+        Ok(())
+    }
+
+    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError> {
+        let shown = cmd.to_string();
+        self.lines.push(shown.clone());
+        let stdout = self
+            .responses
+            .iter()
+            .find(|(prefix, _)| shown.starts_with(prefix.as_str()))
+            .map(|(_, out)| out.clone())
+            .unwrap_or_default();
+        Ok(Query { status: 0, stdout })
+    }
+}

@@ -1,0 +1,187 @@
+//! Unattended setup from start to end: recipe → discovery → plan → steps →
+//! execution with the journal. The wizard will call the same pieces with a
+//! spec built on screen.
+
+use crate::disks::{self, DiscoveryError, Host, Inventory};
+use crate::executor::{self, Event, ExecError};
+use crate::journal::{self, Journal, JournalError};
+use crate::planner::{self, Plan, Refusal};
+use crate::runner::Runner;
+use crate::spec::{DeviceRecipe, Mode, RecipeError};
+use crate::status::{self, Status};
+use crate::steps::{self, Context, Step};
+use std::path::{Path, PathBuf};
+
+/// The console line the first-boot service (and the emulated-board test)
+/// waits for.
+pub const COMPLETE_MARKER: &str = "nasforge-setup: setup complete";
+
+/// The boot partition as the running system mounts it: /boot/firmware on
+/// Raspberry Pi OS since Bookworm, /boot on Armbian.
+pub fn boot_dir(host: &Host) -> PathBuf {
+    let firmware = host.path("/boot/firmware");
+    if firmware.is_dir() {
+        firmware
+    } else {
+        host.path("/boot")
+    }
+}
+
+/// Where the builder copied the recipe: /boot/firmware/nasforge.toml
+/// (Raspberry Pi OS), else /boot/nasforge.toml (Armbian).
+pub fn recipe_path(host: &Host) -> PathBuf {
+    let pi = host.path("/boot/firmware/nasforge.toml");
+    if pi.exists() {
+        pi
+    } else {
+        host.path("/boot/nasforge.toml")
+    }
+}
+
+/// The name md records as the arrays' home host.
+pub fn hostname(host: &Host) -> String {
+    std::fs::read_to_string(host.path("/etc/hostname"))
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "nasforge".to_string())
+}
+
+pub fn journal_path(host: &Host) -> PathBuf {
+    host.path(journal::PATH)
+}
+
+pub fn log_path(host: &Host) -> PathBuf {
+    host.path("/var/log/nasforge-setup.log")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Recipe(#[from] RecipeError),
+    #[error("{}: the recipe has no [storage] section, so there is nothing to set up", .0.display())]
+    NoStorage(PathBuf),
+    #[error("{}: storage.mode is \"wizard\": run `nasforge-setup` on the console to choose disks, or set mode = \"unattended\"", .0.display())]
+    WizardMode(PathBuf),
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    #[error("the plan was refused; nothing was changed:\n{}", .0.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"))]
+    Refused(Vec<Refusal>),
+    #[error(
+        "{} records a setup from a different recipe ({} of {} steps done); nasforge-setup does not rebuild a NAS that exists. Put the old recipe back, or check the disks and remove the journal to plan again",
+        journal.display(), done, total
+    )]
+    RecipeChanged {
+        journal: PathBuf,
+        done: usize,
+        total: usize,
+    },
+    #[error("refusing to change the system with --root {}: the plan above is what would run; use `plan --dry-run` for a rehearsal", .0.display())]
+    NotTheRealRoot(PathBuf),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every step ran (or was found done) now.
+    Completed,
+    /// The journal says setup finished on an earlier run.
+    AlreadyComplete,
+}
+
+/// The plan and its steps for a recipe on this machine.
+pub struct Prepared {
+    pub inventory: Inventory,
+    pub plan: Plan,
+    pub context: Context,
+    pub steps: Vec<Step>,
+}
+
+/// Loads the recipe and plans it against the discovered disks. Pure apart
+/// from reading the recipe and the system.
+pub fn prepare(
+    host: &Host,
+    recipe_file: &Path,
+    recipe: &DeviceRecipe,
+) -> Result<Prepared, SetupError> {
+    let storage = recipe
+        .storage
+        .as_ref()
+        .ok_or_else(|| SetupError::NoStorage(recipe_file.to_path_buf()))?;
+    let inventory = disks::discover(host)?;
+    let plan = planner::plan(storage, &recipe.shares, &inventory).map_err(SetupError::Refused)?;
+    let context = Context::random(&hostname(host), &plan);
+    let steps = steps::generate(&plan, &context);
+    Ok(Prepared {
+        inventory,
+        plan,
+        context,
+        steps,
+    })
+}
+
+/// What first boot runs. Resumes an interrupted setup from its journal;
+/// does nothing when setup already finished.
+pub fn unattended(
+    host: &Host,
+    recipe_file: &Path,
+    runner: &mut dyn Runner,
+    on_event: &mut dyn FnMut(Event),
+    on_plan: &mut dyn FnMut(&Plan),
+) -> Result<Outcome, SetupError> {
+    let recipe = DeviceRecipe::load(recipe_file)?;
+    let storage = recipe
+        .storage
+        .as_ref()
+        .ok_or_else(|| SetupError::NoStorage(recipe_file.to_path_buf()))?;
+    if storage.mode == Mode::Wizard {
+        return Err(SetupError::WizardMode(recipe_file.to_path_buf()));
+    }
+    let path = journal_path(host);
+    let mut journal = match Journal::load(&path)? {
+        Some(j) if j.recipe != recipe => {
+            return Err(SetupError::RecipeChanged {
+                journal: path,
+                done: j.done.len(),
+                total: j.steps.len(),
+            });
+        }
+        Some(j) if j.is_complete() => return Ok(Outcome::AlreadyComplete),
+        Some(j) => {
+            on_plan(&j.plan);
+            refuse_fake_root(host)?;
+            j
+        }
+        None => {
+            let prepared = prepare(host, recipe_file, &recipe)?;
+            on_plan(&prepared.plan);
+            refuse_fake_root(host)?;
+            let journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
+            journal.save(&path)?;
+            journal
+        }
+    };
+    executor::execute(&mut journal, &path, host, runner, on_event)?;
+    Ok(Outcome::Completed)
+}
+
+/// Commands cannot be moved under a fake root, so a rehearsal on one stops
+/// before the first step.
+fn refuse_fake_root(host: &Host) -> Result<(), SetupError> {
+    if host.root == Path::new("/") {
+        Ok(())
+    } else {
+        Err(SetupError::NotTheRealRoot(host.root.clone()))
+    }
+}
+
+/// Writes the status to the boot partition; a board without one (or a
+/// read-only one) still works, so failure is only reported.
+pub fn write_status_file(host: &Host, status: &Status) -> std::io::Result<PathBuf> {
+    let path = boot_dir(host).join(status::FILE_NAME);
+    crate::atomic_file::write(&path, status.render().as_bytes(), 0o644)?;
+    Ok(path)
+}

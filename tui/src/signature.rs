@@ -1,0 +1,405 @@
+//! What a disk or partition already holds, read from its first and last
+//! bytes: partition tables, filesystems, md superblocks, ZFS labels and the
+//! like. This is the data-safety gate, so it errs towards finding something.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Bytes read from each end: covers ZFS's two 256 KiB labels at each end,
+/// btrfs's superblock at 64 KiB and every md superblock position.
+pub const WINDOW: u64 = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Signature {
+    PartitionTable {
+        scheme: String,
+    },
+    Filesystem {
+        fstype: String,
+        label: Option<String>,
+        uuid: Option<String>,
+    },
+    MdMember {
+        version: String,
+        name: Option<String>,
+    },
+    ZfsMember,
+    LvmMember,
+    Luks,
+    Swap,
+}
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Signature::PartitionTable { scheme } => write!(f, "a {scheme} partition table"),
+            Signature::Filesystem {
+                fstype,
+                label: Some(l),
+                ..
+            } => write!(f, "an {fstype} filesystem labelled '{l}'"),
+            Signature::Filesystem { fstype, .. } => write!(f, "an {fstype} filesystem"),
+            Signature::MdMember { name: Some(n), .. } => write!(f, "an md RAID member of '{n}'"),
+            Signature::MdMember { version, .. } => {
+                write!(f, "an md RAID member (metadata {version})")
+            }
+            Signature::ZfsMember => f.write_str("a ZFS pool label"),
+            Signature::LvmMember => f.write_str("an LVM physical volume"),
+            Signature::Luks => f.write_str("a LUKS encrypted volume"),
+            Signature::Swap => f.write_str("swap space"),
+        }
+    }
+}
+
+/// The ends of a device: `head` starts at byte 0, `tail` ends at `size`.
+pub struct Ends<'a> {
+    pub head: &'a [u8],
+    pub tail: &'a [u8],
+    pub size: u64,
+}
+
+impl Ends<'_> {
+    fn at(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let end = offset.checked_add(len as u64)?;
+        if end <= self.head.len() as u64 {
+            return Some(&self.head[offset as usize..end as usize]);
+        }
+        let tail_start = self.size - self.tail.len() as u64;
+        (offset >= tail_start && end <= self.size)
+            .then(|| &self.tail[(offset - tail_start) as usize..(end - tail_start) as usize])
+    }
+
+    fn is(&self, offset: u64, magic: &[u8]) -> bool {
+        self.at(offset, magic.len()) == Some(magic)
+    }
+
+    fn u32_le(&self, offset: u64) -> Option<u32> {
+        self.at(offset, 4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+    }
+}
+
+/// Reads both ends of `path` (a block device, or a file standing in for one)
+/// starting `offset` bytes in, over `len` bytes (None: to the end).
+pub fn read(path: &Path, offset: u64, len: Option<u64>) -> std::io::Result<Vec<Signature>> {
+    let file = File::open(path)?;
+    let size = match len {
+        Some(len) => len,
+        None => device_size(&file)?,
+    };
+    let head_len = WINDOW.min(size);
+    let tail_len = WINDOW.min(size);
+    let mut head = vec![0; head_len as usize];
+    let mut tail = vec![0; tail_len as usize];
+    file.read_exact_at(&mut head, offset)?;
+    file.read_exact_at(&mut tail, offset + size - tail_len)?;
+    Ok(probe(&Ends {
+        head: &head,
+        tail: &tail,
+        size,
+    }))
+}
+
+/// A block device's size is not in its metadata: seek to the end instead.
+pub fn device_size(file: &File) -> std::io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = file;
+    f.seek(SeekFrom::End(0))
+}
+
+/// Every signature found; empty means the bytes look unused.
+pub fn probe(d: &Ends) -> Vec<Signature> {
+    let mut found = Vec::new();
+    found.extend(partition_table(d));
+    found.extend(filesystem(d));
+    found.extend(md(d));
+    if zfs(d) {
+        found.push(Signature::ZfsMember);
+    }
+    if (0..4).any(|s| d.is(s * 512, b"LABELONE") && d.is(s * 512 + 24, b"LVM2 001")) {
+        found.push(Signature::LvmMember);
+    }
+    if d.is(0, b"LUKS\xba\xbe") || d.is(0, b"SKUL\xba\xbe") {
+        found.push(Signature::Luks);
+    }
+    if [4096u64, 8192, 16384, 65536]
+        .iter()
+        .any(|page| d.is(page - 10, b"SWAPSPACE2") || d.is(page - 10, b"SWAP-SPACE"))
+    {
+        found.push(Signature::Swap);
+    }
+    found
+}
+
+fn partition_table(d: &Ends) -> Option<Signature> {
+    // 4Kn disks put the GPT header at byte 4096; the backup is in the last sector.
+    let gpt = [512u64, 4096].iter().any(|&s| d.is(s, b"EFI PART"))
+        || [512u64, 4096]
+            .iter()
+            .any(|&s| d.size >= s && d.is(d.size - s, b"EFI PART"));
+    if gpt {
+        return Some(Signature::PartitionTable {
+            scheme: "gpt".into(),
+        });
+    }
+    let boot_sector = d.is(510, &[0x55, 0xaa]);
+    let is_fs_boot_sector =
+        d.is(3, b"NTFS    ") || d.is(3, b"EXFAT   ") || d.is(82, b"FAT32   ") || d.is(54, b"FAT1");
+    let has_entries = (0..4).any(|i| {
+        let e = d.at(446 + i * 16, 16).unwrap_or(&[0; 16]);
+        (e[0] == 0 || e[0] == 0x80) && e[4] != 0
+    });
+    (boot_sector && !is_fs_boot_sector && has_entries).then(|| Signature::PartitionTable {
+        scheme: "dos".into(),
+    })
+}
+
+fn text(bytes: Option<&[u8]>) -> Option<String> {
+    let bytes = bytes?;
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    let s = String::from_utf8_lossy(&bytes[..end]).trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+fn uuid(bytes: Option<&[u8]>) -> Option<String> {
+    let b = bytes?;
+    if b.iter().all(|&x| x == 0) {
+        return None;
+    }
+    Some(uuid::Uuid::from_slice(b).ok()?.hyphenated().to_string())
+}
+
+fn filesystem(d: &Ends) -> Option<Signature> {
+    let fs = |fstype: &str, label: Option<String>, uuid: Option<String>| {
+        Some(Signature::Filesystem {
+            fstype: fstype.to_string(),
+            label,
+            uuid,
+        })
+    };
+    if d.is(1024 + 0x38, &[0x53, 0xef]) {
+        let compat = d.u32_le(1024 + 0x5c).unwrap_or(0);
+        let incompat = d.u32_le(1024 + 0x60).unwrap_or(0);
+        // extents / 64bit / flex_bg make it ext4; a journal alone, ext3.
+        let fstype = if incompat & (0x40 | 0x80 | 0x200) != 0 {
+            "ext4"
+        } else if compat & 0x4 != 0 {
+            "ext3"
+        } else {
+            "ext2"
+        };
+        return fs(
+            fstype,
+            text(d.at(1024 + 0x78, 16)),
+            uuid(d.at(1024 + 0x68, 16)),
+        );
+    }
+    if d.is(0, b"XFSB") {
+        return fs("xfs", text(d.at(108, 12)), uuid(d.at(32, 16)));
+    }
+    if d.is(65536 + 0x40, b"_BHRfS_M") {
+        return fs(
+            "btrfs",
+            text(d.at(65536 + 0x12b, 256)),
+            uuid(d.at(65536 + 0x20, 16)),
+        );
+    }
+    if d.is(3, b"NTFS    ") {
+        return fs("ntfs", None, None);
+    }
+    if d.is(3, b"EXFAT   ") {
+        return fs("exfat", None, None);
+    }
+    if d.is(510, &[0x55, 0xaa]) && (d.is(82, b"FAT32   ") || d.is(54, b"FAT1")) {
+        let label_at = if d.is(82, b"FAT32   ") { 71 } else { 43 };
+        return fs(
+            "vfat",
+            text(d.at(label_at, 11)).filter(|l| l != "NO NAME"),
+            None,
+        );
+    }
+    if d.is(32769, b"CD001") {
+        return fs("iso9660", None, None);
+    }
+    None
+}
+
+const MD_MAGIC: u32 = 0xa92b_4efc;
+
+fn md(d: &Ends) -> Option<Signature> {
+    let sectors = d.size / 512;
+    // v1.2 at 4 KiB, v1.1 at 0, v1.0 near the end, v0.90 in the last 64 KiB-aligned block.
+    let v1 = [
+        ("1.2", Some(4096)),
+        ("1.1", Some(0)),
+        ("1.0", sectors.checked_sub(16).map(|s| (s & !7) * 512)),
+    ];
+    for (version, at) in v1 {
+        let Some(at) = at else { continue };
+        if d.u32_le(at) == Some(MD_MAGIC) && d.u32_le(at + 4) == Some(1) {
+            let name = text(d.at(at + 32, 32));
+            return Some(Signature::MdMember {
+                version: version.into(),
+                name,
+            });
+        }
+    }
+    let v090 = (sectors & !127).checked_sub(128).map(|s| s * 512);
+    if let Some(at) = v090
+        && d.u32_le(at) == Some(MD_MAGIC)
+    {
+        return Some(Signature::MdMember {
+            version: "0.90".into(),
+            name: None,
+        });
+    }
+    None
+}
+
+fn zfs(d: &Ends) -> bool {
+    const LABEL: u64 = 256 * 1024;
+    let labels = [
+        Some(0),
+        Some(LABEL),
+        d.size.checked_sub(2 * LABEL),
+        d.size.checked_sub(LABEL),
+    ];
+    let magic = 0x00ba_b10c_u64;
+    labels.into_iter().flatten().any(|label| {
+        (0..128).any(|k| {
+            d.at(label + 128 * 1024 + k * 1024, 8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                .is_some_and(|v| v == magic || v.swap_bytes() == magic)
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(size: usize, writes: &[(usize, &[u8])]) -> Vec<u8> {
+        let mut d = vec![0u8; size];
+        for (at, bytes) in writes {
+            d[*at..*at + bytes.len()].copy_from_slice(bytes);
+        }
+        d
+    }
+
+    fn probe_all(d: &[u8]) -> Vec<Signature> {
+        probe(&Ends {
+            head: d,
+            tail: d,
+            size: d.len() as u64,
+        })
+    }
+
+    #[test]
+    fn blank_is_blank() {
+        assert!(probe_all(&device(4 << 20, &[])).is_empty());
+    }
+
+    #[test]
+    fn finds_a_backup_gpt_when_the_primary_is_gone() {
+        let size = 4 << 20;
+        let d = device(size, &[(size - 512, b"EFI PART")]);
+        assert_eq!(
+            probe_all(&d),
+            vec![Signature::PartitionTable {
+                scheme: "gpt".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn finds_md_superblocks_at_every_version_position() {
+        let size: usize = 4 << 20;
+        let magic = MD_MAGIC.to_le_bytes();
+        let v10 = ((size / 512 - 16) & !7) * 512;
+        for (at, version) in [(4096, "1.2"), (0, "1.1"), (v10, "1.0")] {
+            let mut d = device(
+                size,
+                &[
+                    (at, &magic),
+                    (at + 4, &1u32.to_le_bytes()),
+                    (at + 32, b"nas:data"),
+                ],
+            );
+            let found = probe_all(&d);
+            assert_eq!(
+                found,
+                vec![Signature::MdMember {
+                    version: version.into(),
+                    name: Some("nas:data".into())
+                }]
+            );
+            d[at] = 0;
+            assert!(probe_all(&d).is_empty());
+        }
+        let v090 = ((size / 512) & !127) * 512 - 65536;
+        let d = device(size, &[(v090, &magic)]);
+        assert!(matches!(probe_all(&d)[..], [Signature::MdMember { .. }]));
+    }
+
+    #[test]
+    fn finds_zfs_labels_at_either_end() {
+        let size: usize = 4 << 20;
+        let magic = 0x00bab10cu64.to_le_bytes();
+        let at_end = size - 256 * 1024 + 128 * 1024 + 5 * 1024;
+        assert_eq!(
+            probe_all(&device(size, &[(at_end, &magic)])),
+            vec![Signature::ZfsMember]
+        );
+    }
+
+    #[test]
+    fn reads_only_the_ends_it_is_given() {
+        let size: u64 = 10 << 30;
+        let head = device(
+            WINDOW as usize,
+            &[(4096, &MD_MAGIC.to_le_bytes()), (4100, &1u32.to_le_bytes())],
+        );
+        let tail = vec![0; WINDOW as usize];
+        let ends = Ends {
+            head: &head,
+            tail: &tail,
+            size,
+        };
+        assert!(matches!(probe(&ends)[..], [Signature::MdMember { .. }]));
+        assert_eq!(ends.at(size / 2, 8), None, "the middle was never read");
+    }
+
+    #[test]
+    fn tells_an_mbr_from_a_fat_boot_sector() {
+        let mut entry = [0u8; 16];
+        entry[4] = 0x83;
+        let mbr = device(1 << 20, &[(446, &entry), (510, &[0x55, 0xaa])]);
+        assert_eq!(
+            probe_all(&mbr),
+            vec![Signature::PartitionTable {
+                scheme: "dos".into()
+            }]
+        );
+        let fat = device(
+            1 << 20,
+            &[
+                (446, &entry),
+                (510, &[0x55, 0xaa]),
+                (82, b"FAT32   "),
+                (71, b"BOOTFS     "),
+            ],
+        );
+        assert_eq!(
+            probe_all(&fat),
+            vec![Signature::Filesystem {
+                fstype: "vfat".into(),
+                label: Some("BOOTFS".into()),
+                uuid: None
+            }]
+        );
+    }
+}

@@ -1,0 +1,724 @@
+//! The recipe's `[storage]` and `[[shares]]` sections: what the user asked for.
+//!
+//! These types are shared with the host builder, which parses the whole recipe
+//! on the workstation so that a bad storage section fails there, with the file,
+//! line and column, long before a board boots. Field names are snake_case as in
+//! the recipe; enums are lowercase words; unknown keys are errors.
+
+use crate::size::Size;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Storage {
+    /// `unattended` builds everything at first boot from this recipe; `wizard`
+    /// asks on the console first.
+    pub mode: Mode,
+    #[serde(default)]
+    pub arrays: Vec<Array>,
+    /// Where mdadm's monitor mails array failures (`MAILADDR`); `root` when
+    /// neither this nor `alert_program` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mailaddr: Option<String>,
+    /// A program mdadm's monitor runs on array events (`PROGRAM`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_program: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Unattended,
+    Wizard,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Array {
+    /// The md name: the array appears as `/dev/md/<name>`.
+    pub name: String,
+    pub level: Level,
+    pub disks: DiskMatch,
+    pub filesystem: Filesystem,
+    pub mount: String,
+    /// Allow erasing member disks that hold a partition table, a filesystem
+    /// or a RAID/ZFS label. Mounted, in-use and boot disks are never erased.
+    #[serde(default)]
+    pub wipe: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Raid0,
+    Raid1,
+    Raid5,
+    Raid6,
+    Raid10,
+    /// One disk with a filesystem on it; no md layer.
+    Single,
+}
+
+impl Level {
+    /// The fewest members mdadm accepts (raid10 with the default near-2
+    /// layout works on two disks).
+    pub fn min_disks(self) -> usize {
+        match self {
+            Level::Single => 1,
+            Level::Raid0 | Level::Raid1 | Level::Raid10 => 2,
+            Level::Raid5 => 3,
+            Level::Raid6 => 4,
+        }
+    }
+
+    pub fn max_disks(self) -> Option<usize> {
+        (self == Level::Single).then_some(1)
+    }
+
+    /// The value for `mdadm --level`; None for `single`.
+    pub fn mdadm(self) -> Option<&'static str> {
+        match self {
+            Level::Raid0 => Some("0"),
+            Level::Raid1 => Some("1"),
+            Level::Raid5 => Some("5"),
+            Level::Raid6 => Some("6"),
+            Level::Raid10 => Some("10"),
+            Level::Single => None,
+        }
+    }
+
+    /// Levels that stripe data in chunks: they get `--chunk` and the
+    /// filesystem gets stride/stripe-width.
+    pub fn is_striped(self) -> bool {
+        matches!(
+            self,
+            Level::Raid0 | Level::Raid5 | Level::Raid6 | Level::Raid10
+        )
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Raid0 => "raid0",
+            Level::Raid1 => "raid1",
+            Level::Raid5 => "raid5",
+            Level::Raid6 => "raid6",
+            Level::Raid10 => "raid10",
+            Level::Single => "single",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Filesystem {
+    Ext4,
+    Xfs,
+    Btrfs,
+}
+
+impl fmt::Display for Filesystem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Filesystem::Ext4 => "ext4",
+            Filesystem::Xfs => "xfs",
+            Filesystem::Btrfs => "btrfs",
+        })
+    }
+}
+
+/// How a disk is attached. USB and MMC are listed so that rules can name
+/// (and warnings can single out) them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Sata,
+    Sas,
+    Usb,
+    Nvme,
+    Mmc,
+    Virtio,
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Transport::Sata => "sata",
+            Transport::Sas => "sas",
+            Transport::Usb => "usb",
+            Transport::Nvme => "nvme",
+            Transport::Mmc => "mmc",
+            Transport::Virtio => "virtio",
+        })
+    }
+}
+
+/// Which disks an array takes, in the style of curtin/subiquity match rules:
+/// every rule that is set must hold. `model`, `serial`, `wwn` and
+/// `controller` are shell-style globs (`*`, `?`, `[...]`), compared without
+/// regard to case.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskMatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_size: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwn: Option<String>,
+    /// The SATA controller's name ("JMicron JMB585") or PCI id ("197b:0585").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
+    /// How many disks to take: a number, or "all" (the default) for every
+    /// matching disk.
+    #[serde(default)]
+    pub count: Count,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Count {
+    #[default]
+    All,
+    Exactly(usize),
+}
+
+impl Serialize for Count {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Count::All => s.serialize_str("all"),
+            Count::Exactly(n) => s.serialize_u64(*n as u64),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number of disks or \"all\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Count, E> {
+                match v {
+                    "all" => Ok(Count::All),
+                    _ => Err(E::custom(format!(
+                        "invalid count `{v}`: write a number of disks (count = 3) or \"all\""
+                    ))),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Count, E> {
+                usize::try_from(v)
+                    .map(Count::Exactly)
+                    .map_err(|_| E::custom("count cannot be negative"))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Count, E> {
+                Ok(Count::Exactly(v as usize))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Share {
+    /// The Samba share name.
+    pub name: String,
+    /// A directory on one of the arrays; created when missing.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smb: Option<Smb>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nfs: Option<Nfs>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Smb {
+    /// Unix users (created by the image builder) allowed on the share; the
+    /// first one owns the directory.
+    pub users: Vec<String>,
+    #[serde(default)]
+    pub timemachine: bool,
+    #[serde(default)]
+    pub readonly: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nfs {
+    pub clients: Clients,
+    #[serde(default)]
+    pub readonly: bool,
+}
+
+/// NFS clients as exports(5) names them: "192.168.1.0/24", "host.lan", or
+/// several, as a list or separated by spaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Clients(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Clients {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Clients;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a client such as \"192.168.1.0/24\" or a list of them")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Clients, E> {
+                Ok(Clients(v.split_whitespace().map(str::to_string).collect()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Clients, A::Error> {
+                let mut all = Vec::new();
+                while let Some(item) = seq.next_element::<String>()? {
+                    all.push(item);
+                }
+                Ok(Clients(all))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// The part of the recipe the board reads. Top-level sections owned by the
+/// builder (`base`, `board`, `boot`, `system`, ...) are ignored here; inside
+/// `storage` and `shares` every key must be known.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct DeviceRecipe {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<Storage>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<Share>,
+}
+
+/// Something wrong across fields, with the dotted path of the value to fix
+/// (`storage.arrays[0].mount`) and a message that says how.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpecProblem {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for SpecProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// A line and column (both from 1) in the recipe file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    pub line: usize,
+    pub column: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    #[error("cannot read the recipe {}: {source}; the image builder copies it to the boot partition, or pass --recipe PATH", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}:{}:{}: {message}", path.display(), at.line, at.column)]
+    Syntax {
+        path: PathBuf,
+        at: Location,
+        message: String,
+    },
+    #[error("{}", render_problems(path, problems))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<(SpecProblem, Option<Location>)>,
+    },
+}
+
+fn render_problems(path: &Path, problems: &[(SpecProblem, Option<Location>)]) -> String {
+    problems
+        .iter()
+        .map(|(p, at)| match at {
+            Some(at) => format!("{}:{}:{}: {p}", path.display(), at.line, at.column),
+            None => format!("{}: {p}", path.display()),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl DeviceRecipe {
+    /// Reads and checks the recipe: syntax and type errors, then the
+    /// cross-field problems from [`validate`], all with file:line:col.
+    pub fn load(path: &Path) -> Result<Self, RecipeError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RecipeError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// As [`DeviceRecipe::load`], for text already read; `path` only names it
+    /// in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, RecipeError> {
+        let recipe: DeviceRecipe = toml::from_str(text).map_err(|e| RecipeError::Syntax {
+            path: path.to_path_buf(),
+            at: e
+                .span()
+                .map(|s| location(text, s.start))
+                .unwrap_or(Location { line: 1, column: 1 }),
+            message: e.message().trim_end().to_string(),
+        })?;
+        let problems = recipe.problems();
+        if problems.is_empty() {
+            Ok(recipe)
+        } else {
+            let located = problems
+                .into_iter()
+                .map(|p| {
+                    let at = locate(text, &p.path);
+                    (p, at)
+                })
+                .collect();
+            Err(RecipeError::Invalid {
+                path: path.to_path_buf(),
+                problems: located,
+            })
+        }
+    }
+
+    pub fn problems(&self) -> Vec<SpecProblem> {
+        match &self.storage {
+            Some(storage) => validate(storage, &self.shares),
+            None if self.shares.is_empty() => Vec::new(),
+            None => vec![problem(
+                "shares",
+                "shares need an array to live on; add a [storage] section with [[storage.arrays]]",
+            )],
+        }
+    }
+}
+
+/// Line and column (from 1, column counted in characters) of a byte offset.
+pub fn location(text: &str, offset: usize) -> Location {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Location {
+        line,
+        column: before[line_start..].chars().count() + 1,
+    }
+}
+
+/// Where a dotted path (`storage.arrays[1].mount`) is written in the recipe
+/// text, so that problems found after parsing still point at a line.
+pub fn locate(text: &str, dotted: &str) -> Option<Location> {
+    let root = toml::de::DeTable::parse(text).ok()?;
+    let mut span = root.span();
+    let root = toml::de::DeValue::Table(root.into_inner());
+    let mut here = &root;
+    for segment in dotted.split('.') {
+        let (key, indices) = match segment.find('[') {
+            Some(i) => (&segment[..i], &segment[i..]),
+            None => (segment, ""),
+        };
+        let Some(next) = here.get(key) else { break };
+        if !next.span().is_empty() {
+            span = next.span();
+        }
+        here = next.get_ref();
+        for index in indices.split(['[', ']']).filter(|s| !s.is_empty()) {
+            let Some(next) = index.parse::<usize>().ok().and_then(|i| here.get(i)) else {
+                return Some(location(text, span.start));
+            };
+            if !next.span().is_empty() {
+                span = next.span();
+            }
+            here = next.get_ref();
+        }
+    }
+    Some(location(text, span.start))
+}
+
+fn problem(path: impl Into<String>, message: impl Into<String>) -> SpecProblem {
+    SpecProblem {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// Directories that belong to the operating system: an array mounted over
+/// them would hide the system.
+const SYSTEM_DIRS: &[&str] = &[
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/run", "/sbin", "/sys",
+    "/tmp", "/usr", "/var",
+];
+
+const RESERVED_SHARES: &[&str] = &["global", "homes", "printers", "print$", "ipc$"];
+
+/// Cross-field checks serde cannot express. An empty list means the spec can
+/// be planned (whether the disks exist is the planner's question).
+pub fn validate(storage: &Storage, shares: &[Share]) -> Vec<SpecProblem> {
+    let mut out = Vec::new();
+    if storage.mode == Mode::Unattended && storage.arrays.is_empty() {
+        out.push(problem(
+            "storage.arrays",
+            "unattended mode needs at least one [[storage.arrays]]; add one, or set mode = \"wizard\"",
+        ));
+    }
+    if let Some(mail) = &storage.mailaddr
+        && (mail.is_empty() || mail.contains(char::is_whitespace))
+    {
+        out.push(problem("storage.mailaddr", format!("`{mail}` is not a mail address; write one address such as \"root\" or \"me@example.com\"")));
+    }
+    if let Some(program) = &storage.alert_program
+        && !program.starts_with('/')
+    {
+        out.push(problem("storage.alert_program", format!("`{program}` must be an absolute path to a program, e.g. \"/usr/local/bin/nas-alert\"")));
+    }
+    for (i, array) in storage.arrays.iter().enumerate() {
+        check_array(&format!("storage.arrays[{i}]"), array, &mut out);
+        if let Some(first) = storage.arrays[..i]
+            .iter()
+            .position(|a| a.name == array.name)
+        {
+            out.push(problem(
+                format!("storage.arrays[{i}].name"),
+                format!("the name `{}` is already used by storage.arrays[{first}]; every array needs its own name", array.name),
+            ));
+        }
+        for (j, other) in storage.arrays[..i].iter().enumerate() {
+            if other.mount == array.mount {
+                out.push(problem(
+                    format!("storage.arrays[{i}].mount"),
+                    format!("{} is already the mount point of storage.arrays[{j}]; give each array its own directory", array.mount),
+                ));
+            } else if is_under(&array.mount, &other.mount) || is_under(&other.mount, &array.mount) {
+                out.push(problem(
+                    format!("storage.arrays[{i}].mount"),
+                    format!("{} and {} (storage.arrays[{j}]) are nested, so one hides the other if mounted out of order; use side-by-side directories such as /srv/a and /srv/b", array.mount, other.mount),
+                ));
+            }
+        }
+    }
+    let arrays_known = storage.mode == Mode::Unattended || !storage.arrays.is_empty();
+    for (i, share) in shares.iter().enumerate() {
+        check_share(&format!("shares[{i}]"), share, &mut out);
+        if arrays_known
+            && share.path.starts_with('/')
+            && !storage
+                .arrays
+                .iter()
+                .any(|a| is_under(&share.path, &a.mount) || share.path == a.mount)
+        {
+            let mounts: Vec<&str> = storage.arrays.iter().map(|a| a.mount.as_str()).collect();
+            out.push(problem(
+                format!("shares[{i}].path"),
+                format!(
+                    "{} is not on any array, so it would fill the boot disk; put it under an array's mount ({})",
+                    share.path,
+                    if mounts.is_empty() { "none defined".to_string() } else { mounts.join(", ") }
+                ),
+            ));
+        }
+        if let Some(first) = shares[..i]
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(&share.name))
+        {
+            out.push(problem(
+                format!("shares[{i}].name"),
+                format!("the share name `{}` is already used by shares[{first}] (Samba ignores case); rename one", share.name),
+            ));
+        }
+        if share.nfs.is_some()
+            && let Some(first) = shares[..i]
+                .iter()
+                .position(|s| s.nfs.is_some() && s.path == share.path)
+        {
+            out.push(problem(
+                format!("shares[{i}].path"),
+                format!("{} is already exported over NFS by shares[{first}]; merge the two shares' clients", share.path),
+            ));
+        }
+    }
+    out
+}
+
+fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
+    let name = &array.name;
+    if name.is_empty()
+        || name.len() > 32
+        || name.starts_with('-')
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        out.push(problem(
+            format!("{at}.name"),
+            format!("`{name}` cannot be an md array name; use 1 to 32 letters, digits, '-' or '_', e.g. \"data\""),
+        ));
+    }
+    check_absolute_dir(&format!("{at}.mount"), &array.mount, out);
+    if let Some(dir) = SYSTEM_DIRS
+        .iter()
+        .find(|d| array.mount == **d || is_under(&array.mount, d))
+    {
+        out.push(problem(
+            format!("{at}.mount"),
+            format!("{} would cover the system directory {dir}; mount arrays under /srv or /mnt, e.g. /srv/{name}", array.mount),
+        ));
+    } else if array.mount == "/" || array.mount == "/home" {
+        out.push(problem(
+            format!("{at}.mount"),
+            format!(
+                "{} is a system directory; mount arrays under /srv or /mnt, e.g. /srv/{name}",
+                array.mount
+            ),
+        ));
+    }
+    let level = array.level;
+    if let Count::Exactly(n) = array.disks.count {
+        if n < level.min_disks() {
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{level} needs at least {} disks but count = {n}; raise count or choose another level", level.min_disks()),
+            ));
+        } else if let Some(max) = level.max_disks()
+            && n > max
+        {
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{level} uses exactly one disk but count = {n}; set count = 1, or use raid1/raid5 for several disks"),
+            ));
+        }
+    }
+    if let (Some(min), Some(max)) = (array.disks.min_size, array.disks.max_size)
+        && min > max
+    {
+        out.push(problem(
+            format!("{at}.disks.min_size"),
+            format!("min_size ({min}) is larger than max_size ({max}), so no disk can match; swap or widen them"),
+        ));
+    }
+    for (key, pattern) in [
+        ("model", &array.disks.model),
+        ("serial", &array.disks.serial),
+        ("wwn", &array.disks.wwn),
+        ("controller", &array.disks.controller),
+    ] {
+        if let Some(pattern) = pattern
+            && let Err(why) = crate::matching::check_glob(pattern)
+        {
+            out.push(problem(
+                format!("{at}.disks.{key}"),
+                format!("`{pattern}` is not a valid pattern: {why}"),
+            ));
+        }
+    }
+}
+
+fn check_share(at: &str, share: &Share, out: &mut Vec<SpecProblem>) {
+    let name = &share.name;
+    let bad = |c: char| c.is_control() || "[]\\/:;|=,+*?<>\"%".contains(c);
+    if name.is_empty()
+        || name.chars().count() > 80
+        || name.chars().any(bad)
+        || name.starts_with(' ')
+        || name.ends_with(' ')
+    {
+        out.push(problem(
+            format!("{at}.name"),
+            format!("`{name}` cannot be a Samba share name; use up to 80 characters without []\\/:;|=,+*?<>\"%, e.g. \"data\""),
+        ));
+    } else if RESERVED_SHARES.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+        out.push(problem(
+            format!("{at}.name"),
+            format!("`{name}` is reserved by Samba; pick another name"),
+        ));
+    }
+    check_absolute_dir(&format!("{at}.path"), &share.path, out);
+    if share.smb.is_none() && share.nfs.is_none() {
+        out.push(problem(
+            at.to_string(),
+            "the share has neither smb nor nfs, so nobody can reach it; add smb = { users = [...] } or nfs = { clients = \"...\" }",
+        ));
+    }
+    if let Some(smb) = &share.smb {
+        if smb.users.is_empty() {
+            out.push(problem(
+                format!("{at}.smb.users"),
+                "no user may open this share; list at least one user, e.g. users = [\"admin\"]",
+            ));
+        }
+        for (j, user) in smb.users.iter().enumerate() {
+            if !is_unix_user_name(user) {
+                out.push(problem(
+                    format!("{at}.smb.users[{j}]"),
+                    format!("`{user}` is not a valid user name; use lowercase letters, digits, '-' and '_', starting with a letter or '_', at most 32 characters"),
+                ));
+            }
+        }
+        if smb.timemachine && smb.readonly {
+            out.push(problem(format!("{at}.smb.timemachine"), "a Time Machine share must be writable; remove readonly = true or timemachine = true"));
+        }
+    }
+    if let Some(nfs) = &share.nfs {
+        if nfs.clients.0.is_empty() {
+            out.push(problem(
+                format!("{at}.nfs.clients"),
+                "no NFS client is allowed; name one, e.g. clients = \"192.168.1.0/24\"",
+            ));
+        }
+        for (j, client) in nfs.clients.0.iter().enumerate() {
+            if client.contains(['(', ')', '"', '#']) || client.chars().any(char::is_control) {
+                out.push(problem(
+                    format!("{at}.nfs.clients[{j}]"),
+                    format!("`{client}` is not an NFS client; write a host, a network such as 192.168.1.0/24, or a wildcard such as *.lan (options are set by nasforge)"),
+                ));
+            }
+        }
+    }
+}
+
+fn check_absolute_dir(at: &str, path: &str, out: &mut Vec<SpecProblem>) {
+    let components_ok = path
+        .split('/')
+        .skip(1)
+        .all(|c| !c.is_empty() && c != "." && c != "..");
+    if !path.starts_with('/')
+        || (path != "/" && !components_ok)
+        || path.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        out.push(problem(
+            at.to_string(),
+            format!(
+                "`{path}` must be an absolute, normalised path without spaces, e.g. \"/srv/data\""
+            ),
+        ));
+    }
+}
+
+fn is_under(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.starts_with('/'))
+        || (dir == "/" && path != "/")
+}
+
+fn is_unix_user_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
+        && name.len() <= 32
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}

@@ -1,0 +1,444 @@
+//! What the NAS looks like now: setup progress, arrays (state, degraded,
+//! resync), filesystems (use), shares and disk health. Printed by `status`,
+//! and written to the boot partition so a user can read it from their
+//! workstation when the board has no screen.
+
+use crate::disks::Host;
+use crate::journal::Journal;
+use crate::runner::Runner;
+use crate::size::Size;
+use crate::steps::Cmd;
+use serde::Serialize;
+use std::path::Path;
+
+pub const FILE_NAME: &str = "nasforge-status.txt";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    pub setup: Setup,
+    pub arrays: Vec<ArrayStatus>,
+    pub filesystems: Vec<FilesystemStatus>,
+    pub shares: Vec<ShareStatus>,
+    pub disks: Vec<DiskHealth>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Setup {
+    NotStarted,
+    /// Planning refused or the recipe is wrong: nothing was changed.
+    NotPossible {
+        problems: Vec<String>,
+    },
+    InProgress {
+        done: usize,
+        total: usize,
+        next: String,
+    },
+    Failed {
+        step: String,
+        error: String,
+        done: usize,
+        total: usize,
+    },
+    Complete {
+        steps: usize,
+        finished: u64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArrayStatus {
+    /// md's kernel name, e.g. `md127`.
+    pub device: String,
+    /// The name from /dev/md/<name>, when there is one.
+    pub name: Option<String>,
+    pub active: bool,
+    pub level: Option<String>,
+    /// Members md expects and members working (`[3/2]`).
+    pub expected: usize,
+    pub working: usize,
+    pub degraded: bool,
+    /// resync / recovery / check / reshape in progress, with percent done.
+    pub sync: Option<(String, f32)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FilesystemStatus {
+    pub array: String,
+    pub mount: String,
+    pub mounted: bool,
+    pub size: Option<Size>,
+    pub used: Option<Size>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShareStatus {
+    pub name: String,
+    pub path: String,
+    pub smb_users: Vec<String>,
+    pub nfs_clients: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiskHealth {
+    pub disk: String,
+    pub device: String,
+    /// None when smartctl could not say (not installed, USB bridge without
+    /// SMART passthrough).
+    pub passed: Option<bool>,
+    pub temperature_c: Option<i64>,
+    pub power_on_hours: Option<i64>,
+}
+
+/// Parses /proc/mdstat.
+pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
+    let mut arrays: Vec<ArrayStatus> = Vec::new();
+    for line in text.lines() {
+        if let Some((device, rest)) = line.split_once(" : ")
+            && device.starts_with("md")
+        {
+            let mut words = rest.split_whitespace();
+            let active = words.next() == Some("active");
+            let level = words
+                .next()
+                .filter(|w| w.starts_with("raid") || *w == "linear")
+                .map(str::to_string);
+            arrays.push(ArrayStatus {
+                device: device.trim().to_string(),
+                name: None,
+                active,
+                level,
+                expected: 0,
+                working: 0,
+                degraded: false,
+                sync: None,
+            });
+            continue;
+        }
+        let Some(array) = arrays.last_mut() else {
+            continue;
+        };
+        let trimmed = line.trim();
+        if trimmed.contains(" blocks") {
+            // raid0 has no [n/m] counts: all members are needed and present.
+            if let Some(counts) = trimmed
+                .split_whitespace()
+                .find(|w| w.starts_with('[') && w.contains('/'))
+            {
+                let inner = counts.trim_matches(['[', ']']);
+                if let Some((e, w)) = inner.split_once('/') {
+                    array.expected = e.parse().unwrap_or(0);
+                    array.working = w.parse().unwrap_or(0);
+                    array.degraded = array.working < array.expected;
+                }
+            }
+        }
+        for kind in ["resync", "recovery", "check", "reshape", "repair"] {
+            if let Some(rest) = trimmed.split_once(&format!("{kind} =")).map(|(_, r)| r)
+                && let Some(pct) = rest
+                    .split('%')
+                    .next()
+                    .and_then(|p| p.trim().parse::<f32>().ok())
+            {
+                array.sync = Some((kind.to_string(), pct));
+            }
+        }
+    }
+    arrays
+}
+
+/// The /dev/md/<name> links: which md device carries which name.
+fn md_names(host: &Host) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(host.dev_path("/dev/md")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let target = std::fs::read_link(e.path()).ok()?;
+            Some((
+                target.file_name()?.to_string_lossy().into_owned(),
+                e.file_name().to_string_lossy().into_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// Summary of smartctl's JSON output (`smartctl -H -A -j`).
+pub fn parse_smartctl(disk: &str, device: &str, json: &str) -> DiskHealth {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    DiskHealth {
+        disk: disk.to_string(),
+        device: device.to_string(),
+        passed: v.pointer("/smart_status/passed").and_then(|p| p.as_bool()),
+        temperature_c: v.pointer("/temperature/current").and_then(|t| t.as_i64()),
+        power_on_hours: v.pointer("/power_on_time/hours").and_then(|h| h.as_i64()),
+    }
+}
+
+fn statvfs(path: &Path) -> Option<(Size, Size)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid NUL-terminated path and st a properly sized buffer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let frsize = st.f_frsize as u64;
+    let size = st.f_blocks as u64 * frsize;
+    let used = size - st.f_bfree as u64 * frsize;
+    Some((Size(size), Size(used)))
+}
+
+/// Collects the status from the journal (what was planned) and the system.
+pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) -> Status {
+    let setup = match journal {
+        None => Setup::NotStarted,
+        Some(j) if j.is_complete() => Setup::Complete {
+            steps: j.steps.len(),
+            finished: j.finished.unwrap_or(0),
+        },
+        Some(j) => match &j.failure {
+            Some(f) => Setup::Failed {
+                step: f.step.clone(),
+                error: f.error.clone(),
+                done: j.done.len(),
+                total: j.steps.len(),
+            },
+            None => Setup::InProgress {
+                done: j.done.len(),
+                total: j.steps.len(),
+                next: j.steps[j.next_step()].title.clone(),
+            },
+        },
+    };
+    let mut arrays =
+        parse_mdstat(&std::fs::read_to_string(host.path("/proc/mdstat")).unwrap_or_default());
+    let names = md_names(host);
+    for a in &mut arrays {
+        a.name = names
+            .iter()
+            .find(|(dev, _)| *dev == a.device)
+            .map(|(_, n)| n.clone());
+    }
+    let mountinfo = std::fs::read_to_string(host.path("/proc/self/mountinfo")).unwrap_or_default();
+    let mut filesystems = Vec::new();
+    let mut shares = Vec::new();
+    let mut disks = Vec::new();
+    if let Some(j) = journal {
+        for a in &j.plan.arrays {
+            let mount = &a.spec.mount;
+            let mounted = mountinfo
+                .lines()
+                .any(|l| l.split_whitespace().nth(4) == Some(mount.as_str()));
+            let usage = if mounted {
+                statvfs(&host.path(mount))
+            } else {
+                None
+            };
+            filesystems.push(FilesystemStatus {
+                array: a.spec.name.clone(),
+                mount: mount.clone(),
+                mounted,
+                size: usage.map(|u| u.0),
+                used: usage.map(|u| u.1),
+            });
+            for m in &a.members {
+                let device = m.disk.stable_path();
+                let health = match runner.query(&Cmd::new(&["smartctl", "-H", "-A", "-j", &device]))
+                {
+                    Ok(q) => parse_smartctl(&m.disk.name, &device, &q.stdout),
+                    Err(_) => parse_smartctl(&m.disk.name, &device, ""),
+                };
+                disks.push(health);
+            }
+        }
+        for s in &j.plan.shares {
+            shares.push(ShareStatus {
+                name: s.name.clone(),
+                path: s.path.clone(),
+                smb_users: s.smb.as_ref().map(|x| x.users.clone()).unwrap_or_default(),
+                nfs_clients: s
+                    .nfs
+                    .as_ref()
+                    .map(|x| x.clients.0.clone())
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    Status {
+        setup,
+        arrays,
+        filesystems,
+        shares,
+        disks,
+    }
+}
+
+impl Status {
+    pub fn render(&self) -> String {
+        let mut out = String::from("nasforge NAS status\n\n");
+        out += &match &self.setup {
+            Setup::NotStarted => "Setup: not started\n".to_string(),
+            Setup::NotPossible { problems } => {
+                let mut s = "Setup: NOT POSSIBLE, nothing was changed:\n".to_string();
+                for p in problems {
+                    s += &format!("  - {p}\n");
+                }
+                s
+            }
+            Setup::InProgress { done, total, next } => {
+                format!("Setup: in progress, {done} of {total} steps done; next: {next}\n")
+            }
+            Setup::Failed {
+                step,
+                error,
+                done,
+                total,
+            } => {
+                format!(
+                    "Setup: FAILED at step {} of {total} ({step}): {error}\nIt resumes from that step on the next boot or `nasforge-setup --unattended`.\n",
+                    done + 1
+                )
+            }
+            Setup::Complete { steps, finished } => format!(
+                "Setup: complete ({steps} steps, finished {})\n",
+                utc(*finished)
+            ),
+        };
+        if !self.arrays.is_empty() {
+            out += "\nArrays:\n";
+        }
+        for a in &self.arrays {
+            let name = a
+                .name
+                .as_ref()
+                .map(|n| format!("{n} ({})", a.device))
+                .unwrap_or_else(|| a.device.clone());
+            let state = if !a.active {
+                "INACTIVE".to_string()
+            } else if a.degraded {
+                format!("DEGRADED, {} of {} disks working", a.working, a.expected)
+            } else {
+                "healthy".to_string()
+            };
+            let level = a.level.as_deref().unwrap_or("?");
+            out += &format!("  {name}: {level}, {state}");
+            if let Some((kind, pct)) = &a.sync {
+                out += &format!(", {kind} {pct:.1}%");
+            }
+            out += "\n";
+        }
+        if !self.filesystems.is_empty() {
+            out += "\nFilesystems:\n";
+        }
+        for f in &self.filesystems {
+            match (f.mounted, f.size, f.used) {
+                (true, Some(size), Some(used)) => {
+                    let pct = (used.0 * 100).checked_div(size.0).unwrap_or(0);
+                    out += &format!(
+                        "  {} ({}): {used} of {size} used ({pct}%)\n",
+                        f.mount, f.array
+                    );
+                }
+                (true, _, _) => out += &format!("  {} ({}): mounted\n", f.mount, f.array),
+                (false, _, _) => out += &format!("  {} ({}): NOT MOUNTED\n", f.mount, f.array),
+            }
+        }
+        if !self.shares.is_empty() {
+            out += "\nShares:\n";
+        }
+        for s in &self.shares {
+            let mut how = Vec::new();
+            if !s.smb_users.is_empty() {
+                how.push(format!("SMB for {}", s.smb_users.join(", ")));
+            }
+            if !s.nfs_clients.is_empty() {
+                how.push(format!("NFS to {}", s.nfs_clients.join(" ")));
+            }
+            out += &format!("  {}: {} ({})\n", s.name, s.path, how.join("; "));
+        }
+        if !self.disks.is_empty() {
+            out += "\nDisk health (SMART):\n";
+        }
+        for d in &self.disks {
+            let verdict = match d.passed {
+                Some(true) => "passed".to_string(),
+                Some(false) => "FAILING: replace this disk".to_string(),
+                None => "unknown (no SMART data)".to_string(),
+            };
+            let temp = d
+                .temperature_c
+                .map(|t| format!(", {t} °C"))
+                .unwrap_or_default();
+            let hours = d
+                .power_on_hours
+                .map(|h| format!(", {h} hours on"))
+                .unwrap_or_default();
+            out += &format!("  {}: {verdict}{temp}{hours}\n", d.disk);
+        }
+        out
+    }
+}
+
+/// "2026-11-29 22:30 UTC", without a date library.
+pub fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_degraded_recovering_raid5_and_a_raid0() {
+        let mdstat = "Personalities : [raid0] [raid6] [raid5] [raid4]\n\
+md126 : active raid0 sdd1[1] sdc1[0]\n      1953260544 blocks super 1.2 512k chunks\n      \n\
+md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [=>...................]  recovery =  8.5% (89088/1046528) finish=0.5min speed=29696K/sec\n      bitmap: 0/1 pages [0KB], 65536KB chunk\n\nunused devices: <none>\n";
+        let arrays = parse_mdstat(mdstat);
+        assert_eq!(arrays.len(), 2);
+        assert_eq!(arrays[0].level.as_deref(), Some("raid0"));
+        assert!(!arrays[0].degraded);
+        let r5 = &arrays[1];
+        assert_eq!(
+            (r5.device.as_str(), r5.expected, r5.working, r5.degraded),
+            ("md127", 3, 2, true)
+        );
+        assert_eq!(r5.sync, Some(("recovery".to_string(), 8.5)));
+    }
+
+    #[test]
+    fn summarises_smartctl_json() {
+        let json = r#"{"smartctl":{"exit_status":0},"smart_status":{"passed":true},"temperature":{"current":34},"power_on_time":{"hours":12873}}"#;
+        let h = parse_smartctl("sda", "/dev/sda", json);
+        assert_eq!(
+            (h.passed, h.temperature_c, h.power_on_hours),
+            (Some(true), Some(34), Some(12873))
+        );
+        assert_eq!(parse_smartctl("sdb", "/dev/sdb", "").passed, None);
+    }
+
+    #[test]
+    fn formats_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_709_251_200), "2024-03-01 00:00 UTC");
+        assert_eq!(utc(1_798_761_599), "2026-12-31 23:59 UTC");
+    }
+}

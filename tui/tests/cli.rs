@@ -1,0 +1,264 @@
+//! The nasforge-setup binary as first boot and a user run it.
+
+mod common;
+
+use nasforge_setup::journal::{self, Journal, StepRecord};
+use nasforge_setup::setup::{self, COMPLETE_MARKER};
+use nasforge_setup::spec::DeviceRecipe;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn nasforge_setup(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nasforge-setup"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const RECIPE: &str = r#"
+[board]
+model = "pi5"
+
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid5"
+disks = { transport = "sata", count = 4 }
+filesystem = "ext4"
+mount = "/srv/data"
+
+[[shares]]
+name = "data"
+path = "/srv/data"
+smb = { users = ["admin"] }
+"#;
+
+/// A Pi 5 fixture with the recipe where the builder puts it.
+fn pi5_with_recipe(recipe: &str) -> common::Board {
+    let board = common::writable_copy("pi5-jmb585");
+    let boot = board.host.path("/boot/firmware");
+    std::fs::create_dir_all(&boot).unwrap();
+    std::fs::write(boot.join("nasforge.toml"), recipe).unwrap();
+    board
+}
+
+#[test]
+fn without_arguments_it_points_at_what_exists() {
+    let out = nasforge_setup(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("wizard is not built yet")
+            && err.contains("--unattended")
+            && err.contains("nasforge-setup plan"),
+        "{err}"
+    );
+}
+
+#[test]
+fn help_describes_the_commands() {
+    let out = nasforge_setup(&["--help"]);
+    let help = text(&out.stdout);
+    for word in ["--unattended", "plan", "status", "--root", "--recipe"] {
+        assert!(help.contains(word), "{word} missing from:\n{help}");
+    }
+    let plan_help = text(&nasforge_setup(&["plan", "--help"]).stdout);
+    assert!(plan_help.contains("--dry-run"), "{plan_help}");
+}
+
+#[test]
+fn plan_dry_run_prints_the_plan_and_every_command_from_the_boot_partition_recipe() {
+    let board = pi5_with_recipe(RECIPE);
+    let root = board.host.root.to_str().unwrap().to_string();
+    let out = nasforge_setup(&["plan", "--dry-run", "--root", &root]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with(
+            "Array 'data': raid5 of 4 disk(s) as /dev/md/data, ext4 mounted at /srv/data"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("mdadm --create /dev/md/data --run --homehost=pinas"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("[16/16] Watch disk health with smartd"),
+        "{stdout}"
+    );
+
+    let words_only = text(&nasforge_setup(&["plan", "--root", &root]).stdout);
+    assert!(
+        words_only.contains("capacity: about 12 TB") && !words_only.contains("mdadm --create"),
+        "{words_only}"
+    );
+}
+
+#[test]
+fn unattended_on_a_fake_root_plans_but_changes_nothing() {
+    let board = pi5_with_recipe(RECIPE);
+    let root = board.host.root.to_str().unwrap().to_string();
+    let out = nasforge_setup(&["--unattended", "--root", &root]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("Array 'data': raid5 of 4 disk(s)"),
+        "the plan is shown: {err}"
+    );
+    assert!(
+        err.contains("refusing to change the system with --root"),
+        "{err}"
+    );
+    assert!(
+        !board.host.path(journal::PATH).exists(),
+        "no journal, so nothing started"
+    );
+    assert!(!text(&out.stdout).contains(COMPLETE_MARKER));
+}
+
+#[test]
+fn recipe_errors_name_file_line_and_column_and_wizard_mode_is_not_run_unattended() {
+    let board = pi5_with_recipe(&RECIPE.replace("raid5", "raid7"));
+    let root = board.host.root.to_str().unwrap().to_string();
+    let out = nasforge_setup(&["--unattended", "--root", &root]);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("boot/firmware/nasforge.toml:9:9: unknown variant `raid7`"),
+        "{err}"
+    );
+    let status =
+        std::fs::read_to_string(board.host.path("/boot/firmware/nasforge-status.txt")).unwrap();
+    assert!(
+        status.contains("Setup: NOT POSSIBLE") && status.contains("raid7"),
+        "{status}"
+    );
+
+    let board = pi5_with_recipe(&RECIPE.replace("\"unattended\"", "\"wizard\""));
+    let root = board.host.root.to_str().unwrap().to_string();
+    let err = text(&nasforge_setup(&["--unattended", "--root", &root]).stderr);
+    assert!(err.contains("storage.mode is \"wizard\""), "{err}");
+}
+
+/// Writes a journal as a finished setup leaves it.
+fn finished_journal(board: &common::Board, recipe_text: &str) {
+    let recipe = DeviceRecipe::parse(recipe_text, Path::new("r.toml")).unwrap();
+    let prepared = setup::prepare(&board.host, Path::new("r.toml"), &recipe).unwrap();
+    let mut j = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
+    j.done = j
+        .steps
+        .iter()
+        .map(|s| StepRecord {
+            id: s.id.clone(),
+            already_done: None,
+            at: 1_800_000_000,
+        })
+        .collect();
+    j.finished = Some(1_800_000_000);
+    j.save(&board.host.path(journal::PATH)).unwrap();
+}
+
+#[test]
+fn a_finished_setup_rerun_is_a_no_op_that_still_reports_complete() {
+    let board = pi5_with_recipe(RECIPE);
+    finished_journal(&board, RECIPE);
+    let root = board.host.root.to_str().unwrap().to_string();
+    let before = std::fs::read(board.host.path(journal::PATH)).unwrap();
+    let out = nasforge_setup(&["--unattended", "--root", &root]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("already complete"));
+    assert_eq!(text(&out.stdout).lines().last(), Some(COMPLETE_MARKER));
+    assert_eq!(
+        std::fs::read(board.host.path(journal::PATH)).unwrap(),
+        before,
+        "the journal is untouched"
+    );
+
+    let changed = RECIPE.replace("raid5", "raid6");
+    std::fs::write(board.host.path("/boot/firmware/nasforge.toml"), &changed).unwrap();
+    let err = text(&nasforge_setup(&["--unattended", "--root", &root]).stderr);
+    assert!(
+        err.contains("records a setup from a different recipe (16 of 16 steps done)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn status_reports_arrays_filesystems_and_shares_and_writes_the_boot_file() {
+    let board = pi5_with_recipe(RECIPE);
+    finished_journal(&board, RECIPE);
+    std::fs::write(
+        board.host.path("/proc/mdstat"),
+        "Personalities : [raid6] [raid5] [raid4]\nmd127 : active raid5 sdd1[4] sdc1[2] sdb1[1] sda1[0]\n      11720653824 blocks super 1.2 level 5, 512k chunk, algorithm 2 [4/3] [UUU_]\n      [>....................]  recovery =  2.4% (95232/3906884608) finish=600.0min speed=108000K/sec\n      bitmap: 0/30 pages [0KB], 65536KB chunk\n\nunused devices: <none>\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(board.node("md")).unwrap();
+    std::os::unix::fs::symlink("../md127", board.node("md/data")).unwrap();
+    let root = board.host.root.to_str().unwrap().to_string();
+
+    let out = nasforge_setup(&["status", "--root", &root]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("Setup: complete (16 steps, finished 2027-01-15 08:00 UTC)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("data (md127): raid5, DEGRADED, 3 of 4 disks working, recovery 2.4%"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("/srv/data (data): NOT MOUNTED"), "{stdout}");
+    assert!(
+        stdout.contains("data: /srv/data (SMB for admin)"),
+        "{stdout}"
+    );
+    let file =
+        std::fs::read_to_string(board.host.path("/boot/firmware/nasforge-status.txt")).unwrap();
+    assert_eq!(file, stdout, "the boot partition gets the same report");
+
+    let json: serde_json::Value =
+        serde_json::from_slice(&nasforge_setup(&["status", "--json", "--root", &root]).stdout)
+            .unwrap();
+    assert_eq!(json["setup"]["state"], "complete");
+    assert_eq!(json["arrays"][0]["degraded"], true);
+    assert_eq!(json["arrays"][0]["name"], "data");
+}
+
+#[test]
+fn status_summarises_smart_health_per_member() {
+    let board = pi5_with_recipe(RECIPE);
+    finished_journal(&board, RECIPE);
+    let journal = Journal::load(&board.host.path(journal::PATH))
+        .unwrap()
+        .unwrap();
+    let mut runner = nasforge_setup::runner::RecordingRunner::default();
+    runner.responses.push((
+        "smartctl -H -A -j /dev/disk/by-id/wwn-0x50014ee2b0000003".into(),
+        r#"{"smart_status":{"passed":false},"temperature":{"current":51},"power_on_time":{"hours":40112}}"#.into(),
+    ));
+    runner.responses.push((
+        "smartctl -H -A -j".into(),
+        r#"{"smart_status":{"passed":true},"temperature":{"current":34},"power_on_time":{"hours":1200}}"#.into(),
+    ));
+    let status = nasforge_setup::status::collect(&board.host, Some(&journal), &mut runner);
+    assert_eq!(
+        runner.lines.len(),
+        4,
+        "one query per member: {:?}",
+        runner.lines
+    );
+    let text = status.render();
+    assert!(
+        text.contains("  sda: passed, 34 °C, 1200 hours on"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  sdc: FAILING: replace this disk, 51 °C, 40112 hours on"),
+        "{text}"
+    );
+}

@@ -1,0 +1,110 @@
+//! Shared by the integration tests: fake boards from tests/data, with their
+//! device nodes made as sparse files of the sysfs size carrying real
+//! signature bytes, and udev's by-id links beside them.
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
+
+use nasforge_setup::disks::{self, Host, Inventory};
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+pub fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
+
+/// A board fixture and the temporary directory holding whatever the test
+/// may change (device nodes, or a whole copy of the tree).
+pub struct Board {
+    pub host: Host,
+    _scratch: tempfile::TempDir,
+}
+
+impl Board {
+    pub fn inventory(&self) -> Inventory {
+        disks::discover(&self.host).expect("discovery on the fixture")
+    }
+
+    pub fn node(&self, name: &str) -> PathBuf {
+        self.host.dev.join(name)
+    }
+}
+
+/// The fixture tree read in place, device nodes in a temporary directory.
+pub fn board(name: &str) -> Board {
+    let scratch = tempfile::tempdir().unwrap();
+    make_nodes(&data(name), scratch.path());
+    Board {
+        host: Host::new(data(name)).with_dev(scratch.path()),
+        _scratch: scratch,
+    }
+}
+
+/// A writable copy of the fixture with its device nodes in `<root>/dev`, as
+/// the binary's `--root` expects (and for tests that add files such as a
+/// journal or a staged password file).
+pub fn writable_copy(name: &str) -> Board {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("root");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(data(name))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    make_nodes(&root, &root.join("dev"));
+    Board {
+        host: Host::new(&root),
+        _scratch: scratch,
+    }
+}
+
+fn make_nodes(root: &Path, dev: &Path) {
+    fs::create_dir_all(dev).unwrap();
+    let manifest = fs::read_to_string(root.join("dev.txt")).unwrap();
+    for line in manifest
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let mut cols = line.split('\t');
+        let node = cols.next().unwrap();
+        let sectors: u64 = fs::read_to_string(root.join("sys/block").join(node).join("size"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let file = File::create(dev.join(node)).unwrap();
+        file.set_len(sectors * 512).unwrap();
+        for blob in cols {
+            let (blob, offset) = blob.split_once('@').unwrap();
+            let bytes = fs::read(data("blobs").join(blob)).unwrap();
+            file.write_all_at(&bytes, offset.parse().unwrap()).unwrap();
+        }
+    }
+    for entry in fs::read_dir(root.join("run/udev/data")).unwrap().flatten() {
+        let devnum = entry
+            .file_name()
+            .to_string_lossy()
+            .trim_start_matches('b')
+            .to_string();
+        let Some(node) = fs::read_dir(root.join("sys/block"))
+            .unwrap()
+            .flatten()
+            .find(|b| fs::read_to_string(b.path().join("dev")).is_ok_and(|d| d.trim() == devnum))
+        else {
+            continue;
+        };
+        for link in fs::read_to_string(entry.path())
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("S:disk/by-id/"))
+        {
+            let path = dev.join("disk/by-id").join(link);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            // Two enclosures may claim the same link; the first wins, as in udev.
+            let _ = std::os::unix::fs::symlink(Path::new("../..").join(node.file_name()), path);
+        }
+    }
+}

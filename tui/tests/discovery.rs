@@ -1,0 +1,247 @@
+//! Discovery on fake sysfs/udev/proc trees modelled on real boards.
+
+mod common;
+
+use nasforge_setup::disks::{Disk, InUse, RotationalSource};
+use nasforge_setup::signature::Signature;
+use nasforge_setup::spec::Transport;
+
+fn find<'a>(disks: &'a [Disk], name: &str) -> &'a Disk {
+    disks
+        .iter()
+        .find(|d| d.name == name)
+        .unwrap_or_else(|| panic!("{name} not discovered"))
+}
+
+#[test]
+fn pi5_with_a_jmb585_hat_shows_four_sata_disks_behind_a_gen3_x1_link() {
+    let board = common::board("pi5-jmb585");
+    let inv = board.inventory();
+    let names: Vec<&str> = inv.disks.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["sda", "sdb", "sdc", "sdd", "mmcblk0"]);
+
+    let sda = find(&inv.disks, "sda");
+    assert_eq!(sda.size.bytes(), 7_814_037_168 * 512);
+    assert_eq!(
+        sda.model.as_deref(),
+        Some("WDC WD40EFRX-68N32N0"),
+        "udev's encoded model, trimmed"
+    );
+    assert_eq!(sda.serial.as_deref(), Some("WD-WCC7K0000001"));
+    assert_eq!(sda.wwn.as_deref(), Some("0x50014ee2b0000001"));
+    assert_eq!(sda.transport, Some(Transport::Sata));
+    assert!(sda.rotational);
+    assert_eq!(sda.rotational_from, RotationalSource::Udev);
+    assert_eq!(
+        sda.by_id.as_deref(),
+        Some("/dev/disk/by-id/wwn-0x50014ee2b0000001"),
+        "the WWN link is preferred"
+    );
+    let c = sda.controller.as_ref().unwrap();
+    assert_eq!(
+        (c.pci.as_str(), c.vendor, c.device),
+        ("0001:01:00.0", 0x197b, 0x0585)
+    );
+    assert_eq!(c.name.as_deref(), Some("JMicron JMB585"));
+    assert_eq!((c.link_mts, c.link_width), (Some(8000), Some(1)));
+    assert!(sda.is_blank() && sda.in_use.is_empty());
+
+    let sd = find(&inv.disks, "mmcblk0");
+    assert_eq!(sd.transport, Some(Transport::Mmc));
+    assert!(sd.in_use.contains(&InUse::Boot), "{:?}", sd.in_use);
+    assert!(sd.in_use.contains(&InUse::Mounted {
+        device: "mmcblk0p1".into(),
+        at: "/boot/firmware".into()
+    }));
+    assert_eq!(
+        sd.contents,
+        vec![Signature::PartitionTable {
+            scheme: "dos".into()
+        }]
+    );
+    assert_eq!(sd.partitions.len(), 2);
+    assert_eq!(
+        sd.partitions[0].contents,
+        vec![Signature::Filesystem {
+            fstype: "vfat".into(),
+            label: Some("bootfs".into()),
+            uuid: None
+        }],
+        "partitions are probed at their own offsets"
+    );
+
+    let net = inv.network.unwrap();
+    assert_eq!(
+        (net.interface.as_str(), net.mbit),
+        ("eth0", 1000),
+        "lo has no device and is skipped"
+    );
+}
+
+#[test]
+fn cm4_with_a_marvell_9215_keeps_removable_disks_and_finds_old_data() {
+    let board = common::board("cm4-marvell9215");
+    let inv = board.inventory();
+    let names: Vec<&str> = inv.disks.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "sda",
+            "sdb",
+            "sdc",
+            "sdd",
+            "mmcblk0",
+            "mmcblk0boot0",
+            "mmcblk0boot1"
+        ]
+    );
+
+    let sda = find(&inv.disks, "sda");
+    assert!(sda.removable, "the 9215 reports RM=1 ...");
+    assert!(
+        sda.in_use.is_empty() && sda.is_blank(),
+        "... and that does not make the disk unusable"
+    );
+    assert!(!sda.rotational);
+    let c = sda.controller.as_ref().unwrap();
+    assert_eq!(c.name.as_deref(), Some("Marvell 88SE9215"));
+    assert!(c.note.as_deref().unwrap().contains("link resets"));
+    assert_eq!((c.link_mts, c.link_width), (Some(5000), Some(1)));
+    assert_eq!(
+        sda.by_id.as_deref(),
+        Some("/dev/disk/by-id/ata-KINGSTON_SA400S37240G_50026B7784A1B2C0")
+    );
+
+    let sdc = find(&inv.disks, "sdc");
+    assert_eq!(
+        sdc.contents,
+        vec![Signature::Filesystem {
+            fstype: "ext4".into(),
+            label: Some("backup".into()),
+            uuid: Some("3f0f7d0e-5b1c-4e52-9a57-2c1de6a1b0c1".into())
+        }]
+    );
+    assert!(sdc.in_use.is_empty());
+    assert_eq!(
+        sdc.describe_contents(),
+        "an ext4 filesystem labelled 'backup'"
+    );
+
+    let sdd = find(&inv.disks, "sdd");
+    assert_eq!(
+        sdd.contents,
+        vec![Signature::MdMember {
+            version: "1.2".into(),
+            name: Some("oldnas:data".into())
+        }]
+    );
+    assert_eq!(
+        sdd.in_use,
+        vec![InUse::Held {
+            device: "sdd".into(),
+            by: "md127".into()
+        }]
+    );
+
+    for area in ["mmcblk0boot0", "mmcblk0boot1"] {
+        assert!(
+            find(&inv.disks, area).in_use.contains(&InUse::EmmcBootArea),
+            "{area}"
+        );
+    }
+    assert!(find(&inv.disks, "mmcblk0").in_use.contains(&InUse::Boot));
+}
+
+#[test]
+fn pi4_usb_bridges_lie_about_rotation_and_udev_wins() {
+    let board = common::board("pi4-usb");
+    let inv = board.inventory();
+
+    let ssd = find(&inv.disks, "sda");
+    assert_eq!(ssd.transport, Some(Transport::Usb));
+    assert!(
+        !ssd.rotational,
+        "queue/rotational says 1, udev's ATA data says 0 rpm"
+    );
+    assert_eq!(ssd.rotational_from, RotationalSource::Udev);
+    assert_eq!(ssd.usb_mbit, Some(5000));
+    assert_eq!(ssd.model.as_deref(), Some("Samsung SSD 870 EVO 1TB"));
+    assert_eq!(
+        ssd.controller.as_ref().unwrap().label(),
+        "PCI 1106:3483",
+        "the VL805 USB controller, unnamed in the table"
+    );
+
+    let hdd = find(&inv.disks, "sdb");
+    assert!(hdd.rotational);
+    assert_eq!(hdd.rotational_from, RotationalSource::Udev);
+    assert_eq!(
+        hdd.by_id, None,
+        "two enclosures share one by-id link, so neither may use it"
+    );
+
+    let boot = find(&inv.disks, "sdc");
+    assert_eq!(
+        boot.rotational_from,
+        RotationalSource::Sysfs,
+        "no ATA data through this bridge"
+    );
+    assert!(boot.in_use.contains(&InUse::Boot));
+    assert!(boot.in_use.contains(&InUse::Mounted {
+        device: "sdc2".into(),
+        at: "/".into()
+    }));
+    assert!(boot.in_use.contains(&InUse::Mounted {
+        device: "sdc1".into(),
+        at: "/boot/firmware".into()
+    }));
+    assert_eq!(
+        boot.partitions[1].contents,
+        vec![Signature::Filesystem {
+            fstype: "ext4".into(),
+            label: Some("backup".into()),
+            uuid: Some("3f0f7d0e-5b1c-4e52-9a57-2c1de6a1b0c1".into())
+        }]
+    );
+}
+
+#[test]
+fn a_missing_device_node_makes_the_disk_unusable_not_blank() {
+    let board = common::board("pi5-jmb585");
+    std::fs::remove_file(board.node("sdb")).unwrap();
+    let inv = board.inventory();
+    let sdb = find(&inv.disks, "sdb");
+    assert!(
+        matches!(&sdb.in_use[..], [InUse::Unreadable { error }] if error.contains("sdb")),
+        "{:?}",
+        sdb.in_use
+    );
+}
+
+#[test]
+fn the_real_host_root_disk_is_the_boot_disk() {
+    // On this machine, whatever disk holds `/` must come out as Boot.
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata("/").unwrap().dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let Ok(sys) = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")) else {
+        println!("skipped: / is on {major}:{minor}, not a block device (overlay or network root)");
+        return;
+    };
+    let disk_dir = if sys.join("partition").exists() {
+        sys.parent().unwrap().to_path_buf()
+    } else {
+        sys
+    };
+    let name = disk_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let inv = nasforge_setup::disks::discover(&nasforge_setup::disks::Host::new("/")).unwrap();
+    let Some(disk) = inv.disks.iter().find(|d| d.name == name) else {
+        println!("skipped: / is on {name}, a virtual device discovery leaves out");
+        return;
+    };
+    assert!(
+        disk.in_use.contains(&InUse::Boot),
+        "{name} holds / but is {:?}",
+        disk.in_use
+    );
+}

@@ -1,0 +1,498 @@
+//! Planner tables: every level over disk counts and mixed sizes, with the
+//! expected capacities worked out by hand; then the refusal rules.
+
+mod common;
+
+use nasforge_setup::disks::{Controller, Disk, InUse, Inventory, NetworkLink, RotationalSource};
+use nasforge_setup::planner::{self, Refusal, Tolerance};
+use nasforge_setup::signature::Signature;
+use nasforge_setup::size::Size;
+use nasforge_setup::spec::{Array, Count, DiskMatch, Filesystem, Level, Mode, Storage, Transport};
+
+const TB: u64 = 1_000_000_000_000;
+
+fn disk(name: &str, size: u64, transport: Transport, rotational: bool) -> Disk {
+    Disk {
+        name: name.into(),
+        major: 8,
+        minor: 0,
+        size: Size(size),
+        logical_block_size: 512,
+        model: Some("TEST DISK".into()),
+        serial: Some(format!("SN-{name}")),
+        wwn: None,
+        transport: Some(transport),
+        rotational,
+        rotational_from: RotationalSource::Udev,
+        removable: false,
+        controller: None,
+        usb_mbit: None,
+        by_id: None,
+        partitions: vec![],
+        contents: vec![],
+        in_use: vec![],
+    }
+}
+
+fn sata_tb(sizes_tb: &[u64]) -> Vec<Disk> {
+    sizes_tb
+        .iter()
+        .enumerate()
+        .map(|(i, tb)| {
+            disk(
+                &format!("sd{}", (b'a' + i as u8) as char),
+                tb * TB,
+                Transport::Sata,
+                true,
+            )
+        })
+        .collect()
+}
+
+fn array(name: &str, level: Level, rules: DiskMatch) -> Array {
+    Array {
+        name: name.into(),
+        level,
+        disks: rules,
+        filesystem: Filesystem::Ext4,
+        mount: format!("/srv/{name}"),
+        wipe: false,
+    }
+}
+
+fn storage(arrays: Vec<Array>) -> Storage {
+    Storage {
+        mode: Mode::Unattended,
+        arrays,
+        mailaddr: None,
+        alert_program: None,
+    }
+}
+
+fn inventory(disks: Vec<Disk>) -> Inventory {
+    Inventory {
+        disks,
+        network: None,
+    }
+}
+
+fn all_sata() -> DiskMatch {
+    DiskMatch {
+        transport: Some(Transport::Sata),
+        ..DiskMatch::default()
+    }
+}
+
+#[test]
+fn every_level_over_counts_and_mixed_sizes() {
+    // (level, member sizes in TB, capacity TB, lost to mixed sizes TB, survives (guaranteed, best case))
+    type Row = (Level, &'static [u64], u64, u64, (usize, usize));
+    let table: &[Row] = &[
+        (Level::Raid0, &[4, 4], 8, 0, (0, 0)),
+        (Level::Raid0, &[4, 4, 4, 4], 16, 0, (0, 0)),
+        (Level::Raid0, &[4, 8], 12, 0, (0, 0)), // md raid0 zones use every byte
+        (Level::Raid0, &[2, 4, 8], 14, 0, (0, 0)),
+        (Level::Raid1, &[4, 4], 4, 0, (1, 1)),
+        (Level::Raid1, &[4, 4, 4], 4, 0, (2, 2)),
+        (Level::Raid1, &[4, 8], 4, 4, (1, 1)),
+        (Level::Raid5, &[4, 4, 4], 8, 0, (1, 1)),
+        (Level::Raid5, &[4, 4, 4, 4], 12, 0, (1, 1)),
+        (Level::Raid5, &[4, 4, 4, 4, 4], 16, 0, (1, 1)),
+        (Level::Raid5, &[4, 8, 8], 8, 8, (1, 1)),
+        (Level::Raid5, &[2, 4, 4, 4], 6, 6, (1, 1)),
+        (Level::Raid6, &[4, 4, 4, 4], 8, 0, (2, 2)),
+        (Level::Raid6, &[4, 4, 4, 4, 4], 12, 0, (2, 2)),
+        (Level::Raid6, &[4, 4, 4, 4, 4, 4], 16, 0, (2, 2)),
+        (Level::Raid6, &[3, 4, 4, 4], 6, 3, (2, 2)),
+        (Level::Raid10, &[4, 4], 4, 0, (1, 1)),
+        (Level::Raid10, &[4, 4, 4], 6, 0, (1, 1)), // near-2 layout over three disks
+        (Level::Raid10, &[4, 4, 4, 4], 8, 0, (1, 2)),
+        (Level::Raid10, &[4, 4, 4, 4, 4, 4], 12, 0, (1, 3)),
+        (Level::Raid10, &[4, 4, 8, 8], 8, 8, (1, 2)),
+        (Level::Single, &[4], 4, 0, (0, 0)),
+    ];
+    for &(level, sizes, capacity, lost, (guaranteed, best_case)) in table {
+        let spec = storage(vec![array("data", level, all_sata())]);
+        let plan = planner::plan(&spec, &[], &inventory(sata_tb(sizes)))
+            .unwrap_or_else(|r| panic!("{level} {sizes:?} refused: {r:?}"));
+        let a = &plan.arrays[0];
+        let case = format!("{level} over {sizes:?} TB");
+        assert_eq!(a.members.len(), sizes.len(), "{case}");
+        assert_eq!(a.capacity, Size(capacity * TB), "{case}: capacity");
+        assert_eq!(a.lost_to_mixed_sizes, Size(lost * TB), "{case}: lost");
+        assert_eq!(
+            a.tolerance,
+            Tolerance {
+                guaranteed,
+                best_case
+            },
+            "{case}: tolerance"
+        );
+        let mixed_warning = a.warnings.iter().any(|w| w.contains("differ in size"));
+        assert_eq!(
+            mixed_warning,
+            sizes.iter().any(|s| *s != sizes[0]),
+            "{case}: {:?}",
+            a.warnings
+        );
+        if lost > 0 {
+            assert!(
+                a.warnings
+                    .iter()
+                    .any(|w| w.contains(&Size(lost * TB).to_string())),
+                "{case}: says how much is lost: {:?}",
+                a.warnings
+            );
+        }
+        assert_eq!(
+            a.warnings.iter().any(|w| w.contains("no redundancy")),
+            level == Level::Raid0,
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn too_few_disks_for_a_level_is_refused_with_the_minimum() {
+    let table: &[(Level, usize, &str)] = &[
+        (Level::Raid0, 1, "at least 2"),
+        (Level::Raid1, 1, "at least 2"),
+        (Level::Raid5, 2, "at least 3"),
+        (Level::Raid6, 3, "at least 4"),
+        (Level::Raid10, 1, "at least 2"),
+        (Level::Single, 2, "takes one disk"),
+    ];
+    for &(level, n, expected) in table {
+        let spec = storage(vec![array("data", level, all_sata())]);
+        let refusals = planner::plan(&spec, &[], &inventory(sata_tb(&vec![4; n]))).unwrap_err();
+        assert_eq!(refusals.len(), 1, "{level}: {refusals:?}");
+        assert!(
+            refusals[0].reason.contains(expected),
+            "{level} with {n}: {}",
+            refusals[0]
+        );
+    }
+}
+
+fn with_ext4(mut d: Disk) -> Disk {
+    d.contents = vec![Signature::Filesystem {
+        fstype: "ext4".into(),
+        label: Some("photos".into()),
+        uuid: None,
+    }];
+    d
+}
+
+#[test]
+fn a_disk_with_data_is_refused_by_name_unless_wipe_is_set() {
+    let disks = vec![
+        with_ext4(disk("sda", 4 * TB, Transport::Sata, true)),
+        disk("sdb", 4 * TB, Transport::Sata, true),
+    ];
+    let mut a = array("data", Level::Raid1, all_sata());
+    let refusals =
+        planner::plan(&storage(vec![a.clone()]), &[], &inventory(disks.clone())).unwrap_err();
+    assert_eq!(
+        refusals[0],
+        Refusal {
+            array: "data".into(),
+            disk: Some("sda".into()),
+            reason: "holds an ext4 filesystem labelled 'photos' and the recipe does not allow erasing it; back it up and set wipe = true in storage.arrays[0], or take the disk out".into()
+        }
+    );
+
+    a.wipe = true;
+    let plan = planner::plan(&storage(vec![a]), &[], &inventory(disks)).unwrap();
+    let members: Vec<(&str, bool)> = plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| (m.disk.name.as_str(), m.erase))
+        .collect();
+    assert_eq!(members, [("sda", true), ("sdb", false)]);
+    assert!(
+        plan.arrays[0]
+            .warnings
+            .iter()
+            .any(|w| w.contains("sda holds an ext4") && w.contains("will be erased"))
+    );
+}
+
+#[test]
+fn with_a_count_blank_disks_are_taken_before_disks_with_data() {
+    let disks = vec![
+        with_ext4(disk("sda", 4 * TB, Transport::Sata, true)),
+        disk("sdb", 4 * TB, Transport::Sata, true),
+        disk("sdc", 4 * TB, Transport::Sata, true),
+    ];
+    let rules = DiskMatch {
+        count: Count::Exactly(2),
+        ..all_sata()
+    };
+    let mut a = array("data", Level::Raid1, rules);
+    a.wipe = true;
+    let plan = planner::plan(&storage(vec![a]), &[], &inventory(disks)).unwrap();
+    let names: Vec<&str> = plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(names, ["sdb", "sdc"]);
+    assert!(
+        plan.arrays[0]
+            .skipped
+            .iter()
+            .any(|s| s.starts_with("sda: not needed"))
+    );
+}
+
+#[test]
+fn disks_the_system_uses_are_never_taken_even_with_wipe() {
+    let mut boot = disk("sda", 4 * TB, Transport::Sata, true);
+    boot.in_use = vec![InUse::Boot];
+    let mut held = disk("sdb", 4 * TB, Transport::Sata, true);
+    held.in_use = vec![InUse::Held {
+        device: "sdb".into(),
+        by: "md127".into(),
+    }];
+    let disks = vec![
+        boot,
+        held,
+        disk("sdc", 4 * TB, Transport::Sata, true),
+        disk("sdd", 4 * TB, Transport::Sata, true),
+    ];
+    let mut a = array("data", Level::Raid1, all_sata());
+    a.wipe = true;
+    let plan = planner::plan(&storage(vec![a.clone()]), &[], &inventory(disks.clone())).unwrap();
+    let names: Vec<&str> = plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(names, ["sdc", "sdd"]);
+    assert!(
+        plan.arrays[0]
+            .skipped
+            .iter()
+            .any(|s| s.contains("sda: never used: it holds the running system's root filesystem"))
+    );
+
+    a.level = Level::Raid6;
+    let refusals = planner::plan(&storage(vec![a]), &[], &inventory(disks)).unwrap_err();
+    let text = refusals[0].to_string();
+    assert!(
+        text.contains("needs at least 4") && text.contains("sda is in use by the system"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_shortfall_lists_every_disk_and_why_it_did_not_count() {
+    let disks = vec![
+        disk("sda", 4 * TB, Transport::Sata, true),
+        disk("sdb", 500_000_000_000, Transport::Sata, true),
+        disk("sdc", 4 * TB, Transport::Usb, true),
+    ];
+    let rules = DiskMatch {
+        min_size: Some(Size(TB)),
+        count: Count::Exactly(3),
+        ..all_sata()
+    };
+    let refusals = planner::plan(
+        &storage(vec![array("data", Level::Raid5, rules)]),
+        &[],
+        &inventory(disks),
+    )
+    .unwrap_err();
+    let text = refusals[0].to_string();
+    assert!(text.starts_with("array 'data': needs 3 disks matching { transport = \"sata\", min_size = \"1TB\", count = 3 }, but only 1 can be used"), "{text}");
+    assert!(
+        text.contains("sdb (500 GB is smaller than min_size 1 TB)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sdc (transport is usb, the rule wants sata)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn two_arrays_never_share_a_disk() {
+    let disks = sata_tb(&[4, 4, 8, 8]);
+    let small = DiskMatch {
+        max_size: Some(Size(5 * TB)),
+        ..all_sata()
+    };
+    let spec = storage(vec![
+        array("fast", Level::Raid1, small),
+        array("bulk", Level::Raid1, all_sata()),
+    ]);
+    let plan = planner::plan(&spec, &[], &inventory(disks)).unwrap();
+    let names = |i: usize| {
+        plan.arrays[i]
+            .members
+            .iter()
+            .map(|m| m.disk.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(0), ["sda", "sdb"]);
+    assert_eq!(names(1), ["sdc", "sdd"]);
+}
+
+#[test]
+fn usb_members_and_controller_caveats_are_warned_about() {
+    let mut disks = vec![
+        disk("sda", 2 * TB, Transport::Usb, false),
+        disk("sdb", 2 * TB, Transport::Usb, false),
+    ];
+    for d in &mut disks {
+        d.controller = Some(Controller {
+            pci: "0000:01:00.0".into(),
+            vendor: 0x1b4b,
+            device: 0x9215,
+            name: Some("Marvell 88SE9215".into()),
+            note: Some("link resets were reported".into()),
+            link_mts: Some(5000),
+            link_width: Some(1),
+        });
+    }
+    let rules = DiskMatch {
+        transport: Some(Transport::Usb),
+        ..DiskMatch::default()
+    };
+    let plan = planner::plan(
+        &storage(vec![array("data", Level::Raid1, rules)]),
+        &[],
+        &inventory(disks),
+    )
+    .unwrap();
+    let w = &plan.arrays[0].warnings;
+    assert!(
+        w.iter()
+            .any(|w| w.starts_with("sda, sdb are attached over USB: UAS link resets")),
+        "{w:?}"
+    );
+    assert_eq!(
+        w.iter()
+            .filter(|w| w.starts_with("Marvell 88SE9215: link resets"))
+            .count(),
+        1,
+        "once per controller: {w:?}"
+    );
+}
+
+#[test]
+fn the_bottleneck_is_the_slowest_of_disks_pcie_link_and_network() {
+    let gen2_x1 = Controller {
+        pci: "0000:01:00.0".into(),
+        vendor: 0x1b4b,
+        device: 0x9215,
+        name: Some("Marvell 88SE9215".into()),
+        note: None,
+        link_mts: Some(5000),
+        link_width: Some(1),
+    };
+    let ssds: Vec<Disk> = (0..4)
+        .map(|i| {
+            let mut d = disk(
+                &format!("sd{}", (b'a' + i) as char),
+                TB,
+                Transport::Sata,
+                false,
+            );
+            d.controller = Some(gen2_x1.clone());
+            d
+        })
+        .collect();
+    let spec = storage(vec![array("data", Level::Raid0, all_sata())]);
+    let mut inv = Inventory {
+        disks: ssds,
+        network: Some(NetworkLink {
+            interface: "eth0".into(),
+            mbit: 10_000,
+        }),
+    };
+    // Four SSDs ≈ 4 × 500 MB/s, Gen2 x1 ≈ 330 MB/s (CM4 seed), 10 GbE ≈ 1170 MB/s.
+    let plan = planner::plan(&spec, &[], &inv).unwrap();
+    let b = plan.arrays[0].throughput.bottleneck();
+    assert_eq!(
+        (b.what.as_str(), b.mb_s),
+        ("the PCIe 5.0 GT/s x1 link of the Marvell 88SE9215", 330)
+    );
+
+    inv.network = Some(NetworkLink {
+        interface: "eth0".into(),
+        mbit: 1000,
+    });
+    let plan = planner::plan(&spec, &[], &inv).unwrap();
+    assert_eq!(
+        plan.arrays[0].throughput.bottleneck().mb_s,
+        117,
+        "GbE ≈ 117 MB/s (seed)"
+    );
+}
+
+#[test]
+fn fixtures_plan_as_a_user_on_that_board_would_expect() {
+    // CM4: sdc holds an old ext4 backup and sdd belongs to an old md array.
+    let board = common::board("cm4-marvell9215");
+    let inv = board.inventory();
+    let spec = storage(vec![array("data", Level::Raid10, all_sata())]);
+    let refusals = planner::plan(&spec, &[], &inv).unwrap_err();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].disk.as_deref(), Some("sdc"));
+    assert!(
+        refusals[0]
+            .reason
+            .starts_with("holds an ext4 filesystem labelled 'backup'")
+    );
+
+    let mut wiping = array("data", Level::Raid5, all_sata());
+    wiping.wipe = true;
+    let plan = planner::plan(&storage(vec![wiping]), &[], &inv).unwrap();
+    let a = &plan.arrays[0];
+    let names: Vec<&str> = a.members.iter().map(|m| m.disk.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["sda", "sdb", "sdc"],
+        "sdd is held by md127 and never taken, wipe or not"
+    );
+    assert!(
+        a.skipped
+            .iter()
+            .any(|s| s == "sdd: never used: sdd is in use by md127"),
+        "{:?}",
+        a.skipped
+    );
+    assert_eq!(
+        a.throughput.bottleneck().what,
+        "the network (eth0 at 1000 Mbit/s)"
+    );
+
+    // Pi 4 booting from USB: asking for every USB disk never includes the boot disk.
+    let board = common::board("pi4-usb");
+    let rules = DiskMatch {
+        transport: Some(Transport::Usb),
+        ..DiskMatch::default()
+    };
+    let mut a = array("data", Level::Raid1, rules);
+    a.wipe = true;
+    let plan = planner::plan(&storage(vec![a]), &[], &board.inventory()).unwrap();
+    let names: Vec<&str> = plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(names, ["sda", "sdb"]);
+    assert!(
+        plan.arrays[0]
+            .warnings
+            .iter()
+            .any(|w| w.contains("differ in size"))
+    );
+    assert!(
+        plan.arrays[0]
+            .warnings
+            .iter()
+            .any(|w| w.contains("mixes SSDs and spinning disks"))
+    );
+}
