@@ -31,6 +31,13 @@ impl Located {
         Located { file: file.to_path_buf(), line, col, message: message.into(), help: None, snippet }
     }
 
+    /// At a known 1-based line and column (no span to underline beyond one character).
+    pub fn at(file: &Path, source: &str, line: usize, col: usize, message: impl Into<String>) -> Self {
+        let offset: usize = source.split_inclusive('\n').take(line - 1).map(str::len).sum::<usize>()
+            + source.lines().nth(line - 1).map_or(0, |l| l.chars().take(col - 1).map(char::len_utf8).sum());
+        Located::new(file, source, Some(offset..offset + 1), message)
+    }
+
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self

@@ -6,6 +6,7 @@
 use crate::board::{Family, Model};
 use crate::diag::{Located, LocatedErrors, did_you_mean};
 use crate::size::Size;
+use nasforge_setup::spec::{DeviceRecipe, Share, Storage};
 use serde::Deserialize;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,9 @@ struct RecipeFile {
     kernel: Kernel,
     #[serde(default)]
     output: OutputFile,
+    storage: Option<Storage>,
+    #[serde(default)]
+    shares: Vec<Share>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,6 +88,10 @@ pub struct Recipe {
     pub boot: Boot,
     pub kernel: Kernel,
     pub output: Output,
+    /// What `nasforge-setup` builds on the board at first boot; parsed and
+    /// checked here with the board's own types.
+    pub storage: Option<Storage>,
+    pub shares: Vec<Share>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,7 +247,15 @@ impl Recipe {
             None => DEFAULT_XZ_LEVEL,
         };
 
+        let device = DeviceRecipe { storage: raw.storage, shares: raw.shares };
+        for p in device.problems() {
+            let at = nasforge_setup::spec::locate(text, &p.path);
+            let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
+            errs.push(Located::at(file, text, line, col, format!("{}: {}", p.path, p.message)));
+        }
+
         if !errs.is_empty() {
+            errs.sort_by_key(|e| (e.line, e.col));
             return Err(LocatedErrors(errs));
         }
         Ok(Recipe {
@@ -257,6 +273,8 @@ impl Recipe {
                 grow: raw.output.grow.map(|s| s.0),
                 xz_level,
             },
+            storage: device.storage,
+            shares: device.shares,
         })
     }
 }
@@ -342,6 +360,24 @@ mod tests {
     fn boot_section_is_for_raspberry_pis_only() {
         let e = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"rock5b\"\n[boot]\nconfig = [\"a=1\"]\n").unwrap_err();
         assert!(e.contains("r.toml:5:1: `[boot]` edits config.txt"), "{e}");
+    }
+
+    #[test]
+    fn storage_and_shares_are_checked_with_the_boards_own_rules() {
+        let text = format!(
+            "{MIN}[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid5\"\ndisks = {{ transport = \"sata\", count = 3 }}\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = {{ users = [\"admin\"] }}\n"
+        );
+        let r = parse(&text).unwrap();
+        assert_eq!(r.storage.unwrap().arrays[0].name, "data");
+        assert_eq!(r.shares.len(), 1);
+
+        let bad = text.replace("level = \"raid5\"", "level = \"raid7\"");
+        let e = parse(&bad).unwrap_err();
+        assert!(e.contains("r.toml:9:9: unknown variant `raid7`"), "{e}");
+
+        let bad = text.replace("mount = \"/srv/data\"", "mount = \"srv\"");
+        let e = parse(&bad).unwrap_err();
+        assert!(e.contains("r.toml:12:9: storage.arrays[0].mount:"), "{e}");
     }
 
     #[test]
