@@ -6,6 +6,7 @@
 use crate::image::Image;
 use crate::kernel;
 use crate::manifest::{self, Change, Manifest};
+use crate::io::hash::Trailing;
 use crate::output::{self, Paths};
 use crate::recipe::{Recipe, Source};
 use crate::size::human;
@@ -17,6 +18,8 @@ pub struct Options {
     pub cache: PathBuf,
     /// Overrides the recipe's `[output] path`.
     pub output: Option<PathBuf>,
+    /// Ask the package mirrors again even when the cached lists are fresh.
+    pub refresh: bool,
 }
 
 pub struct Report {
@@ -56,6 +59,11 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             say("base", format!("{url}{}", if cached { " (cached)" } else { "" }));
             (p, url.clone())
         }
+        Source::Debian(d) => {
+            let p = d.image(&opts.cache)?;
+            say("base", format!("Debian {} {} built from packages ({})", d.suite, d.arch, p.display()));
+            (p.clone(), format!("debian:{}/{}", d.suite, d.arch))
+        }
         Source::Path(p) => {
             if !p.is_file() {
                 bail!("base image {} does not exist (recipe {}: `[base] path` is relative to the recipe's directory)", p.display(), recipe.file.display());
@@ -68,7 +76,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
 
     let paths = Paths::for_image(opts.output.as_deref().unwrap_or(&recipe.output.path));
     let work = output::temp_beside(&paths, "work")?;
-    let format = crate::io::unpack(&source_path, work.as_file(), recipe.base.sha256.as_deref())?;
+    let unpacked = unpack(&source_path, &work, recipe)?;
     timer.lap("decompress");
 
     let mut image = Image::open(work.path()).context("the base image")?;
@@ -77,8 +85,15 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
 
     let kernels = kernel::installed(&image)?;
     let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();
-    let booted = kernel::booted(&image, board, &versions)?;
-    if recipe.kernel.require.is_empty() {
+    let mut booted = kernel::booted(&image, board, &versions)?;
+    // `[kernel] build`: the kernel to be installed is what gets checked.
+    let built_kernel = recipe.kernel.build.as_ref().map(|spec| kernel::build::build(spec, &opts.cache)).transpose()?;
+    if let Some(b) = &built_kernel {
+        let report = b.check(board, &recipe.kernel.require)?;
+        let extras = kernel::board_extras(board);
+        let caps: Vec<String> = recipe.kernel.require.iter().map(|c| report.describe(*c, &extras)).collect();
+        say("kernel", format!("{board} boots {} now; it gets the built kernel {}{}", booted.version.as_deref().unwrap_or("an unknown kernel"), b.info.release, if caps.is_empty() { String::new() } else { format!(": {}", caps.join(", ")) }));
+    } else if recipe.kernel.require.is_empty() {
         say("kernel", format!("{} boots {} ({})", board, booted.version.as_deref().unwrap_or("an unknown kernel"), booted.reason));
     } else {
         let report = kernel::require(board, &booted, &kernels, &recipe.kernel.require)?;
@@ -88,23 +103,56 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     }
     timer.lap("kernel check");
 
+    let prepared = crate::rootfs::prepare(&image, recipe, &opts.cache, opts.refresh)?;
+    if let Some(r) = &prepared.resolved {
+        say("packages", r.summary());
+    }
+    timer.lap("packages");
+
+    // Room for the staged packages is made automatically, on top of what
+    // `[output] grow` asks for.
+    let needed = prepared.space_needed();
+    let free = match image.ext4() {
+        Some(root) if needed > 0 => root.free_bytes()?,
+        _ => u64::MAX,
+    };
+    let extra = recipe.output.grow.unwrap_or(0) + needed.saturating_sub(free);
     let mut changes: Vec<Change> = Vec::new();
-    if let Some(extra) = recipe.output.grow {
+    if extra > 0 {
         let before = image.root().map(|p| p.size).unwrap_or(0);
         image.layout = crate::image::grow::grow_root(work.path(), &image.layout, extra)?;
         let after = image.root().map(|p| p.size).unwrap_or(0);
         say("grow", format!("root partition {} -> {}", human(before), human(after)));
+        let why = match recipe.output.grow {
+            Some(g) if g == extra => format!("[output] grow = {}", human(g)),
+            _ => format!("room for the staged packages ({} needed, {} free)", human(needed), human(free)),
+        };
         changes.push(Change {
             file: "partition table".into(),
             before_sha256: None,
             after_sha256: None,
-            why: format!("[output] grow = {}", human(extra)),
+            why,
             details: vec![format!("root partition and filesystem grown from {} to {}", human(before), human(after))],
         });
         timer.lap("grow");
     }
 
-    let applied = crate::boot::apply(&image, recipe)?;
+    // Boot edits not made during the copy (Armbian's are on the root
+    // filesystem) change bytes the hasher has already seen.
+    let mut dirty_from = None;
+    let applied = match unpacked.early_boot {
+        Some(applied) => applied,
+        None => {
+            let applied = crate::boot::apply(&image, recipe)?;
+            if !applied.changes.is_empty() {
+                dirty_from = image.boot().filter(|_| info.family == crate::board::Family::Rpi).or(image.root()).map(|p| p.start);
+            }
+            applied
+        }
+    };
+    if extra > 0 {
+        dirty_from = Some(0);
+    }
     for c in &applied.changes {
         say("changed", format!("{}: {}", c.file, c.details.join("; ")));
     }
@@ -115,16 +163,49 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         eprintln!("warning: {w}");
     }
     changes.extend(applied.changes);
+    if let Some(b) = &built_kernel {
+        let (installed, now, summary) = kernel::install::install_checked(&image, board, b, &recipe.kernel.require)?;
+        for c in &installed.changes {
+            say("changed", format!("{}{}", c.file, if c.details.is_empty() { String::new() } else { format!(": {}", c.details.join("; ")) }));
+        }
+        installed.warnings.iter().for_each(|w| eprintln!("warning: {w}"));
+        say("kernel", summary);
+        changes.extend(installed.changes);
+        booted = now;
+        let first = image.layout.partitions.iter().map(|p| p.start).min().unwrap_or(0);
+        dirty_from = Some(dirty_from.map_or(first, |d: u64| d.min(first)));
+    }
+    let (rootfs_changes, rootfs_warnings, wrote_boot) = crate::rootfs::apply(&image, recipe, prepared)?;
+    if !rootfs_changes.is_empty() {
+        let at = if wrote_boot { image.boot().or(image.root()) } else { image.root() };
+        if let Some(p) = at {
+            dirty_from = Some(dirty_from.map_or(p.start, |d: u64| d.min(p.start)));
+        }
+    }
+    for c in &rootfs_changes {
+        say("changed", &c.file);
+    }
+    for w in &rootfs_warnings {
+        eprintln!("warning: {w}");
+    }
+    changes.extend(rootfs_changes);
     image.reload().context("re-reading the customised image")?;
     timer.lap("customise");
 
-    let written = output::finish_image(work, &paths, recipe.output.compress, recipe.output.xz_level)?;
+    let digest = match unpacked.hasher {
+        Some(h) => {
+            let len = work.as_file().metadata()?.len();
+            Some(h.finish(len)?.digest(work.as_file(), dirty_from, len)?)
+        }
+        None => None,
+    };
+    let written = output::finish_image(work, &paths, recipe.output.compress, recipe.output.xz_level, digest)?;
     let manifest = Manifest {
         nasforge: env!("CARGO_PKG_VERSION"),
         recipe: recipe.file.display().to_string(),
         name: recipe.name.clone(),
         board: board.name().into(),
-        base: manifest::Source { location, sha256: recipe.base.sha256.clone(), format: format.name().into() },
+        base: manifest::Source { location, sha256: recipe.base.sha256.clone(), format: unpacked.format.name().into() },
         output: manifest::Output {
             path: paths.image.display().to_string(),
             sha256: written.file_sha256.clone(),
@@ -133,7 +214,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         },
         kernel: Some(booted),
         changes,
-        warnings: applied.warnings,
+        warnings: applied.warnings.into_iter().chain(rootfs_warnings).collect(),
     };
     let json = serde_json::to_string_pretty(&manifest)?;
     output::publish(written, &paths, &json)?;
@@ -141,6 +222,59 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     say("wrote", format!("{} (sha256 {})", paths.image.display(), manifest.output.sha256));
     say("", format!("{} and {}", paths.sha256.display(), paths.manifest.display()));
     Ok(Report { paths, manifest, timings: timer.phases })
+}
+
+struct Unpacked {
+    format: crate::io::decompress::Format,
+    /// The Raspberry Pi boot edits, when they were made during the copy.
+    early_boot: Option<crate::boot::Applied>,
+    /// The raw image's hash, computed alongside the copy (raw output only).
+    hasher: Option<Trailing>,
+}
+
+/// Copies the base image into the working file. A second core hashes the
+/// copy as it lands, and a Raspberry Pi's boot partition (which comes first
+/// on the disk) is edited as soon as its bytes are in place, before the
+/// hasher reaches it: an image whose root filesystem is not touched is then
+/// hashed in the same pass instead of a second one. The edits take
+/// milliseconds; if a later check fails, nothing is published anyway.
+fn unpack(source: &std::path::Path, work: &tempfile::NamedTempFile, recipe: &Recipe) -> Result<Unpacked> {
+    let rpi = recipe.board.info().family == crate::board::Family::Rpi;
+    // .xz output hashes the raw image while compressing; grow rewrites the
+    // partition table at byte 0, which would void a hash made here.
+    let hasher = (!recipe.output.compress && recipe.output.grow.is_none()).then(|| work.reopen().map(Trailing::start)).transpose()?;
+    let mut early_boot = None;
+    let mut boot_span: Option<(u64, u64)> = None;
+    let mut peeked = !rpi;
+    let format = crate::io::unpack(source, work.as_file(), recipe.base.sha256.as_deref(), |pos| {
+        if !peeked {
+            peeked = true;
+            // A table that cannot be read yet is read again, in full, after
+            // the copy; its edits are then made there.
+            boot_span = Image::open_prefix(work.path(), pos).ok().and_then(|i| i.boot().map(|p| (p.start, p.end())));
+        }
+        match boot_span {
+            Some((start, end)) if early_boot.is_none() => {
+                if pos >= end {
+                    early_boot = Some(crate::boot::apply(&Image::open_prefix(work.path(), pos)?, recipe)?);
+                } else if let Some(h) = &hasher {
+                    h.advance(start);
+                }
+                if early_boot.is_some() {
+                    if let Some(h) = &hasher {
+                        h.advance(pos);
+                    }
+                }
+            }
+            _ => {
+                if let Some(h) = &hasher {
+                    h.advance(pos);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(Unpacked { format, early_boot, hasher })
 }
 
 fn describe_layout(image: &Image) {

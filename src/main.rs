@@ -41,6 +41,10 @@ enum Command {
         /// Print how long each phase took
         #[arg(long)]
         timings: bool,
+        /// Ask the package mirrors for new lists even when the cached ones are
+        /// less than a day old
+        #[arg(long)]
+        refresh: bool,
     },
     /// Describe an image: partitions, OS, kernels and what they can do, the
     /// kernel each board boots, and the PCIe / overlay settings in effect.
@@ -50,6 +54,116 @@ enum Command {
         /// Machine-readable output
         #[arg(long)]
         json: bool,
+    },
+    /// Boot an image on an emulated arm64 board with a PCIe SATA controller.
+    ///
+    /// qemu's `virt` machine (software emulation, TCG) with an ich9-ahci
+    /// controller whose disks the guest sees as sdX, as it would a JMB585 or
+    /// ASM1166 card; the image is the boot disk; SSH, SMB and NFS are
+    /// forwarded to free ports on 127.0.0.1, printed at start. The Raspberry
+    /// Pi firmware cannot be emulated: the kernel and initramfs are taken from
+    /// the image's root filesystem, so the kernel must have virtio drivers
+    /// (Debian's does; build the image with `[base] debian`; Raspberry Pi
+    /// OS's kernels do not). The image is written to as a card would be.
+    #[command(after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G")]
+    Emulate {
+        image: PathBuf,
+        /// Blank SATA disks to attach, COUNTxSIZE (created sparse in the work
+        /// directory and kept between runs)
+        #[arg(long, value_name = "COUNTxSIZE", value_parser = nasforge::emulate::parse_disks)]
+        disks: Option<(usize, u64)>,
+        /// An existing disk image to attach as a SATA disk (repeatable)
+        #[arg(long = "disk", value_name = "FILE")]
+        disk: Vec<PathBuf>,
+        /// Where blank disks and the kernel go [default: IMAGE.emulate/]
+        #[arg(long, value_name = "DIR")]
+        workdir: Option<PathBuf>,
+        /// Guest memory in MiB
+        #[arg(long, default_value_t = 2048)]
+        memory: u32,
+        /// Guest CPUs
+        #[arg(long, default_value_t = 2)]
+        cpus: u32,
+        /// No console on this terminal (with --serial-log, for scripts)
+        #[arg(long)]
+        headless: bool,
+        /// Also write the serial console to this file
+        #[arg(long, value_name = "FILE")]
+        serial_log: Option<PathBuf>,
+        /// Quit when the guest reboots instead of restarting it
+        #[arg(long)]
+        exit_on_reboot: bool,
+    },
+    /// Kernels: build the one a recipe's `[kernel] build` describes.
+    Kernel {
+        #[command(subcommand)]
+        command: KernelCommand,
+    },
+    /// Write an image to an SD card, eMMC or USB disk, then read it back.
+    ///
+    /// Accepts .img, .img.xz and .img.gz, streamed. Only the blocks that hold
+    /// data are sent; the image's zero ranges are zeroed by the target itself
+    /// where it can (loop devices, NVMe, files) and written otherwise. The
+    /// first MiB (the partition table) is written last, after everything
+    /// else is on the disk, and the target's last MiB is zeroed so no stale
+    /// backup GPT survives. Every written range is then read back, past the
+    /// page cache, and compared with the image.
+    ///
+    /// The target must be named. The disk holding `/`, any disk with a mounted
+    /// or held (md, dm) partition, and disks larger than --max-size are
+    /// refused; a regular file is written like `dd` would.
+    #[command(after_help = "Examples:\n  nasforge flash --list\n  nasforge flash out/pinas.img.xz /dev/sdX\n  nasforge flash out/pinas.img /dev/mmcblk0 --yes      (scripts: no question)\n  nasforge flash out/pinas.img.xz copy.img             (dd-style, to a file)")]
+    Flash {
+        /// The image: .img, .img.xz or .img.gz (format read from its bytes)
+        #[arg(required_unless_present = "list")]
+        image: Option<PathBuf>,
+        /// The disk (/dev/sdX, /dev/mmcblkN, /dev/disk/by-id/...) or a file
+        #[arg(required_unless_present = "list")]
+        target: Option<PathBuf>,
+        /// List removable, USB and MMC disks: size, model, what they hold,
+        /// and whether (and why) they would be refused
+        #[arg(long, conflicts_with_all = ["image", "target"])]
+        list: bool,
+        /// With --list: every disk, the system disk included
+        #[arg(long, requires = "list")]
+        all: bool,
+        /// Do not ask for confirmation (for scripts; without it, a
+        /// non-interactive run is refused)
+        #[arg(short, long)]
+        yes: bool,
+        /// Refuse disks larger than this (e.g. 256GB, 1TB)
+        #[arg(long, value_name = "SIZE", default_value = "512GB")]
+        max_size: nasforge::size::Size,
+        /// Write to a disk larger than --max-size
+        #[arg(long)]
+        force_large: bool,
+        /// Skip reading the target back
+        #[arg(long)]
+        no_verify: bool,
+        /// On a disk that cannot zero ranges itself (most SD readers), leave
+        /// the image's zero ranges unwritten instead of writing zeros. Faster,
+        /// but those ranges keep the card's old bytes: safe only for images
+        /// whose zero ranges are unused by every filesystem in them
+        #[arg(long)]
+        skip_holes: bool,
+        /// Check the image and the target, print what would happen, write nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum KernelCommand {
+    /// Build only the kernel of a recipe's `[kernel] build` (cross-compiled
+    /// for arm64, cached by source, defconfig and fragments), check its
+    /// `.config` and report what it can do. `nasforge build` installs it.
+    #[command(after_help = "Example:\n  nasforge kernel build recipes/cm4-marvell9215-raid10.toml")]
+    Build {
+        recipe: PathBuf,
+        /// Stop after configuring: merge the fragments, run olddefconfig and
+        /// report any option Kconfig dropped, without compiling
+        #[arg(long)]
+        config_only: bool,
     },
 }
 
@@ -89,9 +203,9 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}: ok — {} for {}, output {}", recipe.display(), r.name, r.board.info().description, r.output.path.display());
             Ok(())
         }
-        Command::Build { recipe, output, timings } => {
+        Command::Build { recipe, output, timings, refresh } => {
             let r = Recipe::load(&recipe)?;
-            let opts = nasforge::build::Options { cache: cache(cli.cache)?, output };
+            let opts = nasforge::build::Options { cache: cache(cli.cache)?, output, refresh };
             let report = nasforge::build::build(&r, &opts)?;
             if timings {
                 for (phase, d) in &report.timings {
@@ -109,7 +223,7 @@ fn run(cli: Cli) -> Result<()> {
                 image.clone()
             } else {
                 tmp = tempfile::NamedTempFile::new().context("creating a temporary file to unpack the image")?;
-                nasforge::io::unpack(&image, tmp.as_file(), None)?;
+                nasforge::io::unpack(&image, tmp.as_file(), None, |_| Ok(()))?;
                 tmp.path().to_path_buf()
             };
             let mut report = nasforge::inspect::inspect(&path)?;
@@ -118,6 +232,33 @@ fn run(cli: Cli) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print!("{}", report.render());
+            }
+            Ok(())
+        }
+        Command::Emulate { image, disks, disk, workdir, memory, cpus, headless, serial_log, exit_on_reboot } => {
+            let opts = nasforge::emulate::Options { image, blank: disks, disks: disk, workdir, memory_mib: memory, cpus, headless, serial_log, exit_on_reboot };
+            let status = nasforge::emulate::run(&opts)?;
+            if !status.success() {
+                anyhow::bail!("qemu exited with {status}");
+            }
+            Ok(())
+        }
+        Command::Kernel { command: KernelCommand::Build { recipe, config_only } } => {
+            let r = Recipe::load(&recipe)?;
+            print!("{}", nasforge::kernel::build::command(&r, &cache(cli.cache)?, config_only)?);
+            Ok(())
+        }
+        Command::Flash { image, target, list, all, yes, max_size, force_large, no_verify, skip_holes, dry_run } => {
+            if list {
+                print!("{}", nasforge::flash::list(all, max_size.0, force_large));
+                return Ok(());
+            }
+            let (Some(image), Some(target)) = (image, target) else {
+                anyhow::bail!("name an image and a target: nasforge flash IMAGE /dev/sdX (see --list)");
+            };
+            let opts = nasforge::flash::Options { image, target, yes, max_size: max_size.0, force_large, verify: !no_verify, skip_holes, dry_run };
+            if let Some(summary) = nasforge::flash::flash(&opts)? {
+                print!("{}", summary.render());
             }
             Ok(())
         }

@@ -6,6 +6,8 @@
 use crate::board::{Family, Model};
 use crate::diag::{Located, LocatedErrors, did_you_mean};
 use crate::size::Size;
+use crate::packages::PackagesSection;
+use crate::system::SystemSection;
 use nasforge_setup::spec::{DeviceRecipe, Share, Storage};
 use serde::Deserialize;
 use std::ops::Range;
@@ -27,6 +29,17 @@ struct RecipeFile {
     storage: Option<Storage>,
     #[serde(default)]
     shares: Vec<Share>,
+    packages: Option<Spanned<PackagesSection>>,
+    #[serde(default)]
+    system: SystemSection,
+    installer: Option<InstallerFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InstallerFile {
+    /// A nasforge-setup built for the image's architecture.
+    binary: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -35,6 +48,7 @@ struct BaseFile {
     url: Option<Spanned<String>>,
     path: Option<Spanned<String>>,
     sha256: Option<Spanned<String>>,
+    debian: Option<Spanned<crate::debian::DebianBase>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -64,6 +78,21 @@ pub struct Kernel {
     /// before changing anything when one is missing.
     #[serde(default)]
     pub require: Vec<crate::kernel::Capability>,
+    /// `build = { source, sha256, defconfig, fragments }` as written.
+    #[serde(default, rename = "build")]
+    build_file: Option<Spanned<KernelBuildFile>>,
+    /// The validated `build`: a kernel to compile and install.
+    #[serde(skip)]
+    pub build: Option<crate::kernel::build::BuildSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KernelBuildFile {
+    source: Spanned<String>,
+    sha256: Option<Spanned<String>>,
+    defconfig: Option<Spanned<String>>,
+    fragments: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -92,12 +121,22 @@ pub struct Recipe {
     /// checked here with the board's own types.
     pub storage: Option<Storage>,
     pub shares: Vec<Share>,
+    /// Packages staged for the offline first boot (with their dependencies);
+    /// empty when the recipe needs none.
+    pub packages: Vec<String>,
+    /// Replaces the image's Debian archive address for package resolution.
+    pub mirror: Option<String>,
+    pub system: SystemSection,
+    /// `[installer] binary`, resolved against the recipe's directory.
+    pub installer_binary: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     Url(String),
     Path(PathBuf),
+    /// Built from Debian's packages (cached per machine).
+    Debian(crate::debian::DebianBase),
 }
 
 #[derive(Debug, Clone)]
@@ -151,16 +190,17 @@ impl Recipe {
         };
 
         let base = raw.base.get_ref();
-        let source = match (&base.url, &base.path) {
-            (Some(_), Some(p)) => {
-                err(p.span(), "`base` has both `url` and `path`".into(), Some("keep one: `url` (with `sha256`) to download, or `path` for a local image".into()));
+        let given = [base.url.is_some(), base.path.is_some(), base.debian.is_some()].iter().filter(|x| **x).count();
+        let source = match (&base.url, &base.path, &base.debian) {
+            _ if given > 1 => {
+                err(raw.base.span(), "`base` names more than one image".into(), Some("keep one of `url` (with `sha256`), `path` or `debian`".into()));
                 None
             }
-            (None, None) => {
-                err(raw.base.span(), "`base` needs `url` (with `sha256`) or `path`".into(), None);
+            (None, None, None) => {
+                err(raw.base.span(), "`base` needs `url` (with `sha256`), `path` or `debian`".into(), None);
                 None
             }
-            (Some(u), None) => {
+            (Some(u), _, _) => {
                 let url = u.get_ref();
                 if !(url.starts_with("https://") || url.starts_with("http://")) {
                     err(u.span(), format!("`{url}` is not an http(s) URL"), Some("for a file on this machine use `path = \"...\"`".into()));
@@ -170,7 +210,7 @@ impl Recipe {
                 }
                 Some(Source::Url(url.clone()))
             }
-            (None, Some(p)) => {
+            (_, Some(p), _) => {
                 let dir = file.parent().unwrap_or(Path::new("."));
                 let path = dir.join(p.get_ref());
                 let lower = p.get_ref().to_ascii_lowercase();
@@ -178,6 +218,17 @@ impl Recipe {
                     err(p.span(), format!("`{}` is not a disk image name", p.get_ref()), Some("expected a .img, .img.xz or .img.gz file".into()));
                 }
                 Some(Source::Path(path))
+            }
+            (_, _, Some(d)) => {
+                let deb = d.get_ref();
+                let word = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-+.".contains(c));
+                if !word(&deb.suite) || !word(&deb.arch) {
+                    err(d.span(), format!("`{}`/`{}` is not a Debian suite and architecture", deb.suite, deb.arch), Some("e.g. debian = { suite = \"bookworm\", arch = \"arm64\" }".into()));
+                }
+                if let Some(s) = &base.sha256 {
+                    err(s.span(), "`sha256` checks a downloaded or local image, not one built from packages".into(), None);
+                }
+                Some(Source::Debian(deb.clone()))
             }
         };
         let sha256 = base.sha256.as_ref().map(|s| {
@@ -228,6 +279,112 @@ impl Recipe {
             None => Boot::default(),
         };
 
+        let kernel_build = raw.kernel.build_file.as_ref().and_then(|b| {
+            use crate::kernel::build::{BuildSpec, Defconfig, FragmentRef, KernelSource, board_kernel};
+            let b_ref = b.get_ref();
+            let dir = file.parent().unwrap_or(Path::new("."));
+            let defaults = board_kernel(model);
+            let mut ok = true;
+            if info.family == Family::Generic {
+                err(b.span(), format!("nasforge cannot install a kernel on board `{model}`"), defaults.unverified.clone());
+                ok = false;
+            }
+            let src = b_ref.source.get_ref();
+            let is_tarball = [".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tar.zst", ".tar"].iter().any(|e| src.ends_with(e));
+            let sha = b_ref.sha256.as_ref().map(|s| {
+                let v = s.get_ref().trim().to_ascii_lowercase();
+                if v.len() != 64 || !v.chars().all(|c| c.is_ascii_hexdigit()) {
+                    err(s.span(), format!("`{}` is not a sha256 (64 hexadecimal digits)", s.get_ref()), Some("`sha256sum` of the source tarball".into()));
+                    ok = false;
+                }
+                v
+            });
+            if src.contains('<') || src.contains('>') {
+                err(b_ref.source.span(), format!("`{src}` still holds a placeholder"), Some("replace the <...> part with the real commit or version".into()));
+                ok = false;
+            }
+            let source = if src.starts_with("https://") || src.starts_with("http://") {
+                if !is_tarball {
+                    err(b_ref.source.span(), format!("`{src}` is not a source tarball URL"), Some("use a .tar.gz or .tar.xz of the kernel tree (e.g. GitHub's /archive/<commit>.tar.gz), or a local tree path".into()));
+                    ok = false;
+                }
+                match &sha {
+                    Some(sha) => KernelSource::Url { url: src.clone(), sha256: sha.clone() },
+                    None => {
+                        err(b_ref.source.span(), "a downloaded kernel source needs its `sha256`".into(), Some("nasforge never builds from an unchecked download; `sha256sum` the tarball once".into()));
+                        ok = false;
+                        KernelSource::Url { url: src.clone(), sha256: String::new() }
+                    }
+                }
+            } else if src.contains("://") {
+                err(b_ref.source.span(), format!("`{src}` is neither an http(s) URL nor a path"), None);
+                ok = false;
+                KernelSource::Tree(PathBuf::new())
+            } else if is_tarball {
+                KernelSource::Tarball { path: dir.join(src), sha256: sha.clone() }
+            } else {
+                if let Some(s) = &b_ref.sha256 {
+                    err(s.span(), "`sha256` applies to a source tarball, not a kernel tree".into(), Some("a tree is identified by its content; remove `sha256`".into()));
+                    ok = false;
+                }
+                KernelSource::Tree(dir.join(src))
+            };
+            let defconfig = match &b_ref.defconfig {
+                Some(d) => {
+                    let v = d.get_ref();
+                    if v.contains('/') || (v.ends_with(".config") && !v.ends_with("_defconfig")) {
+                        Defconfig::File(dir.join(v))
+                    } else if v.ends_with("config") && v.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
+                        Defconfig::Target(v.clone())
+                    } else {
+                        err(d.span(), format!("`{v}` is neither a defconfig target nor a config file"), Some("a make target such as `bcm2712_defconfig`, or a path to a full .config".into()));
+                        ok = false;
+                        Defconfig::Target(String::new())
+                    }
+                }
+                None => match &defaults.defconfig {
+                    Some(d) => Defconfig::Target(d.clone()),
+                    None => {
+                        if info.family != Family::Generic {
+                            err(b.span(), format!("no defconfig is known for board `{model}`"), Some("name one: `defconfig = \"...\"`".into()));
+                        }
+                        ok = false;
+                        Defconfig::Target(String::new())
+                    }
+                },
+            };
+            let fragments = match &b_ref.fragments {
+                Some(list) => {
+                    if list.get_ref().is_empty() {
+                        err(list.span(), "`fragments` is empty".into(), Some(format!("the board's default is {:?}", defaults.fragments)));
+                        ok = false;
+                    }
+                    list.get_ref()
+                        .iter()
+                        .filter_map(|f| {
+                            let name = f.get_ref();
+                            if name.ends_with(".config") || name.contains('/') {
+                                Some(FragmentRef::File(dir.join(name)))
+                            } else if crate::kernel::fragments::bundled(name).is_some() {
+                                Some(FragmentRef::Bundled(name.clone()))
+                            } else {
+                                let names: Vec<&str> = crate::kernel::fragments::BUNDLED.iter().map(|(n, _)| *n).collect();
+                                let help = match did_you_mean(name, names.iter().copied()) {
+                                    Some(s) => format!("did you mean `{s}`? (or a file: `my-options.config`)"),
+                                    None => format!("bundled fragments: {}; or a file: `my-options.config`", names.join(", ")),
+                                };
+                                err(f.span(), format!("no kernel fragment `{name}`"), Some(help));
+                                ok = false;
+                                None
+                            }
+                        })
+                        .collect()
+                }
+                None => defaults.fragments.iter().map(|f| FragmentRef::Bundled(f.clone())).collect(),
+            };
+            ok.then_some(BuildSpec { source, defconfig, fragments })
+        });
+
         let out_path = match &raw.output.path {
             Some(p) => {
                 let s = p.get_ref();
@@ -246,6 +403,46 @@ impl Recipe {
             Some(l) => *l.get_ref(),
             None => DEFAULT_XZ_LEVEL,
         };
+
+        let needs_nas = raw.storage.is_some() || !raw.shares.is_empty();
+        let (packages, mirror) = match &raw.packages {
+            Some(p) => {
+                let list = match &p.get_ref().install {
+                    Some(list) => list.clone(),
+                    None if needs_nas => crate::packages::NAS_DEFAULT.iter().map(|s| s.to_string()).collect(),
+                    None => vec![],
+                };
+                for name in &list {
+                    let ok = name.len() >= 2
+                        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c));
+                    if !ok {
+                        err(p.span(), format!("`{name}` is not a Debian package name"), Some("lowercase letters, digits, `+`, `-` and `.`".into()));
+                    }
+                }
+                if let Some(m) = &p.get_ref().mirror {
+                    if !(m.starts_with("http://") || m.starts_with("https://") || m.starts_with("file:/")) {
+                        err(p.span(), format!("mirror `{m}` is not an http(s) or file: URL"), None);
+                    }
+                }
+                (list, p.get_ref().mirror.clone())
+            }
+            None if needs_nas => (crate::packages::NAS_DEFAULT.iter().map(|s| s.to_string()).collect(), None),
+            None => (vec![], None),
+        };
+        let installer_binary = raw.installer.as_ref().map(|i| {
+            let path = file.parent().unwrap_or(Path::new(".")).join(i.binary.get_ref());
+            if !path.is_file() {
+                err(i.binary.span(), format!("{} does not exist", path.display()), Some("paths are relative to the recipe; build one with scripts/build-setup".into()));
+            }
+            path
+        });
+        let smb_users: Vec<String> = raw.shares.iter().filter_map(|s| s.smb.as_ref()).flat_map(|s| s.users.iter().cloned()).collect();
+        for (path, message) in crate::system::validate(&raw.system, &smb_users) {
+            let at = nasforge_setup::spec::locate(text, &path);
+            let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
+            errs.push(Located::at(file, text, line, col, format!("{path}: {message}")));
+        }
 
         let device = DeviceRecipe { storage: raw.storage, shares: raw.shares };
         for p in device.problems() {
@@ -266,7 +463,7 @@ impl Recipe {
             pcie_gen,
             overlays,
             boot,
-            kernel: raw.kernel,
+            kernel: Kernel { build: kernel_build, ..raw.kernel },
             output: Output {
                 compress: out_path.to_string_lossy().ends_with(".xz"),
                 path: out_path,
@@ -275,6 +472,10 @@ impl Recipe {
             },
             storage: device.storage,
             shares: device.shares,
+            packages,
+            mirror,
+            system: raw.system,
+            installer_binary,
         })
     }
 }
@@ -365,7 +566,7 @@ mod tests {
     #[test]
     fn storage_and_shares_are_checked_with_the_boards_own_rules() {
         let text = format!(
-            "{MIN}[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid5\"\ndisks = {{ transport = \"sata\", count = 3 }}\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = {{ users = [\"admin\"] }}\n"
+            "{MIN}[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid5\"\ndisks = {{ transport = \"sata\", count = 3 }}\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = {{ users = [\"admin\"] }}\n[[system.users]]\nname = \"admin\"\npassword = \"pw\"\n"
         );
         let r = parse(&text).unwrap();
         assert_eq!(r.storage.unwrap().arrays[0].name, "data");
@@ -378,6 +579,39 @@ mod tests {
         let bad = text.replace("mount = \"/srv/data\"", "mount = \"srv\"");
         let e = parse(&bad).unwrap_err();
         assert!(e.contains("r.toml:12:9: storage.arrays[0].mount:"), "{e}");
+    }
+
+    #[test]
+    fn kernel_build_defaults_come_from_the_board() {
+        use crate::kernel::build::{Defconfig, FragmentRef, KernelSource};
+        let r = parse(&format!("{MIN}[kernel]\nbuild = {{ source = \"../linux\" }}\n")).unwrap();
+        let b = r.kernel.build.unwrap();
+        assert_eq!(b.source, KernelSource::Tree(PathBuf::from("../linux")));
+        assert_eq!(b.defconfig, Defconfig::Target("bcm2712_defconfig".into()));
+        assert_eq!(b.fragments, ["sata", "md-raid", "nas"].map(|f| FragmentRef::Bundled(f.into())).to_vec());
+        let r = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"rock3a\"\n[kernel]\nbuild = { source = \"linux.tar.xz\", defconfig = \"configs/armbian.config\", fragments = [\"sata\", \"mine.config\"] }\n").unwrap();
+        let b = r.kernel.build.unwrap();
+        assert_eq!(b.source, KernelSource::Tarball { path: PathBuf::from("linux.tar.xz"), sha256: None });
+        assert_eq!(b.defconfig, Defconfig::File(PathBuf::from("configs/armbian.config")));
+        assert_eq!(b.fragments[1], FragmentRef::File(PathBuf::from("mine.config")));
+    }
+
+    #[test]
+    fn kernel_build_mistakes_are_located() {
+        let text = format!(
+            "{MIN}[kernel]\nbuild = {{ source = \"https://github.com/raspberrypi/linux/archive/<commit>.tar.gz\", fragments = [\"sata\", \"md-riad\"], defconfig = \"bcm 2712\" }}\n"
+        );
+        let e = parse(&text).unwrap_err();
+        assert!(e.contains("r.toml:6:20: `https://github.com/raspberrypi/linux/archive/<commit>.tar.gz` still holds a placeholder"), "{e}");
+        assert!(e.contains("r.toml:6:20: a downloaded kernel source needs its `sha256`"), "{e}");
+        assert!(e.contains("no kernel fragment `md-riad`") && e.contains("did you mean `md-raid`?"), "{e}");
+        assert!(e.contains("`bcm 2712` is neither a defconfig target nor a config file"), "{e}");
+        let e = parse(&format!("{MIN}[kernel]\nbuild = {{ source = \"linux\", sha256 = \"{}\" }}\n", "a".repeat(64))).unwrap_err();
+        assert!(e.contains("`sha256` applies to a source tarball, not a kernel tree"), "{e}");
+        let e = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"generic-arm64\"\n[kernel]\nbuild = { source = \"linux\" }\n").unwrap_err();
+        assert!(e.contains("r.toml:6:9: nasforge cannot install a kernel on board `generic-arm64`"), "{e}");
+        let e = parse(&format!("{MIN}[kernel]\nbuild = {{ source = \"linux\", colour = 1 }}\n")).unwrap_err();
+        assert!(e.contains("unknown field `colour`"), "{e}");
     }
 
     #[test]

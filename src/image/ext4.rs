@@ -35,6 +35,8 @@ pub struct Entry {
 #[derive(Debug, Clone)]
 pub enum Op {
     Write { path: String, data: Vec<u8>, mode: u32, uid: u32, gid: u32 },
+    /// A host file copied in without loading it into memory.
+    Copy { path: String, from: PathBuf, mode: u32, uid: u32, gid: u32 },
     Mkdir { path: String, mode: u32, uid: u32, gid: u32 },
     Symlink { path: String, target: String },
     Remove { path: String },
@@ -193,11 +195,24 @@ impl Ext4 {
         Ok(Some(String::from_utf8_lossy(&out).to_string()))
     }
 
-    /// Applies changes in one debugfs run.
+    /// Applies changes in one debugfs run. A directory several parts of a
+    /// build need is created once, where it is first asked for.
     pub fn apply(&self, ops: &[Op]) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }
+        let mut made: Vec<&str> = Vec::new();
+        let ops: Vec<&Op> = ops
+            .iter()
+            .filter(|op| match op {
+                Op::Mkdir { path, .. } if made.contains(&path.as_str()) => false,
+                Op::Mkdir { path, .. } => {
+                    made.push(path);
+                    true
+                }
+                _ => true,
+            })
+            .collect();
         let dir = tempfile::tempdir()?;
         let mut script = String::new();
         for (i, op) in ops.iter().enumerate() {
@@ -209,6 +224,17 @@ impl Ext4 {
                     script.push_str(&format!(
                         "write \"{}\" \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
                         src.display(),
+                        0o100000 | mode
+                    ));
+                }
+                Op::Copy { path, from, mode, uid, gid } => {
+                    check_path(path)?;
+                    if from.to_string_lossy().contains(['"', '\n']) {
+                        bail!("internal: host path {} cannot be passed to debugfs", from.display());
+                    }
+                    script.push_str(&format!(
+                        "write \"{}\" \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
+                        from.display(),
                         0o100000 | mode
                     ));
                 }
@@ -266,6 +292,44 @@ impl Ext4 {
             .and_then(|m| u32::from_str_radix(m, 8).ok())
             .map(|m| m & 0o7777);
         Ok(mode.map(|m| (m, field("User:").unwrap_or(0), field("Group:").unwrap_or(0))))
+    }
+
+    /// `Mkdir`s for the directories (and their parents) that do not exist yet,
+    /// parents first.
+    pub fn missing_dirs(&self, dirs: &[&str]) -> Result<Vec<Op>> {
+        let mut ops = Vec::new();
+        let mut planned: Vec<String> = Vec::new();
+        for dir in dirs {
+            let mut prefix = String::new();
+            for part in dir.trim_start_matches('/').split('/') {
+                prefix.push('/');
+                prefix.push_str(part);
+                if planned.contains(&prefix) {
+                    continue;
+                }
+                if self.list(&prefix)?.is_none() {
+                    ops.push(Op::Mkdir { path: prefix.clone(), mode: 0o755, uid: 0, gid: 0 });
+                    planned.push(prefix.clone());
+                }
+            }
+        }
+        Ok(ops)
+    }
+
+    /// Free space, from the superblock.
+    pub fn free_bytes(&self) -> Result<u64> {
+        let out = Command::new("dumpe2fs").arg("-h").arg(self.device()).output().context("running dumpe2fs")?;
+        if !out.status.success() {
+            bail!("dumpe2fs failed on {}: {}", self.device(), String::from_utf8_lossy(&out.stderr).trim());
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let field = |name: &str| -> Result<u64> {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+                .with_context(|| format!("dumpe2fs printed no `{name}`"))
+        };
+        Ok(field("Free blocks:")? * field("Block size:")?)
     }
 
     /// Runs `e2fsck -fn`: true when the filesystem is clean.

@@ -44,18 +44,133 @@ const XZ_THREAD_MEMORY: u64 = 48 << 20;
 pub fn decoder<'a, R: Read + Send + 'a>(format: Format, input: R) -> io::Result<Box<dyn Read + Send + 'a>> {
     Ok(match format {
         Format::Raw => Box::new(input),
-        Format::Xz => {
-            let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-            let stream = liblzma::stream::MtStreamBuilder::new()
-                .threads(threads)
-                .memlimit_threading(XZ_THREAD_MEMORY)
-                .memlimit_stop(u64::MAX)
-                .decoder()
-                .map_err(io::Error::other)?;
-            Box::new(liblzma::read::XzDecoder::new_stream(input, stream))
-        }
+        Format::Xz => Box::new(XzStreams::new(io::BufReader::with_capacity(1 << 20, input))?),
         Format::Gz => Box::new(flate2::read::MultiGzDecoder::new(input)),
     })
+}
+
+fn xz_stream() -> io::Result<liblzma::stream::Stream> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    liblzma::stream::MtStreamBuilder::new()
+        .threads(threads)
+        .memlimit_threading(XZ_THREAD_MEMORY)
+        .memlimit_stop(u64::MAX)
+        .decoder()
+        .map_err(io::Error::other)
+}
+
+/// Every stream of an .xz file in turn (`xz` itself writes one, but `cat a.xz
+/// b.xz` and parallel compressors make several). liblzma's multi-threaded
+/// decoder stops after one stream; without this an image would end early,
+/// silently. Stream padding between them is skipped; anything else after a
+/// stream is an error.
+struct XzStreams<R: io::BufRead> {
+    current: Option<liblzma::bufread::XzDecoder<R>>,
+}
+
+impl<R: io::BufRead> XzStreams<R> {
+    fn new(input: R) -> io::Result<Self> {
+        Ok(XzStreams { current: Some(liblzma::bufread::XzDecoder::new_stream(input, xz_stream()?)) })
+    }
+}
+
+impl<R: io::BufRead> Read for XzStreams<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(dec) = self.current.as_mut() else { return Ok(0) };
+            let n = dec.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let mut input = self.current.take().expect("checked above").into_inner();
+            loop {
+                let avail = input.fill_buf()?;
+                if avail.is_empty() {
+                    return Ok(0);
+                }
+                let zeros = avail.iter().take_while(|b| **b == 0).count();
+                if zeros == 0 {
+                    break;
+                }
+                input.consume(zeros);
+            }
+            if !input.fill_buf()?.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "data after the end of the xz stream is not another xz stream"));
+            }
+            self.current = Some(liblzma::bufread::XzDecoder::new_stream(input, xz_stream()?));
+        }
+    }
+}
+
+/// The uncompressed size of an .xz file, read from the index at its end
+/// (every stream of a multi-stream file), without decompressing anything.
+/// A file cut short has no index there, so a truncated download is found
+/// before a single byte is decoded.
+pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("not a complete xz file: {what} (truncated or corrupt?)"));
+    let mut pos = file.metadata()?.len();
+    if !pos.is_multiple_of(4) {
+        return Err(bad("its size is not a multiple of 4"));
+    }
+    let mut total: u64 = 0;
+    let mut streams = 0;
+    while pos > 0 {
+        let mut word = [0u8; 4];
+        file.read_exact_at(&mut word, pos - 4)?;
+        if word == [0; 4] {
+            pos -= 4; // stream padding
+            continue;
+        }
+        if pos < 24 {
+            return Err(bad("no stream footer"));
+        }
+        let mut footer = [0u8; 12];
+        file.read_exact_at(&mut footer, pos - 12)?;
+        if &footer[10..12] != b"YZ" {
+            return Err(bad("no stream footer at its end"));
+        }
+        let index_size = (u32::from_le_bytes(footer[4..8].try_into().unwrap()) as u64 + 1) * 4;
+        let index_start = (pos - 12).checked_sub(index_size).ok_or_else(|| bad("index larger than the file"))?;
+        let mut index = vec![0u8; index_size as usize];
+        file.read_exact_at(&mut index, index_start)?;
+        if index[0] != 0 {
+            return Err(bad("no index before the stream footer"));
+        }
+        let mut at = 1;
+        let varint = |at: &mut usize| -> io::Result<u64> {
+            let mut v = 0u64;
+            for i in 0..9 {
+                let b = *index.get(*at).ok_or_else(|| bad("index ends early"))?;
+                *at += 1;
+                v |= ((b & 0x7f) as u64) << (7 * i);
+                if b & 0x80 == 0 {
+                    return Ok(v);
+                }
+            }
+            Err(bad("index number too long"))
+        };
+        let records = varint(&mut at)?;
+        let mut blocks: u64 = 0;
+        for _ in 0..records {
+            let unpadded = varint(&mut at)?;
+            let uncompressed = varint(&mut at)?;
+            blocks = blocks.checked_add(unpadded.next_multiple_of(4)).ok_or_else(|| bad("index sizes overflow"))?;
+            total = total.checked_add(uncompressed).ok_or_else(|| bad("index sizes overflow"))?;
+        }
+        let start = index_start.checked_sub(blocks + 12).ok_or_else(|| bad("blocks larger than the file"))?;
+        let mut header = [0u8; 6];
+        file.read_exact_at(&mut header, start)?;
+        if header != [0xfd, b'7', b'z', b'X', b'Z', 0x00] {
+            return Err(bad("the index does not lead back to a stream header"));
+        }
+        streams += 1;
+        pos = start;
+    }
+    if streams == 0 {
+        return Err(bad("no stream"));
+    }
+    Ok(total)
 }
 
 #[cfg(test)]
@@ -110,6 +225,28 @@ mod tests {
     }
 
     #[test]
+    fn concatenated_xz_streams_decode_whole_and_trailing_junk_is_an_error() {
+        let pack = |data: &[u8]| {
+            let mut out = Vec::new();
+            let mut e = liblzma::write::XzEncoder::new(&mut out, 1);
+            e.write_all(data).unwrap();
+            e.finish().unwrap();
+            out
+        };
+        let mut both = pack(b"first stream ");
+        both.extend_from_slice(&[0u8; 8]);
+        both.extend(pack(b"second stream"));
+        let mut out = Vec::new();
+        decoder(Format::Xz, &both[..]).unwrap().read_to_end(&mut out).unwrap();
+        assert_eq!(out, b"first stream second stream");
+
+        let mut junk = pack(b"data");
+        junk.extend_from_slice(b"garbage!");
+        let err = decoder(Format::Xz, &junk[..]).unwrap().read_to_end(&mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+    }
+
+    #[test]
     fn sniffs_by_content() {
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(&roundtrip(Format::Xz)).unwrap();
@@ -117,5 +254,28 @@ mod tests {
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(&[0u8; 512]).unwrap();
         assert_eq!(Format::sniff(&mut f).unwrap(), Format::Raw);
+    }
+
+    #[test]
+    fn xz_size_comes_from_the_index() {
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 7) as u8).collect();
+        let mut packed = Vec::new();
+        // Multi-threaded encoding makes several blocks; two streams and
+        // stream padding between them, as `cat a.xz b.xz` or pixz make.
+        for part in [&data[..1_000_000], &data[1_000_000..]] {
+            let stream = liblzma::stream::MtStreamBuilder::new().threads(2).block_size(300_000).preset(1).encoder().unwrap();
+            let mut e = liblzma::write::XzEncoder::new_stream(&mut packed, stream);
+            e.write_all(part).unwrap();
+            e.finish().unwrap();
+            packed.extend_from_slice(&[0; 8]);
+        }
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&packed).unwrap();
+        assert_eq!(xz_uncompressed_size(&f).unwrap(), data.len() as u64);
+
+        let mut cut = tempfile::tempfile().unwrap();
+        cut.write_all(&packed[..(packed.len() / 2) & !3]).unwrap();
+        let err = xz_uncompressed_size(&cut).unwrap_err();
+        assert!(err.to_string().contains("not a complete xz file"), "{err}");
     }
 }

@@ -2,7 +2,11 @@
 //! actually boot. The CM4 seed could not see its SATA card until the kernel
 //! was rebuilt, so this is checked, never assumed.
 
+pub mod build;
 pub mod caps;
+pub mod fragments;
+pub mod install;
+pub mod kconfig;
 
 pub use caps::{Capability, KernelFiles, KernelReport, Presence};
 
@@ -187,9 +191,10 @@ pub fn require(board: Model, booted: &Booted, kernels: &[KernelFiles], required:
         .collect();
     if !missing.is_empty() {
         bail!(
-            "the kernel {board} boots, {version} ({}), lacks {}.\nThis image cannot run the NAS as it is: pick a base image whose kernel has these drivers (Raspberry Pi OS kernels since 2021 carry SATA and md as modules), or drop the capability from `[kernel] require` if the board does not need it.",
+            "the kernel {board} boots, {version} ({}), lacks {}.\nThis image cannot run the NAS as it is: pick a base image whose kernel has these drivers (Raspberry Pi OS kernels since 2021 carry SATA and md as modules), or drop the capability from `[kernel] require` if the board does not need it.\n{}",
             booted.reason,
-            missing.join(" and ")
+            missing.join(" and "),
+            build::remedy(board, required)
         );
     }
     Ok(report)

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod repo;
 
 use std::fs;
 use std::io::Write;
@@ -59,6 +60,8 @@ pub struct RpiFixture {
     pub raid456: bool,
     /// Random data written into the root filesystem, to give it bulk.
     pub payload: u64,
+    /// Extra files for the root filesystem: (path without leading /, content).
+    pub root_files: Vec<(String, Vec<u8>)>,
 }
 
 impl Default for RpiFixture {
@@ -71,6 +74,7 @@ impl Default for RpiFixture {
             cmdline: PIOS_CMDLINE.into(),
             raid456: true,
             payload: 0,
+            root_files: vec![],
         }
     }
 }
@@ -138,6 +142,17 @@ impl RpiFixture {
         let tree = dir.join("roottree");
         let dep = modules_dep(self.raid456);
         root_tree(&tree, &[(V8, dep.clone()), (V2712, dep)]);
+        for (path, data) in &self.root_files {
+            let p = tree.join(path);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(&p, data).unwrap();
+            // As Debian has them: root:shadow, 0640.
+            if path == "etc/shadow" || path == "etc/gshadow" {
+                use std::os::unix::fs::PermissionsExt;
+                std::os::unix::fs::chown(&p, Some(0), Some(42)).unwrap();
+                fs::set_permissions(&p, fs::Permissions::from_mode(0o640)).unwrap();
+            }
+        }
         if self.payload > 0 {
             let mut data = vec![0u8; self.payload as usize];
             let mut x = 0x9e3779b97f4a7c15u64;
@@ -260,6 +275,10 @@ pub fn debugfs_cat(img: &Path, offset: u64, path: &str) -> String {
     stdout(Command::new("debugfs").arg("-R").arg(format!("cat {path}")).arg(format!("{}?offset={offset}", img.display())))
 }
 
+pub fn sha256_bytes(data: &[u8]) -> String {
+    nasforge::io::hash::sha256_hex(data)
+}
+
 pub fn sha256_file(path: &Path) -> String {
     stdout(Command::new("sha256sum").arg(path)).split_whitespace().next().unwrap().to_string()
 }
@@ -306,4 +325,22 @@ pub fn write_recipe(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     fs::write(&p, text).unwrap();
     p
+}
+
+/// The switch for tests that take minutes (a Debian base image built under
+/// emulation, a kernel compile, a booted board). .ci/run turns it on.
+pub fn slow_tests_enabled(name: &str) -> bool {
+    if std::env::var("NASFORGE_SLOW_TESTS").is_ok_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("skipping {name}: set NASFORGE_SLOW_TESTS=1 (as .ci/run does) to run it");
+    false
+}
+
+/// A download and base-image cache that survives test runs (under the
+/// target directory), so slow inputs are built once per machine.
+pub fn persistent_cache(target_tmp: &Path) -> PathBuf {
+    let dir = target_tmp.join("nasforge-cache");
+    fs::create_dir_all(&dir).unwrap();
+    dir
 }

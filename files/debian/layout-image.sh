@@ -1,0 +1,50 @@
+# mmdebstrap customize hook (run by nasforge, src/debian.rs): configures the
+# finished Debian tree in "$1" for a Raspberry Pi and lays it out as a disk
+# image at $NASFORGE_IMAGE, as Debian's raspi images are: MBR, FAT32
+# RASPIFIRM (mounted at /boot/firmware), ext4 RASPIROOT.
+set -eu
+root="$1"
+img="$NASFORGE_IMAGE"
+
+cat >"$root/etc/fstab" <<FSTAB
+LABEL=RASPIROOT / ext4 rw,errors=remount-ro 0 1
+LABEL=RASPIFIRM /boot/firmware vfat rw,nofail 0 2
+FSTAB
+
+# Wired networking by DHCP on any Ethernet interface.
+mkdir -p "$root/etc/systemd/network"
+cat >"$root/etc/systemd/network/20-wired.network" <<NET
+[Match]
+Name=e*
+
+[Network]
+DHCP=yes
+NET
+chroot "$root" systemctl enable systemd-networkd.service >/dev/null 2>&1
+
+# raspi-firmware writes cmdline.txt from this; a label survives any disk name.
+if grep -q '^#\?ROOTPART=' "$root/etc/default/raspi-firmware"; then
+	sed -i 's|^#\?ROOTPART=.*|ROOTPART=LABEL=RASPIROOT|' "$root/etc/default/raspi-firmware"
+else
+	echo 'ROOTPART=LABEL=RASPIROOT' >>"$root/etc/default/raspi-firmware"
+fi
+chroot "$root" env DEB_MAINT_PARAMS=configure /etc/kernel/postinst.d/z50-raspi-firmware
+
+# The FAT partition's files live only there, not hidden under the mount.
+fw=$(mktemp -d)
+cp -a "$root/boot/firmware/." "$fw/"
+rm -rf "${root:?}/boot/firmware"
+mkdir "$root/boot/firmware"
+
+used=$(du -s -B1M -x "$root" | cut -f1)
+root_mib=$((used + used / 4 + 512))
+boot_mib=256
+start=8192
+root_start=$((start + boot_mib * 2048))
+truncate -s $((4 + boot_mib + root_mib))M "$img"
+printf 'label: dos\nunit: sectors\n\nstart=%s, size=%s, type=c, bootable\nstart=%s, type=83\n' \
+	"$start" $((boot_mib * 2048)) "$root_start" | sfdisk -q "$img"
+mkfs.vfat -F 32 -s 4 -n RASPIFIRM --offset "$start" "$img" $((boot_mib * 1024)) >/dev/null
+MTOOLS_SKIP_CHECK=1 mcopy -s -i "$img@@$((start * 512))" "$fw"/* ::
+rm -rf "$fw"
+mke2fs -q -t ext4 -L RASPIROOT -d "$root" -E offset=$((root_start * 512)) "$img" "${root_mib}M"

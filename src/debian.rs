@@ -1,0 +1,146 @@
+//! Base images built from Debian's own packages, the way Debian's raspi
+//! images are made: mmdebstrap (with qemu-user for a foreign architecture)
+//! installs systemd, `linux-image-<arch>` and `raspi-firmware`, and the result
+//! is laid out like those images: MBR, FAT `RASPIFIRM` mounted at
+//! /boot/firmware, ext4 `RASPIROOT`. No vendor download is involved.
+//!
+//! Package configuration and mkinitramfs under emulation take many minutes,
+//! so the image is cached by everything that goes into it and built once per
+//! machine.
+
+use crate::io::hash::sha256_hex;
+use crate::packages::sources;
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DebianBase {
+    /// A Debian suite: `bookworm`, `trixie`, ...
+    pub suite: String,
+    /// A dpkg architecture: `arm64`.
+    pub arch: String,
+    /// The Debian archive; default: the one this machine's apt uses.
+    pub mirror: Option<String>,
+    /// Packages beyond the base set.
+    #[serde(default)]
+    pub packages: Vec<String>,
+}
+
+/// What every image gets: an init, the kernel and its initramfs, the Pi
+/// firmware and boot files, and what a headless box needs to come up on a
+/// network and keep its clock.
+const BASE_PACKAGES: &[&str] = &[
+    "systemd-sysv",
+    "udev",
+    "kmod",
+    "dbus",
+    "systemd-timesyncd",
+    "iproute2",
+    "netbase",
+    "sudo",
+    "tzdata",
+    "ca-certificates",
+    "initramfs-tools",
+    "raspi-firmware",
+    "e2fsprogs",
+    "dosfstools",
+    "procps",
+    "less",
+];
+
+/// Lays out the finished tree as an image. It runs as mmdebstrap's
+/// customize hook, inside mmdebstrap's user namespace when not root, so the
+/// files keep their owners without nasforge needing root.
+const LAYOUT_HOOK: &str = include_str!("../files/debian/layout-image.sh");
+
+/// The machine's own Debian archive address, from its apt sources.
+pub fn host_mirror() -> Result<String> {
+    let mut found = Vec::new();
+    for dir_entry in std::fs::read_dir("/etc/apt/sources.list.d").into_iter().flatten().flatten() {
+        let p = dir_entry.path();
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let origin = p.display().to_string();
+        match p.extension().and_then(|e| e.to_str()) {
+            Some("sources") => found.extend(sources::parse_sources(&text, &origin).unwrap_or_default()),
+            Some("list") => found.extend(sources::parse_list(&text, &origin).unwrap_or_default()),
+            _ => {}
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string("/etc/apt/sources.list") {
+        found.extend(sources::parse_list(&text, "/etc/apt/sources.list").unwrap_or_default());
+    }
+    found
+        .into_iter()
+        .find(|s| s.is_debian_archive())
+        .and_then(|s| s.uris.into_iter().next())
+        .context("this machine's apt has no Debian archive source (a URI ending in /debian); set `mirror` in `[base] debian`")
+}
+
+impl DebianBase {
+    fn packages(&self) -> Vec<String> {
+        let kernel = format!("linux-image-{}", self.arch);
+        BASE_PACKAGES.iter().map(|s| s.to_string()).chain([kernel]).chain(self.packages.iter().cloned()).collect()
+    }
+
+    /// The cached image for these inputs, building it first if needed.
+    pub fn image(&self, cache: &Path) -> Result<PathBuf> {
+        let mirror = match &self.mirror {
+            Some(m) => m.clone(),
+            None => host_mirror()?,
+        };
+        let packages = self.packages();
+        let key = sha256_hex(format!("{}\n{}\n{mirror}\n{}\n{LAYOUT_HOOK}", self.suite, self.arch, packages.join(",")).as_bytes());
+        let dir = cache.join("debian");
+        let image = dir.join(format!("{}-{}-{}.img", self.suite, self.arch, &key[..12]));
+        if image.is_file() {
+            return Ok(image);
+        }
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let partial = tempfile::Builder::new().prefix(".debian-").suffix(".img").tempfile_in(&dir)?;
+        let log_path = dir.join(format!("{}-{}-{}.log", self.suite, self.arch, &key[..12]));
+        eprintln!(
+            "{:>10}  building Debian {} {} from {mirror} with mmdebstrap (once per machine; several minutes under emulation; log: {})",
+            "base",
+            self.suite,
+            self.arch,
+            log_path.display()
+        );
+        let log = std::fs::File::create(&log_path)?;
+        let hook = format!("NASFORGE_IMAGE='{}' sh -c '{}' nasforge-layout \"$1\"", partial.path().display(), LAYOUT_HOOK.replace('\'', "'\\''"));
+        let status = Command::new("mmdebstrap")
+            .arg(format!("--arch={}", self.arch))
+            .arg("--variant=minbase")
+            .arg("--components=main,non-free-firmware")
+            .arg(format!("--include={}", packages.join(",")))
+            .arg("--customize-hook=echo debian > \"$1/etc/hostname\"")
+            .arg(format!("--customize-hook={hook}"))
+            .arg(&self.suite)
+            .arg("/dev/null")
+            .arg(&mirror)
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .status()
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    anyhow::anyhow!("mmdebstrap not found: install it (scripts/setup does), with qemu-user-static for a foreign architecture")
+                } else {
+                    anyhow::anyhow!("cannot run mmdebstrap: {e}")
+                }
+            })?;
+        if !status.success() {
+            let tail: Vec<String> = std::fs::read_to_string(&log_path).unwrap_or_default().lines().rev().take(15).map(String::from).collect();
+            bail!(
+                "mmdebstrap failed building Debian {} {} (full log: {}):\n  {}",
+                self.suite,
+                self.arch,
+                log_path.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n  ")
+            );
+        }
+        partial.persist(&image).map_err(|e| e.error)?;
+        Ok(image)
+    }
+}

@@ -1,0 +1,256 @@
+//! `nasforge emulate`: boot an image on an emulated arm64 board with a PCIe
+//! SATA controller, to try a NAS before flashing it. qemu's `virt` machine
+//! with an `ich9-ahci` controller on its PCIe bus: the guest's `ahci` driver
+//! binds to it exactly as to a JMB585 or ASM1166, and its disks are sdX.
+//!
+//! The Raspberry Pi firmware cannot be emulated, so the kernel and initramfs
+//! are taken from the image's root filesystem and handed to qemu directly;
+//! the image itself is the guest's virtio disk.
+
+use crate::image::Image;
+use crate::size::human;
+use anyhow::{Context, Result, bail};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+/// SATA ports on qemu's ich9-ahci.
+pub const MAX_DISKS: usize = 6;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub image: PathBuf,
+    /// Blank disks to create: (count, bytes each).
+    pub blank: Option<(usize, u64)>,
+    /// Existing disk images to attach, after the blank ones.
+    pub disks: Vec<PathBuf>,
+    /// Where blank disks and the extracted kernel go (default: a directory
+    /// beside the image, so the disks survive between runs).
+    pub workdir: Option<PathBuf>,
+    pub memory_mib: u32,
+    pub cpus: u32,
+    /// No console on the terminal: serial output only to `serial_log`.
+    pub headless: bool,
+    pub serial_log: Option<PathBuf>,
+    /// Quit instead of restarting when the guest reboots.
+    pub exit_on_reboot: bool,
+}
+
+/// Host ports forwarded to the guest.
+#[derive(Debug, Clone, Copy)]
+pub struct Ports {
+    pub ssh: u16,
+    pub smb: u16,
+    pub nfs: u16,
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0").context("finding a free local port")?.local_addr()?.port())
+}
+
+/// The kernel and initramfs the guest boots, copied out of the image.
+struct Boot {
+    kernel: PathBuf,
+    initrd: Option<PathBuf>,
+    version: String,
+    root_arg: String,
+}
+
+fn kernel_format(path: &Path) -> Result<&'static str> {
+    let mut head = [0u8; 64];
+    let n = std::io::Read::read(&mut std::fs::File::open(path)?, &mut head)?;
+    let head = &head[..n];
+    if head.len() >= 0x3c && &head[0x38..0x3c] == b"ARM\x64" {
+        return Ok("arm64 Image");
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Ok("gzip-compressed arm64 Image");
+    }
+    if head.starts_with(b"MZ") && head.len() >= 8 && &head[4..8] == b"zimg" {
+        return Ok("EFI zboot arm64 Image");
+    }
+    bail!("{} is not an arm64 kernel image qemu can load (no arm64 Image header)", path.display())
+}
+
+fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
+    let root = image.ext4().context("the image has no ext4 root filesystem to take a kernel from")?;
+    let files = crate::kernel::installed(image)?;
+    let mut versions: Vec<String> = files.iter().map(|k| k.version.clone()).collect();
+    versions.sort_by(|a, b| natural(a).cmp(&natural(b)));
+    let linked = ["/vmlinuz", "/boot/vmlinuz"]
+        .iter()
+        .filter_map(|l| root.readlink(l).ok().flatten())
+        .find_map(|t| t.rsplit('/').next().and_then(|n| n.strip_prefix("vmlinuz-")).map(String::from));
+    let version = linked.or_else(|| versions.last().cloned()).context("the image has no kernel in /lib/modules, so there is nothing to boot")?;
+    let info = files.iter().find(|k| k.version == version).context("the linked kernel has no /lib/modules directory")?;
+    let r = info.report(&[]);
+    let has = |m: &str| r.modules.get(m).is_some_and(|p| *p != crate::kernel::Presence::Absent);
+    // The report covers the NAS modules; virtio is looked up directly.
+    let virtio = [&info.modules_builtin, &info.modules_dep]
+        .iter()
+        .any(|f| f.as_deref().is_some_and(|t| t.contains("virtio_blk.ko") || t.contains("virtio-blk.ko")));
+    if !virtio {
+        bail!(
+            "kernel {version} has no virtio block driver, so qemu's virt machine cannot boot it (Raspberry Pi OS kernels are built for the Pi's own hardware). Build the image from Debian's packages (`[base] debian = {{ suite = \"bookworm\", arch = \"arm64\" }}`) to try it here"
+        );
+    }
+    if !has("ahci") {
+        eprintln!("warning: kernel {version} has no ahci driver: the emulated SATA disks will not appear");
+    }
+    let kernel = workdir.join(format!("vmlinuz-{version}"));
+    if !root.dump(&format!("/boot/vmlinuz-{version}"), &kernel)? {
+        bail!("the image has /lib/modules/{version} but no /boot/vmlinuz-{version} to boot");
+    }
+    kernel_format(&kernel)?;
+    let initrd = workdir.join(format!("initrd.img-{version}"));
+    let initrd = root.dump(&format!("/boot/initrd.img-{version}"), &initrd)?.then_some(initrd);
+    Ok(Boot { kernel, initrd, version, root_arg: root_argument(image)? })
+}
+
+/// `1.10` after `1.9`: version strings compared by their numbers.
+fn natural(v: &str) -> Vec<(u64, String)> {
+    v.split(|c: char| !c.is_ascii_alphanumeric())
+        .map(|p| (p.parse().unwrap_or(0), p.to_string()))
+        .collect()
+}
+
+/// The `root=` the board's own cmdline.txt uses, else the root partition's label.
+fn root_argument(image: &Image) -> Result<String> {
+    if let Some(fat) = image.fat(false)? {
+        if let Some(cmdline) = fat.read("cmdline.txt")? {
+            let text = String::from_utf8_lossy(&cmdline);
+            if let Some(r) = text.split_whitespace().find(|w| w.starts_with("root=")) {
+                return Ok(r.to_string());
+            }
+        }
+    }
+    let root = image.root().context("no root partition")?;
+    match &root.label {
+        Some(l) => Ok(format!("root=LABEL={l}")),
+        None => Ok(format!("root=PARTUUID={}-{:02}", image.layout.disk_id, root.number)),
+    }
+}
+
+pub fn run(opts: &Options) -> Result<ExitStatus> {
+    let qemu = "qemu-system-aarch64";
+    if Command::new(qemu).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        bail!("{qemu} not found: install qemu-system-arm (scripts/setup does, from bookworm-backports)");
+    }
+    let image = Image::open(&opts.image)?;
+    let workdir = match &opts.workdir {
+        Some(w) => w.clone(),
+        None => {
+            let name = opts.image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
+            opts.image.with_file_name(format!("{name}.emulate"))
+        }
+    };
+    std::fs::create_dir_all(&workdir).with_context(|| format!("creating {}", workdir.display()))?;
+    let boot = extract_boot(&image, &workdir)?;
+
+    let mut disks = Vec::new();
+    if let Some((count, size)) = opts.blank {
+        for i in 0..count {
+            let p = workdir.join(format!("sata{i}.img"));
+            if !p.exists() {
+                std::fs::File::create(&p)?.set_len(size)?;
+            }
+            disks.push(p);
+        }
+    }
+    for d in &opts.disks {
+        if !d.is_file() {
+            bail!("disk image {} does not exist", d.display());
+        }
+        disks.push(d.clone());
+    }
+    if disks.len() > MAX_DISKS {
+        bail!("{} disks asked for, but the emulated SATA controller has {MAX_DISKS} ports", disks.len());
+    }
+    let ports = Ports { ssh: free_port()?, smb: free_port()?, nfs: free_port()? };
+
+    let mut cmd = Command::new(qemu);
+    cmd.args(["-M", "virt", "-cpu", "cortex-a72", "-accel", "tcg"])
+        .args(["-smp", &opts.cpus.to_string(), "-m", &opts.memory_mib.to_string()])
+        .args(["-nographic", "-kernel"])
+        .arg(&boot.kernel);
+    if let Some(initrd) = &boot.initrd {
+        cmd.arg("-initrd").arg(initrd);
+    }
+    cmd.arg("-append").arg(format!("{} rw console=ttyAMA0 net.ifnames=0", boot.root_arg));
+    cmd.arg("-drive").arg(format!("if=none,id=root,format=raw,file={}", opts.image.display())).args(["-device", "virtio-blk-pci,drive=root"]);
+    cmd.args(["-device", "ich9-ahci,id=ahci"]);
+    for (i, d) in disks.iter().enumerate() {
+        cmd.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
+        cmd.arg("-device").arg(format!("ide-hd,drive=d{i},bus=ahci.{i},serial=NASFORGE{i:04}"));
+    }
+    cmd.arg("-netdev").arg(format!(
+        "user,id=n0,hostfwd=tcp:127.0.0.1:{}-:22,hostfwd=tcp:127.0.0.1:{}-:445,hostfwd=tcp:127.0.0.1:{}-:2049",
+        ports.ssh, ports.smb, ports.nfs
+    ));
+    cmd.args(["-device", "virtio-net-pci,netdev=n0"]);
+    if opts.exit_on_reboot {
+        cmd.arg("-no-reboot");
+    }
+    match (&opts.serial_log, opts.headless) {
+        (Some(log), true) => {
+            cmd.args(["-serial"]).arg(format!("file:{}", log.display())).args(["-monitor", "none"]);
+            cmd.stdin(Stdio::null());
+        }
+        (Some(log), false) => {
+            cmd.args(["-chardev"]).arg(format!("stdio,id=console,mux=on,signal=off,logfile={}", log.display()));
+            cmd.args(["-serial", "chardev:console", "-monitor", "chardev:console"]);
+        }
+        (None, true) => {
+            cmd.args(["-serial", "null", "-monitor", "none"]).stdin(Stdio::null());
+        }
+        (None, false) => {}
+    }
+
+    println!("emulating {} ({}) with kernel {}", opts.image.display(), human(image.layout.disk_size), boot.version);
+    for (i, d) in disks.iter().enumerate() {
+        let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
+        println!("  sata{i}: {} ({})", d.display(), human(size));
+    }
+    println!("  ssh:  ssh -p {} <user>@127.0.0.1", ports.ssh);
+    println!("  smb:  smbclient //127.0.0.1/<share> -p {} -U <user>", ports.smb);
+    println!("  nfs:  nfs://127.0.0.1:{}/<path>?version=4   (NFSv4 only)", ports.nfs);
+    if !opts.headless {
+        println!("  the serial console follows; Ctrl-A X quits qemu");
+    }
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    cmd.status().with_context(|| format!("running {qemu}"))
+}
+
+/// `4x2G` → (4, 2 GiB).
+pub fn parse_disks(spec: &str) -> Result<(usize, u64), String> {
+    let (n, size) = spec.split_once(['x', 'X']).ok_or_else(|| format!("`{spec}`: write COUNTxSIZE, e.g. 4x2G"))?;
+    let n: usize = n.trim().parse().map_err(|_| format!("`{n}` is not a number of disks"))?;
+    if n == 0 || n > MAX_DISKS {
+        return Err(format!("{n} disks: the emulated SATA controller has 1 to {MAX_DISKS} ports"));
+    }
+    let size = size.trim();
+    let size = if size.ends_with(['G', 'M', 'T', 'K']) { format!("{size}iB") } else { size.to_string() };
+    let bytes: crate::size::Size = size.parse().map_err(|e: nasforge_setup::size::SizeError| e.to_string())?;
+    Ok((n, bytes.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_specs() {
+        assert_eq!(parse_disks("4x2G").unwrap(), (4, 2 << 30));
+        assert_eq!(parse_disks("3x512MiB").unwrap(), (3, 512 << 20));
+        assert!(parse_disks("7x1G").unwrap_err().contains("1 to 6 ports"));
+        assert!(parse_disks("four").unwrap_err().contains("COUNTxSIZE"));
+    }
+
+    #[test]
+    fn versions_sort_by_number() {
+        let mut v = vec!["6.1.0-9-arm64".to_string(), "6.1.0-10-arm64".to_string()];
+        v.sort_by(|a, b| natural(a).cmp(&natural(b)));
+        assert_eq!(v.last().unwrap(), "6.1.0-10-arm64");
+    }
+}

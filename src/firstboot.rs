@@ -1,0 +1,157 @@
+//! What the image needs to finish itself on first power-on: the
+//! `nasforge-firstboot` service and script, the `nasforge-setup` binary for
+//! the image's architecture, and the recipe (minus secrets) on the boot
+//! partition, where the board reads it and a person can edit it.
+
+use crate::image::ext4::{Ext4, Op};
+use anyhow::{Context, Result, bail};
+use nasforge_setup::spec::Mode;
+use std::path::{Path, PathBuf};
+
+const UNIT: &str = include_str!("../files/firstboot/nasforge-firstboot.service");
+const SCRIPT: &str = include_str!("../files/firstboot/firstboot");
+const UNIT_PATH: &str = "/etc/systemd/system/nasforge-firstboot.service";
+const WANTS: &str = "/etc/systemd/system/multi-user.target.wants";
+pub const SETUP_BINARY: &str = "/usr/local/sbin/nasforge-setup";
+
+pub struct Plan {
+    /// Packages to install from the staged repository (empty: none staged).
+    pub packages: Vec<String>,
+    /// How storage is set up; None when the recipe has no `[storage]`.
+    pub mode: Option<Mode>,
+    /// Enable the SSH server once its package is installed.
+    pub ssh: bool,
+}
+
+/// The service, its script and its settings; the service is enabled by the
+/// same symlink `systemctl enable` would make.
+pub fn ops(root: &Ext4, plan: &Plan) -> Result<Vec<Op>> {
+    let mut ops = root.missing_dirs(&["/var/lib/nasforge", "/usr/lib/nasforge", WANTS])?;
+    for p in ["/usr/lib/nasforge/firstboot", UNIT_PATH, "/var/lib/nasforge/firstboot.env", "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service"] {
+        if root.owner(p)?.is_some() || root.readlink(p)?.is_some() {
+            ops.push(Op::Remove { path: p.into() });
+        }
+    }
+    for p in &plan.packages {
+        if !p.chars().all(|c| c.is_ascii_alphanumeric() || "+-.:".contains(c)) {
+            bail!("`{p}` is not a Debian package name");
+        }
+    }
+    let mode = match plan.mode {
+        Some(Mode::Unattended) => "unattended",
+        Some(Mode::Wizard) => "wizard",
+        None => "none",
+    };
+    let env = format!(
+        "# Written by nasforge; read by /usr/lib/nasforge/firstboot.\nNASFORGE_PACKAGES=\"{}\"\nNASFORGE_MODE={mode}\nNASFORGE_SSH={}\n",
+        plan.packages.join(" "),
+        if plan.ssh { "yes" } else { "no" }
+    );
+    ops.push(Op::Write { path: "/usr/lib/nasforge/firstboot".into(), data: SCRIPT.as_bytes().to_vec(), mode: 0o755, uid: 0, gid: 0 });
+    ops.push(Op::Write { path: UNIT_PATH.into(), data: UNIT.as_bytes().to_vec(), mode: 0o644, uid: 0, gid: 0 });
+    ops.push(Op::Write { path: "/var/lib/nasforge/firstboot.env".into(), data: env.into_bytes(), mode: 0o644, uid: 0, gid: 0 });
+    ops.push(Op::Symlink { path: format!("{WANTS}/nasforge-firstboot.service"), target: UNIT_PATH.into() });
+    Ok(ops)
+}
+
+/// ELF machine numbers of the dpkg architectures nasforge builds for.
+fn elf_machine(arch: &str) -> Option<u16> {
+    Some(match arch {
+        "arm64" => 183,
+        "armhf" | "armel" => 40,
+        "amd64" => 62,
+        "riscv64" => 243,
+        _ => return None,
+    })
+}
+
+fn machine_name(m: u16) -> &'static str {
+    match m {
+        183 => "arm64 (aarch64)",
+        40 => "32-bit ARM",
+        62 => "x86-64",
+        243 => "RISC-V",
+        _ => "another architecture",
+    }
+}
+
+/// Refuses a setup binary that would not run on the image.
+pub fn check_binary(path: &Path, arch: &str) -> Result<()> {
+    let mut head = [0u8; 20];
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening the nasforge-setup binary {}", path.display()))?;
+    std::io::Read::read_exact(&mut f, &mut head).with_context(|| format!("{} is too short to be a program", path.display()))?;
+    if &head[..4] != b"\x7fELF" {
+        bail!("{} is not a Linux program (no ELF header)", path.display());
+    }
+    let machine = u16::from_le_bytes([head[18], head[19]]);
+    let want = elf_machine(arch).with_context(|| format!("nasforge cannot tell which programs run on a `{arch}` image"))?;
+    if machine != want {
+        bail!(
+            "{} is built for {}, but the image is {arch}: build it with scripts/build-setup (or set `[installer] binary` to an {arch} build)",
+            path.display(),
+            machine_name(machine)
+        );
+    }
+    Ok(())
+}
+
+/// Where the builder finds nasforge-setup for `arch` when the recipe names
+/// none: the workspace's cross build, made on demand by scripts/build-setup.
+pub fn default_binary(arch: &str) -> Result<PathBuf> {
+    let triple = match arch {
+        "arm64" => "aarch64-unknown-linux-gnu",
+        other => bail!("nasforge cross-builds nasforge-setup only for arm64; for a `{other}` image set `[installer] binary`"),
+    };
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let binary = workspace.join(format!("target/{triple}/release/nasforge-setup"));
+    let script = workspace.join("scripts/build-setup");
+    if !script.is_file() {
+        if binary.is_file() {
+            return Ok(binary);
+        }
+        bail!("no nasforge-setup for {arch}: set `[installer] binary` in the recipe (this nasforge was installed without its source tree)");
+    }
+    // cargo decides whether anything changed; a current build costs a second.
+    let status = std::process::Command::new(&script).arg(triple).status().with_context(|| format!("running {}", script.display()))?;
+    if !status.success() || !binary.is_file() {
+        bail!("{} failed; run it by hand to see why, or set `[installer] binary`", script.display());
+    }
+    Ok(binary)
+}
+
+/// The recipe as the board gets it: `password` values removed (only their
+/// hashes are in the image), comments and layout kept.
+pub fn sanitized_recipe(text: &str) -> Result<String> {
+    let mut doc: toml_edit::DocumentMut = text.parse().context("re-reading the recipe")?;
+    if let Some(users) = doc.get_mut("system").and_then(|s| s.get_mut("users")).and_then(|u| u.as_array_of_tables_mut()) {
+        for u in users.iter_mut() {
+            u.remove("password");
+        }
+    }
+    Ok(doc.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_removed_and_comments_kept() {
+        let text = "# my NAS\n[system]\nhostname = \"pinas\"\n[[system.users]]\nname = \"admin\"\npassword = \"hunter2\" # secret\nssh_authorized_keys = []\n";
+        let out = sanitized_recipe(text).unwrap();
+        assert!(!out.contains("hunter2"), "{out}");
+        assert!(out.starts_with("# my NAS\n") && out.contains("name = \"admin\""), "{out}");
+    }
+
+    #[test]
+    fn binaries_for_the_wrong_architecture_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = std::env::current_exe().unwrap();
+        let e = check_binary(&host, "arm64").unwrap_err().to_string();
+        assert!(e.contains("is built for x86-64, but the image is arm64"), "{e}");
+        check_binary(&host, "amd64").unwrap();
+        let text = dir.path().join("script");
+        std::fs::write(&text, "#!/bin/sh\necho hello there, friend\n").unwrap();
+        assert!(check_binary(&text, "arm64").unwrap_err().to_string().contains("not a Linux program"));
+    }
+}

@@ -1,0 +1,337 @@
+//! `nasforge flash`: the image onto an SD card, eMMC or USB disk, fast,
+//! verified, and never onto the wrong disk.
+//!
+//! - [`candidates`]: which disks there are, what they hold, which are
+//!   refused (the system disk, anything mounted or held, anything larger
+//!   than `--max-size`, partitions, read-only media) and why.
+//! - [`source`]: the image (.img, .img.xz, .img.gz), its size and published
+//!   digests, read in hashed batches of data and zero spans.
+//! - [`write`]: data written in large O_DIRECT writes, zeros punched where
+//!   the target can, stale partition tables wiped, the first MiB last.
+//! - [`verify`]: every written range read back past the page cache.
+
+pub mod candidates;
+pub mod source;
+pub mod verify;
+pub mod write;
+
+use anyhow::{Context, Result, bail};
+use candidates::{Device, Target};
+use std::io::{BufRead, IsTerminal, Write as _};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub image: PathBuf,
+    pub target: PathBuf,
+    /// Confirmed already (scripts): no question asked.
+    pub yes: bool,
+    pub max_size: u64,
+    pub force_large: bool,
+    pub verify: bool,
+    pub skip_holes: bool,
+    /// Check everything, write nothing.
+    pub dry_run: bool,
+}
+
+/// What a flash did, for the closing lines.
+#[derive(Debug)]
+pub struct Summary {
+    pub image: String,
+    pub target: String,
+    pub written: write::Written,
+    pub verified: Option<verify::Verified>,
+}
+
+fn human(b: u64) -> String {
+    crate::size::human(b)
+}
+
+fn rate(bytes: u64, d: std::time::Duration) -> String {
+    format!("{}/s", human((bytes as f64 / d.as_secs_f64().max(1e-3)) as u64))
+}
+
+impl Summary {
+    pub fn render(&self) -> String {
+        let w = &self.written;
+        let mut out = format!(
+            "wrote {} to {}: {} image, {} of data in {:.1}s ({}{})\n",
+            self.image,
+            self.target,
+            human(w.size),
+            human(w.data_bytes),
+            w.elapsed.as_secs_f64(),
+            rate(w.data_bytes, w.elapsed),
+            if w.direct_io { ", O_DIRECT" } else { ", through the page cache" }
+        );
+        if w.punched_bytes > 0 {
+            out += &format!("  {} of zeros left to the target to zero (holes punched, nothing sent)\n", human(w.punched_bytes));
+        }
+        if w.zero_written_bytes > 0 {
+            out += &format!("  {} of zeros written (the target cannot zero ranges itself)\n", human(w.zero_written_bytes));
+        }
+        if w.skipped_bytes > 0 {
+            out += &format!("  {} of zeros skipped (--skip-holes): those ranges keep their old contents\n", human(w.skipped_bytes));
+        }
+        if let Some((a, b)) = w.wiped_tail {
+            out += &format!("  zeroed the target's last {} (bytes {a}..{b}): no stale backup GPT or RAID label survives\n", human(b - a));
+        }
+        match &self.verified {
+            Some(v) => {
+                out += &format!(
+                    "verified: read back {} in {:.1}s ({}{}), every written range matches the image\n",
+                    human(v.bytes),
+                    v.elapsed.as_secs_f64(),
+                    rate(v.bytes, v.elapsed),
+                    if v.direct_io { ", O_DIRECT" } else { ", page cache dropped first" }
+                )
+            }
+            None => out += "not verified (--no-verify)\n",
+        }
+        out
+    }
+}
+
+/// `nasforge flash --list`: one block per disk, refused ones with the reason.
+pub fn list(all: bool, max_size: u64, force_large: bool) -> String {
+    let disks: Vec<Device> = candidates::all().into_iter().filter(|d| all || d.is_candidate()).collect();
+    if disks.is_empty() {
+        return if all {
+            "no block devices with media found\n".into()
+        } else {
+            "no removable, USB or MMC disks found: insert the card (or a reader); `--list --all` shows every disk\n".into()
+        };
+    }
+    let mut out = format!("{:<14} {:<20} {:<9} {:<30} {}\n", "DEVICE", "SIZE", "TRANSPORT", "MODEL", "HOLDS");
+    for d in &disks {
+        out += &format!(
+            "{:<14} {:<20} {:<9} {:<30} {}\n",
+            d.path.display(),
+            candidates::both_units(d.size),
+            d.transport,
+            d.model.as_deref().unwrap_or("-"),
+            d.holds()
+        );
+        let refusals = d.refusals(max_size, force_large);
+        if refusals.is_empty() {
+            out += &format!("{:<14} can be flashed\n", "");
+        }
+        for r in refusals {
+            out += &format!("{:<14} refused: {}\n", "", r.explain());
+        }
+    }
+    out
+}
+
+fn confirm(question: &str) -> Result<()> {
+    if !std::io::stdin().is_terminal() {
+        bail!("{question}\nrefusing without confirmation: standard input is not a terminal; pass --yes to confirm in a script");
+    }
+    eprint!("{question}\nType yes to continue: ");
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    if answer.trim() != "yes" {
+        bail!("not confirmed; nothing was written");
+    }
+    Ok(())
+}
+
+/// Checks the target, asks, writes, verifies. With `dry_run`, stops after
+/// the checks and returns None.
+pub fn flash(opts: &Options) -> Result<Option<Summary>> {
+    let image = source::Image::open(&opts.image)?;
+    let image_name = opts.image.display().to_string();
+    let target = candidates::resolve(&opts.target).map_err(anyhow::Error::msg)?;
+    let name = opts.target.display().to_string();
+    let size_text = match image.size {
+        Some(s) => human(s),
+        None => "size unknown until decoded".into(),
+    };
+    let (question, target_size) = match &target {
+        Target::Disk(d) => {
+            let refusals = d.refusals(opts.max_size, opts.force_large);
+            if !refusals.is_empty() {
+                let reasons: Vec<String> = refusals.iter().map(|r| format!("  - {}", r.explain())).collect();
+                bail!("refusing to write {name} ({}):\n{}", d.summary(), reasons.join("\n"));
+            }
+            if let Some(s) = image.size
+                && s > d.size
+            {
+                bail!(
+                    "{image_name} does not fit on {name}: the image is {s} bytes ({}), the disk {} bytes ({}); nothing was written",
+                    human(s),
+                    d.size,
+                    human(d.size)
+                );
+            }
+            let q = format!(
+                "About to overwrite {name}: {}\n  it holds: {}\n  everything on it will be replaced by {image_name} ({size_text})",
+                d.summary(),
+                d.holds()
+            );
+            (Some(q), Some(d.size))
+        }
+        Target::File(p) => {
+            if let (Ok(a), Ok(b)) = (std::fs::metadata(p), image.file.metadata()) {
+                use std::os::unix::fs::MetadataExt;
+                if a.dev() == b.dev() && a.ino() == b.ino() {
+                    bail!("{name} is the image itself");
+                }
+            }
+            let existing = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+            let q = (existing > 0).then(|| {
+                let holds = nasforge_setup::signature::read(p, 0, Some(existing))
+                    .ok()
+                    .filter(|s| !s.is_empty())
+                    .map(|s| s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "))
+                    .unwrap_or_else(|| "data nasforge does not recognise".into());
+                format!("About to overwrite the file {name} ({}): it holds {holds}\n  it will be replaced by {image_name} ({size_text})", human(existing))
+            });
+            (q, None)
+        }
+    };
+    if opts.dry_run {
+        let what = match &target {
+            Target::Disk(d) => format!("{} ({})", name, d.summary()),
+            Target::File(_) => format!("the file {name}"),
+        };
+        println!(
+            "dry run: would write {image_name} ({}, {size_text}) to {what}; checks passed, nothing written",
+            image.format.name()
+        );
+        return Ok(None);
+    }
+    if let Some(q) = question
+        && !opts.yes
+    {
+        confirm(&q)?;
+    }
+
+    let disk = crate::io::direct::DiskFile::open(&opts.target, true).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EBUSY) {
+            anyhow::anyhow!("{name} is busy: the kernel refused exclusive access (mounted, or part of an md/dm device); nothing was written")
+        } else {
+            anyhow::anyhow!("opening {name} for writing: {e}")
+        }
+    })?;
+    let target_size = match target_size {
+        Some(_) => Some(disk.size().with_context(|| format!("reading the size of {name}"))?),
+        None => None,
+    };
+    let bar = match image.size {
+        Some(len) => crate::io::progress::bytes(len, "write"),
+        // A .gz without a manifest: no total, so no ETA; bytes and rate only.
+        None => {
+            let b = crate::io::progress::bytes(0, "write");
+            b.set_style(indicatif::ProgressStyle::with_template("{msg:>12} {bytes} {bytes_per_sec}").expect("valid template"));
+            b
+        }
+    };
+    let written = write::write(&image, &disk, &name, write::WriteOptions { target_size, skip_holes: opts.skip_holes, no_offload: false }, &bar);
+    bar.finish_and_clear();
+    let written = written?;
+
+    let verified = if opts.verify {
+        let total = written.records.iter().map(|r| r.len).sum();
+        let bar = crate::io::progress::bytes(total, "verify");
+        let v = verify::verify(&image, written.size, &opts.target, &name, &written.records, &bar);
+        bar.finish_and_clear();
+        Some(v?)
+    } else {
+        None
+    };
+    // Held open (O_EXCL) until now: an automounter reacting to the new
+    // partition table cannot mount, and so change, the card mid-verify.
+    drop(disk);
+    Ok(Some(Summary { image: image_name, target: name, written, verified }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    /// A 6 MiB raw image: a head, data at 3 MiB, holes elsewhere.
+    fn image(dir: &std::path::Path) -> PathBuf {
+        let p = dir.join("t.img");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(6 << 20).unwrap();
+        f.write_all_at(&[0x55, 0xaa], 510).unwrap();
+        f.write_all_at(&vec![0x42u8; 64 << 10], 3 << 20).unwrap();
+        p
+    }
+
+    fn write_to(img: &std::path::Path, target: &std::path::Path) -> Result<write::Written> {
+        write_with(img, target, write::WriteOptions::default())
+    }
+
+    fn write_with(img: &std::path::Path, target: &std::path::Path, opts: write::WriteOptions) -> Result<write::Written> {
+        let image = source::Image::open(img)?;
+        let disk = crate::io::direct::DiskFile::open(target, true)?;
+        write::write(&image, &disk, "target", opts, &indicatif::ProgressBar::hidden())
+    }
+
+    #[test]
+    fn without_offloaded_zeroing_the_zeros_are_written_and_verified() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = image(dir.path());
+        let target = dir.path().join("card");
+        std::fs::write(&target, vec![0x77u8; 6 << 20]).unwrap();
+        let w = write_with(&img, &target, write::WriteOptions { no_offload: true, ..Default::default() }).unwrap();
+        assert_eq!(w.punched_bytes, 0);
+        assert_eq!(w.zero_written_bytes, (6 << 20) - w.data_bytes);
+        assert_eq!(std::fs::read(&target).unwrap(), std::fs::read(&img).unwrap());
+        let covered: u64 = w.records.iter().map(|r| r.len).sum();
+        assert_eq!(covered, 6 << 20, "written zeros are read back too");
+        let image = source::Image::open(&img).unwrap();
+        verify::verify(&image, w.size, &target, "card", &w.records, &indicatif::ProgressBar::hidden()).unwrap();
+    }
+
+    #[test]
+    fn a_changed_block_is_reported_at_its_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = image(dir.path());
+        let target = dir.path().join("card");
+        let written = write_to(&img, &target).unwrap();
+        let image = source::Image::open(&img).unwrap();
+        let bar = indicatif::ProgressBar::hidden();
+        verify::verify(&image, written.size, &target, "card", &written.records, &bar).unwrap();
+
+        let bad = (3 << 20) + 5 * 4096 + 17;
+        std::fs::OpenOptions::new().write(true).open(&target).unwrap().write_all_at(b"X", bad).unwrap();
+        let err = verify::verify(&image, written.size, &target, "card", &written.records, &bar).unwrap_err();
+        let m = err.downcast_ref::<verify::Mismatch>().unwrap_or_else(|| panic!("{err:#}"));
+        assert_eq!(m.offset, bad & !4095);
+        assert_eq!(m.differing, 1);
+        assert!(err.to_string().contains(&format!("at byte {}", bad & !4095)), "{err}");
+    }
+
+    #[test]
+    fn a_digest_mismatch_stops_before_the_first_mib() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = image(dir.path());
+        std::fs::write(dir.path().join("t.img.sha256"), format!("{}  t.img\n", "0".repeat(64))).unwrap();
+        let target = dir.path().join("card");
+        std::fs::write(&target, vec![0x77u8; 8 << 20]).unwrap();
+        let err = write_to(&img, &target).unwrap_err().to_string();
+        assert!(err.contains("does not match") && err.contains("t.img.sha256"), "{err}");
+        let mut head = vec![0u8; 1 << 20];
+        std::fs::File::open(&target).unwrap().read_exact_at(&mut head, 0).unwrap();
+        assert!(head.iter().all(|&b| b == 0x77), "the first MiB was not written");
+    }
+
+    #[test]
+    fn a_matching_digest_passes_and_the_file_equals_the_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = image(dir.path());
+        let digest = crate::io::hash::hash_file(&std::fs::File::open(&img).unwrap(), |_| {}).unwrap();
+        std::fs::write(dir.path().join("t.img.sha256"), format!("{digest}  t.img\n")).unwrap();
+        let target = dir.path().join("card");
+        let w = write_to(&img, &target).unwrap();
+        assert_eq!(w.size, 6 << 20);
+        assert_eq!(crate::io::hash::hash_file(&std::fs::File::open(&target).unwrap(), |_| {}).unwrap(), digest);
+        // Head and tail table areas and the data: written; the rest: holes.
+        assert_eq!(w.data_bytes, (2 << 20) + (64 << 10));
+    }
+}

@@ -1,0 +1,170 @@
+//! The image's apt sources, in both of apt's formats: one-line
+//! `sources.list` entries and deb822 `.sources` stanzas.
+
+use anyhow::{Result, bail};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub uris: Vec<String>,
+    pub suites: Vec<String>,
+    pub components: Vec<String>,
+    /// Keyring file paths inside the image (`Signed-By:` / `[signed-by=]`);
+    /// empty means apt's trusted.gpg.d.
+    pub signed_by: Vec<String>,
+    /// Where it was read from, for messages.
+    pub origin: String,
+}
+
+/// One-line format: `deb [opt=val ...] URI SUITE [COMPONENT ...]`.
+pub fn parse_list(text: &str, origin: &str) -> Result<Vec<Source>> {
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut rest = line;
+        let Some(kind) = rest.split_whitespace().next() else { continue };
+        if kind == "deb-src" {
+            continue;
+        }
+        if kind != "deb" {
+            bail!("{origin}:{}: `{line}` is not an apt source line (expected `deb URI SUITE COMPONENT...`)", n + 1);
+        }
+        rest = rest[kind.len()..].trim_start();
+        let mut signed_by = Vec::new();
+        if let Some(opts) = rest.strip_prefix('[') {
+            let Some((opts, after)) = opts.split_once(']') else {
+                bail!("{origin}:{}: unclosed `[` in `{line}`", n + 1);
+            };
+            for opt in opts.split_whitespace() {
+                if let Some(v) = opt.strip_prefix("signed-by=") {
+                    signed_by.extend(v.split(',').map(String::from));
+                }
+            }
+            rest = after.trim_start();
+        }
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        if words.len() < 2 {
+            bail!("{origin}:{}: `{line}` needs a URI and a suite", n + 1);
+        }
+        out.push(Source {
+            uris: vec![words[0].to_string()],
+            suites: vec![words[1].to_string()],
+            components: words[2..].iter().map(|s| s.to_string()).collect(),
+            signed_by,
+            origin: format!("{origin}:{}", n + 1),
+        });
+    }
+    Ok(out)
+}
+
+/// deb822 format: stanzas of `Field: value` separated by blank lines.
+pub fn parse_sources(text: &str, origin: &str) -> Result<Vec<Source>> {
+    let mut out = Vec::new();
+    let mut fields: Vec<(String, String)> = Vec::new();
+    let mut start_line = 1;
+    let mut flush = |fields: &mut Vec<(String, String)>, line: usize| -> Result<()> {
+        if fields.is_empty() {
+            return Ok(());
+        }
+        let get = |k: &str| fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(k)).map(|(_, v)| v.as_str());
+        let words = |k: &str| get(k).map(|v| v.split_whitespace().map(String::from).collect::<Vec<_>>()).unwrap_or_default();
+        let enabled = get("Enabled").is_none_or(|v| !v.trim().eq_ignore_ascii_case("no"));
+        if enabled && words("Types").iter().any(|t| t == "deb") {
+            let signed_by = match get("Signed-By") {
+                // An inline key block is not a path; it is written out by the caller.
+                Some(v) if v.contains("BEGIN PGP") => vec![format!("inline:{}", v)],
+                Some(v) => v.split_whitespace().map(String::from).collect(),
+                None => vec![],
+            };
+            let uris = words("URIs");
+            let suites = words("Suites");
+            if uris.is_empty() || suites.is_empty() {
+                bail!("{origin}:{line}: a deb822 stanza needs URIs and Suites");
+            }
+            out.push(Source { uris, suites, components: words("Components"), signed_by, origin: format!("{origin}:{line}") });
+        }
+        fields.clear();
+        Ok(())
+    };
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            flush(&mut fields, start_line)?;
+            start_line = n + 2;
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        if line.starts_with(' ') || line.starts_with('\t') {
+            // A continuation line (multi-line Signed-By key blocks).
+            if let Some((_, v)) = fields.last_mut() {
+                v.push('\n');
+                v.push_str(line.trim());
+            }
+            continue;
+        }
+        match line.split_once(':') {
+            Some((k, v)) => fields.push((k.trim().to_string(), v.trim().to_string())),
+            None => bail!("{origin}:{}: `{line}` is not a `Field: value` line", n + 1),
+        }
+    }
+    flush(&mut fields, start_line)?;
+    Ok(out)
+}
+
+impl Source {
+    /// The stanza apt on the build host reads, with keyrings mapped to
+    /// copies of the image's own files.
+    pub fn render(&self, keyrings: &[String]) -> String {
+        let mut s = format!("Types: deb\nURIs: {}\nSuites: {}\n", self.uris.join(" "), self.suites.join(" "));
+        if !self.components.is_empty() {
+            s.push_str(&format!("Components: {}\n", self.components.join(" ")));
+        }
+        if !keyrings.is_empty() {
+            s.push_str(&format!("Signed-By: {}\n", keyrings.join(" ")));
+        }
+        s
+    }
+
+    /// The Debian archive entries (URIs ending in `/debian`), which
+    /// `[packages] mirror` points elsewhere.
+    pub fn is_debian_archive(&self) -> bool {
+        self.uris.iter().any(|u| u.trim_end_matches('/').ends_with("/debian"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_sources_with_options() {
+        let text = "# comment\ndeb [arch=arm64 signed-by=/usr/share/keyrings/a.gpg] http://m.example/debian trixie main contrib non-free-firmware\ndeb-src http://m.example/debian trixie main\n\ndeb http://archive.example/debian/ trixie main\n";
+        let s = parse_list(text, "sources.list").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].uris, vec!["http://m.example/debian"]);
+        assert_eq!(s[0].components, vec!["main", "contrib", "non-free-firmware"]);
+        assert_eq!(s[0].signed_by, vec!["/usr/share/keyrings/a.gpg"]);
+        assert_eq!(s[1].origin, "sources.list:5");
+        assert!(s[1].is_debian_archive());
+    }
+
+    #[test]
+    fn deb822_stanzas_skip_disabled_and_source_types() {
+        let text = "Types: deb\nURIs: http://m.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb-src\nURIs: http://m.example/debian\nSuites: bookworm\n\nEnabled: no\nTypes: deb\nURIs: http://x.example/\nSuites: y\n";
+        let s = parse_sources(text, "debian.sources").unwrap();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].suites, vec!["bookworm", "bookworm-updates"]);
+        assert_eq!(s[0].render(&["/k.gpg".into()]), "Types: deb\nURIs: http://m.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /k.gpg\n");
+    }
+
+    #[test]
+    fn malformed_lines_name_file_and_line() {
+        let e = parse_list("deb http://only-uri\n", "x.list").unwrap_err().to_string();
+        assert!(e.starts_with("x.list:1: "), "{e}");
+        let e = parse_sources("Types deb\n", "y.sources").unwrap_err().to_string();
+        assert!(e.starts_with("y.sources:1: "), "{e}");
+    }
+}

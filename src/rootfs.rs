@@ -1,0 +1,189 @@
+//! Everything a recipe puts into the root filesystem: the NAS packages
+//! staged for an offline first boot, users and system settings, the
+//! first-boot service, the nasforge-setup binary and the recipe itself.
+//! Worked out first (`prepare`, which also says how much room it needs),
+//! then written in one debugfs run (`apply`).
+
+use crate::board::Family;
+use crate::firstboot;
+use crate::image::Image;
+use crate::image::ext4::Op;
+use crate::manifest::Change;
+use crate::packages::{self, Resolved};
+use crate::recipe::Recipe;
+use crate::system;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+pub struct Prepared {
+    pub resolved: Option<Resolved>,
+    system: system::Applied,
+    binary: Option<PathBuf>,
+    firstboot: Option<firstboot::Plan>,
+    recipe_copy: Option<Vec<u8>>,
+}
+
+/// Room the first boot needs beyond the packages themselves: apt's lists,
+/// logs, and the journal.
+const MARGIN: u64 = 128 << 20;
+
+impl Prepared {
+    /// Bytes the root filesystem must have free: the staged packages, what
+    /// they unpack to on the board, and a margin.
+    pub fn space_needed(&self) -> u64 {
+        let packages = self.resolved.as_ref().map_or(0, |r| r.download_bytes() + r.installed_bytes());
+        let binary = self.binary.as_ref().and_then(|b| std::fs::metadata(b).ok()).map_or(0, |m| m.len());
+        if packages == 0 && binary == 0 { 0 } else { packages + binary + MARGIN }
+    }
+}
+
+pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> Result<Prepared> {
+    let root = image.ext4().context("the image has no ext4 root filesystem")?;
+    let smb_users: Vec<String> = recipe.shares.iter().filter_map(|s| s.smb.as_ref()).flat_map(|s| s.users.iter().cloned()).collect();
+    let system = system::apply(&root, &recipe.system, &smb_users)?;
+    let mut install = recipe.packages.clone();
+    if system.needs_openssh && !install.iter().any(|p| p == "openssh-server") {
+        install.push("openssh-server".into());
+    }
+    let resolved = if install.is_empty() { None } else { Some(packages::resolve(&root, &install, recipe.mirror.as_deref(), cache, refresh)?) };
+    let has_storage = recipe.storage.is_some() || !recipe.shares.is_empty();
+    let binary = if has_storage {
+        let arch = match &resolved {
+            Some(r) => r.architecture.clone(),
+            None => image_arch(image)?,
+        };
+        let path = match &recipe.installer_binary {
+            Some(p) => p.clone(),
+            None => firstboot::default_binary(&arch)?,
+        };
+        firstboot::check_binary(&path, &arch)?;
+        Some(path)
+    } else {
+        None
+    };
+    let wants_ssh = recipe.system.ssh.unwrap_or_else(|| recipe.system.users.iter().any(|u| !u.ssh_authorized_keys.is_empty()));
+    let firstboot = (resolved.is_some() || has_storage).then(|| firstboot::Plan {
+        packages: install.clone(),
+        mode: recipe.storage.as_ref().map(|s| s.mode),
+        ssh: wants_ssh && system.needs_openssh,
+    });
+    let recipe_copy = if has_storage || !recipe.system.users.is_empty() {
+        let text = std::fs::read_to_string(&recipe.file).with_context(|| format!("reading {}", recipe.file.display()))?;
+        Some(firstboot::sanitized_recipe(&text)?.into_bytes())
+    } else {
+        None
+    };
+    Ok(Prepared { resolved, system, binary, firstboot, recipe_copy })
+}
+
+fn image_arch(image: &Image) -> Result<String> {
+    let root = image.ext4().context("the image has no ext4 root filesystem")?;
+    let status = root.read("/var/lib/dpkg/status")?.context("the image has no /var/lib/dpkg/status")?;
+    let text = String::from_utf8_lossy(&status);
+    text.split("\n\n")
+        .find(|s| s.lines().any(|l| l == "Package: dpkg"))
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Architecture: ")))
+        .map(|a| a.trim().to_string())
+        .context("the image's dpkg status has no dpkg entry, so its architecture is unknown")
+}
+
+/// Writes everything `prepare` worked out. Returns the manifest records and
+/// whether the boot partition was written.
+pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<Change>, Vec<String>, bool)> {
+    let root = image.ext4().context("the image has no ext4 root filesystem")?;
+    let mut changes = prepared.system.changes;
+    let mut ops: Vec<Op> = Vec::new();
+    let mut dirs = vec![];
+    if prepared.resolved.is_some() || prepared.firstboot.is_some() || !prepared.system.ops.is_empty() {
+        dirs.push("/var/lib/nasforge");
+    }
+    if prepared.resolved.is_some() {
+        dirs.push(packages::STAGE_DIR);
+    }
+    if prepared.binary.is_some() {
+        dirs.push("/usr/local/sbin");
+    }
+    ops.extend(root.missing_dirs(&dirs)?);
+    ops.extend(prepared.system.ops);
+    if let Some(r) = &prepared.resolved {
+        if root.list(packages::STAGE_DIR)?.is_some() {
+            // A rebuild from an image nasforge made: replace the old staging.
+            for e in root.list(packages::STAGE_DIR)?.unwrap_or_default() {
+                ops.insert(0, Op::Remove { path: format!("{}/{}", packages::STAGE_DIR, e.name) });
+            }
+        }
+        ops.extend(packages::stage(r)?);
+        changes.push(Change {
+            file: format!("root:{}", packages::STAGE_DIR),
+            before_sha256: None,
+            after_sha256: None,
+            why: format!("packages for the offline first boot: {}", r.requested.join(", ")),
+            details: r.debs.iter().map(|d| format!("{} {} ({}, sha256 {})", d.package, d.version, d.filename, d.sha256)).collect(),
+        });
+    }
+    if let Some(b) = &prepared.binary {
+        if root.owner(firstboot::SETUP_BINARY)?.is_some() {
+            ops.push(Op::Remove { path: firstboot::SETUP_BINARY.into() });
+        }
+        ops.push(Op::Copy { path: firstboot::SETUP_BINARY.into(), from: b.clone(), mode: 0o755, uid: 0, gid: 0 });
+        changes.push(Change {
+            file: format!("root:{}", firstboot::SETUP_BINARY),
+            before_sha256: None,
+            after_sha256: Some(crate::io::hash::hash_file(&std::fs::File::open(b)?, |_| {})?),
+            why: "the first-boot storage setup program".into(),
+            details: vec![format!("from {}", b.display())],
+        });
+    }
+    if let Some(plan) = &prepared.firstboot {
+        ops.extend(firstboot::ops(&root, plan)?);
+        changes.push(Change {
+            file: "root:/etc/systemd/system/nasforge-firstboot.service".into(),
+            before_sha256: None,
+            after_sha256: None,
+            why: "installs the staged packages on first boot, then runs nasforge-setup".into(),
+            details: vec![],
+        });
+    }
+    let family = recipe.board.info().family;
+    // Armbian's first login forces a new root password and user unless this
+    // marker is gone; the recipe's users are the answer to those questions.
+    if family == Family::Armbian && !recipe.system.users.is_empty() && root.owner("/root/.not_logged_in_yet")?.is_some() {
+        ops.push(Op::Remove { path: "/root/.not_logged_in_yet".into() });
+        changes.push(Change {
+            file: "root:/root/.not_logged_in_yet".into(),
+            before_sha256: None,
+            after_sha256: None,
+            why: "removed: the recipe's users replace Armbian's first-login questions".into(),
+            details: vec![],
+        });
+    }
+    let mut boot_files = prepared.system.boot_files;
+    if let Some(copy) = prepared.recipe_copy {
+        match family {
+            Family::Rpi => boot_files.push(("nasforge.toml".into(), copy)),
+            Family::Armbian | Family::Generic => {
+                if root.owner("/boot/nasforge.toml")?.is_some() {
+                    ops.push(Op::Remove { path: "/boot/nasforge.toml".into() });
+                }
+                ops.push(Op::Write { path: "/boot/nasforge.toml".into(), data: copy, mode: 0o644, uid: 0, gid: 0 });
+            }
+        }
+        changes.push(Change {
+            file: "boot:/nasforge.toml".into(),
+            before_sha256: None,
+            after_sha256: None,
+            why: "the recipe, without passwords, for nasforge-setup on the board".into(),
+            details: vec![],
+        });
+    }
+    root.apply(&ops)?;
+    let wrote_boot = !boot_files.is_empty();
+    if wrote_boot {
+        let fat = image.fat(true)?.context("the image has no FAT boot partition for userconf.txt / nasforge.toml")?;
+        for (name, data) in &boot_files {
+            fat.write(name, data)?;
+        }
+        fat.close()?;
+    }
+    Ok((changes, prepared.system.warnings, wrote_boot))
+}

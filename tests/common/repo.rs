@@ -1,0 +1,124 @@
+//! A small signed Debian repository made with the real tools (dpkg-deb,
+//! dpkg-scanpackages, gpg), served by the test HTTP server: to prove package
+//! resolution, signature checks and tamper detection without the internet.
+
+use super::{run, stdout};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Pkg<'a> {
+    pub name: &'a str,
+    pub version: &'a str,
+    /// Extra control fields, e.g. "Depends: b (>= 2)".
+    pub fields: &'a [&'a str],
+}
+
+pub struct Repo {
+    pub root: PathBuf,
+    pub gnupg: PathBuf,
+    /// The public key, binary, as an image's /usr/share/keyrings file.
+    pub keyring: Vec<u8>,
+}
+
+pub const SUITE: &str = "test";
+
+fn gpg(home: &Path) -> Command {
+    let mut c = Command::new("gpg");
+    c.env("GNUPGHOME", home).args(["--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", ""]);
+    c
+}
+
+/// A fresh signing key in its own GnuPG home.
+pub fn key(dir: &Path, name: &str) -> PathBuf {
+    let home = dir.join(format!("gnupg-{name}"));
+    fs::create_dir_all(&home).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
+    run(gpg(&home).args(["--quick-gen-key", &format!("nasforge {name} <{name}@example.invalid>"), "ed25519", "sign", "never"]));
+    home
+}
+
+impl Repo {
+    /// Builds the packages into `dir/repo` and signs the index with a new key.
+    pub fn build(dir: &Path, pkgs: &[Pkg]) -> Repo {
+        let root = dir.join("repo");
+        let pool = root.join("pool/main");
+        fs::create_dir_all(&pool).unwrap();
+        for p in pkgs {
+            let tree = dir.join(format!("pkg-{}-{}", p.name, p.version));
+            fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+            fs::create_dir_all(tree.join("usr/share/doc").join(p.name)).unwrap();
+            fs::write(tree.join("usr/share/doc").join(p.name).join("README"), format!("{} {}\n", p.name, p.version)).unwrap();
+            let mut control = format!(
+                "Package: {}\nVersion: {}\nArchitecture: arm64\nMaintainer: nasforge tests <tests@example.invalid>\nDescription: test package {}\n",
+                p.name, p.version, p.name
+            );
+            for f in p.fields {
+                control.push_str(f);
+                control.push('\n');
+            }
+            fs::write(tree.join("DEBIAN/control"), control).unwrap();
+            run(Command::new("dpkg-deb").args(["--root-owner-group", "-Zgzip", "--build"]).arg(&tree).arg(pool.join(format!("{}_{}_arm64.deb", p.name, p.version))));
+        }
+        let gnupg = key(dir, "repo");
+        let keyring = run(gpg(&gnupg).arg("--export")).stdout;
+        let repo = Repo { root, gnupg, keyring };
+        repo.index();
+        repo
+    }
+
+    fn binary_dir(&self) -> PathBuf {
+        self.root.join(format!("dists/{SUITE}/main/binary-arm64"))
+    }
+
+    /// Writes Packages, Release and the signed InRelease.
+    pub fn index(&self) {
+        let bin = self.binary_dir();
+        fs::create_dir_all(&bin).unwrap();
+        let packages = stdout(Command::new("dpkg-scanpackages").args(["-m", "pool", "/dev/null"]).current_dir(&self.root));
+        fs::write(bin.join("Packages"), &packages).unwrap();
+        self.release();
+    }
+
+    /// Release over the current index files, signed with `gnupg`'s key.
+    pub fn release_signed_by(&self, gnupg: &Path) {
+        let rel = self.root.join(format!("dists/{SUITE}"));
+        let packages = fs::read(self.binary_dir().join("Packages")).unwrap();
+        let sha = super::sha256_bytes(&packages);
+        let release = format!(
+            "Origin: nasforge-test\nLabel: nasforge-test\nSuite: {SUITE}\nCodename: {SUITE}\nArchitectures: arm64\nComponents: main\nDate: Sat, 01 Nov 2026 00:00:00 UTC\nSHA256:\n {sha} {} main/binary-arm64/Packages\n",
+            packages.len()
+        );
+        fs::write(rel.join("Release"), &release).unwrap();
+        let _ = fs::remove_file(rel.join("InRelease"));
+        run(gpg(gnupg).arg("--clearsign").arg("-o").arg(rel.join("InRelease")).arg(rel.join("Release")));
+    }
+
+    pub fn release(&self) {
+        self.release_signed_by(&self.gnupg.clone());
+    }
+
+    pub fn packages_file(&self) -> PathBuf {
+        self.binary_dir().join("Packages")
+    }
+
+    pub fn deb(&self, name: &str, version: &str) -> PathBuf {
+        self.root.join(format!("pool/main/{name}_{version}_arm64.deb"))
+    }
+}
+
+/// A dpkg status file: `dpkg` itself (which fixes the architecture) and
+/// the given installed packages.
+pub fn status(installed: &[(&str, &str, &[&str])]) -> String {
+    let mut s = String::from("Package: dpkg\nStatus: install ok installed\nPriority: required\nEssential: yes\nArchitecture: arm64\nVersion: 1.21.22\nMaintainer: Dpkg Developers <debian-dpkg@lists.debian.org>\nDescription: Debian package management system\n\n");
+    for (name, version, fields) in installed {
+        s.push_str(&format!("Package: {name}\nStatus: install ok installed\nArchitecture: arm64\nVersion: {version}\nMaintainer: t <t@example.invalid>\nDescription: installed {name}\n"));
+        for f in *fields {
+            s.push_str(f);
+            s.push('\n');
+        }
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,100 @@
+//! The staged set is complete and installable with no network: a NAS recipe
+//! on a real Debian bookworm arm64 image (built from Debian's packages by
+//! `[base] debian`), then the first-boot install step run inside the
+//! output's root filesystem under qemu-user, in a network namespace with no
+//! network at all.
+//!
+//! Slow (the base image takes many minutes to build the first time, the
+//! install a few more under emulation): runs when NASFORGE_SLOW_TESTS=1, as
+//! .ci/run sets it.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Mounted(Vec<PathBuf>);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        for m in self.0.iter().rev() {
+            let _ = Command::new("umount").arg("-l").arg(m).status();
+        }
+    }
+}
+
+#[test]
+fn staged_packages_install_offline_under_qemu_user() {
+    if !slow_tests_enabled("staged_packages_install_offline_under_qemu_user") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_recipe(
+        dir.path(),
+        "nas.toml",
+        r#"[base]
+debian = { suite = "bookworm", arch = "arm64" }
+[board]
+model = "pi4"
+[system]
+hostname = "pinas"
+[[system.users]]
+name = "admin"
+password = "offline test password"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid5"
+disks = { transport = "sata", count = 3 }
+filesystem = "ext4"
+mount = "/srv/data"
+[[shares]]
+name = "data"
+path = "/srv/data"
+smb = { users = ["admin"] }
+nfs = { clients = "10.0.2.0/24" }
+[output]
+path = "out/nas.img"
+"#,
+    );
+    let cache = persistent_cache(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let started = std::time::Instant::now();
+    let r = nasforge(&["build", "nas.toml", "--timings"], dir.path(), &cache);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    eprintln!("build: {:.0}s\n{}", started.elapsed().as_secs_f64(), r.stderr);
+    let img = dir.path().join("out/nas.img");
+    let root = sfdisk_parts(&img)[1].0 * 512;
+    e2fsck(&img, root);
+
+    let mnt = dir.path().join("root");
+    std::fs::create_dir(&mnt).unwrap();
+    run(Command::new("mount").arg("-o").arg(format!("loop,offset={root}")).arg(&img).arg(&mnt));
+    let mut mounted = Mounted(vec![mnt.clone()]);
+    for (fs, target) in [("proc", "proc"), ("sysfs", "sys")] {
+        run(Command::new("mount").args(["-t", fs, fs]).arg(mnt.join(target)));
+        mounted.0.push(mnt.join(target));
+    }
+    run(Command::new("mount").args(["--bind", "/dev"]).arg(mnt.join("dev")));
+    mounted.0.push(mnt.join("dev"));
+
+    let started = std::time::Instant::now();
+    let out = Command::new("unshare")
+        .args(["--net", "chroot"])
+        .arg(&mnt)
+        .args(["/usr/lib/nasforge/firstboot", "packages"])
+        .output()
+        .unwrap();
+    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the offline install failed:\n{log}");
+    eprintln!("offline install under qemu-user: {:.0}s", started.elapsed().as_secs_f64());
+
+    let status = stdout(Command::new("chroot").arg(&mnt).args(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\\n", "mdadm", "samba", "nfs-kernel-server", "smartmontools"]));
+    for p in ["mdadm", "samba", "nfs-kernel-server", "smartmontools"] {
+        assert!(status.contains(&format!("{p} installed")), "{p} is not installed:\n{status}\n{log}");
+    }
+    assert!(mnt.join("var/lib/nasforge/packages-installed").exists());
+    assert!(!mnt.join("var/lib/nasforge/debs").exists(), "the staged packages are removed once installed");
+    drop(mounted);
+}

@@ -1,0 +1,225 @@
+//! `nasforge build` with `[packages]`, `[system]`, `[storage]` and
+//! `[[shares]]`: what lands in the root filesystem and on the boot
+//! partition, checked with debugfs, mtools and Python's crypt.
+
+mod common;
+
+use common::http::Server;
+use common::repo::{Pkg, Repo, SUITE, status};
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+const PASSWORD: &str = "correct horse battery staple";
+const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVaNxqK0P7lyC3Ue1dDnrrIqdBgPjs0Lh6D3bhKkn8u me@laptop";
+
+fn accounts(extra_passwd: &str, userconf: bool) -> Vec<(String, Vec<u8>)> {
+    let mut files = vec![
+        ("etc/passwd".to_string(), format!("root:x:0:0:root:/root:/bin/bash\n{extra_passwd}").into_bytes()),
+        ("etc/shadow".into(), b"root:*:19000:0:99999:7:::\npi:*:19000:0:99999:7:::\n".to_vec()),
+        ("etc/group".into(), b"root:x:0:\nshadow:x:42:\nsudo:x:27:\nusers:x:100:\npi:x:1000:\n".to_vec()),
+        ("etc/gshadow".into(), b"root:*::\nsudo:*::\npi:!::\n".to_vec()),
+        ("etc/skel/.bashrc".into(), b"# bashrc\n".to_vec()),
+        ("etc/hosts".into(), b"127.0.0.1\tlocalhost\n127.0.1.1\traspberrypi\n".to_vec()),
+        ("usr/share/zoneinfo/Europe/Berlin".into(), b"TZif2".to_vec()),
+        ("lib/systemd/system/ssh.service".into(), b"[Unit]\nDescription=OpenBSD Secure Shell server\n".to_vec()),
+    ];
+    if userconf {
+        files.push(("usr/lib/userconf-pi/userconf".into(), b"#!/bin/sh\n".to_vec()));
+    }
+    files
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    server: Server,
+}
+
+fn env(userconf: bool) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repo::build(
+        dir.path(),
+        &[
+            Pkg { name: "mdadm", version: "4.2-5", fields: &[] },
+            Pkg { name: "samba", version: "2:4.17.12", fields: &["Depends: samba-common"] },
+            Pkg { name: "samba-common", version: "2:4.17.12", fields: &[] },
+            Pkg { name: "nfs-kernel-server", version: "1:2.6.2", fields: &[] },
+            Pkg { name: "smartmontools", version: "7.3", fields: &[] },
+        ],
+    );
+    let server = Server::start(repo.root.clone());
+    let sources = format!("Types: deb\nURIs: {}\nSuites: {SUITE}\nComponents: main\nSigned-By: /usr/share/keyrings/nasforge-test.gpg\n", server.url(""));
+    let mut root_files = accounts("pi:x:1000:1000:,,,:/home/pi:/bin/bash\n", userconf);
+    root_files.push(("var/lib/dpkg/status".into(), status(&[]).into_bytes()));
+    root_files.push(("etc/apt/sources.list.d/test.sources".into(), sources.into_bytes()));
+    root_files.push(("usr/share/keyrings/nasforge-test.gpg".into(), repo.keyring.clone()));
+    RpiFixture { root_files, root_mib: 64, ..Default::default() }.build(dir.path());
+    write_recipe(
+        dir.path(),
+        "nas.toml",
+        &format!(
+            r#"name = "nas"
+[base]
+path = "rpi.img"
+[board]
+model = "pi4"
+[system]
+hostname = "pinas"
+timezone = "Europe/Berlin"
+[[system.users]]
+name = "admin"
+password = "{PASSWORD}"
+ssh_authorized_keys = ["{KEY}"]
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid5"
+disks = {{ transport = "sata", count = 3 }}
+filesystem = "ext4"
+mount = "/srv/data"
+[[shares]]
+name = "data"
+path = "/srv/data"
+smb = {{ users = ["admin"] }}
+nfs = {{ clients = "192.168.1.0/24" }}
+[output]
+path = "out/nas.img"
+"#
+        ),
+    );
+    Env { dir, cache: tempfile::tempdir().unwrap(), server }
+}
+
+fn root_offset(img: &Path) -> u64 {
+    sfdisk_parts(img)[1].0 * 512
+}
+
+fn boot_offset(img: &Path) -> u64 {
+    sfdisk_parts(img)[0].0 * 512
+}
+
+fn stat(img: &Path, path: &str) -> String {
+    stdout(Command::new("debugfs").arg("-R").arg(format!("stat {path}")).arg(format!("{}?offset={}", img.display(), root_offset(img))))
+}
+
+/// Whether `needle` occurs anywhere in the file's bytes, read in chunks.
+fn contains_bytes(file: &Path, needle: &[u8]) -> bool {
+    use std::io::Read;
+    let mut f = std::fs::File::open(file).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let n = f.read(&mut buf).unwrap();
+        if n == 0 {
+            return false;
+        }
+        carry.extend_from_slice(&buf[..n]);
+        if carry.windows(needle.len()).any(|w| w == needle) {
+            return true;
+        }
+        let keep = carry.len().saturating_sub(needle.len());
+        carry.drain(..keep);
+    }
+}
+
+fn crypt_verifies(password: &str, hash: &str) -> bool {
+    let out = Command::new("python3")
+        .args(["-W", "ignore", "-c", "import crypt,sys; print(crypt.crypt(sys.argv[1], sys.argv[2]) == sys.argv[2])", password, hash])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim() == "True"
+}
+
+#[test]
+fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
+    let e = env(false);
+    let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("+ 5 packages (") && r.stderr.contains("samba 2:4.17.12"), "{}", r.stderr);
+    let img = e.dir.path().join("out/nas.img");
+    let off = root_offset(&img);
+    e2fsck(&img, off);
+    let (boot, _) = (boot_offset(&img), 0);
+
+    // The staged repository and its index.
+    let index = debugfs_cat(&img, off, "/var/lib/nasforge/debs/Packages");
+    assert!(index.contains("Package: mdadm") && index.contains("Filename: ./mdadm_4.2-5_arm64.deb"), "{index}");
+    assert!(stat(&img, "/var/lib/nasforge/debs/samba_2%3a4.17.12_arm64.deb").contains("Type: regular"));
+    // The first-boot service, enabled, and what it will do.
+    let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
+    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm samba nfs-kernel-server smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
+    assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service").contains("Fast link dest: \"/etc/systemd/system/nasforge-firstboot.service\""));
+    assert!(stat(&img, "/usr/lib/nasforge/firstboot").contains("Mode:  0755"));
+    // nasforge-setup, built for the board.
+    let setup = stat(&img, "/usr/local/sbin/nasforge-setup");
+    assert!(setup.contains("Mode:  0755"), "{setup}");
+
+    // Users: hashed password that verifies, keys with the right owner and mode.
+    let passwd = debugfs_cat(&img, off, "/etc/passwd");
+    assert!(passwd.contains("admin:x:1001:1001::/home/admin:/bin/bash"), "{passwd}");
+    let shadow = debugfs_cat(&img, off, "/etc/shadow");
+    let hash = shadow.lines().find(|l| l.starts_with("admin:")).unwrap().split(':').nth(1).unwrap().to_string();
+    assert!(hash.starts_with("$6$") && crypt_verifies(PASSWORD, &hash), "{hash}");
+    assert!(stat(&img, "/etc/shadow").contains("Group:    42"), "shadow keeps its group");
+    assert!(debugfs_cat(&img, off, "/etc/group").contains("sudo:x:27:admin"));
+    let keys = stat(&img, "/home/admin/.ssh/authorized_keys");
+    assert!(keys.contains("Mode:  0600") && keys.contains("User:  1001"), "{keys}");
+    assert_eq!(debugfs_cat(&img, off, "/home/admin/.ssh/authorized_keys"), format!("{KEY}\n"));
+    assert!(stat(&img, "/home/admin").contains("Mode:  0700"));
+    assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/ssh.service").contains("symlink"));
+    assert_eq!(debugfs_cat(&img, off, "/etc/hostname"), "pinas\n");
+    assert!(debugfs_cat(&img, off, "/etc/hosts").contains("127.0.1.1\tpinas"));
+    assert!(stat(&img, "/etc/localtime").contains("Fast link dest: \"/usr/share/zoneinfo/Europe/Berlin\""));
+
+    // Samba gets the NT hash, never the password.
+    let smb = debugfs_cat(&img, off, "/var/lib/nasforge/smbpasswd");
+    assert!(smb.starts_with("admin:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:") && smb.contains(&nasforge::system::secrets::nt_hash(PASSWORD)), "{smb}");
+    // The recipe travels, without the password.
+    let copy = mtype(&img, boot, "nasforge.toml");
+    assert!(copy.contains("[[storage.arrays]]") && !copy.contains(PASSWORD), "{copy}");
+    nasforge_setup::spec::DeviceRecipe::parse(&copy, Path::new("nasforge.toml")).expect("the board can read the copy");
+
+    assert!(!contains_bytes(&img, PASSWORD.as_bytes()), "the plaintext password is in the image");
+    run(Command::new("sha256sum").arg("-c").arg("nas.img.sha256").current_dir(e.dir.path().join("out")));
+
+    // A rebuild asks the mirror nothing.
+    let before = e.server.request_count();
+    let r = nasforge(&["build", "nas.toml", "-o", "out/again.img"], e.dir.path(), e.cache.path());
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(e.server.request_count(), before, "a second build makes no HTTP request");
+}
+
+#[test]
+fn raspberry_pi_os_gets_its_first_user_through_userconf() {
+    let e = env(true);
+    let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let img = e.dir.path().join("out/nas.img");
+    let line = mtype(&img, boot_offset(&img), "userconf.txt");
+    let (name, hash) = line.trim().split_once(':').unwrap();
+    assert_eq!(name, "admin");
+    assert!(crypt_verifies(PASSWORD, hash), "{line}");
+    let off = root_offset(&img);
+    assert!(!debugfs_cat(&img, off, "/etc/passwd").contains("admin:"), "userconf creates it on first boot");
+    assert_eq!(debugfs_cat(&img, off, "/var/lib/nasforge/authorized_keys/admin"), format!("{KEY}\n"));
+    assert!(debugfs_cat(&img, off, "/var/lib/nasforge/smbpasswd").starts_with("admin:1000:"));
+    assert!(!contains_bytes(&img, PASSWORD.as_bytes()));
+}
+
+#[test]
+fn system_mistakes_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.img"), b"").unwrap();
+    write_recipe(
+        dir.path(),
+        "r.toml",
+        "[base]\npath = \"x.img\"\n[board]\nmodel = \"pi4\"\n[system]\nhostname = \"pi nas\"\n[[system.users]]\nname = \"Admin\"\npassword_hash = \"plain\"\n",
+    );
+    let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
+    assert_eq!(r.status, 1);
+    assert!(r.stderr.contains("r.toml:6:12: system.hostname: `pi nas` is not a valid host name"), "{}", r.stderr);
+    assert!(r.stderr.contains("r.toml:8:8: system.users[0].name: `Admin` is not a valid user name"), "{}", r.stderr);
+    assert!(r.stderr.contains("r.toml:9:17: system.users[0].password_hash: not a crypt(3) hash"), "{}", r.stderr);
+}
