@@ -162,6 +162,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     for w in &applied.warnings {
         eprintln!("warning: {w}");
     }
+    let mut warnings = applied.warnings;
     changes.extend(applied.changes);
     if let Some(b) = &built_kernel {
         let (installed, now, summary) = kernel::install::install_checked(&image, board, b, &recipe.kernel.require)?;
@@ -169,6 +170,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             say("changed", format!("{}{}", c.file, if c.details.is_empty() { String::new() } else { format!(": {}", c.details.join("; ")) }));
         }
         installed.warnings.iter().for_each(|w| eprintln!("warning: {w}"));
+        warnings.extend(installed.warnings);
         say("kernel", summary);
         changes.extend(installed.changes);
         booted = now;
@@ -188,6 +190,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     for w in &rootfs_warnings {
         eprintln!("warning: {w}");
     }
+    warnings.extend(rootfs_warnings);
     changes.extend(rootfs_changes);
     image.reload().context("re-reading the customised image")?;
     timer.lap("customise");
@@ -214,7 +217,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         },
         kernel: Some(booted),
         changes,
-        warnings: applied.warnings.into_iter().chain(rootfs_warnings).collect(),
+        warnings,
     };
     let json = serde_json::to_string_pretty(&manifest)?;
     output::publish(written, &paths, &json)?;
@@ -260,11 +263,10 @@ fn unpack(source: &std::path::Path, work: &tempfile::NamedTempFile, recipe: &Rec
                 } else if let Some(h) = &hasher {
                     h.advance(start);
                 }
-                if early_boot.is_some() {
-                    if let Some(h) = &hasher {
+                if early_boot.is_some()
+                    && let Some(h) = &hasher {
                         h.advance(pos);
                     }
-                }
             }
             _ => {
                 if let Some(h) = &hasher {

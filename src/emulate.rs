@@ -76,7 +76,7 @@ fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
     let root = image.ext4().context("the image has no ext4 root filesystem to take a kernel from")?;
     let files = crate::kernel::installed(image)?;
     let mut versions: Vec<String> = files.iter().map(|k| k.version.clone()).collect();
-    versions.sort_by(|a, b| natural(a).cmp(&natural(b)));
+    versions.sort_by_key(|a| natural(a));
     let linked = ["/vmlinuz", "/boot/vmlinuz"]
         .iter()
         .filter_map(|l| root.readlink(l).ok().flatten())
@@ -116,14 +116,13 @@ fn natural(v: &str) -> Vec<(u64, String)> {
 
 /// The `root=` the board's own cmdline.txt uses, else the root partition's label.
 fn root_argument(image: &Image) -> Result<String> {
-    if let Some(fat) = image.fat(false)? {
-        if let Some(cmdline) = fat.read("cmdline.txt")? {
+    if let Some(fat) = image.fat(false)?
+        && let Some(cmdline) = fat.read("cmdline.txt")? {
             let text = String::from_utf8_lossy(&cmdline);
             if let Some(r) = text.split_whitespace().find(|w| w.starts_with("root=")) {
                 return Ok(r.to_string());
             }
         }
-    }
     let root = image.root().context("no root partition")?;
     match &root.label {
         Some(l) => Ok(format!("root=LABEL={l}")),
@@ -249,8 +248,8 @@ mod tests {
 
     #[test]
     fn versions_sort_by_number() {
-        let mut v = vec!["6.1.0-9-arm64".to_string(), "6.1.0-10-arm64".to_string()];
-        v.sort_by(|a, b| natural(a).cmp(&natural(b)));
+        let mut v = ["6.1.0-9-arm64".to_string(), "6.1.0-10-arm64".to_string()];
+        v.sort_by_key(|a| natural(a));
         assert_eq!(v.last().unwrap(), "6.1.0-10-arm64");
     }
 }

@@ -192,10 +192,9 @@ fn download_once(client: &reqwest::blocking::Client, url: &str, partial: &Path, 
     }
     bar.finish_and_clear();
     file.sync_all().map_err(|e| Failure::Fatal(e.into()))?;
-    if let Some(t) = total {
-        if received < t {
+    if let Some(t) = total
+        && received < t {
             return Err(Failure::Retry(anyhow::anyhow!("body ended after {received} of {t} bytes")));
         }
-    }
     Ok(())
 }

@@ -12,7 +12,7 @@ const UNIT: &str = include_str!("../files/firstboot/nasforge-firstboot.service")
 const SCRIPT: &str = include_str!("../files/firstboot/firstboot");
 const UNIT_PATH: &str = "/etc/systemd/system/nasforge-firstboot.service";
 const WANTS: &str = "/etc/systemd/system/multi-user.target.wants";
-pub const SETUP_BINARY: &str = "/usr/local/sbin/nasforge-setup";
+pub use nasforge_setup::image_files::SETUP_BINARY;
 
 pub struct Plan {
     /// Packages to install from the staged repository (empty: none staged).

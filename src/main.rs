@@ -195,11 +195,10 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Check { recipe } => {
             let r = Recipe::load(&recipe)?;
-            if let Source::Path(p) = &r.base.source {
-                if !p.is_file() {
+            if let Source::Path(p) = &r.base.source
+                && !p.is_file() {
                     anyhow::bail!("{}: base image {} does not exist (paths are relative to the recipe)", recipe.display(), p.display());
                 }
-            }
             println!("{}: ok — {} for {}, output {}", recipe.display(), r.name, r.board.info().description, r.output.path.display());
             Ok(())
         }

@@ -420,11 +420,10 @@ impl Recipe {
                         err(p.span(), format!("`{name}` is not a Debian package name"), Some("lowercase letters, digits, `+`, `-` and `.`".into()));
                     }
                 }
-                if let Some(m) = &p.get_ref().mirror {
-                    if !(m.starts_with("http://") || m.starts_with("https://") || m.starts_with("file:/")) {
+                if let Some(m) = &p.get_ref().mirror
+                    && !(m.starts_with("http://") || m.starts_with("https://") || m.starts_with("file:/")) {
                         err(p.span(), format!("mirror `{m}` is not an http(s) or file: URL"), None);
                     }
-                }
                 (list, p.get_ref().mirror.clone())
             }
             None if needs_nas => (crate::packages::NAS_DEFAULT.iter().map(|s| s.to_string()).collect(), None),
@@ -484,22 +483,20 @@ impl Recipe {
 fn toml_error(file: &Path, text: &str, e: &toml::de::Error) -> Located {
     let message = e.message().trim().to_string();
     let mut located = Located::new(file, text, e.span(), message.clone());
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        if let Some((word, choices)) = rest.split_once('`') {
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((word, choices)) = rest.split_once('`') {
             let valid: Vec<&str> = choices.split('`').skip(1).step_by(2).collect();
             if let Some(s) = did_you_mean(word, valid.iter().copied()) {
                 located = located.with_help(format!("did you mean `{s}`?"));
             }
         }
-    }
-    if let Some(rest) = message.strip_prefix("unknown variant `") {
-        if let Some((word, choices)) = rest.split_once('`') {
+    if let Some(rest) = message.strip_prefix("unknown variant `")
+        && let Some((word, choices)) = rest.split_once('`') {
             let valid: Vec<&str> = choices.split('`').skip(1).step_by(2).collect();
             if let Some(s) = did_you_mean(word, valid.iter().copied()) {
                 located = located.with_help(format!("did you mean `{s}`?"));
             }
         }
-    }
     located
 }
 

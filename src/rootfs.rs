@@ -144,6 +144,27 @@ pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<
             details: vec![],
         });
     }
+    if recipe.storage.as_ref().is_some_and(|s| s.mode == nasforge_setup::spec::Mode::Wizard) {
+        use nasforge_setup::image_files::{ENABLE_WIZARD, FILES};
+        let dirs: Vec<&str> = FILES.iter().filter_map(|f| f.path.rsplit_once('/').map(|(d, _)| d)).chain([ENABLE_WIZARD.0.rsplit_once('/').unwrap().0]).collect();
+        ops.extend(root.missing_dirs(&dirs)?);
+        for f in FILES {
+            if root.owner(f.path)?.is_some() {
+                ops.push(Op::Remove { path: f.path.into() });
+            }
+            ops.push(Op::Write { path: f.path.into(), data: f.contents.as_bytes().to_vec(), mode: f.mode, uid: 0, gid: 0 });
+        }
+        if root.readlink(ENABLE_WIZARD.0)?.is_none() {
+            ops.push(Op::Symlink { path: ENABLE_WIZARD.0.into(), target: ENABLE_WIZARD.1.into() });
+        }
+        changes.push(Change {
+            file: format!("root:{}", ENABLE_WIZARD.1),
+            before_sha256: None,
+            after_sha256: None,
+            why: "storage mode \"wizard\": the setup wizard on tty1 and a login hint".into(),
+            details: FILES.iter().map(|f| f.path.to_string()).collect(),
+        });
+    }
     let family = recipe.board.info().family;
     // Armbian's first login forces a new root password and user unless this
     // marker is gone; the recipe's users are the answer to those questions.

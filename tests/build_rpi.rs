@@ -267,7 +267,7 @@ fn long_config_lines_are_warned_about() {
 fn ctrl_c_mid_build_leaves_no_files() {
     let b = setup(RpiFixture { payload: 48 * MIB, ..Default::default() }, &PI5_RECIPE.replace("rpi.img\"", "rpi.img.xz\""));
     run(Command::new("xz").args(["-T2", "-0", "-k"]).arg(b.path("rpi.img")));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nasforge"))
+    let child = Command::new(env!("CARGO_BIN_EXE_nasforge"))
         .args(["build", "pinas.toml"])
         .current_dir(b.dir.path())
         .env("NASFORGE_CACHE", b.cache.path())

@@ -223,3 +223,18 @@ fn system_mistakes_are_located() {
     assert!(r.stderr.contains("r.toml:8:8: system.users[0].name: `Admin` is not a valid user name"), "{}", r.stderr);
     assert!(r.stderr.contains("r.toml:9:17: system.users[0].password_hash: not a crypt(3) hash"), "{}", r.stderr);
 }
+
+#[test]
+fn wizard_mode_installs_the_console_wizard() {
+    let e = env(false);
+    let recipe = std::fs::read_to_string(e.dir.path().join("nas.toml")).unwrap().replace("mode = \"unattended\"", "mode = \"wizard\"");
+    std::fs::write(e.dir.path().join("nas.toml"), recipe).unwrap();
+    let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let img = e.dir.path().join("out/nas.img");
+    let off = root_offset(&img);
+    assert!(debugfs_cat(&img, off, "/etc/systemd/system/nasforge-wizard.service").contains("TTYPath=/dev/tty1"));
+    assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/nasforge-wizard.service").contains("Fast link dest: \"/etc/systemd/system/nasforge-wizard.service\""));
+    assert!(debugfs_cat(&img, off, "/etc/profile.d/nasforge-setup.sh").contains("sudo nasforge-setup"));
+    assert!(debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env").contains("NASFORGE_MODE=wizard"));
+}

@@ -2,7 +2,7 @@
 # finished Debian tree in "$1" for a Raspberry Pi and lays it out as a disk
 # image at $NASFORGE_IMAGE, as Debian's raspi images are: MBR, FAT32
 # RASPIFIRM (mounted at /boot/firmware), ext4 RASPIROOT.
-set -eu
+set -eux
 root="$1"
 img="$NASFORGE_IMAGE"
 
@@ -20,7 +20,13 @@ Name=e*
 [Network]
 DHCP=yes
 NET
-chroot "$root" systemctl enable systemd-networkd.service >/dev/null 2>&1
+chroot "$root" systemctl enable systemd-networkd.service
+
+# The initramfs, once: nasforge diverted update-initramfs while packages
+# installed (src/debian.rs).
+rm -f "$root/usr/sbin/update-initramfs"
+chroot "$root" dpkg-divert --quiet --local --rename --remove /usr/sbin/update-initramfs
+chroot "$root" update-initramfs -c -k all
 
 # raspi-firmware writes cmdline.txt from this; a label survives any disk name.
 if grep -q '^#\?ROOTPART=' "$root/etc/default/raspi-firmware"; then
@@ -30,13 +36,15 @@ else
 fi
 chroot "$root" env DEB_MAINT_PARAMS=configure /etc/kernel/postinst.d/z50-raspi-firmware
 
-# The FAT partition's files live only there, not hidden under the mount.
+# A copy of the tree without the /proc, /sys and /dev mmdebstrap has
+# mounted into it (cp -x stays on one filesystem), and without the FAT
+# partition's files, which live only there, not hidden under its mount.
+stage=$(mktemp -d)
 fw=$(mktemp -d)
-cp -a "$root/boot/firmware/." "$fw/"
-rm -rf "${root:?}/boot/firmware"
-mkdir "$root/boot/firmware"
+cp -ax "$root/." "$stage/"
+mv "$stage/boot/firmware/"* "$fw/"
 
-used=$(du -s -B1M -x "$root" | cut -f1)
+used=$(du -s -B1M "$stage" | cut -f1)
 root_mib=$((used + used / 4 + 512))
 boot_mib=256
 start=8192
@@ -46,5 +54,5 @@ printf 'label: dos\nunit: sectors\n\nstart=%s, size=%s, type=c, bootable\nstart=
 	"$start" $((boot_mib * 2048)) "$root_start" | sfdisk -q "$img"
 mkfs.vfat -F 32 -s 4 -n RASPIFIRM --offset "$start" "$img" $((boot_mib * 1024)) >/dev/null
 MTOOLS_SKIP_CHECK=1 mcopy -s -i "$img@@$((start * 512))" "$fw"/* ::
-rm -rf "$fw"
-mke2fs -q -t ext4 -L RASPIROOT -d "$root" -E offset=$((root_start * 512)) "$img" "${root_mib}M"
+mke2fs -q -t ext4 -L RASPIROOT -d "$stage" -E offset=$((root_start * 512)) "$img" "${root_mib}M"
+rm -rf "$fw" "$stage"

@@ -37,14 +37,12 @@ impl Cmdline {
         if self.words.iter().any(|w| w == word) {
             return false;
         }
-        if let Some((key, _)) = word.split_once('=') {
-            if key != "console" {
-                if let Some(w) = self.words.iter_mut().find(|w| w.split_once('=').is_some_and(|(k, _)| k == key)) {
+        if let Some((key, _)) = word.split_once('=')
+            && key != "console"
+                && let Some(w) = self.words.iter_mut().find(|w| w.split_once('=').is_some_and(|(k, _)| k == key)) {
                     *w = word.to_string();
                     return true;
                 }
-            }
-        }
         self.words.push(word.to_string());
         true
     }

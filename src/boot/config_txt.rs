@@ -236,11 +236,10 @@ impl ConfigTxt {
             }
             return;
         }
-        if let Some(l) = self.lines.last_mut() {
-            if l.eol.is_empty() {
+        if let Some(l) = self.lines.last_mut()
+            && l.eol.is_empty() {
                 l.eol = nl.clone();
             }
-        }
         if self.lines.last().is_some_and(|l| !l.text.trim().is_empty()) {
             self.lines.push(mk(""));
         }

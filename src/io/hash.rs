@@ -69,7 +69,7 @@ pub fn hash_file(file: &File, mut progress: impl FnMut(u64)) -> io::Result<Strin
                 }
             }
         }
-        progress(region.len());
+        progress(region.size());
     }
     Ok(hex(&hasher.finalize()))
 }
@@ -168,7 +168,7 @@ fn trail(file: &File, mark: &(Mutex<Mark>, Condvar)) -> io::Result<Hashed> {
             let n = (safe - pos).min(CHUNK as u64).min(next_checkpoint - pos) as usize;
             hash_range(file, &mut hashed.hasher, pos, n, &mut buf)?;
             pos += n as u64;
-            if pos % CHECKPOINT == 0 {
+            if pos.is_multiple_of(CHECKPOINT) {
                 hashed.checkpoints.push((pos, hashed.hasher.clone()));
             }
         }

@@ -68,10 +68,9 @@ pub fn unpack(
         }
     };
     bar.finish_and_clear();
-    if let (Some(want), Some(got)) = (sha256, digest) {
-        if want != got {
+    if let (Some(want), Some(got)) = (sha256, digest)
+        && want != got {
             bail!("sha256 mismatch for base image {}:\n  expected {want} (from the recipe)\n       got {got}", source.display());
         }
-    }
     Ok(format)
 }

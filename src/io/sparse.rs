@@ -141,7 +141,7 @@ pub enum Region {
 }
 
 impl Region {
-    pub fn len(&self) -> u64 {
+    pub fn size(&self) -> u64 {
         match self {
             Region::Data { len, .. } | Region::Hole { len, .. } => *len,
         }

@@ -363,11 +363,10 @@ fn source_digest(spec: &BuildSpec, cache: &Path) -> Result<(String, Option<PathB
                 bail!("kernel source {} does not exist (`[kernel] build` source is relative to the recipe)", path.display());
             }
             let got = sha256_file(path)?;
-            if let Some(want) = sha256 {
-                if *want != got {
+            if let Some(want) = sha256
+                && *want != got {
                     bail!("sha256 mismatch for kernel source {}:\n  expected {want} (from the recipe)\n       got {got}", path.display());
                 }
-            }
             (got, Some(path.clone()))
         }
         KernelSource::Tree(dir) => {

@@ -289,8 +289,8 @@ fn explain(sym: &str, requested: &str, actual: &str, cfg: &Config, k: &Kconfig) 
     if want > actual_tri || want == Tri::Y {
         // Unmet dependencies of the definition that fails the fewest.
         let unmet = k.unmet(sym, want, cfg);
-        if let Some((_, failing)) = unmet.iter().filter(|(_, f)| !f.is_empty()).min_by_key(|(_, f)| f.len()) {
-            if unmet.iter().all(|(_, f)| !f.is_empty()) {
+        if let Some((_, failing)) = unmet.iter().filter(|(_, f)| !f.is_empty()).min_by_key(|(_, f)| f.len())
+            && unmet.iter().all(|(_, f)| !f.is_empty()) {
                 return Why::Depends(
                     failing
                         .iter()
@@ -307,7 +307,6 @@ fn explain(sym: &str, requested: &str, actual: &str, cfg: &Config, k: &Kconfig) 
                         .collect(),
                 );
             }
-        }
         if defs.iter().all(|d| !d.has_prompt) {
             let selected_by = k.selects.get(sym).map(|v| v.iter().map(|s| s.by.clone()).collect()).unwrap_or_default();
             return Why::NoPrompt { selected_by };

@@ -98,11 +98,10 @@ fn copy_tree_ops(src: &Path, dest: &str, ops: &mut Vec<Op>) -> Result<usize> {
 
 /// `/lib/modules`, or `/usr/lib/modules` when /lib is merged-/usr's link.
 fn modules_base(root: &Ext4) -> Result<String> {
-    if let Some(target) = root.readlink("/lib")? {
-        if target.trim_start_matches('/') == "usr/lib" {
+    if let Some(target) = root.readlink("/lib")?
+        && target.trim_start_matches('/') == "usr/lib" {
             return Ok("/usr/lib/modules".into());
         }
-    }
     if root.list("/lib/modules")?.is_some() {
         return Ok("/lib/modules".into());
     }
@@ -221,18 +220,16 @@ fn raspberry_pi(image: &Image, board: Model, built: &Built) -> Result<Installed>
     for (rel, full) in &files {
         let new = fs::read(full)?;
         need += new.len() as u64;
-        if let Some(old) = if rel.starts_with("overlays/") && !has_dir("overlays") { None } else { fat.read(rel)? } {
-            if old != new {
+        if let Some(old) = if rel.starts_with("overlays/") && !has_dir("overlays") { None } else { fat.read(rel)? }
+            && old != new {
                 need += old.len() as u64;
                 replaced.push((rel.clone(), old));
             }
-        }
     }
-    if let Some(old) = fat.read(RPI_KERNEL)? {
-        if old != kernel {
+    if let Some(old) = fat.read(RPI_KERNEL)?
+        && old != kernel {
             out.warnings.push(format!("{bootfs}:/{RPI_KERNEL} from an earlier nasforge kernel is replaced"));
         }
-    }
     let free = fat.free_bytes()?;
     if need > free {
         bail!(
@@ -329,13 +326,12 @@ fn armbian(image: &Image, board: Model, built: &Built) -> Result<Installed> {
 
     let env = root.read("/boot/armbianEnv.txt")?.map(|b| crate::boot::armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&b)));
     let fdtfile = env.as_ref().and_then(|e| e.get("fdtfile").map(String::from));
-    if let Some(f) = &fdtfile {
-        if !built.dtbs().join(f).is_file() {
+    if let Some(f) = &fdtfile
+        && !built.dtbs().join(f).is_file() {
             bail!(
                 "armbianEnv.txt loads the device tree {f}, and the built kernel has no {f}: the source tree does not support this board, or the defconfig leaves its SoC out"
             );
         }
-    }
     let vmlinuz = format!("/boot/vmlinuz-{release}");
     let dtb_dir = format!("/boot/dtb-{release}");
     for p in [&vmlinuz, &dtb_dir] {
@@ -367,8 +363,8 @@ fn armbian(image: &Image, board: Model, built: &Built) -> Result<Installed> {
     // Overlays armbianEnv.txt may name come from Armbian's own patches,
     // which a mainline build lacks: carry the stock ones over.
     let mut carried = 0;
-    if let Some(f) = &fdtfile {
-        if let Some((vendor, _)) = f.split_once('/') {
+    if let Some(f) = &fdtfile
+        && let Some((vendor, _)) = f.split_once('/') {
             let stock = format!("/boot/dtb/{vendor}/overlay");
             let new_dir = built.dtbs().join(vendor).join("overlay");
             if let Some(entries) = root.list(&stock)? {
@@ -394,7 +390,6 @@ fn armbian(image: &Image, board: Model, built: &Built) -> Result<Installed> {
                 }
             }
         }
-    }
     out.changes.push(Change {
         file: format!("{part}:{dtb_dir}"),
         before_sha256: None,

@@ -48,11 +48,10 @@ impl Config {
                 if let Some(sym) = rest.strip_suffix(" is not set") {
                     values.insert(sym.to_string(), "n".to_string());
                 }
-            } else if let Some(rest) = l.strip_prefix("CONFIG_") {
-                if let Some((k, v)) = rest.split_once('=') {
+            } else if let Some(rest) = l.strip_prefix("CONFIG_")
+                && let Some((k, v)) = rest.split_once('=') {
                     values.insert(k.to_string(), v.to_string());
                 }
-            }
         }
         Config { values }
     }

@@ -150,17 +150,15 @@ pub fn booted(image: &Image, board: Model, versions: &[String]) -> Result<Booted
             // Armbian links /boot/Image; Debian links /boot/vmlinuz and /vmlinuz.
             let candidates = ["/boot/Image", "/boot/vmlinuz", "/vmlinuz"];
             for c in candidates {
-                if let Some(target) = root.readlink(c)? {
-                    if let Some(v) = from_name(&target) {
+                if let Some(target) = root.readlink(c)?
+                    && let Some(v) = from_name(&target) {
                         return Ok(Booted { board, file: Some(c.to_string()), version: Some(v), reason: format!("{c} links to {target}") });
                     }
-                }
                 let tmp = tempfile::NamedTempFile::new()?;
-                if root.dump(c, tmp.path())? {
-                    if let Some(v) = version_in(std::fs::File::open(tmp.path())?)? {
+                if root.dump(c, tmp.path())?
+                    && let Some(v) = version_in(std::fs::File::open(tmp.path())?)? {
                         return Ok(Booted { board, file: Some(c.to_string()), version: Some(v), reason: format!("{c}'s header names its version") });
                     }
-                }
             }
             if versions.len() == 1 {
                 return Ok(Booted { board, file: None, version: Some(versions[0].clone()), reason: "the only kernel in /lib/modules".into() });

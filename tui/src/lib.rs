@@ -5,13 +5,15 @@
 //!
 //! The pure core ([`spec`], [`matching`], [`planner`], [`steps`]) turns a
 //! spec and a list of disks into data; the edges ([`disks`], [`runner`],
-//! [`journal`], [`status`]) read and change the machine.
+//! [`journal`], [`status`]) read and change the machine. The [`wizard`]
+//! builds the same spec on screen and hands it to the same core.
 
 pub mod atomic_file;
 pub mod controllers;
 pub mod disks;
 pub mod executor;
 pub mod fstab;
+pub mod image_files;
 pub mod journal;
 pub mod managed;
 pub mod matching;
@@ -24,7 +26,9 @@ pub mod samba;
 pub mod setup;
 pub mod signature;
 pub mod size;
+pub mod smbpasswd;
 pub mod spec;
 pub mod status;
 pub mod steps;
 pub mod udev;
+pub mod wizard;

@@ -8,15 +8,19 @@ use nasforge_setup::runner::{RecordingRunner, Runner, SystemRunner};
 use nasforge_setup::setup::{self, COMPLETE_MARKER, Outcome, SetupError};
 use nasforge_setup::spec::DeviceRecipe;
 use nasforge_setup::status::{self, Setup};
+use nasforge_setup::wizard::{self, Exit};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// First-boot storage setup for a nasforge NAS image.
 ///
-/// Builds RAID arrays, filesystems, mounts and Samba/NFS shares from the
-/// [storage] and [[shares]] sections of the recipe the image was built
-/// from. Disks that hold data are never touched unless the recipe says
-/// `wipe = true` for their array.
+/// Without a command it runs the setup wizard: choose disks, a RAID level
+/// and shares on screen, review every command, then watch setup run.
+/// With --unattended it builds RAID arrays, filesystems, mounts and
+/// Samba/NFS shares from the [storage] and [[shares]] sections of the
+/// recipe the image was built from. Disks that hold data are never touched
+/// unless the recipe says `wipe = true` for their array, or their name was
+/// typed in the wizard.
 #[derive(Parser)]
 #[command(
     name = "nasforge-setup",
@@ -28,6 +32,11 @@ struct Cli {
     /// runs). Resumes an interrupted setup; does nothing once complete.
     #[arg(long)]
     unattended: bool,
+
+    /// Wizard: show the plan and every command on the review screen, then
+    /// print them and the chosen recipe instead of running anything.
+    #[arg(long, conflicts_with = "unattended")]
+    dry_run: bool,
 
     /// Root of the system to inspect: sysfs, udev's database, /proc, /dev
     /// and /etc are read beneath it. For tests and rehearsals on fake
@@ -74,15 +83,7 @@ fn main() -> ExitCode {
         (Some(Command::Plan { dry_run }), _) => plan(&host, &recipe, *dry_run),
         (Some(Command::Status { json }), _) => show_status(&host, *json),
         (None, true) => unattended(&host, &recipe),
-        (None, false) => {
-            eprintln!(
-                "nasforge-setup: the interactive wizard is not built yet.\n\
-                 Use `nasforge-setup plan` to see what the recipe would do,\n\
-                 `nasforge-setup --unattended` to set up from the recipe, or\n\
-                 `nasforge-setup --help` for everything else."
-            );
-            return ExitCode::from(2);
-        }
+        (None, false) => wizard(&host, cli.dry_run),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -91,6 +92,30 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn wizard(host: &Host, dry_run: bool) -> anyhow::Result<()> {
+    let handoff = match wizard::run(host, dry_run)? {
+        Exit::Quit => return Ok(()),
+        Exit::DryRun(handoff) => handoff,
+    };
+    println!("Dry run: nothing was changed. The plan:\n");
+    print!("{}", handoff.plan.describe());
+    let users = handoff.samba_users();
+    if !users.is_empty() {
+        println!(
+            "Samba passwords for {} would be staged as NT hashes in {}.",
+            users.join(", "),
+            nasforge_setup::samba::STAGED_PASSWORDS
+        );
+    }
+    println!("\nSteps (nothing is run):");
+    print!("{}", executor::dry_run(&handoff.steps));
+    println!(
+        "\nThe choices as a recipe (for `nasforge-setup --unattended --recipe FILE`, or the image's recipe):\n"
+    );
+    print!("{}", toml::to_string(&handoff.recipe)?);
+    Ok(())
 }
 
 fn plan(host: &Host, recipe_file: &Path, dry_run: bool) -> anyhow::Result<()> {

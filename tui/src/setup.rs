@@ -51,8 +51,11 @@ pub fn journal_path(host: &Host) -> PathBuf {
     host.path(journal::PATH)
 }
 
+/// Every command setup runs, with its output.
+pub const LOG: &str = "/var/log/nasforge-setup.log";
+
 pub fn log_path(host: &Host) -> PathBuf {
-    host.path("/var/log/nasforge-setup.log")
+    host.path(LOG)
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -158,8 +158,8 @@ impl fmt::Display for Transport {
 
 /// Which disks an array takes, in the style of curtin/subiquity match rules:
 /// every rule that is set must hold. `model`, `serial`, `wwn` and
-/// `controller` are shell-style globs (`*`, `?`, `[...]`), compared without
-/// regard to case.
+/// `controller` are shell-style globs (`*`, `?`, `[...]`, `{a,b}`), compared
+/// without regard to case.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiskMatch {

@@ -61,6 +61,8 @@ pub struct ArrayStatus {
     pub degraded: bool,
     /// resync / recovery / check / reshape in progress, with percent done.
     pub sync: Option<(String, f32)>,
+    /// md's estimate of the minutes that operation still needs (`finish=`).
+    pub finish_minutes: Option<f32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -113,6 +115,7 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
                 working: 0,
                 degraded: false,
                 sync: None,
+                finish_minutes: None,
             });
             continue;
         }
@@ -142,6 +145,10 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
                     .and_then(|p| p.trim().parse::<f32>().ok())
             {
                 array.sync = Some((kind.to_string(), pct));
+                array.finish_minutes = rest
+                    .split_once("finish=")
+                    .and_then(|(_, f)| f.split("min").next())
+                    .and_then(|m| m.trim().parse().ok());
             }
         }
     }
@@ -191,6 +198,20 @@ fn statvfs(path: &Path) -> Option<(Size, Size)> {
     Some((Size(size), Size(used)))
 }
 
+/// The md arrays in /proc/mdstat, with their names from /dev/md.
+pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
+    let mut arrays =
+        parse_mdstat(&std::fs::read_to_string(host.path("/proc/mdstat")).unwrap_or_default());
+    let names = md_names(host);
+    for a in &mut arrays {
+        a.name = names
+            .iter()
+            .find(|(dev, _)| *dev == a.device)
+            .map(|(_, n)| n.clone());
+    }
+    arrays
+}
+
 /// Collects the status from the journal (what was planned) and the system.
 pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) -> Status {
     let setup = match journal {
@@ -213,15 +234,7 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
             },
         },
     };
-    let mut arrays =
-        parse_mdstat(&std::fs::read_to_string(host.path("/proc/mdstat")).unwrap_or_default());
-    let names = md_names(host);
-    for a in &mut arrays {
-        a.name = names
-            .iter()
-            .find(|(dev, _)| *dev == a.device)
-            .map(|(_, n)| n.clone());
-    }
+    let arrays = read_arrays(host);
     let mountinfo = std::fs::read_to_string(host.path("/proc/self/mountinfo")).unwrap_or_default();
     let mut filesystems = Vec::new();
     let mut shares = Vec::new();
@@ -327,6 +340,9 @@ impl Status {
             out += &format!("  {name}: {level}, {state}");
             if let Some((kind, pct)) = &a.sync {
                 out += &format!(", {kind} {pct:.1}%");
+                if let Some(minutes) = a.finish_minutes {
+                    out += &format!(", about {} left", minutes_text(minutes));
+                }
             }
             out += "\n";
         }
@@ -382,6 +398,16 @@ impl Status {
     }
 }
 
+/// "1 min", "2 h 05 min": how long md expects a resync to take.
+pub fn minutes_text(minutes: f32) -> String {
+    let whole = minutes.ceil().max(1.0) as u64;
+    if whole < 60 {
+        format!("{whole} min")
+    } else {
+        format!("{} h {:02} min", whole / 60, whole % 60)
+    }
+}
+
 /// "2026-11-29 22:30 UTC", without a date library.
 pub fn utc(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -422,6 +448,35 @@ md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 lev
             ("md127", 3, 2, true)
         );
         assert_eq!(r5.sync, Some(("recovery".to_string(), 8.5)));
+        assert_eq!(r5.finish_minutes, Some(0.5));
+        assert_eq!(arrays[0].finish_minutes, None);
+    }
+
+    #[test]
+    fn the_status_says_how_long_a_resync_has_left() {
+        let status = Status {
+            setup: Setup::NotStarted,
+            arrays: parse_mdstat(
+                "md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/3] [UUU]\n      [=>...................]  resync =  8.5% (89088/1046528) finish=75.2min speed=29696K/sec\n",
+            ),
+            filesystems: vec![],
+            shares: vec![],
+            disks: vec![],
+        };
+        assert!(
+            status
+                .render()
+                .contains("md127: raid5, healthy, resync 8.5%, about 1 h 16 min left"),
+            "{}",
+            status.render()
+        );
+    }
+
+    #[test]
+    fn writes_md_estimates_in_minutes_and_hours() {
+        assert_eq!(minutes_text(0.5), "1 min");
+        assert_eq!(minutes_text(59.2), "1 h 00 min");
+        assert_eq!(minutes_text(412.0), "6 h 52 min");
     }
 
     #[test]

@@ -48,12 +48,14 @@ fn pi5_with_recipe(recipe: &str) -> common::Board {
 }
 
 #[test]
-fn without_arguments_it_points_at_what_exists() {
-    let out = nasforge_setup(&[]);
-    assert_eq!(out.status.code(), Some(2));
+fn without_a_terminal_the_wizard_points_at_what_works_without_one() {
+    let board = common::writable_copy("pi5-jmb585");
+    let root = board.host.root.to_str().unwrap().to_string();
+    let out = nasforge_setup(&["--root", &root, "--dry-run"]);
+    assert!(!out.status.success());
     let err = text(&out.stderr);
     assert!(
-        err.contains("wizard is not built yet")
+        err.contains("the wizard needs a terminal")
             && err.contains("--unattended")
             && err.contains("nasforge-setup plan"),
         "{err}"
@@ -64,7 +66,15 @@ fn without_arguments_it_points_at_what_exists() {
 fn help_describes_the_commands() {
     let out = nasforge_setup(&["--help"]);
     let help = text(&out.stdout);
-    for word in ["--unattended", "plan", "status", "--root", "--recipe"] {
+    for word in [
+        "--unattended",
+        "--dry-run",
+        "wizard",
+        "plan",
+        "status",
+        "--root",
+        "--recipe",
+    ] {
         assert!(help.contains(word), "{word} missing from:\n{help}");
     }
     let plan_help = text(&nasforge_setup(&["plan", "--help"]).stdout);

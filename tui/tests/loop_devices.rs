@@ -332,7 +332,9 @@ fn unattended_setup_refuses_a_disk_with_data_and_leaves_it_byte_identical() {
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("setup complete"));
     assert_eq!(disk.sha256(), before, "the disk is byte-identical");
-    let status = std::fs::read_to_string(root.join("boot").join("nasforge-status.txt")).unwrap();
+    // The fixture is a Raspberry Pi OS system: the boot partition is /boot/firmware.
+    let status =
+        std::fs::read_to_string(root.join("boot/firmware").join("nasforge-status.txt")).unwrap();
     assert!(
         status.contains("Setup: NOT POSSIBLE, nothing was changed")
             && status.contains("sdb: holds an ext4"),

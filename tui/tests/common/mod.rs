@@ -33,8 +33,14 @@ impl Board {
 
 /// The fixture tree read in place, device nodes in a temporary directory.
 pub fn board(name: &str) -> Board {
+    board_with_nodes(name, "dev.txt")
+}
+
+/// As [`board`], with the device nodes from another manifest in the
+/// fixture (`dev-with-data.txt`: the same disks holding other things).
+pub fn board_with_nodes(name: &str, manifest: &str) -> Board {
     let scratch = tempfile::tempdir().unwrap();
-    make_nodes(&data(name), scratch.path());
+    make_nodes(&data(name), manifest, scratch.path());
     Board {
         host: Host::new(data(name)).with_dev(scratch.path()),
         _scratch: scratch,
@@ -45,6 +51,10 @@ pub fn board(name: &str) -> Board {
 /// the binary's `--root` expects (and for tests that add files such as a
 /// journal or a staged password file).
 pub fn writable_copy(name: &str) -> Board {
+    writable_copy_with_nodes(name, "dev.txt")
+}
+
+pub fn writable_copy_with_nodes(name: &str, manifest: &str) -> Board {
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path().join("root");
     let status = std::process::Command::new("cp")
@@ -54,16 +64,16 @@ pub fn writable_copy(name: &str) -> Board {
         .status()
         .unwrap();
     assert!(status.success());
-    make_nodes(&root, &root.join("dev"));
+    make_nodes(&root, manifest, &root.join("dev"));
     Board {
         host: Host::new(&root),
         _scratch: scratch,
     }
 }
 
-fn make_nodes(root: &Path, dev: &Path) {
+fn make_nodes(root: &Path, manifest: &str, dev: &Path) {
     fs::create_dir_all(dev).unwrap();
-    let manifest = fs::read_to_string(root.join("dev.txt")).unwrap();
+    let manifest = fs::read_to_string(root.join(manifest)).unwrap();
     for line in manifest
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

@@ -13,6 +13,10 @@ truncate -s 64M "$tmp/ext4.img"
 mkfs.ext4 -q -F -L backup -U 3f0f7d0e-5b1c-4e52-9a57-2c1de6a1b0c1 -E lazy_itable_init=1 "$tmp/ext4.img"
 head -c 2048 "$tmp/ext4.img" > ext4-backup.bin
 
+truncate -s 64M "$tmp/photos.img"
+mkfs.ext4 -q -F -L photos -U 7c9e6679-7425-40de-944b-e07fc1f90ae7 -E lazy_itable_init=1 "$tmp/photos.img"
+head -c 2048 "$tmp/photos.img" > ext4-photos.bin
+
 truncate -s 512M "$tmp/fat.img"
 mkfs.vfat -F 32 -n bootfs -i 6b0f1a2c "$tmp/fat.img" >/dev/null
 head -c 512 "$tmp/fat.img" > fat32-bootfs.bin

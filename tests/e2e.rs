@@ -1,0 +1,373 @@
+//! End to end on an emulated board: build a NAS image from Debian's
+//! packages, boot it with `nasforge emulate` on qemu's virt machine with an
+//! AHCI controller and four SATA disks, and check the NAS from the host the
+//! way a user would: smbclient, an NFS client, SSH. Then a power cut during
+//! setup, a reboot, and a boot with a member disk missing.
+//!
+//! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PASSWORD: &str = "e2e-password-not-in-image";
+const GIB: u64 = 1 << 30;
+
+struct Phases {
+    start: Instant,
+    last: Instant,
+    done: Vec<(String, Duration)>,
+}
+
+impl Phases {
+    fn new() -> Self {
+        Phases { start: Instant::now(), last: Instant::now(), done: vec![] }
+    }
+    fn lap(&mut self, name: &str) {
+        let now = Instant::now();
+        eprintln!("e2e: {name}: {:.0}s", (now - self.last).as_secs_f64());
+        self.done.push((name.to_string(), now - self.last));
+        self.last = now;
+    }
+}
+
+impl Drop for Phases {
+    fn drop(&mut self) {
+        eprintln!("\ne2e timing summary:");
+        for (name, d) in &self.done {
+            eprintln!("  {:>6.0}s  {name}", d.as_secs_f64());
+        }
+        eprintln!("  {:>6.0}s  total", self.start.elapsed().as_secs_f64());
+    }
+}
+
+/// A running `nasforge emulate`, killed (qemu included) when dropped.
+struct Board {
+    child: Child,
+    log: PathBuf,
+    ssh: u16,
+    smb: u16,
+    nfs: u16,
+}
+
+impl Board {
+    fn boot(dir: &Path, image: &Path, disks: &[PathBuf], log_name: &str) -> Board {
+        let log = dir.join(log_name);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nasforge"));
+        cmd.arg("emulate").arg(image).arg("--headless").arg("--exit-on-reboot").arg("--serial-log").arg(&log);
+        cmd.arg("--workdir").arg(dir.join("emulate"));
+        for d in disks {
+            cmd.arg("--disk").arg(d);
+        }
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = cmd.spawn().unwrap();
+        let mut out = String::new();
+        let stdout = child.stdout.take().unwrap();
+        let mut reader = std::io::BufReader::new(stdout);
+        loop {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut reader, &mut line).unwrap() == 0 {
+                panic!("nasforge emulate ended before printing its ports:\n{out}");
+            }
+            out.push_str(&line);
+            if line.trim_start().starts_with("nfs:") {
+                break;
+            }
+        }
+        eprintln!("{out}");
+        // "ssh -p PORT", "smbclient ... -p PORT", "nfs://127.0.0.1:PORT/".
+        let number_after = |marker: &str| -> u16 {
+            let line = out.lines().find(|l| l.contains(marker)).unwrap_or_else(|| panic!("no `{marker}` in:\n{out}"));
+            let rest = line.split(marker).nth(1).unwrap();
+            rest.split(|c: char| !c.is_ascii_digit()).find(|s| !s.is_empty()).unwrap().parse().unwrap()
+        };
+        let (ssh, smb, nfs) = (number_after("ssh -p "), number_after("/<share> -p "), number_after("nfs://127.0.0.1:"));
+        Board { child, log, ssh, smb, nfs }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits for `marker` on the serial console.
+    fn wait_for(&mut self, marker: &str, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            if self.log().contains(marker) {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("the board stopped ({status}) before `{marker}`:\n{}", tail(&self.log(), 80));
+            }
+            assert!(start.elapsed() < limit, "no `{marker}` on the console within {limit:?}:\n{}", tail(&self.log(), 80));
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+
+    fn ssh_args(&self, key: &Path) -> Vec<String> {
+        vec![
+            "-i".into(),
+            key.display().to_string(),
+            "-p".into(),
+            self.ssh.to_string(),
+            "-o".into(),
+            "StrictHostKeyChecking=no".into(),
+            "-o".into(),
+            "UserKnownHostsFile=/dev/null".into(),
+            "-o".into(),
+            "LogLevel=ERROR".into(),
+            "-o".into(),
+            "ConnectTimeout=10".into(),
+            "-o".into(),
+            "BatchMode=yes".into(),
+            "admin@127.0.0.1".into(),
+        ]
+    }
+
+    /// Runs a command on the board as admin (with sudo when asked).
+    fn ssh(&self, key: &Path, command: &str) -> (bool, String) {
+        let mut c = Command::new("ssh");
+        c.args(self.ssh_args(key)).arg(command).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(format!("{PASSWORD}\n").as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+
+    fn wait_for_ssh(&mut self, key: &Path, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            if self.ssh(key, "true").0 {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("the board stopped ({status}) before SSH answered:\n{}", tail(&self.log(), 80));
+            }
+            assert!(start.elapsed() < limit, "SSH did not answer within {limit:?}:\n{}", tail(&self.log(), 80));
+            std::thread::sleep(Duration::from_secs(3));
+        }
+    }
+
+    /// Shuts the board down cleanly and waits for qemu to exit.
+    fn poweroff(mut self, key: &Path) {
+        let _ = self.ssh(key, "sudo -S systemctl poweroff");
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < Duration::from_secs(180), "the board did not power off:\n{}", tail(&self.log(), 40));
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+
+    fn power_cut(mut self) {
+        unsafe { libc::killpg(self.child.id() as i32, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Board {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            unsafe { libc::killpg(self.child.id() as i32, libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn smb_roundtrip(board: &Board, dir: &Path, payload: &Path, name: &str) -> String {
+    let back = dir.join(format!("{name}.back"));
+    let _ = std::fs::remove_file(&back);
+    let out = Command::new("smbclient")
+        .arg("//127.0.0.1/data")
+        .args(["-p", &board.smb.to_string(), "-U", &format!("admin%{PASSWORD}"), "-c"])
+        .arg(format!("put {} {name}; get {name} {}", payload.display(), back.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "smbclient failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    sha256_file(&back)
+}
+
+fn smb_get(board: &Board, dir: &Path, name: &str) -> String {
+    let back = dir.join(format!("{name}.get"));
+    let _ = std::fs::remove_file(&back);
+    let out = Command::new("smbclient")
+        .arg("//127.0.0.1/data")
+        .args(["-p", &board.smb.to_string(), "-U", &format!("admin%{PASSWORD}"), "-c"])
+        .arg(format!("get {name} {}", back.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "smbclient get failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    sha256_file(&back)
+}
+
+#[test]
+fn a_nas_from_build_to_a_real_client_on_an_emulated_board() {
+    if !slow_tests_enabled("a_nas_from_build_to_a_real_client_on_an_emulated_board") {
+        return;
+    }
+    let mut t = Phases::new();
+    let cache = persistent_cache(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let dir = tempfile::Builder::new().prefix("nasforge-e2e-").tempdir().unwrap();
+    let d = dir.path();
+    let key = d.join("id_ed25519");
+    run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&key));
+    let pubkey = std::fs::read_to_string(d.join("id_ed25519.pub")).unwrap();
+
+    write_recipe(
+        d,
+        "nas.toml",
+        &format!(
+            r#"name = "nas"
+[base]
+debian = {{ suite = "bookworm", arch = "arm64" }}
+[board]
+model = "pi4"
+[kernel]
+require = ["sata", "md"]
+[system]
+hostname = "e2enas"
+[[system.users]]
+name = "admin"
+password = "{PASSWORD}"
+ssh_authorized_keys = ["{}"]
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid5"
+# The three 2 GiB disks; the 1 GiB one holds someone's data and is not named.
+disks = {{ transport = "sata", min_size = "1.5GiB", count = 3 }}
+filesystem = "ext4"
+mount = "/srv/data"
+[[shares]]
+name = "data"
+path = "/srv/data"
+smb = {{ users = ["admin"] }}
+nfs = {{ clients = "10.0.2.0/24" }}
+[output]
+path = "out/nas.img"
+"#,
+            pubkey.trim()
+        ),
+    );
+    let r = nasforge(&["build", "nas.toml", "--timings"], d, &cache);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    t.lap("build the image (Debian base cached after the first run)");
+    let image = d.join("out/nas.img");
+    let raw = std::fs::read(&image).map(|b| b.windows(PASSWORD.len()).any(|w| w == PASSWORD.as_bytes())).unwrap();
+    assert!(!raw, "the password is in the image");
+
+    let mut disks: Vec<PathBuf> = Vec::new();
+    for i in 0..3 {
+        let p = d.join(format!("member{i}.img"));
+        std::fs::File::create(&p).unwrap().set_len(2 * GIB).unwrap();
+        disks.push(p);
+    }
+    let old = d.join("olddata.img");
+    std::fs::File::create(&old).unwrap().set_len(GIB).unwrap();
+    run(Command::new("mkfs.ext4").args(["-q", "-L", "olddata"]).arg(&old));
+    std::fs::write(d.join("precious.txt"), "family photos, do not lose\n").unwrap();
+    run(Command::new("debugfs").arg("-w").arg("-R").arg(format!("write {} precious.txt", d.join("precious.txt").display())).arg(&old));
+    let old_sha = sha256_file(&old);
+    let mut all = disks.clone();
+    all.push(old.clone());
+
+    // First boot, cut after the array exists and before the shares.
+    let mut board = Board::boot(d, &image, &all, "boot1.log");
+    board.wait_for("Rebuild the initramfs", Duration::from_secs(1800));
+    t.lap("first boot: offline packages, partitions, mdadm --create, mkfs");
+    let log1 = board.log();
+    assert!(log1.contains("Create raid5 array 'data'"), "{}", tail(&log1, 60));
+    board.power_cut();
+    t.lap("power cut");
+
+    // The next boot resumes from the journal and finishes.
+    let mut board = Board::boot(d, &image, &all, "boot2.log");
+    board.wait_for("nasforge-setup: setup complete", Duration::from_secs(1800));
+    let log2 = board.log();
+    assert!(log2.contains("already done"), "setup resumed rather than starting over:\n{}", tail(&log2, 60));
+    t.lap("second boot: setup resumed and finished");
+    board.wait_for_ssh(&key, Duration::from_secs(300));
+
+    // From the host, as a user would.
+    let payload = d.join("payload.bin");
+    {
+        let mut data = vec![0u8; 64 << 20];
+        let mut x = 0x2545F4914F6CDD1Du64;
+        for c in data.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            c.copy_from_slice(&x.to_le_bytes());
+        }
+        std::fs::write(&payload, data).unwrap();
+    }
+    let want = sha256_file(&payload);
+    assert_eq!(smb_roundtrip(&board, d, &payload, "payload.bin"), want, "SMB put/get round trip");
+    t.lap("smbclient: 64 MiB put and get");
+    let nfs = Command::new("nfs-ls").arg(format!("nfs://127.0.0.1:{}/srv/data?version=4", board.nfs)).output().unwrap();
+    let listing = format!("{}{}", String::from_utf8_lossy(&nfs.stdout), String::from_utf8_lossy(&nfs.stderr));
+    assert!(nfs.status.success() && listing.contains("payload.bin"), "NFS listing:\n{listing}");
+    let cat = Command::new("nfs-cat").arg(format!("nfs://127.0.0.1:{}/srv/data/payload.bin?version=4", board.nfs)).output().unwrap();
+    assert!(cat.status.success(), "nfs-cat: {}", String::from_utf8_lossy(&cat.stderr));
+    assert_eq!(sha256_bytes(&cat.stdout), want, "the file read over NFS");
+    t.lap("NFS: listed and read back");
+
+    let (ok, mdstat) = board.ssh(&key, "cat /proc/mdstat");
+    assert!(ok && mdstat.contains(": active raid5"), "{mdstat}");
+    let (ok, detail) = board.ssh(&key, "sudo -S mdadm --detail /dev/md/data");
+    assert!(ok && (detail.contains("State : clean") || detail.contains("resyncing") || detail.contains("active")), "{detail}");
+    let uuid = detail.lines().find(|l| l.trim_start().starts_with("UUID :")).unwrap().trim().to_string();
+    let (_, fstab) = board.ssh(&key, "cat /etc/fstab");
+    assert!(fstab.lines().any(|l| l.starts_with("UUID=") && l.contains("/srv/data") && l.contains("nofail")), "{fstab}");
+    let (ok, status) = board.ssh(&key, "sudo -S nasforge-setup status --json");
+    assert!(ok, "{status}");
+    let json: serde_json::Value = serde_json::from_str(status.trim_start_matches(|c| c != '{')).unwrap();
+    assert!(json.to_string().contains("\"data\""), "{json}");
+    t.lap("ssh: mdstat, mdadm --detail, fstab, status");
+    board.poweroff(&key);
+    assert_eq!(sha256_file(&old), old_sha, "the disk holding data was left byte-identical");
+    t.lap("power off; the other disk untouched");
+
+    // Reboot: the array assembles from mdadm.conf under its name.
+    let mut board = Board::boot(d, &image, &all, "boot3.log");
+    board.wait_for_ssh(&key, Duration::from_secs(600));
+    let (ok, after) = board.ssh(&key, "sudo -S mdadm --detail /dev/md/data");
+    assert!(ok, "/dev/md/data after a reboot: {after}");
+    assert!(after.contains(&uuid), "the same array came back ({uuid}):\n{after}");
+    let (_, inactive) = board.ssh(&key, "cat /proc/mdstat");
+    assert!(!inactive.contains("inactive"), "{inactive}");
+    let (ok, _) = board.ssh(&key, "mountpoint -q /srv/data");
+    assert!(ok, "/srv/data is mounted after a reboot");
+    assert_eq!(smb_get(&board, d, "payload.bin"), want, "the share serves the file after a reboot");
+    board.poweroff(&key);
+    t.lap("reboot: same array, mounted, file served");
+
+    // A member disk gone: the array runs degraded and the file is intact.
+    let degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone(), old.clone()];
+    let mut board = Board::boot(d, &image, &degraded, "boot4.log");
+    board.wait_for_ssh(&key, Duration::from_secs(600));
+    let start = Instant::now();
+    loop {
+        let (_, md) = board.ssh(&key, "cat /proc/mdstat; mountpoint /srv/data");
+        if md.contains("[3/2]") && md.contains("is a mountpoint") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(300), "the array did not come up degraded and mounted:\n{md}");
+        std::thread::sleep(Duration::from_secs(5));
+    }
+    assert_eq!(smb_get(&board, d, "payload.bin"), want, "the file on a degraded array");
+    let (_, status) = board.ssh(&key, "sudo -S nasforge-setup status");
+    assert!(status.to_lowercase().contains("degraded"), "{status}");
+    board.poweroff(&key);
+    t.lap("one disk missing: degraded, file intact, status says so");
+}

@@ -1,0 +1,334 @@
+//! What the welcome screen says about the machine: the board, the kernel,
+//! the SATA controllers (or why there is none), and the address shares
+//! will be reached at. Read under the host's root like discovery.
+
+use crate::controllers;
+use crate::disks::{Host, Inventory};
+use std::fs;
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Hardware {
+    pub board: Option<String>,
+    pub kernel: Option<String>,
+    pub controllers: Vec<SataController>,
+    /// Why disks behind a SATA card cannot be seen; empty when all is well.
+    pub problems: Vec<String>,
+    /// The first IPv4 address that is not loopback.
+    pub address: Option<Ipv4Addr>,
+    /// The network that address is on, as NFS client rules write it
+    /// ("192.168.1.0/24").
+    pub network: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SataController {
+    pub pci: String,
+    pub name: String,
+    pub driver: Option<String>,
+    /// "PCIe 8.0 GT/s x1"
+    pub link: Option<String>,
+    pub disks: usize,
+}
+
+pub fn collect(host: &Host, inventory: &Inventory) -> Hardware {
+    let board = board_model(host);
+    let controllers = sata_controllers(host, inventory);
+    let problems = problems(host, board.as_deref(), &controllers);
+    let fib = fs::read_to_string(host.path("/proc/net/fib_trie")).unwrap_or_default();
+    let (address, network) = address(&fib);
+    Hardware {
+        kernel: read_text(&host.path("/proc/sys/kernel/osrelease")),
+        board,
+        controllers,
+        problems,
+        address,
+        network,
+    }
+}
+
+fn read_text(path: &Path) -> Option<String> {
+    fs::read(path)
+        .ok()
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                .to_string()
+        })
+        .filter(|s| !s.is_empty())
+}
+
+/// The device tree's model on ARM boards, DMI's product name elsewhere.
+fn board_model(host: &Host) -> Option<String> {
+    [
+        "/proc/device-tree/model",
+        "/sys/firmware/devicetree/base/model",
+        "/sys/class/dmi/id/product_name",
+    ]
+    .iter()
+    .find_map(|p| read_text(&host.path(p)))
+}
+
+fn sata_controllers(host: &Host, inventory: &Inventory) -> Vec<SataController> {
+    let Ok(entries) = fs::read_dir(host.path("/sys/bus/pci/devices")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<SataController> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let dir = entry.path();
+            let hex = |file: &str| {
+                read_text(&dir.join(file))
+                    .and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+            };
+            // PCI class 01 06: mass storage, SATA (AHCI is programming interface 01).
+            if hex("class")? >> 8 != 0x0106 {
+                return None;
+            }
+            let (vendor, device) = (hex("vendor")? as u16, hex("device")? as u16);
+            let pci = entry.file_name().to_string_lossy().into_owned();
+            let link = match (
+                read_text(&dir.join("current_link_speed")),
+                read_text(&dir.join("current_link_width")),
+            ) {
+                (Some(speed), Some(width)) => {
+                    Some(format!("PCIe {} x{width}", speed.trim_end_matches(" PCIe")))
+                }
+                _ => None,
+            };
+            Some(SataController {
+                name: controllers::lookup(vendor, device)
+                    .map(|k| k.name.to_string())
+                    .unwrap_or_else(|| format!("PCI {vendor:04x}:{device:04x}")),
+                driver: fs::read_link(dir.join("driver"))
+                    .ok()
+                    .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned())),
+                link,
+                disks: inventory
+                    .disks
+                    .iter()
+                    .filter(|d| d.controller.as_ref().is_some_and(|c| c.pci == pci))
+                    .count(),
+                pci,
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.pci.cmp(&b.pci));
+    found
+}
+
+fn problems(host: &Host, board: Option<&str>, found: &[SataController]) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in found.iter().filter(|c| c.driver.is_none()) {
+        let why = if host.path("/sys/module/ahci").exists() {
+            "the ahci driver is loaded but did not take it (see `dmesg | grep -i ahci`)"
+        } else {
+            "no ahci module is loaded: the kernel needs CONFIG_SATA_AHCI (try `sudo modprobe ahci`)"
+        };
+        out.push(format!(
+            "{} at {} has no driver, so its disks are invisible: {why}",
+            c.name, c.pci
+        ));
+    }
+    if !found.is_empty() {
+        return out;
+    }
+    let pi5 = board.is_some_and(|b| b.contains("Raspberry Pi 5 Model"));
+    let config = crate::setup::boot_dir(host).join("config.txt");
+    if pi5 && !pcie_connector_enabled(&fs::read_to_string(&config).unwrap_or_default()) {
+        out.push(format!(
+            "dtparam=pciex1 is missing from {}, so the Pi 5's PCIe connector is off: add it (and dtparam=pciex1_gen=3 for a JMB585 or ASM1166) and reboot",
+            shown(host, &config)
+        ));
+    } else if let Some(bridge) = silent_pcie_host(host) {
+        out.push(format!(
+            "the PCIe controller {bridge} found no device: the link is down (check the ribbon cable, the HAT's power, and that the card is seated)"
+        ));
+    } else {
+        out.push(
+            "no SATA controller was found on PCIe; disks on USB or NVMe are still listed".into(),
+        );
+    }
+    out
+}
+
+/// A path under the host's root as the board names it.
+fn shown(host: &Host, path: &Path) -> String {
+    let rel = path.strip_prefix(&host.root).unwrap_or(path);
+    format!("/{}", rel.to_string_lossy().trim_start_matches('/'))
+}
+
+/// Whether config.txt turns on the Pi 5's external PCIe connector
+/// (`dtparam=pciex1`, or its alias `nvme`).
+fn pcie_connector_enabled(config: &str) -> bool {
+    config
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("dtparam="))
+        .flat_map(|params| params.split(','))
+        .any(|param| {
+            let (name, value) = param.split_once('=').unwrap_or((param, "on"));
+            matches!(name.trim(), "pciex1" | "nvme") && value.trim() != "off"
+        })
+}
+
+/// A platform PCIe host controller (`*.pcie`) with no PCI bus under it:
+/// the controller probed but no device answered, so the link is down.
+fn silent_pcie_host(host: &Host) -> Option<String> {
+    let mut dirs = vec![(host.path("/sys/devices/platform"), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if name.ends_with(".pcie") {
+                let has_bus = fs::read_dir(&path).is_ok_and(|children| {
+                    children
+                        .flatten()
+                        .any(|c| c.file_name().to_string_lossy().starts_with("pci"))
+                });
+                if !has_bus {
+                    return Some(name);
+                }
+            } else if depth < 2 && path.is_dir() && !path.is_symlink() {
+                dirs.push((path, depth + 1));
+            }
+        }
+    }
+    None
+}
+
+/// The first local IPv4 address in /proc/net/fib_trie that is not
+/// loopback, and the longest-prefix network holding it.
+fn address(fib_trie: &str) -> (Option<Ipv4Addr>, Option<String>) {
+    let mut locals = Vec::new();
+    let mut networks = Vec::new();
+    let mut last: Option<Ipv4Addr> = None;
+    for line in fib_trie.lines() {
+        let line = line.trim();
+        if let Some(addr) = line.strip_prefix("|-- ") {
+            last = addr.trim().parse().ok();
+        } else if let (Some(addr), Some(rest)) = (last, line.strip_prefix('/')) {
+            let mut words = rest.split_whitespace();
+            let prefix: u8 = words.next().and_then(|p| p.parse().ok()).unwrap_or(32);
+            let words: Vec<&str> = words.collect();
+            if addr.is_loopback() {
+                continue;
+            }
+            if words == ["host", "LOCAL"] {
+                locals.push(addr);
+            } else if words == ["link", "UNICAST"] && prefix < 32 {
+                networks.push((addr, prefix));
+            }
+        }
+    }
+    let Some(&local) = locals.first() else {
+        return (None, None);
+    };
+    let network = networks
+        .iter()
+        .filter(|(net, prefix)| {
+            let mask = u32::MAX.checked_shl(32 - u32::from(*prefix)).unwrap_or(0);
+            u32::from(local) & mask == u32::from(*net) & mask
+        })
+        .max_by_key(|(_, prefix)| *prefix)
+        .map(|(net, prefix)| format!("{net}/{prefix}"));
+    (Some(local), network)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIB_TRIE: &str = "Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+     +-- 127.0.0.0/8 2 0 2
+        |-- 127.0.0.1
+           /32 host LOCAL
+     +-- 192.168.1.0/24 2 0 2
+        |-- 192.168.1.0
+           /24 link UNICAST
+        |-- 192.168.1.23
+           /32 host LOCAL
+        |-- 192.168.1.255
+           /32 link BROADCAST
+";
+
+    #[test]
+    fn finds_the_address_and_its_network_in_fib_trie() {
+        let (addr, net) = address(FIB_TRIE);
+        assert_eq!(addr, Some(Ipv4Addr::new(192, 168, 1, 23)));
+        assert_eq!(net.as_deref(), Some("192.168.1.0/24"));
+        assert_eq!(
+            address("Main:\n  |-- 127.0.0.1\n     /32 host LOCAL\n"),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn reads_whether_config_txt_enables_the_pi5_connector() {
+        assert!(pcie_connector_enabled(
+            "[all]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n"
+        ));
+        assert!(pcie_connector_enabled("dtparam=audio=on,nvme\n"));
+        assert!(!pcie_connector_enabled("dtparam=pciex1_gen=3\n"));
+        assert!(!pcie_connector_enabled("#dtparam=pciex1\n"));
+        assert!(!pcie_connector_enabled("dtparam=pciex1=off\n"));
+    }
+
+    fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, Host) {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let host = Host::new(dir.path());
+        (dir, host)
+    }
+
+    fn reasons(files: &[(&str, &str)]) -> Vec<String> {
+        let (_dir, host) = tree(files);
+        collect(&host, &Inventory::default()).problems
+    }
+
+    #[test]
+    fn says_why_no_sata_controller_is_seen() {
+        let pi5 = ("proc/device-tree/model", "Raspberry Pi 5 Model B Rev 1.0\0");
+        let off = reasons(&[pi5, ("boot/firmware/config.txt", "dtparam=audio=on\n")]);
+        assert!(
+            off[0].starts_with("dtparam=pciex1 is missing from /boot/firmware/config.txt"),
+            "{off:?}"
+        );
+
+        let down = reasons(&[
+            pi5,
+            ("boot/firmware/config.txt", "dtparam=pciex1\n"),
+            (
+                "sys/devices/platform/axi/1000110000.pcie/driver_override",
+                "",
+            ),
+        ]);
+        assert!(
+            down[0].contains("1000110000.pcie found no device"),
+            "{down:?}"
+        );
+
+        let pci = "sys/bus/pci/devices/0000:01:00.0";
+        let no_driver = reasons(&[
+            (&format!("{pci}/class"), "0x010601\n"),
+            (&format!("{pci}/vendor"), "0x1b4b\n"),
+            (&format!("{pci}/device"), "0x9215\n"),
+        ]);
+        assert_eq!(no_driver.len(), 1, "{no_driver:?}");
+        assert!(
+            no_driver[0].starts_with("Marvell 88SE9215 at 0000:01:00.0 has no driver")
+                && no_driver[0].contains("no ahci module is loaded"),
+            "{no_driver:?}"
+        );
+    }
+}

@@ -1,0 +1,461 @@
+//! The first-boot wizard: a person at the console (or over SSH, or on a
+//! serial line) turns a box of disks into a NAS without reading a manual,
+//! and cannot wipe a disk by accident.
+//!
+//! Structured like ratatui's examples: [`Wizard`] holds the state,
+//! [`Wizard::update`] turns a message (a key, a progress reading) into new
+//! state and an [`Effect`] for the event loop to carry out, and [`draw`]
+//! renders the state. Only [`run`] touches the terminal and the machine,
+//! so tests drive `update` with keys and render `draw` on a `TestBackend`.
+//!
+//! The wizard only builds a spec: one array and its shares, in the
+//! recipe's own types. The planner, step generator and executor are the
+//! ones `--unattended` uses; the setup runs as a service (see [`service`]).
+
+pub mod choices;
+pub mod facts;
+pub mod hardware;
+pub mod input;
+pub mod screens;
+pub mod scroll;
+pub mod service;
+pub mod theme;
+
+use crate::disks::{Disk, Host};
+use crate::planner::Plan;
+use crate::runner::{RecordingRunner, Runner, SystemRunner};
+use crate::spec::{DeviceRecipe, Level, Share, Storage};
+use crate::steps::{self, Context, Step};
+use crate::{journal, setup, smbpasswd};
+use facts::Facts;
+use input::is_quit;
+use ratatui::Frame;
+use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Padding, Paragraph};
+use screens::{disks, done, layout, progress, review, shares, welcome};
+use service::{Snapshot, StartError};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+use theme::Theme;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    Welcome,
+    Disks,
+    Layout,
+    Shares,
+    Review,
+    Progress,
+    Done,
+}
+
+impl Screen {
+    const ALL: [Screen; 7] = [
+        Screen::Welcome,
+        Screen::Disks,
+        Screen::Layout,
+        Screen::Shares,
+        Screen::Review,
+        Screen::Progress,
+        Screen::Done,
+    ];
+
+    fn title(self) -> &'static str {
+        match self {
+            Screen::Welcome => "Welcome",
+            Screen::Disks => "Disks",
+            Screen::Layout => "Layout",
+            Screen::Shares => "Shares",
+            Screen::Review => "Review",
+            Screen::Progress => "Progress",
+            Screen::Done => "Done",
+        }
+    }
+}
+
+/// What the wizard reacts to.
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    /// A fresh reading of the running setup.
+    Progress(Snapshot),
+    /// Whether handing the plan to the setup service worked.
+    Launched(Result<(), StartError>),
+}
+
+/// What the event loop must do after an update.
+#[derive(Debug)]
+pub enum Effect {
+    None,
+    Quit,
+    /// The user confirmed the review: run this (or, in a dry run, print it).
+    Start(Box<Handoff>),
+    /// Start the failed setup service again.
+    Retry,
+}
+
+/// Everything the setup service needs, as reviewed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handoff {
+    /// `[storage]` and `[[shares]]`, as a recipe would say them.
+    pub recipe: DeviceRecipe,
+    pub context: Context,
+    pub plan: Plan,
+    pub steps: Vec<Step>,
+    /// smbpasswd lines (NT hashes) for the share users.
+    pub smbpasswd: Vec<String>,
+}
+
+impl Handoff {
+    /// The users whose Samba password is staged.
+    pub fn samba_users(&self) -> Vec<&str> {
+        self.smbpasswd
+            .iter()
+            .filter_map(|l| l.split(':').next())
+            .collect()
+    }
+}
+
+/// How this run of the wizard behaves.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub theme: Theme,
+    /// Show the commands but never hand them to the service.
+    pub dry_run: bool,
+    /// The UUID the array's filesystem gets: chosen once, so the review
+    /// shows the `mkfs` and fstab lines that will really run.
+    pub fs_uuid: String,
+    /// Seconds since the epoch, for the Samba password's change time.
+    pub now: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub text: String,
+    pub error: bool,
+}
+
+pub struct Wizard {
+    pub facts: Facts,
+    pub settings: Settings,
+    pub screen: Screen,
+    pub notice: Option<Notice>,
+    pub disks: disks::DiskList,
+    pub layout: layout::LayoutForm,
+    pub shares: shares::ShareForm,
+    pub review: review::Review,
+    pub done: scroll::Scroll,
+    pub progress: Option<Snapshot>,
+}
+
+impl Wizard {
+    pub fn new(facts: Facts, settings: Settings) -> Wizard {
+        let shares = shares::ShareForm::new(&facts);
+        Wizard {
+            facts,
+            settings,
+            screen: Screen::Welcome,
+            notice: None,
+            disks: disks::DiskList::default(),
+            layout: layout::LayoutForm::default(),
+            shares,
+            review: review::Review::default(),
+            done: scroll::Scroll::default(),
+            progress: None,
+        }
+    }
+
+    pub fn update(&mut self, msg: Msg) -> Effect {
+        match msg {
+            Msg::Key(key) if key.kind == KeyEventKind::Release => Effect::None,
+            Msg::Key(key) if is_quit(key) => Effect::Quit,
+            Msg::Key(key) => {
+                self.notice = None;
+                match self.screen {
+                    Screen::Welcome => welcome::key(self, key),
+                    Screen::Disks => disks::key(self, key),
+                    Screen::Layout => layout::key(self, key),
+                    Screen::Shares => shares::key(self, key),
+                    Screen::Review => review::key(self, key),
+                    Screen::Progress => progress::key(self, key),
+                    Screen::Done => done::key(self, key),
+                }
+            }
+            Msg::Progress(snapshot) => {
+                self.progress = Some(snapshot);
+                Effect::None
+            }
+            Msg::Launched(Ok(())) => {
+                self.screen = Screen::Progress;
+                Effect::None
+            }
+            Msg::Launched(Err(e @ StartError::NotHandedOver(_))) => {
+                self.error(format!("setup did not start: {e}"));
+                Effect::None
+            }
+            Msg::Launched(Err(e @ StartError::NotStarted(_))) => {
+                self.screen = Screen::Progress;
+                self.error(format!("{e}; press r to try again"));
+                Effect::None
+            }
+        }
+    }
+
+    /// Re-attaches to a setup that was started earlier: its progress, or
+    /// how to connect when it finished.
+    pub fn attach(&mut self, snapshot: Snapshot) {
+        let complete = matches!(&snapshot.journal, Ok(Some(j)) if j.is_complete());
+        self.screen = if complete {
+            Screen::Done
+        } else {
+            Screen::Progress
+        };
+        self.progress = Some(snapshot);
+    }
+
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.notice = Some(Notice {
+            text: text.into(),
+            error: true,
+        });
+    }
+
+    pub fn info(&mut self, text: impl Into<String>) {
+        self.notice = Some(Notice {
+            text: text.into(),
+            error: false,
+        });
+    }
+
+    /// The chosen disks, in discovery order.
+    pub fn chosen(&self) -> Vec<&Disk> {
+        self.facts
+            .inventory
+            .disks
+            .iter()
+            .filter(|d| self.disks.chosen.contains(&d.name))
+            .collect()
+    }
+
+    /// The RAID level in effect for the chosen disks.
+    pub fn level(&self) -> Level {
+        layout::level(self)
+    }
+
+    pub fn storage(&self) -> Storage {
+        let chosen = self.chosen();
+        choices::storage(
+            &chosen,
+            self.level(),
+            self.layout.filesystem,
+            self.layout.mount.value().trim(),
+        )
+    }
+
+    pub fn share_specs(&self) -> Vec<Share> {
+        self.shares.specs(self.layout.mount.value().trim())
+    }
+
+    pub fn plan(&self) -> Result<Plan, Vec<String>> {
+        choices::plan(
+            &self.storage(),
+            &self.share_specs(),
+            &self.facts.inventory,
+            &self.chosen(),
+        )
+    }
+
+    /// The spec, its plan and the steps the review shows and the service
+    /// runs.
+    pub fn handoff(&self) -> Result<Handoff, Vec<String>> {
+        let plan = self.plan()?;
+        let context = Context {
+            hostname: self.facts.hostname.clone(),
+            fs_uuids: vec![self.settings.fs_uuid.clone()],
+        };
+        let steps = steps::generate(&plan, &context);
+        let smbpasswd = self
+            .shares
+            .passwords_to_stage(&self.facts)
+            .into_iter()
+            .map(|(user, uid, hash)| smbpasswd::line(&user, uid, &hash, self.settings.now))
+            .collect();
+        Ok(Handoff {
+            recipe: DeviceRecipe {
+                storage: Some(self.storage()),
+                shares: self.share_specs(),
+            },
+            context,
+            plan,
+            steps,
+            smbpasswd,
+        })
+    }
+}
+
+pub fn draw(frame: &mut Frame, w: &Wizard) {
+    let theme = w.settings.theme;
+    // A notice gets the rows it needs, up to three, so no reason is cut off.
+    let notice_lines: Vec<String> = w.notice.as_ref().map_or(vec![String::new()], |n| {
+        scroll::wrap_hanging(&format!(" {}", n.text), frame.area().width as usize, 1)
+            .into_iter()
+            .take(3)
+            .collect()
+    });
+    let [body, notice, help] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(notice_lines.len() as u16),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    let step = Screen::ALL.iter().position(|s| *s == w.screen).unwrap_or(0) + 1;
+    let mut title = vec![
+        Span::raw(" nasforge setup · "),
+        Span::raw(w.facts.hostname.clone()),
+        Span::raw(" · "),
+        Span::styled(
+            format!("{step}/{} {}", Screen::ALL.len(), w.screen.title()),
+            theme.title(),
+        ),
+        Span::raw(" "),
+    ];
+    if w.settings.dry_run {
+        title.push(Span::styled(" dry run ", theme.warning()));
+    }
+    let block = Block::bordered()
+        .title(Line::from(title))
+        .padding(Padding::horizontal(1));
+    let inner = block.inner(body);
+    frame.render_widget(block, body);
+    let keys = match w.screen {
+        Screen::Welcome => {
+            welcome::draw(frame, inner, w);
+            welcome::help(w)
+        }
+        Screen::Disks => {
+            disks::draw(frame, inner, w);
+            disks::help(w)
+        }
+        Screen::Layout => {
+            layout::draw(frame, inner, w);
+            layout::help(w)
+        }
+        Screen::Shares => {
+            shares::draw(frame, inner, w);
+            shares::help(w)
+        }
+        Screen::Review => {
+            review::draw(frame, inner, w);
+            review::help(w)
+        }
+        Screen::Progress => {
+            progress::draw(frame, inner, w);
+            progress::help(w)
+        }
+        Screen::Done => {
+            done::draw(frame, inner, w);
+            done::help(w)
+        }
+    };
+    if let Some(n) = &w.notice {
+        let style = if n.error { theme.error() } else { theme.good() };
+        let lines: Vec<Line> = notice_lines.into_iter().map(Line::raw).collect();
+        frame.render_widget(Paragraph::new(lines).style(style), notice);
+    }
+    let mut spans = Vec::new();
+    for (i, (key, what)) in keys.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::raw("  "));
+        }
+        spans.push(Span::styled(*key, theme.key()));
+        spans.push(Span::raw(format!(" {what}")));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), help);
+    if theme.ascii {
+        theme::asciify(frame.buffer_mut());
+    }
+}
+
+/// How the wizard ended.
+pub enum Exit {
+    Quit,
+    /// A dry run reached the end of the review: the caller prints it.
+    DryRun(Box<Handoff>),
+}
+
+/// Runs the wizard on the terminal until the user leaves.
+pub fn run(host: &Host, dry_run: bool) -> anyhow::Result<Exit> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the wizard needs a terminal. Without one, `nasforge-setup plan` shows what the recipe would do, `nasforge-setup --unattended` sets up from it, and `nasforge-setup --help` lists everything else"
+        );
+    }
+    // Commands are not moved under a fake root, so a rehearsal on one
+    // never runs anything, whatever the flag says.
+    let fake_root = host.root != std::path::Path::new("/");
+    let mut runner: Box<dyn Runner> = if fake_root {
+        Box::new(RecordingRunner::default())
+    } else {
+        let mut system = SystemRunner::new(host.clone(), None)?;
+        system.echo = false; // the wizard owns the screen
+        Box::new(system)
+    };
+    eprintln!("nasforge-setup: reading the disks and their SMART health...");
+    let facts = facts::gather(host, runner.as_mut())?;
+    let settings = Settings {
+        theme: Theme::from_env(),
+        dry_run: dry_run || fake_root,
+        fs_uuid: uuid::Uuid::new_v4().to_string(),
+        now: journal::now(),
+    };
+    let mut wizard = Wizard::new(facts, settings);
+    if setup::journal_path(host).exists() {
+        wizard.attach(service::snapshot(host, runner.as_mut()));
+    }
+    let mut terminal = ratatui::try_init()?;
+    let result = event_loop(&mut terminal, &mut wizard, host, runner.as_mut());
+    ratatui::restore();
+    result
+}
+
+fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    wizard: &mut Wizard,
+    host: &Host,
+    runner: &mut dyn Runner,
+) -> anyhow::Result<Exit> {
+    let mut last_reading: Option<Instant> = None;
+    loop {
+        let watching = matches!(wizard.screen, Screen::Progress | Screen::Done);
+        if watching && last_reading.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            wizard.update(Msg::Progress(service::snapshot(host, runner)));
+            last_reading = Some(Instant::now());
+        }
+        terminal.draw(|frame| draw(frame, wizard))?;
+        // Wake up now and then to re-read the progress; a resize redraws
+        // at the new size on the next pass.
+        if !event::poll(Duration::from_millis(250))? {
+            continue;
+        }
+        let Event::Key(key) = event::read()? else {
+            continue;
+        };
+        match wizard.update(Msg::Key(key)) {
+            Effect::None => {}
+            Effect::Quit => return Ok(Exit::Quit),
+            Effect::Start(handoff) if wizard.settings.dry_run => return Ok(Exit::DryRun(handoff)),
+            Effect::Start(handoff) => {
+                let started = service::start(host, &handoff, runner);
+                wizard.update(Msg::Launched(started));
+                last_reading = None;
+            }
+            Effect::Retry => {
+                let started = service::retry(runner);
+                wizard.update(Msg::Launched(started));
+                last_reading = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Disks: every disk the system sees, what it is and what it holds. Disks
+//! the system needs are greyed out with the reason; Space chooses the
+//! others. A disk holding data may be chosen, but it is only erased after
+//! its name is typed on the review screen.
+
+use super::Help;
+use crate::disks::Disk;
+use crate::wizard::choices;
+use crate::wizard::input::{Nav, nav};
+use crate::wizard::{Effect, Screen, Wizard};
+use ratatui::Frame;
+use ratatui::crossterm::event::KeyEvent;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, HighlightSpacing, Paragraph, Row, Table, TableState, Wrap};
+
+#[derive(Debug, Default)]
+pub struct DiskList {
+    pub cursor: usize,
+    /// Kernel names of the chosen disks.
+    pub chosen: Vec<String>,
+}
+
+pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
+    let count = w.facts.inventory.disks.len();
+    match nav(key) {
+        Some(Nav::Up) => w.disks.cursor = w.disks.cursor.saturating_sub(1),
+        Some(Nav::Down) => w.disks.cursor = (w.disks.cursor + 1).min(count.saturating_sub(1)),
+        Some(Nav::Home) => w.disks.cursor = 0,
+        Some(Nav::End) => w.disks.cursor = count.saturating_sub(1),
+        Some(Nav::Toggle) => toggle(w),
+        Some(Nav::Next) if w.disks.chosen.is_empty() => {
+            w.error("Choose at least one disk with Space first.")
+        }
+        Some(Nav::Next) => w.screen = Screen::Layout,
+        Some(Nav::Back) => w.screen = Screen::Welcome,
+        _ => {}
+    }
+    Effect::None
+}
+
+fn toggle(w: &mut Wizard) {
+    let Some(disk) = w.facts.inventory.disks.get(w.disks.cursor) else {
+        return;
+    };
+    let name = disk.name.clone();
+    if let Some(i) = w.disks.chosen.iter().position(|n| *n == name) {
+        w.disks.chosen.remove(i);
+    } else if let Some(why) = choices::ineligible(disk) {
+        w.error(format!("{name} cannot be used: {why}"));
+    } else {
+        if w.facts.health.get(&name) == Some(&Some(false)) {
+            w.error(format!(
+                "{name} is failing by SMART's account; chosen all the same"
+            ));
+        } else if !disk.is_blank() {
+            w.info(format!(
+                "{name} holds data: you will type its name before anything erases it"
+            ));
+        }
+        w.disks.chosen.push(name);
+    }
+}
+
+pub fn help(_: &Wizard) -> Help {
+    vec![
+        ("↑↓", "move"),
+        ("Space", "choose"),
+        ("Enter", "layout"),
+        ("Esc", "back"),
+        ("Ctrl-C", "quit"),
+    ]
+}
+
+fn health(w: &Wizard, disk: &Disk) -> &'static str {
+    match w.facts.health.get(&disk.name).copied().flatten() {
+        Some(true) => "passed",
+        Some(false) => "FAILING",
+        None => "unknown",
+    }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let theme = &w.settings.theme;
+    let [table_area, detail_area, chosen_area] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(5),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let rows = w.facts.inventory.disks.iter().map(|d| {
+        let chosen = w.disks.chosen.contains(&d.name);
+        let ineligible = choices::ineligible(d).is_some();
+        let mark = match (chosen, ineligible) {
+            (true, _) => "[x]",
+            (false, true) => " - ",
+            (false, false) => "[ ]",
+        };
+        let kind = format!(
+            "{} {}",
+            if d.rotational { "HDD" } else { "SSD" },
+            d.transport.map_or("?".to_string(), |t| t.to_string())
+        );
+        let style = if ineligible {
+            theme.disabled()
+        } else {
+            Style::new()
+        };
+        Row::new(vec![
+            Cell::from(mark),
+            Cell::from(d.name.clone()),
+            Cell::from(d.size.to_string()),
+            Cell::from(kind),
+            Cell::from(d.model.clone().unwrap_or_default()),
+            Cell::from(d.serial.clone().unwrap_or_default()),
+            Cell::from(health(w, d)),
+            Cell::from(choices::holds(d)),
+        ])
+        .style(style)
+    });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(3),
+            Constraint::Length(7),
+            Constraint::Length(7),
+            Constraint::Length(8),
+            Constraint::Fill(1),
+            Constraint::Length(15),
+            Constraint::Length(7),
+            Constraint::Length(13),
+        ],
+    )
+    .header(
+        Row::new([
+            "", "Disk", "Size", "Type", "Model", "Serial", "SMART", "Holds",
+        ])
+        .style(theme.title()),
+    )
+    .row_highlight_style(theme.cursor())
+    // A marker as well as the style: some consoles show neither colour nor
+    // reverse video.
+    .highlight_symbol(">")
+    .highlight_spacing(HighlightSpacing::Always);
+    let mut state = TableState::default().with_selected(Some(w.disks.cursor));
+    frame.render_stateful_widget(table, table_area, &mut state);
+
+    if let Some(d) = w.facts.inventory.disks.get(w.disks.cursor) {
+        frame.render_widget(
+            Paragraph::new(detail(w, d)).wrap(Wrap { trim: false }),
+            detail_area,
+        );
+    }
+    let chosen = w.chosen();
+    let summary = if chosen.is_empty() {
+        "Chosen: none yet".to_string()
+    } else {
+        let names: Vec<&str> = chosen.iter().map(|d| d.name.as_str()).collect();
+        let total = crate::size::Size(chosen.iter().map(|d| d.size.0).sum());
+        format!("Chosen: {} ({total} raw)", names.join(", "))
+    };
+    frame.render_widget(Paragraph::new(summary), chosen_area);
+}
+
+/// The cursor disk in full: identity, where it hangs, what it holds.
+fn detail(w: &Wizard, d: &Disk) -> Vec<Line<'static>> {
+    let theme = &w.settings.theme;
+    let mut id = format!(
+        "{}: {}",
+        d.name,
+        d.model.as_deref().unwrap_or("unknown model")
+    );
+    if let Some(serial) = &d.serial {
+        id += &format!(", serial {serial}");
+    }
+    if let Some(c) = &d.controller {
+        id += &format!(", on the {} ({})", c.label(), c.pci);
+    }
+    if let Some(mbit) = d.usb_mbit {
+        id += &format!(", USB at {mbit} Mbit/s");
+    }
+    id += &format!(", SMART {}", health(w, d));
+    let mut lines = vec![Line::raw(id)];
+    if w.facts.health.get(&d.name) == Some(&Some(false)) {
+        lines.push(Line::styled(
+            "SMART says this disk is failing: replace it rather than build on it.",
+            theme.error(),
+        ));
+    }
+    if let Some(why) = choices::ineligible(d) {
+        lines.push(Line::styled(
+            format!("Cannot be used: {why}."),
+            theme.disabled(),
+        ));
+    } else if d.is_blank() {
+        lines.push(Line::raw("Empty: ready to use."));
+    } else {
+        lines.push(Line::styled(
+            format!(
+                "Holds {}. Choosing it erases that; you will type its name to confirm.",
+                d.describe_contents()
+            ),
+            theme.warning(),
+        ));
+    }
+    lines
+}

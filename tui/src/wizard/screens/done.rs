@@ -1,0 +1,164 @@
+//! Done: how to reach the shares from each kind of computer, where the
+//! status lives, and what to do when a disk fails, for the plan the setup
+//! service finished.
+
+use super::Help;
+use crate::planner::{Alert, Plan};
+use crate::spec::Level;
+use crate::status::minutes_text;
+use crate::wizard::input::{Nav, nav};
+use crate::wizard::{Effect, Wizard};
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+
+pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
+    let Some(n) = nav(key) else {
+        return if key.code == KeyCode::Char('q') {
+            Effect::Quit
+        } else {
+            Effect::None
+        };
+    };
+    if w.done.nav(n) {
+        return Effect::None;
+    }
+    match n {
+        Nav::Next | Nav::Back => Effect::Quit,
+        _ => Effect::None,
+    }
+}
+
+pub fn help(_: &Wizard) -> Help {
+    vec![("↑↓ PgUp PgDn", "scroll"), ("Enter", "finish")]
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let plan = match w.progress.as_ref().map(|p| &p.journal) {
+        Some(Ok(Some(j))) => &j.plan,
+        _ => return,
+    };
+    let lines = text(w, plan);
+    w.done.draw(frame, area, &lines);
+}
+
+fn text(w: &Wizard, plan: &Plan) -> Vec<(String, Style)> {
+    let theme = &w.settings.theme;
+    let host = &w.facts.hostname;
+    let mut out: Vec<(String, Style)> = Vec::new();
+    let mut say = |text: String, style: Style| out.push((text, style));
+    say("Your NAS is ready.".into(), theme.good());
+    for a in w.progress.iter().flat_map(|p| &p.arrays) {
+        if let Some((kind, pct)) = &a.sync {
+            let eta = a
+                .finish_minutes
+                .map(|m| format!(", about {} left", minutes_text(m)))
+                .unwrap_or_default();
+            say(
+                format!(
+                    "{} is still building its redundancy ({kind} {pct:.1}%{eta}); it can be used meanwhile.",
+                    a.name.as_deref().unwrap_or(&a.device)
+                ),
+                Style::new(),
+            );
+        }
+    }
+    for share in &plan.shares {
+        say(String::new(), Style::new());
+        say(
+            format!("Share '{}' ({})", share.name, share.path),
+            theme.title(),
+        );
+        if let Some(smb) = &share.smb {
+            say(
+                format!("  Windows        \\\\{host}\\{}", share.name),
+                Style::new(),
+            );
+            say(
+                format!("  macOS, Linux   smb://{host}.local/{}", share.name),
+                Style::new(),
+            );
+            say(
+                format!("  Users          {}", smb.users.join(", ")),
+                Style::new(),
+            );
+            if smb.timemachine {
+                say(
+                    format!(
+                        "  Time Machine   choose '{}' on {host}.local in Time Machine's settings",
+                        share.name
+                    ),
+                    Style::new(),
+                );
+            }
+        }
+        if let Some(nfs) = &share.nfs {
+            say(
+                format!(
+                    "  NFS            {host}:{}  (sudo mount -t nfs {host}.local:{} /mnt)",
+                    share.path, share.path
+                ),
+                Style::new(),
+            );
+            say(
+                format!("  NFS clients    {}", nfs.clients.0.join(" ")),
+                Style::new(),
+            );
+        }
+    }
+    say(String::new(), Style::new());
+    say("Status".into(), theme.title());
+    say(
+        format!(
+            "  sudo nasforge-setup status; also written to {}, which any computer can read from the boot partition.",
+            w.facts.status_file
+        ),
+        Style::new(),
+    );
+    for array in &plan.arrays {
+        say(String::new(), Style::new());
+        say(
+            format!("When a disk of '{}' fails", array.spec.name),
+            theme.title(),
+        );
+        let alert = match &plan.alert {
+            Alert::Mail(to) => format!("mdadm mails {to}"),
+            Alert::Program(program) => format!("mdadm runs {program}"),
+        };
+        if array.spec.level == Level::Single || array.tolerance.guaranteed == 0 {
+            say(
+                format!(
+                    "  '{}' has no second copy of the data: one failed disk loses it. Keep backups; smartd logs early warnings.",
+                    array.spec.name
+                ),
+                Style::new(),
+            );
+            continue;
+        }
+        let md = format!("/dev/md/{}", array.spec.name);
+        let healthy = array
+            .members
+            .first()
+            .map_or("/dev/sda".to_string(), |m| m.disk.dev_path());
+        say(
+            format!(
+                "  {alert}, and the status says DEGRADED and names the disk. The array keeps working. To replace the disk:"
+            ),
+            Style::new(),
+        );
+        for step in [
+            format!(
+                "  1. sudo mdadm {md} --fail /dev/sdX1 --remove /dev/sdX1   (sdX: the failed disk)"
+            ),
+            "  2. Swap in a disk at least as large.".to_string(),
+            format!(
+                "  3. sudo sfdisk -d {healthy} | sudo sfdisk /dev/sdY   (copies a healthy member's partitions)"
+            ),
+            format!("  4. sudo mdadm {md} --add /dev/sdY1   (the status shows the rebuild)"),
+        ] {
+            say(step, Style::new());
+        }
+    }
+    out
+}

@@ -1,0 +1,300 @@
+//! Layout: the RAID levels that fit the chosen disks, each with what the
+//! planner says of it (usable space, failures it survives, expected
+//! speed), a recommendation, the filesystem and the mount point.
+
+use super::Help;
+use crate::planner::ArrayPlan;
+use crate::spec::{Filesystem, Level};
+use crate::wizard::choices::{self, FILESYSTEMS, LevelOption};
+use crate::wizard::input::{Nav, TextField, nav};
+use crate::wizard::{Effect, Screen, Wizard};
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Levels,
+    Filesystem,
+    Mount,
+}
+
+#[derive(Debug)]
+pub struct LayoutForm {
+    /// The level the user picked; None follows the recommendation.
+    pub picked: Option<Level>,
+    pub filesystem: Filesystem,
+    pub mount: TextField,
+    pub focus: Focus,
+}
+
+impl Default for LayoutForm {
+    fn default() -> LayoutForm {
+        LayoutForm {
+            picked: None,
+            filesystem: Filesystem::Ext4,
+            mount: TextField::new("/srv/data"),
+            focus: Focus::Levels,
+        }
+    }
+}
+
+/// The level in effect: the user's pick while it fits the chosen disks,
+/// else the recommendation, else the first that fits.
+pub fn level(w: &Wizard) -> Level {
+    let chosen = w.chosen();
+    let fits =
+        |l: Level| chosen.len() >= l.min_disks() && l.max_disks().is_none_or(|m| chosen.len() <= m);
+    let (recommended, _) = choices::recommend(&chosen);
+    w.layout
+        .picked
+        .filter(|l| fits(*l))
+        .or(fits(recommended).then_some(recommended))
+        .or(choices::LEVELS.into_iter().find(|l| fits(*l)))
+        .unwrap_or(Level::Single)
+}
+
+fn options(w: &Wizard) -> Vec<LevelOption> {
+    choices::level_options(
+        &w.facts.inventory,
+        &w.chosen(),
+        w.layout.filesystem,
+        w.layout.mount.value().trim(),
+    )
+}
+
+pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
+    let focus = w.layout.focus;
+    if focus == Focus::Mount && w.layout.mount.handle(key) {
+        return Effect::None;
+    }
+    if focus == Focus::Filesystem {
+        let step = match key.code {
+            KeyCode::Left => Some(FILESYSTEMS.len() - 1),
+            KeyCode::Right | KeyCode::Char(' ') => Some(1),
+            _ => None,
+        };
+        if let Some(step) = step {
+            let at = FILESYSTEMS
+                .iter()
+                .position(|f| *f == w.layout.filesystem)
+                .unwrap_or(0);
+            w.layout.filesystem = FILESYSTEMS[(at + step) % FILESYSTEMS.len()];
+            return Effect::None;
+        }
+    }
+    let next = |f: Focus| match f {
+        Focus::Levels => Focus::Filesystem,
+        Focus::Filesystem => Focus::Mount,
+        Focus::Mount => Focus::Levels,
+    };
+    let prev = |f: Focus| next(next(f));
+    match (nav(key), focus) {
+        (Some(Nav::Up), Focus::Levels) => {
+            move_level(w, -1);
+        }
+        (Some(Nav::Down), Focus::Levels) => {
+            if !move_level(w, 1) {
+                w.layout.focus = Focus::Filesystem;
+            }
+        }
+        (Some(Nav::Down), Focus::Mount) => {}
+        (Some(Nav::Up | Nav::PrevField), _) => w.layout.focus = prev(focus),
+        (Some(Nav::Down | Nav::NextField), _) => w.layout.focus = next(focus),
+        (Some(Nav::Next), _) => {
+            // The shares are checked on their own screen; here only the
+            // array must plan.
+            let chosen = w.chosen();
+            match choices::plan(&w.storage(), &[], &w.facts.inventory, &chosen) {
+                Ok(_) => {
+                    w.shares
+                        .follow_array_name(&choices::array_name(w.layout.mount.value().trim()));
+                    w.screen = Screen::Shares;
+                }
+                Err(problems) => w.error(problems.join("; ")),
+            }
+        }
+        (Some(Nav::Back), _) => w.screen = Screen::Disks,
+        _ => {}
+    }
+    Effect::None
+}
+
+/// Moves the pick to the next level that fits, up or down; false at the
+/// end of the list.
+fn move_level(w: &mut Wizard, by: isize) -> bool {
+    let current = w.level();
+    let fitting: Vec<Level> = options(w)
+        .into_iter()
+        .filter(|o| o.outcome.is_ok())
+        .map(|o| o.level)
+        .collect();
+    let Some(at) = fitting.iter().position(|l| *l == current) else {
+        return false;
+    };
+    match at.checked_add_signed(by).and_then(|i| fitting.get(i)) {
+        Some(level) => {
+            w.layout.picked = Some(*level);
+            true
+        }
+        None => false,
+    }
+}
+
+pub fn help(w: &Wizard) -> Help {
+    let mut keys = vec![("↑↓", "move")];
+    if w.layout.focus == Focus::Filesystem {
+        keys.push(("←→", "filesystem"));
+    }
+    keys.extend([("Tab", "next field"), ("Enter", "shares"), ("Esc", "back")]);
+    keys
+}
+
+/// Disks that may fail: guaranteed, and at best (raid10 mirrors).
+fn tolerance(plan: &ArrayPlan) -> String {
+    match (plan.tolerance.guaranteed, plan.tolerance.best_case) {
+        (0, _) => "none".into(),
+        (g, b) if g == b => g.to_string(),
+        (g, b) => format!("{g} (up to {b})"),
+    }
+}
+
+/// ">" before the focused field: visible without colour or reverse video.
+fn marker(focused: bool) -> &'static str {
+    if focused { ">" } else { " " }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let theme = &w.settings.theme;
+    let chosen = w.chosen();
+    let options = options(w);
+    let current = w.level();
+    let (recommended, why) = choices::recommend(&chosen);
+    let focus = w.layout.focus;
+
+    let sizes: Vec<String> = {
+        let mut s: Vec<String> = chosen.iter().map(|d| d.size.to_string()).collect();
+        s.dedup();
+        s
+    };
+    let kinds = if chosen.iter().all(|d| d.rotational) {
+        "HDD"
+    } else if chosen.iter().all(|d| !d.rotational) {
+        "SSD"
+    } else {
+        "mixed"
+    };
+    let mut lines = vec![Line::styled(
+        format!(
+            "RAID level for {} disk(s) ({} × {} {kinds}):",
+            chosen.len(),
+            chosen.len(),
+            sizes.join("/")
+        ),
+        theme.title(),
+    )];
+    lines.push(Line::styled(
+        "      Level     Usable  Disks that may fail  Speed",
+        theme.disabled(),
+    ));
+    for o in &options {
+        let is_current = o.level == current;
+        let focused = is_current && focus == Focus::Levels;
+        let radio = if is_current { "(*)" } else { "( )" };
+        let text = match &o.outcome {
+            Ok(plan) => format!(
+                "{} {radio} {:<8}{:>7}  {:<20} ≈{} MB/s",
+                marker(focused),
+                o.level.to_string(),
+                plan.capacity.to_string(),
+                tolerance(plan),
+                plan.throughput.bottleneck().mb_s
+            ),
+            Err(why) => format!("   -  {:<8}{why}", o.level.to_string()),
+        };
+        let mut spans = vec![Span::raw(text)];
+        if o.level == recommended && o.outcome.is_ok() {
+            spans.push(Span::styled("  recommended", theme.good()));
+        }
+        let style = match (&o.outcome, focused) {
+            (Err(_), _) => theme.disabled(),
+            (Ok(_), true) => theme.cursor(),
+            (Ok(_), false) => Style::new(),
+        };
+        lines.push(Line::from(spans).style(style));
+    }
+    lines.push(Line::raw(format!("Recommended: {recommended}, {why}.")));
+    if let Some(Ok(plan)) = options
+        .iter()
+        .find(|o| o.level == current)
+        .map(|o| &o.outcome)
+    {
+        let b = plan.throughput.bottleneck();
+        lines.push(Line::raw(format!(
+            "Expected bottleneck: {} at ≈{} MB/s.",
+            b.what, b.mb_s
+        )));
+        for warning in &plan.warnings {
+            lines.push(Line::styled(format!("! {warning}"), theme.warning()));
+        }
+    }
+    let [text_area, fs_area, mount_area] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), text_area);
+
+    let mut fs_spans = vec![
+        Span::raw(marker(focus == Focus::Filesystem)),
+        Span::styled(" Filesystem  ", theme.title()),
+    ];
+    for f in FILESYSTEMS {
+        let text = if f == w.layout.filesystem {
+            format!("<{f}>")
+        } else {
+            format!(" {f} ")
+        };
+        let style = if f == w.layout.filesystem && focus == Focus::Filesystem {
+            theme.cursor()
+        } else {
+            Style::new()
+        };
+        fs_spans.push(Span::styled(text, style));
+        fs_spans.push(Span::raw(" "));
+    }
+    frame.render_widget(Paragraph::new(Line::from(fs_spans)), fs_area);
+
+    let [label, field, note] = Layout::horizontal([
+        Constraint::Length(14),
+        Constraint::Length(24),
+        Constraint::Fill(1),
+    ])
+    .areas(mount_area);
+    frame.render_widget(
+        Line::from(vec![
+            Span::raw(marker(focus == Focus::Mount)),
+            Span::styled(" Mount point", theme.title()),
+        ]),
+        label,
+    );
+    w.layout
+        .mount
+        .draw(frame, field, focus == Focus::Mount, theme);
+    let device = if current == Level::Single {
+        format!(
+            "  array '{}' on one partition",
+            choices::array_name(w.layout.mount.value().trim())
+        )
+    } else {
+        format!(
+            "  as /dev/md/{}",
+            choices::array_name(w.layout.mount.value().trim())
+        )
+    };
+    frame.render_widget(Span::raw(device), note);
+}

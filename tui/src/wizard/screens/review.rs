@@ -1,0 +1,189 @@
+//! Review: the plan in words and every command, exactly as the setup
+//! service will run them (the same steps are written to its journal).
+//! Nothing starts while a chosen disk that holds data has not been
+//! confirmed by typing its name or serial.
+
+use super::Help;
+use crate::disks::Disk;
+use crate::executor;
+use crate::samba;
+use crate::wizard::input::{Nav, TextField, nav};
+use crate::wizard::scroll::Scroll;
+use crate::wizard::{Effect, Screen, Wizard};
+use ratatui::Frame;
+use ratatui::crossterm::event::KeyEvent;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use std::collections::BTreeSet;
+
+#[derive(Debug, Default)]
+pub struct Review {
+    pub scroll: Scroll,
+    pub confirm: TextField,
+    /// Disks whose erasure the user confirmed by typing their name.
+    pub confirmed: BTreeSet<String>,
+}
+
+/// The first chosen disk that holds data and is not confirmed yet.
+fn pending<'a>(w: &'a Wizard) -> Option<&'a Disk> {
+    w.chosen()
+        .into_iter()
+        .find(|d| !d.is_blank() && !w.review.confirmed.contains(&d.name))
+}
+
+fn names(disk: &Disk, typed: &str) -> bool {
+    !typed.is_empty()
+        && (typed == disk.name
+            || typed == disk.dev_path()
+            || disk
+                .serial
+                .as_deref()
+                .is_some_and(|s| s.eq_ignore_ascii_case(typed)))
+}
+
+pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
+    let nav = nav(key);
+    if let Some(n @ (Nav::Up | Nav::Down | Nav::PageUp | Nav::PageDown | Nav::Home | Nav::End)) =
+        nav
+    {
+        w.review.scroll.nav(n);
+        return Effect::None;
+    }
+    match nav {
+        Some(Nav::Next) => {
+            if let Some(disk) = pending(w) {
+                let name = disk.name.clone();
+                if names(disk, w.review.confirm.value().trim()) {
+                    w.review.confirmed.insert(name.clone());
+                    w.review.confirm.clear();
+                    w.info(format!("{name} will be erased when setup starts."));
+                } else {
+                    w.error(format!(
+                        "That is not {name}'s name or serial; nothing is erased without it."
+                    ));
+                }
+                return Effect::None;
+            }
+            match w.handoff() {
+                Ok(handoff) => return Effect::Start(Box::new(handoff)),
+                Err(problems) => w.error(problems.join("; ")),
+            }
+        }
+        Some(Nav::Back) => w.screen = Screen::Shares,
+        _ => {
+            if pending(w).is_some() {
+                w.review.confirm.handle(key);
+            }
+        }
+    }
+    Effect::None
+}
+
+pub fn help(w: &Wizard) -> Help {
+    let enter = if pending(w).is_some() {
+        "confirm"
+    } else if w.settings.dry_run {
+        "print and exit"
+    } else {
+        "start setup"
+    };
+    vec![
+        ("↑↓ PgUp PgDn", "scroll"),
+        ("Enter", enter),
+        ("Esc", "back"),
+        ("Ctrl-C", "quit"),
+    ]
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let theme = &w.settings.theme;
+    let mut lines: Vec<(String, Style)> = Vec::new();
+    match w.handoff() {
+        Ok(handoff) => {
+            lines.push((
+                "Nothing has changed yet. Setup will do this:".into(),
+                theme.title(),
+            ));
+            lines.push((String::new(), Style::new()));
+            for l in handoff.plan.describe().lines() {
+                let style = if l.trim_start().starts_with("warning:") {
+                    theme.warning()
+                } else {
+                    Style::new()
+                };
+                lines.push((l.to_string(), style));
+            }
+            let users = handoff.samba_users();
+            if !users.is_empty() {
+                lines.push((
+                    format!(
+                        "Samba passwords for {} are staged as NT hashes in {} (never in clear) for the step that imports them.",
+                        users.join(", "),
+                        samba::STAGED_PASSWORDS
+                    ),
+                    Style::new(),
+                ));
+            }
+            lines.push((String::new(), Style::new()));
+            lines.push(("Commands, in order:".into(), theme.title()));
+            for l in executor::dry_run(&handoff.steps).lines() {
+                lines.push((l.to_string(), Style::new()));
+            }
+        }
+        Err(problems) => {
+            for p in problems {
+                lines.push((p, theme.error()));
+            }
+        }
+    }
+    let [text, prompt] = Layout::vertical([Constraint::Fill(1), Constraint::Length(4)]).areas(area);
+    let more = w.review.scroll.draw(frame, text, &lines);
+    let [rule, ask, field] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(2),
+        Constraint::Length(1),
+    ])
+    .areas(prompt);
+    let rule_text = if more {
+        "── more below: ↓ PgDn End ──"
+    } else {
+        "── end ──"
+    };
+    frame.render_widget(Line::styled(rule_text, theme.disabled()), rule);
+    if let Some(disk) = pending(w) {
+        let serial = disk
+            .serial
+            .as_deref()
+            .map(|s| format!(" or its serial {s}"))
+            .unwrap_or_default();
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                format!(
+                    "{} holds {}. Type {}{serial} to erase it:",
+                    disk.name,
+                    disk.describe_contents(),
+                    disk.name
+                ),
+                theme.warning(),
+            ))
+            .wrap(Wrap { trim: false }),
+            ask,
+        );
+        let [mark, input] =
+            Layout::horizontal([Constraint::Length(2), Constraint::Length(24)]).areas(field);
+        frame.render_widget(Span::raw(">"), mark);
+        w.review.confirm.draw(frame, input, true, theme);
+    } else {
+        let text = if w.settings.dry_run {
+            "Dry run: Enter prints this plan, its commands and the recipe, then exits. Nothing runs."
+        } else {
+            "Enter starts setup. It runs as a service: closing this screen does not stop it."
+        };
+        frame.render_widget(
+            Paragraph::new(text).wrap(Wrap { trim: false }),
+            ask.union(field),
+        );
+    }
+}

@@ -1,0 +1,405 @@
+//! Shares: how the array is reached. SMB for Windows and Macs (with
+//! passwords typed masked, staged only as NT hashes, and Time Machine),
+//! NFS for Linux clients on a network. The share is the whole array.
+
+use super::Help;
+use crate::smbpasswd;
+use crate::spec::{Clients, Nfs, Share, Smb};
+use crate::wizard::facts::Facts;
+use crate::wizard::input::{Nav, TextField, nav};
+use crate::wizard::{Effect, Screen, Wizard};
+use ratatui::Frame;
+use ratatui::crossterm::event::KeyEvent;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Name,
+    Smb,
+    Users,
+    /// The password of the i-th user, and its repetition.
+    Password(usize),
+    Again(usize),
+    TimeMachine,
+    Nfs,
+    Clients,
+}
+
+#[derive(Debug, Clone)]
+pub struct Password {
+    pub first: TextField,
+    pub again: TextField,
+}
+
+impl Default for Password {
+    fn default() -> Password {
+        Password {
+            first: TextField::masked(),
+            again: TextField::masked(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ShareForm {
+    pub name: TextField,
+    /// The share is named after the array until the user names it.
+    name_follows_array: bool,
+    pub smb: bool,
+    pub users: TextField,
+    /// By user name, so a password survives editing the user list.
+    pub passwords: BTreeMap<String, Password>,
+    pub timemachine: bool,
+    pub nfs: bool,
+    pub clients: TextField,
+    pub focus: Field,
+}
+
+impl ShareForm {
+    /// SMB for the first account, NFS (off) offered to this network.
+    pub fn new(facts: &Facts) -> ShareForm {
+        ShareForm {
+            name: TextField::new("data"),
+            name_follows_array: true,
+            smb: true,
+            users: TextField::new(facts.accounts.first().map_or("", |a| a.name.as_str())),
+            passwords: BTreeMap::new(),
+            timemachine: false,
+            nfs: false,
+            clients: TextField::new(facts.hardware.network.as_deref().unwrap_or("")),
+            focus: Field::Name,
+        }
+    }
+
+    pub fn follow_array_name(&mut self, array: &str) {
+        if self.name_follows_array {
+            self.name = TextField::new(array);
+        }
+    }
+
+    pub fn user_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for n in self
+            .users
+            .value()
+            .split([' ', ','])
+            .filter(|n| !n.is_empty())
+        {
+            if !names.iter().any(|m| m == n) {
+                names.push(n.to_string());
+            }
+        }
+        names
+    }
+
+    fn fields(&self) -> Vec<Field> {
+        let mut fields = vec![Field::Name, Field::Smb];
+        if self.smb {
+            fields.push(Field::Users);
+            for i in 0..self.user_names().len() {
+                fields.extend([Field::Password(i), Field::Again(i)]);
+            }
+            fields.push(Field::TimeMachine);
+        }
+        fields.push(Field::Nfs);
+        if self.nfs {
+            fields.push(Field::Clients);
+        }
+        fields
+    }
+
+    fn text_mut(&mut self, field: Field) -> Option<&mut TextField> {
+        let names = self.user_names();
+        let user = |i: usize| names.get(i).cloned().unwrap_or_default();
+        match field {
+            Field::Name => Some(&mut self.name),
+            Field::Users => Some(&mut self.users),
+            Field::Clients => Some(&mut self.clients),
+            Field::Password(i) => Some(&mut self.passwords.entry(user(i)).or_default().first),
+            Field::Again(i) => Some(&mut self.passwords.entry(user(i)).or_default().again),
+            Field::Smb | Field::TimeMachine | Field::Nfs => None,
+        }
+    }
+
+    fn password(&self, user: &str) -> Option<&Password> {
+        self.passwords.get(user)
+    }
+
+    /// The share as the recipe's `[[shares]]` would say it; none when
+    /// neither SMB nor NFS is on.
+    pub fn specs(&self, mount: &str) -> Vec<Share> {
+        if !self.smb && !self.nfs {
+            return Vec::new();
+        }
+        vec![Share {
+            name: self.name.value().trim().to_string(),
+            path: mount.to_string(),
+            smb: self.smb.then(|| Smb {
+                users: self.user_names(),
+                timemachine: self.timemachine,
+                readonly: false,
+            }),
+            nfs: self.nfs.then(|| Nfs {
+                clients: Clients(
+                    self.clients
+                        .value()
+                        .split([' ', ','])
+                        .filter(|c| !c.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                ),
+                readonly: false,
+            }),
+        }]
+    }
+
+    /// (user, uid, NT hash) for every share user given a password here.
+    pub fn passwords_to_stage(&self, facts: &Facts) -> Vec<(String, u32, String)> {
+        if !self.smb {
+            return Vec::new();
+        }
+        self.user_names()
+            .into_iter()
+            .filter_map(|user| {
+                let typed = self.password(&user)?.first.value();
+                let account = facts.accounts.iter().find(|a| a.name == user)?;
+                (!typed.is_empty()).then(|| (user, account.uid, smbpasswd::nt_hash(typed)))
+            })
+            .collect()
+    }
+
+    /// What stops the form from being used, and the field to fix.
+    fn problem(&self, facts: &Facts) -> Option<(String, Field)> {
+        if self.smb {
+            let users = self.user_names();
+            if users.is_empty() {
+                return Some(("Name at least one user for SMB.".into(), Field::Users));
+            }
+            let known: Vec<&str> = facts.accounts.iter().map(|a| a.name.as_str()).collect();
+            if let Some(user) = users.iter().find(|u| !known.contains(&u.as_str())) {
+                let have = if known.is_empty() {
+                    "there are none: add one with `sudo adduser NAME`".to_string()
+                } else {
+                    format!("accounts here: {}", known.join(", "))
+                };
+                return Some((
+                    format!("There is no account '{user}' on this system ({have})."),
+                    Field::Users,
+                ));
+            }
+            for (i, user) in users.iter().enumerate() {
+                let (first, again) = self
+                    .password(user)
+                    .map_or(("", ""), |p| (p.first.value(), p.again.value()));
+                if first.is_empty() && !facts.staged_smb_users.contains(user) {
+                    return Some((
+                        format!("Type a Samba password for {user}."),
+                        Field::Password(i),
+                    ));
+                }
+                if first != again {
+                    return Some((
+                        format!("The two passwords for {user} differ; type them again."),
+                        Field::Again(i),
+                    ));
+                }
+            }
+        }
+        if self.nfs && self.clients.value().trim().is_empty() {
+            return Some((
+                "Name the NFS clients: a host, or a network such as 192.168.1.0/24.".into(),
+                Field::Clients,
+            ));
+        }
+        None
+    }
+}
+
+pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
+    let focus = w.shares.focus;
+    if let Some(field) = w.shares.text_mut(focus)
+        && field.handle(key)
+    {
+        if focus == Field::Name {
+            w.shares.name_follows_array = false;
+        }
+        return Effect::None;
+    }
+    let fields = w.shares.fields();
+    let at = fields.iter().position(|f| *f == focus).unwrap_or(0);
+    match nav(key) {
+        Some(Nav::Toggle) => match focus {
+            Field::Smb => w.shares.smb = !w.shares.smb,
+            Field::TimeMachine => w.shares.timemachine = !w.shares.timemachine,
+            Field::Nfs => w.shares.nfs = !w.shares.nfs,
+            _ => {}
+        },
+        Some(Nav::Down | Nav::NextField) => w.shares.focus = fields[(at + 1).min(fields.len() - 1)],
+        Some(Nav::Up | Nav::PrevField) => w.shares.focus = fields[at.saturating_sub(1)],
+        Some(Nav::Next) => {
+            if let Some((problem, field)) = w.shares.problem(&w.facts) {
+                w.shares.focus = field;
+                w.error(problem);
+            } else if let Err(problems) = w.plan() {
+                w.error(problems.join("; "));
+            } else {
+                w.review.scroll = Default::default();
+                w.screen = Screen::Review;
+            }
+        }
+        Some(Nav::Back) => w.screen = Screen::Layout,
+        _ => {}
+    }
+    Effect::None
+}
+
+pub fn help(w: &Wizard) -> Help {
+    let mut keys = vec![("↑↓", "field")];
+    if matches!(w.shares.focus, Field::Smb | Field::TimeMachine | Field::Nfs) {
+        keys.push(("Space", "on/off"));
+    }
+    keys.extend([("Enter", "review"), ("Esc", "back"), ("Ctrl-C", "quit")]);
+    keys
+}
+
+/// One row of the form as drawn.
+enum FormRow<'a> {
+    Text {
+        label: String,
+        field: Cow<'a, TextField>,
+        note: String,
+    },
+    Check(String),
+}
+
+fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
+    let form = &w.shares;
+    let check = |on: bool| if on { "[x]" } else { "[ ]" };
+    fn text<'a>(label: &str, field: Cow<'a, TextField>, note: String) -> FormRow<'a> {
+        FormRow::Text {
+            label: label.to_string(),
+            field,
+            note,
+        }
+    }
+    let password = |i: usize, again: bool| {
+        let user = form.user_names().get(i).cloned().unwrap_or_default();
+        let field = match form.password(&user) {
+            Some(p) if again => Cow::Borrowed(&p.again),
+            Some(p) => Cow::Borrowed(&p.first),
+            None => Cow::Owned(TextField::masked()),
+        };
+        (user, field)
+    };
+    match field {
+        Field::Name => text(
+            "Share name",
+            Cow::Borrowed(&form.name),
+            format!(
+                "\\\\{}\\{}, at {}",
+                w.facts.hostname,
+                form.name.value().trim(),
+                w.layout.mount.value().trim()
+            ),
+        ),
+        Field::Smb => FormRow::Check(format!(
+            "{} SMB: Windows, macOS and Linux file sharing",
+            check(form.smb)
+        )),
+        Field::Users => {
+            let known: Vec<&str> = w.facts.accounts.iter().map(|a| a.name.as_str()).collect();
+            text(
+                "    Users",
+                Cow::Borrowed(&form.users),
+                format!("accounts: {}", known.join(", ")),
+            )
+        }
+        Field::Password(i) => {
+            let (user, field) = password(i, false);
+            let note = if w.facts.staged_smb_users.contains(&user) {
+                "leave empty to keep the image's"
+            } else {
+                ""
+            };
+            text(&format!("    Password for {user}"), field, note.into())
+        }
+        Field::Again(i) => text("    Same again", password(i, true).1, String::new()),
+        Field::TimeMachine => FormRow::Check(format!(
+            "    {} Time Machine backups for Macs",
+            check(form.timemachine)
+        )),
+        Field::Nfs => FormRow::Check(format!(
+            "{} NFS: for Linux and Unix clients",
+            check(form.nfs)
+        )),
+        Field::Clients => text(
+            "    Allowed clients",
+            Cow::Borrowed(&form.clients),
+            "hosts or networks".into(),
+        ),
+    }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let theme = &w.settings.theme;
+    let form = &w.shares;
+    let fields = form.fields();
+    let rows = Layout::vertical(
+        fields
+            .iter()
+            .map(|_| Constraint::Length(1))
+            .chain([Constraint::Fill(1)]),
+    )
+    .split(area);
+    for (field, area) in fields.iter().zip(rows.iter()) {
+        let focused = *field == form.focus;
+        // ">" marks the focused field without relying on colour.
+        let mark = if focused { ">" } else { " " };
+        match form_row(w, *field) {
+            FormRow::Text { label, field, note } => {
+                let [label_area, input, note_area] = Layout::horizontal([
+                    Constraint::Length(25),
+                    Constraint::Length(20),
+                    Constraint::Fill(1),
+                ])
+                .spacing(1)
+                .areas(*area);
+                frame.render_widget(
+                    Span::styled(format!("{mark}{label}"), theme.title()),
+                    label_area,
+                );
+                field.draw(frame, input, focused, theme);
+                frame.render_widget(Span::styled(note, theme.disabled()), note_area);
+            }
+            FormRow::Check(label) => {
+                let style = if focused {
+                    theme.cursor()
+                } else {
+                    Style::new()
+                };
+                frame.render_widget(Line::styled(format!("{mark}{label}"), style), *area);
+            }
+        }
+    }
+    let mut notes = vec![Line::raw("")];
+    if form.smb {
+        notes.push(Line::raw(
+            "Samba keeps only a hash of each password; the wizard stages that hash for setup to import, never the password itself.",
+        ));
+    }
+    if !form.smb && !form.nfs {
+        notes.push(Line::styled(
+            "Neither SMB nor NFS: the array is only usable on this machine.",
+            theme.warning(),
+        ));
+    }
+    frame.render_widget(
+        Paragraph::new(notes).wrap(Wrap { trim: false }),
+        rows[fields.len()],
+    );
+}

@@ -1,0 +1,185 @@
+//! The setup runs as a systemd service, not inside the wizard, so it goes
+//! on when the wizard's session drops (an SSH connection, a closed
+//! terminal) and resumes after a power cut. The wizard hands over through
+//! files: the recipe the service runs, the journal holding the exact plan
+//! and steps the review screen showed, and the staged Samba hashes. It
+//! then watches the journal, the log and /proc/mdstat.
+
+use super::Handoff;
+use crate::atomic_file;
+use crate::disks::Host;
+use crate::image_files::{SETUP_SERVICE, WIZARD_RECIPE};
+use crate::journal::Journal;
+use crate::runner::Runner;
+use crate::status::{self, ArrayStatus};
+use crate::steps::{Action, Cmd};
+use crate::{samba, setup, smbpasswd};
+use std::io::{Read, Seek, SeekFrom};
+
+/// What the progress screen shows, read from the machine once a second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// None until the wizard has written it; Err when it cannot be read.
+    pub journal: Result<Option<Journal>, String>,
+    /// The setup service's state as systemd names it ("activating",
+    /// "failed", "inactive"), or "starting" while its start job waits;
+    /// None where systemd cannot be asked.
+    pub service: Option<String>,
+    /// The end of the setup log: the commands and what they printed.
+    pub log: Vec<String>,
+    pub arrays: Vec<ArrayStatus>,
+}
+
+/// How much of the log's end is read: far more than a screen shows.
+const LOG_TAIL_BYTES: u64 = 64 * 1024;
+
+pub fn snapshot(host: &Host, runner: &mut dyn Runner) -> Snapshot {
+    let journal = Journal::load(&setup::journal_path(host)).map_err(|e| e.to_string());
+    let service = runner
+        .query(&Cmd::new(&[
+            "systemctl",
+            "show",
+            "-p",
+            "ActiveState",
+            "-p",
+            "Job",
+            SETUP_SERVICE,
+        ]))
+        .ok()
+        .and_then(|q| service_state(&q.stdout));
+    Snapshot {
+        journal,
+        service,
+        log: log_tail(&setup::log_path(host)),
+        arrays: status::read_arrays(host),
+    }
+}
+
+/// Reads `systemctl show -p ActiveState -p Job`. A unit whose start job is
+/// queued (waiting for first boot to finish, say) is still "inactive": it
+/// counts as starting, not as stopped.
+fn service_state(show: &str) -> Option<String> {
+    let value = |key: &str| {
+        show.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map(str::trim)
+    };
+    let queued = value("Job").is_some_and(|job| !job.is_empty() && job != "0");
+    match value("ActiveState") {
+        Some("inactive" | "failed") if queued => Some("starting".into()),
+        Some(state) if !state.is_empty() => Some(state.to_string()),
+        _ => None,
+    }
+}
+
+fn log_tail(path: &std::path::Path) -> Vec<String> {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(LOG_TAIL_BYTES);
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    if from > 0 && !lines.is_empty() {
+        lines.remove(0); // cut mid-line
+    }
+    lines
+}
+
+/// Why the setup did not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// Nothing was handed over; the review can be confirmed again.
+    #[error("{0}")]
+    NotHandedOver(String),
+    /// The plan is saved, but systemd did not start the service: starting
+    /// it again resumes from the journal.
+    #[error("the plan is saved, but the service did not start: {0}")]
+    NotStarted(String),
+}
+
+/// Hands the reviewed plan to the setup service and starts it.
+pub fn start(host: &Host, handoff: &Handoff, runner: &mut dyn Runner) -> Result<(), StartError> {
+    hand_over(host, handoff).map_err(StartError::NotHandedOver)?;
+    // Enabled, so a power cut resumes it at the next boot.
+    systemctl(runner, &["enable", SETUP_SERVICE])?;
+    systemctl(runner, &["start", "--no-block", SETUP_SERVICE])
+}
+
+fn hand_over(host: &Host, handoff: &Handoff) -> Result<(), String> {
+    let journal_path = setup::journal_path(host);
+    if journal_path.exists() {
+        return Err(format!(
+            "{} exists: a setup was already started (perhaps from another session); restart the wizard to follow it",
+            journal_path.display()
+        ));
+    }
+    if !handoff.smbpasswd.is_empty() {
+        let staged = host.path(samba::STAGED_PASSWORDS);
+        let existing = std::fs::read_to_string(&staged).unwrap_or_default();
+        let merged = smbpasswd::merge(&existing, &handoff.smbpasswd);
+        atomic_file::write(&staged, merged.as_bytes(), 0o600)
+            .map_err(|e| format!("staging the Samba passwords in {}: {e}", staged.display()))?;
+    }
+    let recipe = format!(
+        "# The storage and shares chosen in the nasforge-setup wizard; run by\n# {SETUP_SERVICE} (nasforge-setup --unattended --recipe {WIZARD_RECIPE}).\n{}",
+        toml::to_string(&handoff.recipe).map_err(|e| format!("writing the recipe: {e}"))?
+    );
+    let recipe_path = host.path(WIZARD_RECIPE);
+    atomic_file::write(&recipe_path, recipe.as_bytes(), 0o644)
+        .map_err(|e| format!("writing {}: {e}", recipe_path.display()))?;
+    // The journal is what the service executes: the plan and steps exactly
+    // as reviewed, with the filesystem UUIDs the review showed.
+    Journal::new(
+        handoff.recipe.clone(),
+        handoff.context.clone(),
+        handoff.plan.clone(),
+        handoff.steps.clone(),
+    )
+    .save(&journal_path)
+    .map_err(|e| e.to_string())
+}
+
+/// Starts the service again (after a failure, or when it stopped): it
+/// resumes from the journal at the step that did not finish.
+pub fn retry(runner: &mut dyn Runner) -> Result<(), StartError> {
+    systemctl(runner, &["start", "--no-block", SETUP_SERVICE])
+}
+
+fn systemctl(runner: &mut dyn Runner, args: &[&str]) -> Result<(), StartError> {
+    let mut argv = vec!["systemctl"];
+    argv.extend_from_slice(args);
+    runner
+        .apply(&Action::Run(Cmd::new(&argv)))
+        .map_err(|e| StartError::NotStarted(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queued_start_is_starting_not_stopped() {
+        assert_eq!(
+            service_state("ActiveState=activating\n").as_deref(),
+            Some("activating")
+        );
+        assert_eq!(
+            service_state("Job=1234\nActiveState=inactive\n").as_deref(),
+            Some("starting")
+        );
+        assert_eq!(
+            service_state("ActiveState=inactive\n").as_deref(),
+            Some("inactive")
+        );
+        assert_eq!(
+            service_state("ActiveState=failed\nJob=\n").as_deref(),
+            Some("failed")
+        );
+        assert_eq!(service_state(""), None, "no systemd to ask");
+    }
+}

@@ -1,0 +1,787 @@
+//! The wizard driven with keys and drawn on ratatui's TestBackend, on the
+//! Pi 5 + JMB585 fixture with four WD Red disks, one of which (sdd) still
+//! holds an ext4 filesystem "photos".
+
+mod common;
+
+use nasforge_setup::journal::{self, Journal, StepRecord};
+use nasforge_setup::runner::RecordingRunner;
+use nasforge_setup::setup::{self, SetupError};
+use nasforge_setup::spec::{
+    Array, Clients, Count, DeviceRecipe, DiskMatch, Filesystem, Level, Mode, Nfs, Share, Smb,
+    Storage,
+};
+use nasforge_setup::wizard::theme::Theme;
+use nasforge_setup::wizard::{
+    self, Effect, Handoff, Msg, Screen, Settings, Wizard, facts, service,
+};
+use nasforge_setup::{image_files, samba, smbpasswd};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Color;
+use std::os::unix::fs::PermissionsExt;
+
+const FS_UUID: &str = "0b6c0fb3-6d0e-4a4e-9a55-7a1d9d9b2f10";
+const NOW: u64 = 1_764_460_800;
+const PLAIN: Theme = Theme {
+    colour: false,
+    ascii: false,
+};
+const SMART_PASSED: &str = r#"{"smart_status":{"passed":true}}"#;
+const SMART_FAILED: &str = r#"{"smart_status":{"passed":false}}"#;
+
+fn board() -> common::Board {
+    common::writable_copy_with_nodes("pi5-jmb585", "dev-with-data.txt")
+}
+
+/// The wizard on the fixture; smartctl says sdc is failing, the other WD
+/// Reds pass, and the SD card cannot tell.
+fn wizard_on(board: &common::Board, theme: Theme) -> Wizard {
+    let mut runner = RecordingRunner::default();
+    for (disk, json) in [
+        ("sda", SMART_PASSED),
+        ("sdb", SMART_PASSED),
+        ("sdc", SMART_FAILED),
+        ("sdd", SMART_PASSED),
+    ] {
+        runner
+            .responses
+            .push((format!("smartctl -H -j /dev/{disk}"), json.to_string()));
+    }
+    let facts = facts::gather(&board.host, &mut runner).unwrap();
+    Wizard::new(
+        facts,
+        Settings {
+            theme,
+            dry_run: false,
+            fs_uuid: FS_UUID.into(),
+            now: NOW,
+        },
+    )
+}
+
+fn key(w: &mut Wizard, code: KeyCode) -> Effect {
+    w.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn keys(w: &mut Wizard, codes: &[KeyCode]) {
+    for code in codes {
+        let effect = key(w, *code);
+        assert!(matches!(effect, Effect::None), "{code:?} gave {effect:?}");
+    }
+}
+
+fn typing(w: &mut Wizard, text: &str) {
+    for c in text.chars() {
+        key(w, KeyCode::Char(c));
+    }
+}
+
+fn ctrl(w: &mut Wizard, c: char) -> Effect {
+    w.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::CONTROL,
+    )))
+}
+
+use KeyCode::{Down, Enter, Esc, Right, Tab, Up};
+const SPACE: KeyCode = KeyCode::Char(' ');
+
+fn render_at(w: &Wizard, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| wizard::draw(frame, w)).unwrap();
+    terminal
+}
+
+fn screen(w: &Wizard) -> String {
+    render_at(w, 80, 24).backend().to_string()
+}
+
+/// Welcome → Disks, choosing the named disks (in the table's order).
+fn choose(w: &mut Wizard, names: &[&str]) {
+    keys(w, &[Enter]);
+    assert_eq!(w.screen, Screen::Disks);
+    for name in names {
+        let at = w
+            .facts
+            .inventory
+            .disks
+            .iter()
+            .position(|d| d.name == *name)
+            .unwrap();
+        while w.disks.cursor < at {
+            keys(w, &[Down]);
+        }
+        keys(w, &[SPACE]);
+    }
+}
+
+/// The default layout and share with admin's password, to the review.
+fn defaults_to_review(w: &mut Wizard) {
+    keys(w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout);
+    keys(w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    keys(w, &[Down, Down, Down]);
+    typing(w, "secret1");
+    keys(w, &[Down]);
+    typing(w, "secret1");
+    keys(w, &[Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+}
+
+fn start(w: &mut Wizard) -> Handoff {
+    match key(w, Enter) {
+        Effect::Start(handoff) => *handoff,
+        other => panic!("Enter on the review gave {other:?}; notice {:?}", w.notice),
+    }
+}
+
+const ALL_FOUR: [&str; 4] = ["sda", "sdb", "sdc", "sdd"];
+const SERIALS: &str = "{WD-WCC7K0000001,WD-WCC7K0000002,WD-WCC7K0000003,WD-WCC7K0000004}";
+
+#[test]
+fn walks_the_whole_flow_to_the_spec_it_hands_over() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &ALL_FOUR);
+    keys(&mut w, &[Enter]);
+    // raid5 is recommended for four spinning disks; take raid6, xfs and
+    // another mount point instead.
+    assert_eq!(w.level(), Level::Raid5);
+    keys(&mut w, &[Down, Tab, Right, Tab]);
+    ctrl(&mut w, 'u');
+    typing(&mut w, "/srv/tank");
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    // Name (follows the array: "tank"), SMB, users, password, again,
+    // Time Machine, NFS, clients.
+    keys(&mut w, &[Down, Down, Down]);
+    typing(&mut w, "correct horse");
+    keys(&mut w, &[Down]);
+    typing(&mut w, "correct horse");
+    keys(&mut w, &[Down, SPACE, Down, SPACE, Down, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    typing(&mut w, "sdd");
+    keys(&mut w, &[Enter]);
+    let handoff = start(&mut w);
+
+    let expected = DeviceRecipe {
+        storage: Some(Storage {
+            mode: Mode::Unattended,
+            arrays: vec![Array {
+                name: "tank".into(),
+                level: Level::Raid6,
+                disks: DiskMatch {
+                    serial: Some(SERIALS.into()),
+                    count: Count::Exactly(4),
+                    ..DiskMatch::default()
+                },
+                filesystem: Filesystem::Xfs,
+                mount: "/srv/tank".into(),
+                wipe: true,
+            }],
+            mailaddr: None,
+            alert_program: None,
+        }),
+        shares: vec![Share {
+            name: "tank".into(),
+            path: "/srv/tank".into(),
+            smb: Some(Smb {
+                users: vec!["admin".into()],
+                timemachine: true,
+                readonly: false,
+            }),
+            nfs: Some(Nfs {
+                clients: Clients(vec!["192.168.1.0/24".into()]),
+                readonly: false,
+            }),
+        }],
+    };
+    assert_eq!(handoff.recipe, expected);
+    let members: Vec<&str> = handoff.plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(members, ALL_FOUR);
+    assert_eq!(handoff.steps[0].id, "wipe:sdd");
+    let mkfs = nasforge_setup::executor::dry_run(&handoff.steps);
+    assert!(
+        mkfs.contains(&format!("mkfs.xfs -f -L tank -m uuid={FS_UUID}")),
+        "{mkfs}"
+    );
+    assert_eq!(
+        handoff.smbpasswd,
+        [smbpasswd::line(
+            "admin",
+            1000,
+            &smbpasswd::nt_hash("correct horse"),
+            NOW
+        )]
+    );
+    assert!(!format!("{handoff:?}").contains("correct horse"));
+}
+
+#[test]
+fn the_data_disk_is_not_erased_until_its_name_or_serial_is_typed() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &ALL_FOUR);
+    defaults_to_review(&mut w);
+
+    assert!(matches!(key(&mut w, Enter), Effect::None));
+    assert!(w.notice.as_ref().is_some_and(|n| n.error), "{:?}", w.notice);
+    typing(&mut w, "sda");
+    assert!(
+        matches!(key(&mut w, Enter), Effect::None),
+        "another disk's name"
+    );
+    assert!(w.review.confirmed.is_empty());
+    assert!(
+        matches!(key(&mut w, Enter), Effect::None),
+        "still not confirmed"
+    );
+    ctrl(&mut w, 'u');
+    typing(&mut w, "wd-wcc7k0000004");
+    assert!(
+        matches!(key(&mut w, Enter), Effect::None),
+        "confirms; a second Enter starts"
+    );
+    assert!(w.review.confirmed.contains("sdd"));
+    let handoff = start(&mut w);
+    assert!(handoff.recipe.storage.unwrap().arrays[0].wipe);
+    assert!(handoff.plan.arrays[0].members[3].erase);
+}
+
+#[test]
+fn blank_disks_need_no_typing_and_are_never_wiped() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb", "sdc"]);
+    defaults_to_review(&mut w);
+    let handoff = start(&mut w);
+    let array = &handoff.recipe.storage.as_ref().unwrap().arrays[0];
+    assert_eq!(
+        (array.level, array.wipe, array.disks.count),
+        (Level::Raid5, false, Count::Exactly(3))
+    );
+    assert!(handoff.steps.iter().all(|s| !s.id.starts_with("wipe:")));
+}
+
+#[test]
+fn the_system_disk_cannot_be_chosen() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["mmcblk0"]);
+    assert!(w.disks.chosen.is_empty());
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        notice.error && notice.text.contains("root filesystem"),
+        "{notice:?}"
+    );
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Disks, "no disk, no layout");
+}
+
+#[test]
+fn smart_health_is_shown_and_a_failing_disk_is_flagged() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sdc"]);
+    let shown = screen(&w);
+    assert!(shown.contains("WD-WCC7K0000003 FAILING"), "{shown}");
+    assert!(shown.contains("SMART says this disk is failing"), "{shown}");
+    assert!(
+        w.notice.clone().unwrap().text.contains("failing"),
+        "{:?}",
+        w.notice
+    );
+    assert!(shown.contains("mmcblk0 31.9 GB SSD mmc") && shown.contains("unknown the system"));
+}
+
+#[test]
+fn disks_that_report_the_same_serial_can_only_be_chosen_together() {
+    // Some USB bridges report one serial for every disk behind them; the
+    // spec names disks by serial, so choosing one of two twins would be
+    // ambiguous.
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    let serial = w.facts.inventory.disks[0].serial.clone();
+    w.facts.inventory.disks[1].serial = serial;
+    choose(&mut w, &["sdb"]);
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Layout);
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        notice.text.contains("(sdb) share serial numbers with sda"),
+        "{notice:?}"
+    );
+
+    keys(&mut w, &[Esc, Up, SPACE, Enter, Enter]);
+    assert_eq!(w.screen, Screen::Shares, "both twins: {:?}", w.notice);
+    let array = &w.plan().unwrap().arrays[0];
+    assert_eq!(array.members.len(), 2);
+}
+
+#[test]
+fn esc_goes_back_without_losing_any_choice() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &ALL_FOUR);
+    keys(&mut w, &[Enter, Down, Tab, Right]);
+    keys(&mut w, &[Enter]);
+    keys(&mut w, &[Down, Down, Down]);
+    typing(&mut w, "pw");
+    keys(&mut w, &[Down]);
+    typing(&mut w, "pw");
+    keys(&mut w, &[Down, SPACE, Down, SPACE, Enter]);
+    typing(&mut w, "sdd");
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let before = w.handoff().unwrap();
+
+    for expected in [
+        Screen::Shares,
+        Screen::Layout,
+        Screen::Disks,
+        Screen::Welcome,
+    ] {
+        keys(&mut w, &[Esc]);
+        assert_eq!(w.screen, expected);
+    }
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.disks.chosen, ALL_FOUR);
+    keys(&mut w, &[Enter]);
+    assert_eq!(
+        (w.level(), w.layout.filesystem),
+        (Level::Raid6, Filesystem::Xfs)
+    );
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "passwords kept: {:?}", w.notice);
+    // sdd's confirmation was kept too: Enter starts straight away.
+    assert_eq!(start(&mut w), before);
+}
+
+#[test]
+fn a_system_directory_is_refused_as_mount_point_with_a_reason_shown_whole() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb"]);
+    keys(&mut w, &[Enter, Tab, Tab]);
+    ctrl(&mut w, 'u');
+    typing(&mut w, "/var/nas");
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout);
+    let shown = screen(&w);
+    let notice = w.notice.clone().unwrap().text;
+    assert_eq!(
+        notice,
+        "/var/nas would cover the system directory /var; mount arrays under /srv or /mnt, e.g. /srv/nas"
+    );
+    assert!(
+        shown.contains("e.g. /srv/nas"),
+        "the notice wraps instead of being cut:\n{shown}"
+    );
+}
+
+#[test]
+fn ctrl_c_quits_from_any_screen() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda"]);
+    assert!(matches!(ctrl(&mut w, 'c'), Effect::Quit));
+}
+
+#[test]
+fn each_screen_at_80x24() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    insta::assert_snapshot!("welcome", screen(&w));
+    choose(&mut w, &ALL_FOUR);
+    insta::assert_snapshot!("disks", screen(&w));
+    keys(&mut w, &[Enter]);
+    insta::assert_snapshot!("layout", screen(&w));
+    keys(&mut w, &[Enter, Down, Down, Down]);
+    typing(&mut w, "secret1");
+    keys(&mut w, &[Down]);
+    typing(&mut w, "secret1");
+    keys(&mut w, &[Down, Down, SPACE]);
+    insta::assert_snapshot!("shares", screen(&w));
+    keys(&mut w, &[Enter]);
+    insta::assert_snapshot!("review", screen(&w));
+    keys(&mut w, &[KeyCode::End]);
+    insta::assert_snapshot!("review_end", screen(&w));
+}
+
+/// A setup the service is halfway through: journal, log and mdstat as the
+/// board would have them, read the way the wizard reads them.
+fn running_setup(board: &common::Board, done: usize) -> (Wizard, Handoff) {
+    let mut w = wizard_on(board, PLAIN);
+    choose(&mut w, &["sda", "sdb", "sdc"]);
+    defaults_to_review(&mut w);
+    let handoff = w.handoff().unwrap();
+    let mut journal = Journal::new(
+        handoff.recipe.clone(),
+        handoff.context.clone(),
+        handoff.plan.clone(),
+        handoff.steps.clone(),
+    );
+    for step in &handoff.steps[..done] {
+        journal.done.push(StepRecord {
+            id: step.id.clone(),
+            already_done: None,
+            at: NOW,
+        });
+    }
+    let host = &board.host;
+    journal.save(&setup::journal_path(host)).unwrap();
+    std::fs::create_dir_all(host.path("/var/log")).unwrap();
+    std::fs::write(
+        setup::log_path(host),
+        "$ udevadm control --stop-exec-queue\n[exit status 0]\n$ mdadm --create /dev/md/data --run --homehost=pinas --name=data --metadata=1.2 --level=5 --raid-devices=3 --chunk=512 --bitmap=internal /dev/disk/by-id/wwn-0x50014ee2b0000001-part1 /dev/disk/by-id/wwn-0x50014ee2b0000002-part1 /dev/disk/by-id/wwn-0x50014ee2b0000003-part1\nmdadm: array /dev/md/data started.\n[exit status 0]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        host.path("/proc/mdstat"),
+        "Personalities : [raid6] [raid5] [raid4]\nmd127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      7813771264 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [=>...................]  recovery =  8.5% (332085248/3906885632) finish=412.3min speed=144500K/sec\n      bitmap: 0/30 pages [0KB], 65536KB chunk\n\nunused devices: <none>\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(host.dev_path("/dev/md")).unwrap();
+    std::os::unix::fs::symlink("../md127", host.dev_path("/dev/md/data")).unwrap();
+    let mut runner = RecordingRunner::default();
+    runner.responses.push((
+        format!(
+            "systemctl show -p ActiveState -p Job {}",
+            image_files::SETUP_SERVICE
+        ),
+        "ActiveState=activating\n".into(),
+    ));
+    w.attach(service::snapshot(host, &mut runner));
+    (w, handoff)
+}
+
+#[test]
+fn progress_shows_the_steps_the_output_and_the_resync() {
+    let board = board();
+    let (mut w, _) = running_setup(&board, 6);
+    assert_eq!(w.screen, Screen::Progress);
+    let shown = screen(&w);
+    insta::assert_snapshot!("progress", shown);
+    assert!(shown.contains("data: recovery") && shown.contains("8.5%, about 6 h 53 min left"));
+    assert!(matches!(key(&mut w, Enter), Effect::None), "not done yet");
+    assert_eq!(w.screen, Screen::Progress);
+    assert!(
+        matches!(key(&mut w, Esc), Effect::Quit),
+        "leaving leaves setup running"
+    );
+}
+
+#[test]
+fn a_failed_setup_can_be_retried_from_the_progress_screen() {
+    let board = board();
+    let (mut w, handoff) = running_setup(&board, 6);
+    let mut snapshot = w.progress.clone().unwrap();
+    if let Ok(Some(j)) = &mut snapshot.journal {
+        j.failure = Some(journal::Failure {
+            step: handoff.steps[6].id.clone(),
+            index: 6,
+            error: "`mdadm --create` failed with exit status 1: mdadm: cannot open /dev/sdc1: Device or resource busy".into(),
+            at: NOW,
+        });
+    }
+    snapshot.service = Some("failed".into());
+    w.update(Msg::Progress(snapshot));
+    let shown = screen(&w);
+    assert!(shown.contains("Setup FAILED at step 7"), "{shown}");
+    assert!(matches!(key(&mut w, KeyCode::Char('r')), Effect::Retry));
+}
+
+#[test]
+fn a_plan_whose_service_did_not_start_can_be_started_again() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb"]);
+    defaults_to_review(&mut w);
+    w.update(Msg::Launched(Err(service::StartError::NotHandedOver(
+        "writing /var/lib/nasforge/wizard.toml: Read-only file system".into(),
+    ))));
+    assert_eq!(
+        w.screen,
+        Screen::Review,
+        "nothing handed over: review again"
+    );
+
+    let (mut w, _) = running_setup(&board, 0);
+    w.update(Msg::Launched(Err(service::StartError::NotStarted(
+        "Failed to connect to bus".into(),
+    ))));
+    assert_eq!(w.screen, Screen::Progress);
+    assert!(
+        w.notice.clone().unwrap().text.contains("press r"),
+        "{:?}",
+        w.notice
+    );
+    let mut snapshot = w.progress.clone().unwrap();
+    snapshot.service = Some("inactive".into());
+    w.update(Msg::Progress(snapshot));
+    assert!(
+        screen(&w).contains("Setup stopped after 0 of 15 steps"),
+        "{}",
+        screen(&w)
+    );
+    assert!(matches!(key(&mut w, KeyCode::Char('r')), Effect::Retry));
+
+    w.settings.dry_run = true;
+    assert!(
+        matches!(key(&mut w, KeyCode::Char('r')), Effect::None),
+        "a dry run starts nothing"
+    );
+}
+
+#[test]
+fn done_says_how_to_connect_and_what_to_do_when_a_disk_fails() {
+    let board = board();
+    let (mut w, handoff) = running_setup(&board, 0);
+    let mut snapshot = w.progress.clone().unwrap();
+    if let Ok(Some(j)) = &mut snapshot.journal {
+        j.done = handoff
+            .steps
+            .iter()
+            .map(|s| StepRecord {
+                id: s.id.clone(),
+                already_done: None,
+                at: NOW,
+            })
+            .collect();
+    }
+    w.update(Msg::Progress(snapshot.clone()));
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Done);
+    let shown = screen(&w);
+    insta::assert_snapshot!("done", shown);
+    for needle in [
+        "\\\\pinas\\data",
+        "smb://pinas.local/data",
+        "/boot/firmware/nasforge-status.txt",
+        "mdadm mails root",
+    ] {
+        assert!(shown.contains(needle), "{needle} missing:\n{shown}");
+    }
+
+    // Re-attaching to a finished setup opens the done screen.
+    let mut again = wizard_on(&board, PLAIN);
+    again.attach(snapshot);
+    assert_eq!(again.screen, Screen::Done);
+}
+
+#[test]
+fn nfs_shares_are_shown_as_host_and_path() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb"]);
+    keys(&mut w, &[Enter, Enter, Down, SPACE, Down, SPACE, Enter]);
+    assert_eq!(w.screen, Screen::Review, "SMB off, NFS on: {:?}", w.notice);
+    let handoff = start(&mut w);
+    let share = &handoff.recipe.shares[0];
+    assert!(share.smb.is_none() && share.nfs.is_some());
+    assert_eq!(
+        handoff.recipe.storage.as_ref().unwrap().arrays[0].level,
+        Level::Raid1
+    );
+    let mut journal = Journal::new(
+        handoff.recipe.clone(),
+        handoff.context.clone(),
+        handoff.plan.clone(),
+        handoff.steps.clone(),
+    );
+    journal.done = handoff
+        .steps
+        .iter()
+        .map(|s| StepRecord {
+            id: s.id.clone(),
+            already_done: None,
+            at: NOW,
+        })
+        .collect();
+    w.attach(service::Snapshot {
+        journal: Ok(Some(journal)),
+        service: None,
+        log: vec![],
+        arrays: vec![],
+    });
+    assert_eq!(w.screen, Screen::Done);
+    let shown = screen(&w);
+    assert!(
+        shown.contains("pinas:/srv/data") && !shown.contains("smb://"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn shares_refuse_unknown_users_and_mismatched_passwords() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda"]);
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.level(), Level::Single);
+    keys(&mut w, &[Down, Down]);
+    typing(&mut w, " bob");
+    keys(&mut w, &[Enter]);
+    let notice = w.notice.clone().unwrap();
+    assert!(notice.text.contains("no account 'bob'"), "{notice:?}");
+    keys(
+        &mut w,
+        &[
+            KeyCode::Backspace,
+            KeyCode::Backspace,
+            KeyCode::Backspace,
+            Down,
+        ],
+    );
+    typing(&mut w, "one");
+    keys(&mut w, &[Down]);
+    typing(&mut w, "two");
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares);
+    assert!(
+        w.notice.clone().unwrap().text.contains("differ"),
+        "{:?}",
+        w.notice
+    );
+}
+
+#[test]
+fn without_colour_nothing_is_coloured_and_ascii_mode_is_plain_ascii() {
+    let board = board();
+    let coloured = |theme: Theme| {
+        let mut w = wizard_on(&board, theme);
+        choose(&mut w, &ALL_FOUR);
+        let terminal = render_at(&w, 80, 24);
+        terminal
+            .backend()
+            .buffer()
+            .content
+            .iter()
+            .filter(|c| c.fg != Color::Reset || c.bg != Color::Reset)
+            .count()
+    };
+    assert_eq!(coloured(PLAIN), 0, "NO_COLOR: no colour at all");
+    assert!(
+        coloured(Theme {
+            colour: true,
+            ascii: false
+        }) > 0
+    );
+
+    let mut w = wizard_on(
+        &board,
+        Theme {
+            colour: false,
+            ascii: true,
+        },
+    );
+    choose(&mut w, &ALL_FOUR);
+    keys(&mut w, &[Enter]);
+    let terminal = render_at(&w, 80, 24);
+    let shown = terminal.backend().to_string();
+    assert!(
+        terminal
+            .backend()
+            .buffer()
+            .content
+            .iter()
+            .all(|c| c.symbol().is_ascii()),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("+ nasforge setup") && shown.contains("~117 MB/s"),
+        "{shown}"
+    );
+    assert!(shown.contains("^v move"), "{shown}");
+}
+
+#[test]
+fn every_screen_draws_at_any_size() {
+    let board = board();
+    let (mut w, _) = running_setup(&board, 3);
+    let sizes = [(80, 24), (132, 43), (40, 12), (10, 3), (1, 1)];
+    for screen in [
+        Screen::Welcome,
+        Screen::Disks,
+        Screen::Layout,
+        Screen::Shares,
+        Screen::Review,
+        Screen::Progress,
+        Screen::Done,
+    ] {
+        w.screen = screen;
+        for (width, height) in sizes {
+            render_at(&w, width, height);
+        }
+    }
+    // A bigger terminal shows more of the review at once.
+    w.screen = Screen::Review;
+    let small = render_at(&w, 80, 24).backend().to_string();
+    let big = render_at(&w, 132, 43).backend().to_string();
+    assert!(!small.contains("[3/") && big.contains("[3/"), "{big}");
+}
+
+#[test]
+fn the_service_runs_the_reviewed_journal_from_the_recipe_it_is_given() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &ALL_FOUR);
+    defaults_to_review(&mut w);
+    typing(&mut w, "sdd");
+    keys(&mut w, &[Enter]);
+    let handoff = start(&mut w);
+    let host = &board.host;
+    let mut runner = RecordingRunner::default();
+    service::start(host, &handoff, &mut runner).unwrap();
+    assert_eq!(
+        runner.lines,
+        [
+            "systemctl enable nasforge-setup.service",
+            "systemctl start --no-block nasforge-setup.service"
+        ]
+    );
+
+    let staged = host.path(samba::STAGED_PASSWORDS);
+    let text = std::fs::read_to_string(&staged).unwrap();
+    assert_eq!(text, format!("{}\n", handoff.smbpasswd[0]));
+    assert!(!text.contains("secret1"));
+    assert_eq!(
+        std::fs::metadata(&staged).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let recipe_file = host.path(image_files::WIZARD_RECIPE);
+    assert_eq!(DeviceRecipe::load(&recipe_file).unwrap(), handoff.recipe);
+    let journal = Journal::load(&setup::journal_path(host)).unwrap().unwrap();
+    assert_eq!(
+        (&journal.steps, &journal.context, &journal.plan),
+        (&handoff.steps, &handoff.context, &handoff.plan)
+    );
+
+    // What nasforge-setup.service runs: `--unattended --recipe wizard.toml`
+    // takes the wizard's journal as its own (on a fake root it stops just
+    // before the first step).
+    let mut planned = None;
+    let result = setup::unattended(
+        host,
+        &recipe_file,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+        &mut |plan| planned = Some(plan.clone()),
+    );
+    assert!(
+        matches!(result, Err(SetupError::NotTheRealRoot(_))),
+        "{result:?}"
+    );
+    assert_eq!(planned.as_ref(), Some(&handoff.plan));
+
+    let again = service::start(host, &handoff, &mut RecordingRunner::default());
+    assert!(again.unwrap_err().to_string().contains("already started"));
+}
