@@ -6,7 +6,6 @@
 use crate::image::Image;
 use crate::kernel;
 use crate::manifest::{self, Change, Manifest};
-use crate::io::hash::Trailing;
 use crate::output::{self, Paths};
 use crate::recipe::{Recipe, Source};
 use crate::size::human;
@@ -75,8 +74,14 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     timer.lap("fetch");
 
     let paths = Paths::for_image(opts.output.as_deref().unwrap_or(&recipe.output.path));
+    // Publishing removes the old output first: it must never be the base.
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(&source_path), std::fs::canonicalize(&paths.image)) {
+        if a == b {
+            bail!("the output {} is the base image itself; write the output elsewhere (`[output] path` or -o)", paths.image.display());
+        }
+    }
     let work = output::temp_beside(&paths, "work")?;
-    let unpacked = unpack(&source_path, &work, recipe)?;
+    let format = crate::io::unpack(&source_path, work.as_file(), recipe.base.sha256.as_deref())?;
     timer.lap("decompress");
 
     let mut image = Image::open(work.path()).context("the base image")?;
@@ -137,22 +142,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         timer.lap("grow");
     }
 
-    // Boot edits not made during the copy (Armbian's are on the root
-    // filesystem) change bytes the hasher has already seen.
-    let mut dirty_from = None;
-    let applied = match unpacked.early_boot {
-        Some(applied) => applied,
-        None => {
-            let applied = crate::boot::apply(&image, recipe)?;
-            if !applied.changes.is_empty() {
-                dirty_from = image.boot().filter(|_| info.family == crate::board::Family::Rpi).or(image.root()).map(|p| p.start);
-            }
-            applied
-        }
-    };
-    if extra > 0 {
-        dirty_from = Some(0);
-    }
+    let applied = crate::boot::apply(&image, recipe)?;
     for c in &applied.changes {
         say("changed", format!("{}: {}", c.file, c.details.join("; ")));
     }
@@ -174,16 +164,8 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         say("kernel", summary);
         changes.extend(installed.changes);
         booted = now;
-        let first = image.layout.partitions.iter().map(|p| p.start).min().unwrap_or(0);
-        dirty_from = Some(dirty_from.map_or(first, |d: u64| d.min(first)));
     }
-    let (rootfs_changes, rootfs_warnings, wrote_boot) = crate::rootfs::apply(&image, recipe, prepared)?;
-    if !rootfs_changes.is_empty() {
-        let at = if wrote_boot { image.boot().or(image.root()) } else { image.root() };
-        if let Some(p) = at {
-            dirty_from = Some(dirty_from.map_or(p.start, |d: u64| d.min(p.start)));
-        }
-    }
+    let (rootfs_changes, rootfs_warnings) = crate::rootfs::apply(&image, recipe, prepared)?;
     for c in &rootfs_changes {
         say("changed", &c.file);
     }
@@ -195,20 +177,13 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     image.reload().context("re-reading the customised image")?;
     timer.lap("customise");
 
-    let digest = match unpacked.hasher {
-        Some(h) => {
-            let len = work.as_file().metadata()?.len();
-            Some(h.finish(len)?.digest(work.as_file(), dirty_from, len)?)
-        }
-        None => None,
-    };
-    let written = output::finish_image(work, &paths, recipe.output.compress, recipe.output.xz_level, digest)?;
+    let written = output::finish_image(work, &paths, recipe.output.compress, recipe.output.xz_level)?;
     let manifest = Manifest {
         nasforge: env!("CARGO_PKG_VERSION"),
         recipe: recipe.file.display().to_string(),
         name: recipe.name.clone(),
         board: board.name().into(),
-        base: manifest::Source { location, sha256: recipe.base.sha256.clone(), format: unpacked.format.name().into() },
+        base: manifest::Source { location, sha256: recipe.base.sha256.clone(), format: format.name().into() },
         output: manifest::Output {
             path: paths.image.display().to_string(),
             sha256: written.file_sha256.clone(),
@@ -225,58 +200,6 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     say("wrote", format!("{} (sha256 {})", paths.image.display(), manifest.output.sha256));
     say("", format!("{} and {}", paths.sha256.display(), paths.manifest.display()));
     Ok(Report { paths, manifest, timings: timer.phases })
-}
-
-struct Unpacked {
-    format: crate::io::decompress::Format,
-    /// The Raspberry Pi boot edits, when they were made during the copy.
-    early_boot: Option<crate::boot::Applied>,
-    /// The raw image's hash, computed alongside the copy (raw output only).
-    hasher: Option<Trailing>,
-}
-
-/// Copies the base image into the working file. A second core hashes the
-/// copy as it lands, and a Raspberry Pi's boot partition (which comes first
-/// on the disk) is edited as soon as its bytes are in place, before the
-/// hasher reaches it: an image whose root filesystem is not touched is then
-/// hashed in the same pass instead of a second one. The edits take
-/// milliseconds; if a later check fails, nothing is published anyway.
-fn unpack(source: &std::path::Path, work: &tempfile::NamedTempFile, recipe: &Recipe) -> Result<Unpacked> {
-    let rpi = recipe.board.info().family == crate::board::Family::Rpi;
-    // .xz output hashes the raw image while compressing; grow rewrites the
-    // partition table at byte 0, which would void a hash made here.
-    let hasher = (!recipe.output.compress && recipe.output.grow.is_none()).then(|| work.reopen().map(Trailing::start)).transpose()?;
-    let mut early_boot = None;
-    let mut boot_span: Option<(u64, u64)> = None;
-    let mut peeked = !rpi;
-    let format = crate::io::unpack(source, work.as_file(), recipe.base.sha256.as_deref(), |pos| {
-        if !peeked {
-            peeked = true;
-            // A table that cannot be read yet is read again, in full, after
-            // the copy; its edits are then made there.
-            boot_span = Image::open_prefix(work.path(), pos).ok().and_then(|i| i.boot().map(|p| (p.start, p.end())));
-        }
-        match boot_span {
-            Some((start, end)) if early_boot.is_none() => {
-                if pos >= end {
-                    early_boot = Some(crate::boot::apply(&Image::open_prefix(work.path(), pos)?, recipe)?);
-                } else if let Some(h) = &hasher {
-                    h.advance(start);
-                }
-                if early_boot.is_some()
-                    && let Some(h) = &hasher {
-                        h.advance(pos);
-                    }
-            }
-            _ => {
-                if let Some(h) = &hasher {
-                    h.advance(pos);
-                }
-            }
-        }
-        Ok(())
-    })?;
-    Ok(Unpacked { format, early_boot, hasher })
 }
 
 fn describe_layout(image: &Image) {

@@ -44,6 +44,9 @@ const BASE_PACKAGES: &[&str] = &[
     "tzdata",
     "ca-certificates",
     "initramfs-tools",
+    // initramfs-tools compresses with zstd when it is there: much faster than
+    // gzip, which matters when the board rebuilds it after mdadm.conf.
+    "zstd",
     "raspi-firmware",
     "e2fsprogs",
     "dosfstools",

@@ -4,8 +4,11 @@
 //! binds to it exactly as to a JMB585 or ASM1166, and its disks are sdX.
 //!
 //! The Raspberry Pi firmware cannot be emulated, so the kernel and initramfs
-//! are taken from the image's root filesystem and handed to qemu directly;
-//! the image itself is the guest's virtio disk.
+//! are taken from the image's root filesystem and handed to qemu directly.
+//! The guest's virtio disk is a copy-on-write overlay of the image in the
+//! work directory: the built image and its .sha256 stay as published, and
+//! what the board did (its first boot, the arrays' state) persists between
+//! runs until the image is rebuilt or `--fresh` is given.
 
 use crate::image::Image;
 use crate::size::human;
@@ -34,6 +37,8 @@ pub struct Options {
     pub serial_log: Option<PathBuf>,
     /// Quit instead of restarting when the guest reboots.
     pub exit_on_reboot: bool,
+    /// Forget the previous runs: a new overlay and new blank disks.
+    pub fresh: bool,
 }
 
 /// Host ports forwarded to the guest.
@@ -145,12 +150,13 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     };
     std::fs::create_dir_all(&workdir).with_context(|| format!("creating {}", workdir.display()))?;
     let boot = extract_boot(&image, &workdir)?;
+    let overlay = overlay(&opts.image, &workdir, opts.fresh)?;
 
     let mut disks = Vec::new();
     if let Some((count, size)) = opts.blank {
         for i in 0..count {
             let p = workdir.join(format!("sata{i}.img"));
-            if !p.exists() {
+            if opts.fresh || !p.exists() {
                 std::fs::File::create(&p)?.set_len(size)?;
             }
             disks.push(p);
@@ -176,7 +182,7 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
         cmd.arg("-initrd").arg(initrd);
     }
     cmd.arg("-append").arg(format!("{} rw console=ttyAMA0 net.ifnames=0", boot.root_arg));
-    cmd.arg("-drive").arg(format!("if=none,id=root,format=raw,file={}", opts.image.display())).args(["-device", "virtio-blk-pci,drive=root"]);
+    cmd.arg("-drive").arg(format!("if=none,id=root,format=qcow2,file={}", overlay.display())).args(["-device", "virtio-blk-pci,drive=root"]);
     cmd.args(["-device", "ich9-ahci,id=ahci"]);
     for (i, d) in disks.iter().enumerate() {
         cmd.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
@@ -219,6 +225,35 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     use std::io::Write;
     std::io::stdout().flush()?;
     cmd.status().with_context(|| format!("running {qemu}"))
+}
+
+/// The guest's disk: a qcow2 overlay over the image, kept while the image
+/// is unchanged.
+fn overlay(image: &Path, workdir: &Path, fresh: bool) -> Result<PathBuf> {
+    let path = workdir.join("root.qcow2");
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let stale = match (mtime(&path), mtime(image)) {
+        (Some(o), Some(i)) => i > o,
+        _ => true,
+    };
+    if !fresh && !stale {
+        return Ok(path);
+    }
+    if !fresh && path.exists() {
+        println!("the image changed since the last run: starting from it afresh");
+    }
+    let _ = std::fs::remove_file(&path);
+    let base = std::fs::canonicalize(image)?;
+    let out = Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
+        .arg(&base)
+        .arg(&path)
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run qemu-img (package qemu-utils): {e}"))?;
+    if !out.status.success() {
+        bail!("qemu-img could not create {}: {}", path.display(), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(path)
 }
 
 /// `4x2G` → (4, 2 GiB).

@@ -112,23 +112,46 @@ pub fn default_binary(arch: &str) -> Result<PathBuf> {
         bail!("no nasforge-setup for {arch}: set `[installer] binary` in the recipe (this nasforge was installed without its source tree)");
     }
     // cargo decides whether anything changed; a current build costs a second.
-    let status = std::process::Command::new(&script).arg(triple).status().with_context(|| format!("running {}", script.display()))?;
+    let status = std::process::Command::new(&script)
+        .arg(triple)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("running {}", script.display()))?;
     if !status.success() || !binary.is_file() {
         bail!("{} failed; run it by hand to see why, or set `[installer] binary`", script.display());
     }
     Ok(binary)
 }
 
-/// The recipe as the board gets it: `password` values removed (only their
-/// hashes are in the image), comments and layout kept.
-pub fn sanitized_recipe(text: &str) -> Result<String> {
-    let mut doc: toml_edit::DocumentMut = text.parse().context("re-reading the recipe")?;
-    if let Some(users) = doc.get_mut("system").and_then(|s| s.get_mut("users")).and_then(|u| u.as_array_of_tables_mut()) {
-        for u in users.iter_mut() {
-            u.remove("password");
+/// The part of the recipe the board reads — `[storage]` and `[[shares]]`,
+/// with their comments — for nasforge-setup, and for a person to read or
+/// change before first boot. Nothing else travels: no `[system]`, so no
+/// password in any of TOML's spellings. Checked once more on the way out.
+pub fn board_recipe(text: &str) -> Result<String> {
+    let doc: toml_edit::DocumentMut = text.parse().context("re-reading the recipe")?;
+    let mut out = toml_edit::DocumentMut::new();
+    for key in ["storage", "shares"] {
+        if let Some(item) = doc.get(key) {
+            out.insert(key, item.clone());
         }
     }
-    Ok(doc.to_string())
+    let body = out.to_string();
+    let text = format!(
+        "# nasforge: the storage part of the recipe this image was built from.\n# nasforge-setup builds it at first boot; edit it before then to change\n# what it builds (see docs/recipe.md).\n\n{}",
+        body.trim_start()
+    );
+    let check: toml::Table = toml::from_str(&text).context("the recipe copy for the board does not parse")?;
+    fn has_secret(v: &toml::Value) -> bool {
+        match v {
+            toml::Value::Table(t) => t.iter().any(|(k, v)| k.contains("password") || has_secret(v)),
+            toml::Value::Array(a) => a.iter().any(has_secret),
+            _ => false,
+        }
+    }
+    if has_secret(&toml::Value::Table(check)) {
+        bail!("internal: the recipe copy for the board would carry a password; refusing to write it");
+    }
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -136,11 +159,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn passwords_are_removed_and_comments_kept() {
-        let text = "# my NAS\n[system]\nhostname = \"pinas\"\n[[system.users]]\nname = \"admin\"\npassword = \"hunter2\" # secret\nssh_authorized_keys = []\n";
-        let out = sanitized_recipe(text).unwrap();
-        assert!(!out.contains("hunter2"), "{out}");
-        assert!(out.starts_with("# my NAS\n") && out.contains("name = \"admin\""), "{out}");
+    fn only_storage_and_shares_travel_with_their_comments() {
+        let storage = "[storage]\nmode = \"unattended\" # build it at first boot\n\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid1\"\ndisks = { count = 2 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = { users = [\"admin\"] }\n";
+        for system in [
+            "[system]\nhostname = \"pinas\"\n[[system.users]]\nname = \"admin\"\npassword = \"hunter2\"\n",
+            "[system]\nusers = [{ name = \"admin\", password = \"hunter2\" }]\n",
+            "system = { users = [{ name = \"admin\", password = \"hunter2\" }] }\n",
+        ] {
+            let text = format!("[base]\npath = \"x.img\"\n{system}{storage}");
+            let out = board_recipe(&text).unwrap();
+            assert!(!out.contains("hunter2") && !out.contains("[system]") && !out.contains("[base]"), "{out}");
+            assert!(out.contains("# build it at first boot") && out.contains("[[shares]]"), "{out}");
+            nasforge_setup::spec::DeviceRecipe::parse(&out, Path::new("nasforge.toml")).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_password_in_the_storage_part_is_refused() {
+        let text = "[storage]\nmode = \"wizard\"\nnote = { password = \"x\" }\n";
+        assert!(board_recipe(text).unwrap_err().to_string().contains("would carry a password"));
     }
 
     #[test]

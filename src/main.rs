@@ -64,7 +64,10 @@ enum Command {
     /// Pi firmware cannot be emulated: the kernel and initramfs are taken from
     /// the image's root filesystem, so the kernel must have virtio drivers
     /// (Debian's does; build the image with `[base] debian`; Raspberry Pi
-    /// OS's kernels do not). The image is written to as a card would be.
+    /// OS's kernels do not). The board writes to a copy-on-write overlay in
+    /// the work directory, so the image stays as built; the overlay and the
+    /// blank disks persist between runs (a reboot keeps its arrays) until
+    /// the image is rebuilt or --fresh is given.
     #[command(after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G")]
     Emulate {
         image: PathBuf,
@@ -93,6 +96,10 @@ enum Command {
         /// Quit when the guest reboots instead of restarting it
         #[arg(long)]
         exit_on_reboot: bool,
+        /// Start over: forget what earlier runs wrote (the board's disk
+        /// overlay and the blank disks)
+        #[arg(long)]
+        fresh: bool,
     },
     /// Kernels: build the one a recipe's `[kernel] build` describes.
     Kernel {
@@ -222,7 +229,7 @@ fn run(cli: Cli) -> Result<()> {
                 image.clone()
             } else {
                 tmp = tempfile::NamedTempFile::new().context("creating a temporary file to unpack the image")?;
-                nasforge::io::unpack(&image, tmp.as_file(), None, |_| Ok(()))?;
+                nasforge::io::unpack(&image, tmp.as_file(), None)?;
                 tmp.path().to_path_buf()
             };
             let mut report = nasforge::inspect::inspect(&path)?;
@@ -234,8 +241,8 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Emulate { image, disks, disk, workdir, memory, cpus, headless, serial_log, exit_on_reboot } => {
-            let opts = nasforge::emulate::Options { image, blank: disks, disks: disk, workdir, memory_mib: memory, cpus, headless, serial_log, exit_on_reboot };
+        Command::Emulate { image, disks, disk, workdir, memory, cpus, headless, serial_log, exit_on_reboot, fresh } => {
+            let opts = nasforge::emulate::Options { image, blank: disks, disks: disk, workdir, memory_mib: memory, cpus, headless, serial_log, exit_on_reboot, fresh };
             let status = nasforge::emulate::run(&opts)?;
             if !status.success() {
                 anyhow::bail!("qemu exited with {status}");

@@ -88,19 +88,16 @@ pub struct Written {
 
 /// Produces the output file from the finished working image: the working
 /// file itself for .img, a multi-threaded xz of it for .img.xz.
-/// `digest` is the raw image's sha256 when it was already computed.
-pub fn finish_image(work: NamedTempFile, paths: &Paths, compress: bool, xz_level: u32, digest: Option<String>) -> Result<Written> {
+/// The digest is taken of the finished file, once every change is in it:
+/// whatever wrote to the image, the published sha256 describes the bytes
+/// that are published.
+pub fn finish_image(work: NamedTempFile, paths: &Paths, compress: bool, xz_level: u32) -> Result<Written> {
     let size = work.as_file().metadata()?.len();
     if !compress {
-        let digest = match digest {
-            Some(d) => d,
-            None => {
-                let bar = progress::bytes(size, "sha256");
-                let d = hash::hash_file(work.as_file(), |n| bar.inc(n))?;
-                bar.finish_and_clear();
-                d
-            }
-        };
+        work.as_file().sync_all()?;
+        let bar = progress::bytes(size, "sha256");
+        let digest = hash::hash_file(work.as_file(), |n| bar.inc(n))?;
+        bar.finish_and_clear();
         return Ok(Written { file_sha256: digest.clone(), image_sha256: digest, image_size: size, file: work });
     }
     let out = temp_beside(paths, "partial")?;

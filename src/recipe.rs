@@ -107,6 +107,8 @@ struct OutputFile {
 #[derive(Debug, Clone)]
 pub struct Recipe {
     pub file: PathBuf,
+    /// The recipe as read, for the copy the board gets.
+    pub text: String,
     pub name: String,
     pub base: Base,
     pub board: Model,
@@ -404,14 +406,14 @@ impl Recipe {
             None => DEFAULT_XZ_LEVEL,
         };
 
-        let needs_nas = raw.storage.is_some() || !raw.shares.is_empty();
-        let (packages, mirror) = match &raw.packages {
+        // What the storage plan needs on the board is always staged: the board
+        // is offline at first boot, so a missing mkfs would fail there,
+        // after the arrays exist.
+        let required: Vec<String> =
+            nasforge_setup::spec::required_packages(raw.storage.as_ref(), &raw.shares).into_iter().map(String::from).collect();
+        let (mut packages, mirror) = match &raw.packages {
             Some(p) => {
-                let list = match &p.get_ref().install {
-                    Some(list) => list.clone(),
-                    None if needs_nas => crate::packages::NAS_DEFAULT.iter().map(|s| s.to_string()).collect(),
-                    None => vec![],
-                };
+                let list = p.get_ref().install.clone().unwrap_or_default();
                 for name in &list {
                     let ok = name.len() >= 2
                         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -420,15 +422,20 @@ impl Recipe {
                         err(p.span(), format!("`{name}` is not a Debian package name"), Some("lowercase letters, digits, `+`, `-` and `.`".into()));
                     }
                 }
-                if let Some(m) = &p.get_ref().mirror
-                    && !(m.starts_with("http://") || m.starts_with("https://") || m.starts_with("file:/")) {
+                if let Some(m) = &p.get_ref().mirror {
+                    if !(m.starts_with("http://") || m.starts_with("https://") || m.starts_with("file:/")) {
                         err(p.span(), format!("mirror `{m}` is not an http(s) or file: URL"), None);
                     }
+                }
                 (list, p.get_ref().mirror.clone())
             }
-            None if needs_nas => (crate::packages::NAS_DEFAULT.iter().map(|s| s.to_string()).collect(), None),
             None => (vec![], None),
         };
+        for r in required {
+            if !packages.contains(&r) {
+                packages.push(r);
+            }
+        }
         let installer_binary = raw.installer.as_ref().map(|i| {
             let path = file.parent().unwrap_or(Path::new(".")).join(i.binary.get_ref());
             if !path.is_file() {
@@ -456,6 +463,7 @@ impl Recipe {
         }
         Ok(Recipe {
             file: file.to_path_buf(),
+            text: text.to_string(),
             name,
             base: Base { source: source.expect("checked above"), sha256 },
             board: model,

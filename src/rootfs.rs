@@ -67,12 +67,7 @@ pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> R
         mode: recipe.storage.as_ref().map(|s| s.mode),
         ssh: wants_ssh && system.needs_openssh,
     });
-    let recipe_copy = if has_storage || !recipe.system.users.is_empty() {
-        let text = std::fs::read_to_string(&recipe.file).with_context(|| format!("reading {}", recipe.file.display()))?;
-        Some(firstboot::sanitized_recipe(&text)?.into_bytes())
-    } else {
-        None
-    };
+    let recipe_copy = if has_storage { Some(firstboot::board_recipe(&recipe.text)?.into_bytes()) } else { None };
     Ok(Prepared { resolved, system, binary, firstboot, recipe_copy })
 }
 
@@ -88,8 +83,8 @@ fn image_arch(image: &Image) -> Result<String> {
 }
 
 /// Writes everything `prepare` worked out. Returns the manifest records and
-/// whether the boot partition was written.
-pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<Change>, Vec<String>, bool)> {
+/// warnings.
+pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<Change>, Vec<String>)> {
     let root = image.ext4().context("the image has no ext4 root filesystem")?;
     let mut changes = prepared.system.changes;
     let mut ops: Vec<Op> = Vec::new();
@@ -193,18 +188,17 @@ pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<
             file: "boot:/nasforge.toml".into(),
             before_sha256: None,
             after_sha256: None,
-            why: "the recipe, without passwords, for nasforge-setup on the board".into(),
+            why: "the recipe's [storage] and [[shares]], for nasforge-setup on the board".into(),
             details: vec![],
         });
     }
     root.apply(&ops)?;
-    let wrote_boot = !boot_files.is_empty();
-    if wrote_boot {
+    if !boot_files.is_empty() {
         let fat = image.fat(true)?.context("the image has no FAT boot partition for userconf.txt / nasforge.toml")?;
         for (name, data) in &boot_files {
             fat.write(name, data)?;
         }
         fat.close()?;
     }
-    Ok((changes, prepared.system.warnings, wrote_boot))
+    Ok((changes, prepared.system.warnings))
 }

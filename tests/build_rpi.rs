@@ -285,3 +285,24 @@ fn ctrl_c_mid_build_leaves_no_files() {
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
 }
+
+#[test]
+fn debian_raspi_firmware_images_keep_the_settings_across_kernel_updates() {
+    let fixture = RpiFixture { root_files: vec![("etc/kernel/postinst.d/z50-raspi-firmware".into(), b"#!/bin/sh\n".to_vec())], ..Default::default() };
+    let b = setup(fixture, PI5_RECIPE);
+    let r = build(&b, "pinas.toml");
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let out = b.path("out/pinas.img");
+    let off = root_offset(&out);
+    assert_eq!(debugfs_cat(&out, off, "/etc/default/raspi-firmware-custom"), "[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n");
+    assert_eq!(debugfs_cat(&out, off, "/etc/default/raspi-extra-cmdline"), "systemd.show_status=1\n");
+    assert!(r.stderr.contains("rewrites cmdline.txt on every kernel update, which brings back what `cmdline_remove` took out (quiet)"), "{}", r.stderr);
+    e2fsck(&out, off);
+    // A rebuild from the output adds nothing twice.
+    let again = PI5_RECIPE
+        .replacen("path = \"rpi.img\"", "path = \"out/pinas.img\"", 1)
+        .replace("[output]\npath = \"out/pinas.img\"", "[output]\npath = \"again/pinas.img\"");
+    write_recipe(b.dir.path(), "again.toml", &again);
+    assert_eq!(build(&b, "again.toml").status, 0);
+    assert_eq!(debugfs_cat(&b.path("again/pinas.img"), off, "/etc/default/raspi-firmware-custom"), "[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n");
+}

@@ -120,3 +120,25 @@ fn bundled_recipes_are_valid() {
     }
     assert!(n >= 3, "expected the bundled recipes in {}", dir.display());
 }
+
+#[test]
+fn emulate_explains_what_it_cannot_boot() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = RpiFixture::default().build(dir.path());
+    let r = nasforge(&["emulate", img.to_str().unwrap(), "--disks", "2x64M", "--headless"], dir.path(), dir.path());
+    assert_eq!(r.status, 1);
+    assert!(r.stderr.contains("kernel 6.6.51+rpt-rpi-2712 has no virtio block driver, so qemu's virt machine cannot boot it"), "{}", r.stderr);
+    assert!(r.stderr.contains("[base] debian"), "the error says what to do: {}", r.stderr);
+
+    // Without qemu on the PATH.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nasforge"))
+        .args(["emulate", img.to_str().unwrap()])
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("qemu-system-aarch64 not found: install qemu-system-arm"), "{stderr}");
+
+    let r = nasforge(&["emulate", img.to_str().unwrap(), "--disks", "9x1G"], dir.path(), dir.path());
+    assert!(r.stderr.contains("the emulated SATA controller has 1 to 6 ports"), "{}", r.stderr);
+}

@@ -72,6 +72,10 @@ path = "out/nas.img"
     std::fs::create_dir(&mnt).unwrap();
     run(Command::new("mount").arg("-o").arg(format!("loop,offset={root}")).arg(&img).arg(&mnt));
     let mut mounted = Mounted(vec![mnt.clone()]);
+    // The Debian base is an ordinary system: nothing of mmdebstrap's
+    // install-time service blocking is left in it.
+    assert!(!mnt.join("usr/sbin/policy-rc.d").exists(), "mmdebstrap's policy-rc.d was left in the image");
+    assert!(!mnt.join("usr/sbin/start-stop-daemon.REAL").exists());
     for (fs, target) in [("proc", "proc"), ("sysfs", "sys")] {
         run(Command::new("mount").args(["-t", fs, fs]).arg(mnt.join(target)));
         mounted.0.push(mnt.join(target));

@@ -46,12 +46,15 @@ fn env(userconf: bool) -> Env {
             Pkg { name: "samba-common", version: "2:4.17.12", fields: &[] },
             Pkg { name: "nfs-kernel-server", version: "1:2.6.2", fields: &[] },
             Pkg { name: "smartmontools", version: "7.3", fields: &[] },
+            Pkg { name: "xfsprogs", version: "6.1.0", fields: &[] },
+            Pkg { name: "btrfs-progs", version: "6.2", fields: &[] },
         ],
     );
     let server = Server::start(repo.root.clone());
     let sources = format!("Types: deb\nURIs: {}\nSuites: {SUITE}\nComponents: main\nSigned-By: /usr/share/keyrings/nasforge-test.gpg\n", server.url(""));
     let mut root_files = accounts("pi:x:1000:1000:,,,:/home/pi:/bin/bash\n", userconf);
-    root_files.push(("var/lib/dpkg/status".into(), status(&[]).into_bytes()));
+    // Every Debian system has e2fsprogs (Priority: required).
+    root_files.push(("var/lib/dpkg/status".into(), status(&[("e2fsprogs", "1.47.0-2", &[])]).into_bytes()));
     root_files.push(("etc/apt/sources.list.d/test.sources".into(), sources.into_bytes()));
     root_files.push(("usr/share/keyrings/nasforge-test.gpg".into(), repo.keyring.clone()));
     RpiFixture { root_files, root_mib: 64, ..Default::default() }.build(dir.path());
@@ -149,7 +152,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     assert!(stat(&img, "/var/lib/nasforge/debs/samba_2%3a4.17.12_arm64.deb").contains("Type: regular"));
     // The first-boot service, enabled, and what it will do.
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
-    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm samba nfs-kernel-server smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
+    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba nfs-kernel-server smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
     assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service").contains("Fast link dest: \"/etc/systemd/system/nasforge-firstboot.service\""));
     assert!(stat(&img, "/usr/lib/nasforge/firstboot").contains("Mode:  0755"));
     // nasforge-setup, built for the board.
@@ -175,7 +178,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
 
     // Samba gets the NT hash, never the password.
     let smb = debugfs_cat(&img, off, "/var/lib/nasforge/smbpasswd");
-    assert!(smb.starts_with("admin:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:") && smb.contains(&nasforge::system::secrets::nt_hash(PASSWORD)), "{smb}");
+    assert!(smb.starts_with("admin:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:") && smb.contains(&nasforge_setup::smbpasswd::nt_hash(PASSWORD)), "{smb}");
     // The recipe travels, without the password.
     let copy = mtype(&img, boot, "nasforge.toml");
     assert!(copy.contains("[[storage.arrays]]") && !copy.contains(PASSWORD), "{copy}");
@@ -236,5 +239,8 @@ fn wizard_mode_installs_the_console_wizard() {
     assert!(debugfs_cat(&img, off, "/etc/systemd/system/nasforge-wizard.service").contains("TTYPath=/dev/tty1"));
     assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/nasforge-wizard.service").contains("Fast link dest: \"/etc/systemd/system/nasforge-wizard.service\""));
     assert!(debugfs_cat(&img, off, "/etc/profile.d/nasforge-setup.sh").contains("sudo nasforge-setup"));
-    assert!(debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env").contains("NASFORGE_MODE=wizard"));
+    let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
+    assert!(env_file.contains("NASFORGE_MODE=wizard"), "{env_file}");
+    // The filesystem is chosen on the board, so every mkfs is staged.
+    assert!(env_file.contains("xfsprogs") && env_file.contains("btrfs-progs"), "{env_file}");
 }

@@ -27,6 +27,14 @@ chroot "$root" systemctl enable systemd-networkd.service
 rm -f "$root/usr/sbin/update-initramfs"
 chroot "$root" dpkg-divert --quiet --local --rename --remove /usr/sbin/update-initramfs
 chroot "$root" update-initramfs -c -k all
+# That initramfs carries every storage driver, so the image boots on any Pi
+# (or the emulator). Later rebuilds happen on the board itself, first when
+# nasforge-setup adds mdadm.conf: there the running hardware is known, and
+# taking only its drivers makes the rebuild several times faster.
+cat >"$root/etc/initramfs-tools/conf.d/nasforge-modules.conf" <<CONF
+# nasforge: rebuilt on the board, for the board it runs on
+MODULES=dep
+CONF
 
 # raspi-firmware writes cmdline.txt from this; a label survives any disk name.
 if grep -q '^#\?ROOTPART=' "$root/etc/default/raspi-firmware"; then
@@ -43,6 +51,13 @@ stage=$(mktemp -d)
 fw=$(mktemp -d)
 cp -ax "$root/." "$stage/"
 mv "$stage/boot/firmware/"* "$fw/"
+# While it installs, mmdebstrap stops maintainer scripts from starting
+# services (policy-rc.d, a start-stop-daemon stand-in) and undoes that only
+# after the hooks; this copy is taken inside a hook, so it undoes it here.
+rm -f "$stage/usr/sbin/policy-rc.d"
+if [ -e "$stage/usr/sbin/start-stop-daemon.REAL" ]; then
+	mv "$stage/usr/sbin/start-stop-daemon.REAL" "$stage/usr/sbin/start-stop-daemon"
+fi
 
 used=$(du -s -B1M "$stage" | cut -f1)
 root_mib=$((used + used / 4 + 512))

@@ -139,7 +139,66 @@ fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
         }
     }
     fat.close()?;
+    persist_for_raspi_firmware(image, recipe, &wanted, &section, &mut out)?;
     Ok(out)
+}
+
+const RASPI_FIRMWARE_HOOK: &str = "/etc/kernel/postinst.d/z50-raspi-firmware";
+const RASPI_FIRMWARE_CUSTOM: &str = "/etc/default/raspi-firmware-custom";
+const RASPI_EXTRA_CMDLINE: &str = "/etc/default/raspi-extra-cmdline";
+
+/// Debian's raspi-firmware rewrites config.txt and cmdline.txt on every
+/// kernel or initramfs update (its z50-raspi-firmware hook) — on the board's
+/// first boot too, when mdadm.conf is added. What it keeps is what
+/// /etc/default/raspi-firmware-custom and raspi-extra-cmdline say, so the
+/// board's settings go there as well.
+fn persist_for_raspi_firmware(image: &Image, recipe: &Recipe, wanted: &[(String, String)], section: &str, out: &mut Applied) -> Result<()> {
+    let Some(root) = image.ext4() else { return Ok(()) };
+    if root.owner(RASPI_FIRMWARE_HOOK)?.is_none() {
+        return Ok(());
+    }
+    let info = recipe.board.info();
+    let part = partition_name(image.root().and_then(|p| p.label.as_deref()), "root");
+    let before = root.read(RASPI_FIRMWARE_CUSTOM)?;
+    let mut custom = config_txt::ConfigTxt::parse(&String::from_utf8_lossy(before.as_deref().unwrap_or_default()));
+    let mut details = Vec::new();
+    for (line, _) in wanted {
+        details.extend(custom.set(line, &info.filters, section).iter().map(|e| e.to_string()));
+    }
+    if !details.is_empty() {
+        let after = custom.render();
+        root.replace(RASPI_FIRMWARE_CUSTOM, after.as_bytes(), 0o644)?;
+        out.changes.push(Change {
+            file: format!("{part}:{RASPI_FIRMWARE_CUSTOM}"),
+            before_sha256: before.as_deref().map(sha256_hex),
+            after_sha256: Some(sha256_hex(after.as_bytes())),
+            why: "raspi-firmware regenerates config.txt on kernel updates and appends this file".into(),
+            details,
+        });
+    }
+    if !recipe.boot.cmdline_append.is_empty() {
+        let before = root.read(RASPI_EXTRA_CMDLINE)?;
+        let mut extra = cmdline::Cmdline::parse(&String::from_utf8_lossy(before.as_deref().unwrap_or_default()));
+        let added: Vec<String> = recipe.boot.cmdline_append.iter().filter(|w| extra.append(w)).map(|w| format!("added `{w}`")).collect();
+        if !added.is_empty() {
+            let after = extra.render();
+            root.replace(RASPI_EXTRA_CMDLINE, after.as_bytes(), 0o644)?;
+            out.changes.push(Change {
+                file: format!("{part}:{RASPI_EXTRA_CMDLINE}"),
+                before_sha256: before.as_deref().map(sha256_hex),
+                after_sha256: Some(sha256_hex(after.as_bytes())),
+                why: "raspi-firmware regenerates cmdline.txt on kernel updates and appends this file".into(),
+                details: added,
+            });
+        }
+    }
+    if !recipe.boot.cmdline_remove.is_empty() {
+        out.warnings.push(format!(
+            "this image's raspi-firmware rewrites cmdline.txt on every kernel update, which brings back what `cmdline_remove` took out ({}); change /etc/default/raspi-firmware on the board to make it stick",
+            recipe.boot.cmdline_remove.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 const ARMBIAN_ENV: &str = "/boot/armbianEnv.txt";

@@ -39,6 +39,8 @@ pub enum Op {
     Copy { path: String, from: PathBuf, mode: u32, uid: u32, gid: u32 },
     Mkdir { path: String, mode: u32, uid: u32, gid: u32 },
     Symlink { path: String, target: String },
+    /// Within the filesystem, keeping the inode (debugfs `ln` + `unlink`).
+    Rename { from: String, to: String },
     Remove { path: String },
 }
 
@@ -183,6 +185,9 @@ impl Ext4 {
         if err.contains("File not found") {
             return Ok(None);
         }
+        if !err.is_empty() {
+            bail!("reading {path} in the root filesystem: {err}");
+        }
         let text = String::from_utf8_lossy(&out);
         if !text.contains("Type: symlink") {
             return Ok(None);
@@ -245,8 +250,16 @@ impl Ext4 {
                         0o040000 | mode
                     ));
                 }
+                Op::Rename { from, to } => {
+                    check_path(from)?;
+                    check_path(to)?;
+                    script.push_str(&format!("ln \"{from}\" \"{to}\"\nunlink \"{from}\"\n"));
+                }
                 Op::Symlink { path, target } => {
                     check_path(path)?;
+                    if target.is_empty() || target.contains(|c: char| c.is_whitespace() || c == '"' || c.is_control()) {
+                        bail!("internal: symlink target `{target}` cannot be passed to debugfs");
+                    }
                     script.push_str(&format!("symlink \"{path}\" \"{target}\"\n"));
                 }
                 Op::Remove { path } => {
@@ -262,10 +275,15 @@ impl Ext4 {
         Ok(())
     }
 
-    /// Replaces a file's content, keeping its mode and owner when it exists.
+    /// Replaces a file's content, keeping its mode and owner when it exists
+    /// (a new file's directory is created when missing).
     pub fn replace(&self, path: &str, data: &[u8], default_mode: u32) -> Result<()> {
         let (mode, uid, gid) = self.owner(path)?.unwrap_or((default_mode, 0, 0));
-        let mut ops = Vec::new();
+        let parent = path.rsplit_once('/').map(|(d, _)| d).filter(|d| !d.is_empty());
+        let mut ops = match parent {
+            Some(dir) => self.missing_dirs(&[dir])?,
+            None => Vec::new(),
+        };
         if self.read(path)?.is_some() {
             ops.push(Op::Remove { path: path.into() });
         }
@@ -279,6 +297,9 @@ impl Ext4 {
         let (out, err) = self.run(&["-R", &format!("stat \"{path}\"")], None)?;
         if err.contains("File not found") {
             return Ok(None);
+        }
+        if !err.is_empty() {
+            bail!("reading {path} in the root filesystem: {err}");
         }
         let text = String::from_utf8_lossy(&out);
         let field = |name: &str| -> Option<u32> {

@@ -23,13 +23,6 @@ impl Image {
         Ok(Image { path: path.to_path_buf(), layout })
     }
 
-    /// An image whose first `available` bytes are written; see `Layout::read_prefix`.
-    pub fn open_prefix(path: &Path, available: u64) -> Result<Image> {
-        let mut f = File::open(path).with_context(|| format!("opening image {}", path.display()))?;
-        let layout = Layout::read_prefix(&mut f, Some(available)).context("reading the partition table")?;
-        Ok(Image { path: path.to_path_buf(), layout })
-    }
-
     pub fn reload(&mut self) -> Result<()> {
         *self = Image::open(&self.path)?;
         Ok(())

@@ -79,13 +79,6 @@ const GPT_BASIC_DATA: &str = "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7";
 
 impl Layout {
     pub fn read(file: &mut File) -> Result<Layout> {
-        Layout::read_prefix(file, None)
-    }
-
-    /// The layout of an image still being written: only its first `available`
-    /// bytes are in place, so partitions past them are listed but not probed
-    /// and not checked against the (not yet final) file length.
-    pub fn read_prefix(file: &mut File, available: Option<u64>) -> Result<Layout> {
         let disk_size = file.seek(SeekFrom::End(0))?;
         if disk_size < 2 * SECTOR {
             bail!("the image is {disk_size} bytes: too small to hold a partition table");
@@ -105,12 +98,6 @@ impl Layout {
             }
         }
         for p in &mut layout.partitions {
-            if let Some(avail) = available {
-                if p.end() <= avail {
-                    (p.fs, p.label) = probe(file, p.start, p.size)?;
-                }
-                continue;
-            }
             if p.end() > disk_size {
                 bail!(
                     "corrupt partition table: partition {} ends at byte {} but the image is only {} bytes (truncated image?)",

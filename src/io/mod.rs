@@ -15,52 +15,25 @@ use std::path::Path;
 
 /// Streams the base image into the (empty) working file, decompressing and
 /// leaving zeros as holes. When `sha256` is given the source is hashed on the
-/// way and a mismatch is an error. `written` hears how many bytes of the
-/// working file are in place after each chunk, and may stop the copy with
-/// an error.
-pub fn unpack(
-    source: &Path,
-    work: &File,
-    sha256: Option<&str>,
-    mut written: impl FnMut(u64) -> Result<()>,
-) -> Result<decompress::Format> {
+/// way and a mismatch is an error.
+pub fn unpack(source: &Path, work: &File, sha256: Option<&str>) -> Result<decompress::Format> {
     let mut src = File::open(source).with_context(|| format!("opening {}", source.display()))?;
     let format = decompress::Format::sniff(&mut src)?;
     let len = src.metadata()?.len();
     let what = if format == decompress::Format::Raw { "copy" } else { "decompress" };
     let bar = progress::bytes(len, what);
-    // The callback's own error, kept whole (io::Error would flatten its chain).
-    let mut stopped: Option<anyhow::Error> = None;
-    let mut pos = 0u64;
-    let mut on_chunk = |n: u64| -> std::io::Result<()> {
-        pos += n;
-        written(pos).map_err(|e| {
-            stopped = Some(e);
-            std::io::Error::other("stopped")
-        })
-    };
     let digest = match format {
         decompress::Format::Raw => {
             let mut hasher = sha256.map(|_| Sha256::new());
-            let copied = sparse::copy_file(&src, work, hasher.as_mut(), |n| {
-                bar.inc(n);
-                on_chunk(n)
-            });
-            if let Some(e) = stopped.take() {
-                return Err(e);
-            }
-            copied.with_context(|| format!("copying {}", source.display()))?;
+            sparse::copy_file(&src, work, hasher.as_mut(), |n| bar.inc(n)).with_context(|| format!("copying {}", source.display()))?;
             hasher.map(|h| hash::hex(&h.finalize()))
         }
         _ => {
             let mut reader = hash::HashReader::new(progress::ProgressReader::new(src, bar.clone()));
             let copied = {
                 let decoder = decompress::decoder(format, &mut reader)?;
-                sparse::copy_stream(decoder, work, on_chunk)
+                sparse::copy_stream(decoder, work, |_| {})
             };
-            if let Some(e) = stopped.take() {
-                return Err(e);
-            }
             copied.map_err(|e| {
                 anyhow::anyhow!("{} is not a valid {} archive ({e}); the file is truncated or corrupt, download it again", source.display(), format.name())
             })?;

@@ -65,9 +65,7 @@ impl<'a> SparseWriter<'a> {
 }
 
 /// Copies a stream into an empty file, sparsely. Returns the bytes copied.
-/// `progress` hears the length of each chunk once it is written, and can
-/// stop the copy by returning an error.
-pub fn copy_stream(mut src: impl Read, dst: &File, mut progress: impl FnMut(u64) -> io::Result<()>) -> io::Result<u64> {
+pub fn copy_stream(mut src: impl Read, dst: &File, mut progress: impl FnMut(u64)) -> io::Result<u64> {
     let mut w = SparseWriter::new(dst);
     let mut buf = vec![0u8; CHUNK];
     loop {
@@ -85,7 +83,7 @@ pub fn copy_stream(mut src: impl Read, dst: &File, mut progress: impl FnMut(u64)
             break;
         }
         w.write(&buf[..filled])?;
-        progress(filled as u64)?;
+        progress(filled as u64);
         if filled < buf.len() {
             break;
         }
@@ -100,7 +98,7 @@ pub fn copy_file(
     src: &File,
     dst: &File,
     mut hasher: Option<&mut Sha256>,
-    mut progress: impl FnMut(u64) -> io::Result<()>,
+    mut progress: impl FnMut(u64),
 ) -> io::Result<u64> {
     use sha2::Digest;
     let mut w = SparseWriter::new(dst);
@@ -112,7 +110,7 @@ pub fn copy_file(
                     super::hash::hash_zeros(h, len);
                 }
                 w.skip(len);
-                progress(len)?;
+                progress(len);
             }
             Region::Data { start, len } => {
                 let mut done = 0;
@@ -125,7 +123,7 @@ pub fn copy_file(
                         h.update(&buf[..n]);
                     }
                     w.write(&buf[..n])?;
-                    progress(n as u64)?;
+                    progress(n as u64);
                     done += n as u64;
                 }
             }
@@ -156,15 +154,6 @@ fn lseek(file: &File, offset: u64, whence: libc::c_int) -> io::Result<Option<u64
     }
     let e = io::Error::last_os_error();
     if e.raw_os_error() == Some(libc::ENXIO) { Ok(None) } else { Err(e) }
-}
-
-/// The offset of the first data at or after `pos`, None when only a hole
-/// follows.
-pub fn next_data(file: &File, pos: u64) -> io::Result<Option<u64>> {
-    match lseek(file, pos, libc::SEEK_DATA) {
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(Some(pos)),
-        other => other,
-    }
 }
 
 /// The file's data and hole regions in order. Filesystems without
@@ -213,7 +202,7 @@ mod tests {
         let mut data = vec![0u8; 8 * CHUNK];
         data[5 * CHUNK..5 * CHUNK + 10].copy_from_slice(b"0123456789");
         let dst = tempfile::tempfile().unwrap();
-        let n = copy_stream(&data[..], &dst, |_| Ok(())).unwrap();
+        let n = copy_stream(&data[..], &dst, |_| {}).unwrap();
         assert_eq!(n, data.len() as u64);
         assert_eq!(dst.metadata().unwrap().len(), data.len() as u64);
         assert!(allocated(&dst) <= 64 * 1024, "only the one data block is allocated: {}", allocated(&dst));
@@ -232,7 +221,7 @@ mod tests {
         src.flush().unwrap();
         let dst = tempfile::tempfile().unwrap();
         let mut h = Sha256::new();
-        copy_file(&src, &dst, Some(&mut h), |_| Ok(())).unwrap();
+        copy_file(&src, &dst, Some(&mut h), |_| {}).unwrap();
         let mut whole = vec![0u8; 16 * CHUNK];
         src.read_exact_at(&mut whole, 0).unwrap();
         assert_eq!(hex::encode(h.finalize()), super::super::hash::sha256_hex(&whole));

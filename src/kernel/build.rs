@@ -258,17 +258,8 @@ fn check_tools() -> Result<()> {
 }
 
 fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
+    let f = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    Ok(crate::io::hash::hash_file(&f, |_| {})?)
 }
 
 /// Digest of a kernel tree: every regular file's path and content, and

@@ -90,8 +90,7 @@ fn copy_tree_ops(src: &Path, dest: &str, ops: &mut Vec<Op>) -> Result<usize> {
     }
     for (rel, full) in &files {
         check_name(rel)?;
-        let data = fs::read(full).with_context(|| format!("reading {}", full.display()))?;
-        ops.push(Op::Write { path: format!("{dest}/{rel}"), data, mode: 0o644, uid: 0, gid: 0 });
+        ops.push(Op::Copy { path: format!("{dest}/{rel}"), from: full.clone(), mode: 0o644, uid: 0, gid: 0 });
     }
     Ok(files.len())
 }
@@ -111,19 +110,6 @@ fn modules_base(root: &Ext4) -> Result<String> {
     bail!("the root filesystem has neither /lib/modules nor /usr/lib/modules; is it a Debian-style system?")
 }
 
-/// Renames within one directory with debugfs `ln` + `unlink`, which leave
-/// the inode's link count as it was: a rename that loses nothing.
-fn rename(root: &Ext4, from: &str, to: &str) -> Result<()> {
-    let script = tempfile::NamedTempFile::new()?;
-    fs::write(script.path(), format!("ln \"{from}\" \"{to}\"\nunlink \"{from}\"\n"))?;
-    let out = Command::new("debugfs").arg("-w").arg("-f").arg(script.path()).arg(root.device()).output().context("running debugfs")?;
-    let err: Vec<String> =
-        String::from_utf8_lossy(&out.stderr).lines().filter(|l| !l.starts_with("debugfs ") && !l.trim().is_empty()).map(String::from).collect();
-    if !out.status.success() || !err.is_empty() {
-        bail!("renaming {from} to {to} on the root filesystem failed: {}", err.join("; "));
-    }
-    Ok(())
-}
 
 fn root_files(root: &Ext4, built: &Built, part: &str) -> Result<(Vec<Op>, Vec<Change>)> {
     let release = &built.info.release;
@@ -341,15 +327,14 @@ fn armbian(image: &Image, board: Model, built: &Built) -> Result<Installed> {
     }
     let (mut ops, changes) = root_files(&root, built, &part)?;
     out.changes.extend(changes);
-    let kernel = fs::read(built.image())?;
     out.changes.push(Change {
         file: format!("{part}:{vmlinuz}"),
         before_sha256: None,
-        after_sha256: Some(sha256_hex(&kernel)),
+        after_sha256: Some(crate::io::hash::hash_file(&fs::File::open(built.image())?, |_| {})?),
         why: format!("[kernel] build: kernel {release} ({})", built.info.defconfig),
         details: vec![],
     });
-    ops.push(Op::Write { path: vmlinuz.clone(), data: kernel, mode: 0o644, uid: 0, gid: 0 });
+    ops.push(Op::Copy { path: vmlinuz.clone(), from: built.image(), mode: 0o644, uid: 0, gid: 0 });
     // Only the board's vendor directory: a mainline `defconfig` builds the
     // device trees of every arm64 SoC family, which this board never loads.
     let n = match fdtfile.as_deref().and_then(|f| f.split_once('/')) {
@@ -408,7 +393,7 @@ fn armbian(image: &Image, board: Model, built: &Built) -> Result<Installed> {
             None if root.owner(link)?.is_some() => {
                 // A real file or directory: keep it under another name.
                 let kept = format!("{link}.stock");
-                rename(&root, link, &kept)?;
+                root.apply(&[Op::Rename { from: link.to_string(), to: kept.clone() }])?;
                 out.warnings.push(format!("{link} was not a link; the stock one is kept as {kept}"));
             }
             None => {}

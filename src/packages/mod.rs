@@ -15,10 +15,6 @@ use std::path::{Path, PathBuf};
 /// Where the staged repository lives on the board.
 pub const STAGE_DIR: &str = "/var/lib/nasforge/debs";
 
-/// The set installed when a recipe has `[storage]` or `[[shares]]` and no
-/// `[packages] install` of its own.
-pub const NAS_DEFAULT: [&str; 4] = ["mdadm", "samba", "nfs-kernel-server", "smartmontools"];
-
 /// One resolved package, downloaded and verified.
 #[derive(Debug, Clone, Serialize)]
 pub struct Deb {
@@ -62,7 +58,8 @@ impl Resolved {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PackagesSection {
-    /// Packages to install at first boot (with their dependencies).
+    /// Packages to install at first boot (with their dependencies), beyond
+    /// what `[storage]` and `[[shares]]` need, which is always added.
     #[serde(default)]
     pub install: Option<Vec<String>>,
     /// Replaces the address of the image's Debian archive entries.

@@ -126,7 +126,7 @@ pub struct Applied {
 
 /// Staged for first boot: Samba's passwords (imported by nasforge-setup,
 /// then deleted) and SSH keys of users Raspberry Pi OS creates itself.
-pub const SMBPASSWD: &str = "/var/lib/nasforge/smbpasswd";
+pub use nasforge_setup::samba::STAGED_PASSWORDS as SMBPASSWD;
 pub const STAGED_KEYS: &str = "/var/lib/nasforge/authorized_keys";
 
 fn days_since_epoch() -> u64 {
@@ -175,10 +175,20 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
         if root.owner(&zone)?.is_none() {
             bail!("time zone `{tz}` is not in the image ({zone} is missing; is tzdata installed?)");
         }
-        if root.readlink("/etc/localtime")?.is_some() || root.owner("/etc/localtime")?.is_some() {
-            out.ops.push(Op::Remove { path: "/etc/localtime".into() });
+        let current = root.readlink("/etc/localtime")?;
+        if current.as_deref() != Some(zone.as_str()) {
+            if current.is_some() || root.owner("/etc/localtime")?.is_some() {
+                out.ops.push(Op::Remove { path: "/etc/localtime".into() });
+            }
+            out.ops.push(Op::Symlink { path: "/etc/localtime".into(), target: zone.clone() });
+            out.changes.push(Change {
+                file: "root:/etc/localtime".into(),
+                before_sha256: None,
+                after_sha256: None,
+                why: "[system] timezone".into(),
+                details: vec![format!("-> {zone}")],
+            });
         }
-        out.ops.push(Op::Symlink { path: "/etc/localtime".into(), target: zone.clone() });
         let old = root.read("/etc/timezone")?;
         replace(root, &mut out, "/etc/timezone", old.as_deref(), format!("{tz}\n").as_bytes(), 0o644, "[system] timezone")?;
     }
@@ -211,7 +221,7 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
     let mut smbpasswd = String::new();
     let mut staged_keys = Vec::new();
     let days = days_since_epoch();
-    let lct = format!("LCT-{:08X}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     for (i, u) in sys.users.iter().enumerate() {
         let hash = match (&u.password, &u.password_hash) {
             (Some(p), _) => Some(secrets::crypt_password(p)?),
@@ -269,7 +279,8 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
         };
         if smb_users.contains(&u.name) {
             let password = u.password.as_deref().context("validated: share users have a password")?;
-            smbpasswd.push_str(&format!("{}:{uid}:{}:{}:[U          ]:{lct}:\n", u.name, "X".repeat(32), secrets::nt_hash(password)));
+            smbpasswd.push_str(&nasforge_setup::smbpasswd::line(&u.name, uid, &nasforge_setup::smbpasswd::nt_hash(password), now));
+            smbpasswd.push('\n');
         }
     }
     let why = "[[system.users]]";

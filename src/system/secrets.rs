@@ -1,9 +1,8 @@
 //! Password material computed on the workstation, so the image never
-//! carries a plaintext password: a crypt(3) hash for /etc/shadow and the NT
-//! hash Samba stores.
+//! carries a plaintext password: a crypt(3) hash for /etc/shadow. (Samba's
+//! NT hash is nasforge_setup::smbpasswd's, shared with the board.)
 
 use anyhow::{Context, Result};
-use md4::{Digest, Md4};
 use sha_crypt::{PasswordHasher, ShaCrypt};
 use std::io::Read;
 
@@ -16,12 +15,6 @@ pub fn crypt_password(password: &str) -> Result<String> {
     Ok(hash.to_string())
 }
 
-/// Samba's NT hash: MD4 of the UTF-16LE password, as 32 uppercase hex digits.
-pub fn nt_hash(password: &str) -> String {
-    let utf16: Vec<u8> = password.encode_utf16().flat_map(u16::to_le_bytes).collect();
-    hex::encode_upper(Md4::digest(&utf16))
-}
-
 /// Whether a string is a crypt(3) hash this tool accepts in `password_hash`.
 pub fn is_crypt_hash(s: &str) -> bool {
     ["$y$", "$gy$", "$6$", "$5$", "$2b$", "$7$"].iter().any(|p| s.starts_with(p)) && s.len() > 20 && !s.contains(':')
@@ -30,13 +23,6 @@ pub fn is_crypt_hash(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nt_hash_matches_known_values() {
-        // The NT hash of "password" (widely published test vector).
-        assert_eq!(nt_hash("password"), "8846F7EAEE8FB117AD06BDD830B7586C");
-        assert_eq!(nt_hash(""), "31D6CFE0D16AE931B73C59D7E0C089C0");
-    }
 
     #[test]
     fn crypt_hashes_are_salted_sha512() {

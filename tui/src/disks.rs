@@ -56,6 +56,59 @@ pub struct Inventory {
     pub disks: Vec<Disk>,
     /// The fastest wired network link, for the bottleneck estimate.
     pub network: Option<NetworkLink>,
+    /// md arrays already assembled: old NAS disks put back in come up as
+    /// arrays of their own, possibly under the name a recipe wants.
+    #[serde(default)]
+    pub arrays: Vec<MdArray>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MdArray {
+    /// Kernel name, e.g. `md127`.
+    pub device: String,
+    /// The name from the `/dev/md/<name>` link udev or mdadm made, if any.
+    pub name: Option<String>,
+    /// Kernel names of its member devices (`sdc1`), from sysfs.
+    pub members: Vec<String>,
+}
+
+/// What tells one physical disk from another, whatever name the kernel
+/// gives it on this boot: a step planned for a disk checks that the disk
+/// at its path is still that disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// The kernel name at planning, for messages only.
+    pub name: String,
+    pub size: Size,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub wwn: Option<String>,
+}
+
+impl Identity {
+    pub fn same_disk(&self, other: &Identity) -> bool {
+        (&self.size, &self.model, &self.serial, &self.wwn)
+            == (&other.size, &other.model, &other.serial, &other.wwn)
+    }
+}
+
+impl std::fmt::Display for Identity {
+    /// "sdb: WDC WD40EFRX, serial WD-WCC7K1234567, no WWN, 4 TB"
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let or_none = |label: &str, v: &Option<String>| match v {
+            Some(v) => format!("{label} {v}"),
+            None => format!("no {label}"),
+        };
+        write!(
+            f,
+            "{}: {}, {}, {}, {}",
+            self.name,
+            self.model.as_deref().unwrap_or("unknown model"),
+            or_none("serial", &self.serial),
+            or_none("WWN", &self.wwn),
+            self.size
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,6 +226,16 @@ impl std::fmt::Display for InUse {
 }
 
 impl Disk {
+    pub fn identity(&self) -> Identity {
+        Identity {
+            name: self.name.clone(),
+            size: self.size,
+            model: self.model.clone(),
+            serial: self.serial.clone(),
+            wwn: self.wwn.clone(),
+        }
+    }
+
     pub fn dev_path(&self) -> String {
         format!("/dev/{}", self.name)
     }
@@ -271,7 +334,99 @@ pub fn discover(host: &Host) -> Result<Inventory, DiscoveryError> {
     Ok(Inventory {
         disks,
         network: network_link(host),
+        arrays: md_arrays(host, &names),
     })
+}
+
+/// The assembled md arrays among the block devices `names`.
+fn md_arrays(host: &Host, names: &[String]) -> Vec<MdArray> {
+    let links = md_names(host);
+    names
+        .iter()
+        .filter(|n| host.path("/sys/block").join(n).join("md").is_dir())
+        .map(|device| MdArray {
+            device: device.clone(),
+            name: links
+                .iter()
+                .find(|(kernel, _)| kernel == device)
+                .map(|(_, name)| name.clone()),
+            members: md_members(host, device),
+        })
+        .collect()
+}
+
+/// The `/dev/md/<name>` links as (kernel name, name): `md127` carries `data`.
+pub fn md_names(host: &Host) -> Vec<(String, String)> {
+    let Ok(entries) = fs::read_dir(host.dev_path("/dev/md")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<(String, String)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let target = fs::read_link(e.path()).ok()?;
+            Some((
+                target.file_name()?.to_string_lossy().into_owned(),
+                e.file_name().to_string_lossy().into_owned(),
+            ))
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Kernel names of the members of md array `device` (`md127`), from its
+/// `md/dev-*/block` links in sysfs, sorted.
+pub fn md_members(host: &Host, device: &str) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(host.path("/sys/block").join(device).join("md")) else {
+        return Vec::new();
+    };
+    let mut members: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("dev-"))
+        .filter_map(|e| {
+            let target = fs::read_link(e.path().join("block")).ok()?;
+            Some(target.file_name()?.to_string_lossy().into_owned())
+        })
+        .collect();
+    members.sort();
+    members
+}
+
+/// The kernel name of the device a path under /dev leads to:
+/// `/dev/disk/by-id/wwn-...-part1` → `sdb1`, `/dev/md/data` → `md127`. Links
+/// are followed only while they stay in the device directory (a test tree
+/// may point a node at a real loop device). None when nothing is there.
+pub fn kernel_name(host: &Host, device: &str) -> Option<String> {
+    let mut path = host.dev_path(device);
+    // udev's links are one or two hops; the bound only stops a loop.
+    for _ in 0..8 {
+        let Ok(target) = fs::read_link(&path) else {
+            break;
+        };
+        let next = lexical_join(path.parent()?, &target);
+        if !next.starts_with(&host.dev) {
+            break;
+        }
+        path = next;
+    }
+    path.exists()
+        .then(|| path.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .flatten()
+}
+
+/// `dir` joined with `rel`, `..` resolved without touching the filesystem.
+fn lexical_join(dir: &Path, rel: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in dir.join(rel).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Sorts sda, sdb, ..., sdz, sdaa and nvme0n1 before nvme0n10.

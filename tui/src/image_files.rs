@@ -10,6 +10,13 @@ pub const SETUP_BINARY: &str = "/usr/local/sbin/nasforge-setup";
 /// `nasforge-setup.service` sets up with `--unattended --recipe`.
 pub const WIZARD_RECIPE: &str = "/var/lib/nasforge/wizard.toml";
 
+/// The first-boot settings the builder writes; first boot deletes it once
+/// it has finished, so while it is there first boot has not succeeded.
+pub const FIRSTBOOT_ENV: &str = "/var/lib/nasforge/firstboot.env";
+
+/// Made by first boot once the staged packages are installed.
+pub const PACKAGES_INSTALLED: &str = "/var/lib/nasforge/packages-installed";
+
 /// The unit that does the work the wizard planned.
 pub const SETUP_SERVICE: &str = "nasforge-setup.service";
 

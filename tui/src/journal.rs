@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 pub const PATH: &str = "/var/lib/nasforge/journal.json";
-const VERSION: u32 = 1;
+/// 2: guards name the planned disk and the array's members.
+const VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Journal {
@@ -58,14 +59,13 @@ pub enum JournalError {
         source: std::io::Error,
     },
     #[error(
-        "the journal {path} is damaged ({source}); move it aside to plan again, after checking the disks"
+        "the journal {path} is damaged ({why}), so how far setup got is unknown and nothing was run. Check the disks (`nasforge-setup status`, `cat /proc/mdstat`), then move it aside (`mv {path} {path}.damaged`) to plan again"
     )]
-    Parse {
-        path: String,
-        source: serde_json::Error,
-    },
-    #[error("the journal {path} has version {found}, this nasforge-setup reads version {VERSION}")]
-    Version { path: String, found: u32 },
+    Damaged { path: String, why: String },
+    #[error(
+        "the journal {path} has version {found}, this nasforge-setup reads version {VERSION}: finish the setup with the nasforge-setup that started it, or check the disks and move the journal aside to plan again"
+    )]
+    Version { path: String, found: u64 },
     #[error("cannot write the journal {path}: {source}")]
     Write {
         path: String,
@@ -116,22 +116,27 @@ impl Journal {
                 });
             }
         };
-        let version = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| v.get("version")?.as_u64())
-            .unwrap_or(0) as u32;
-        if version != VERSION {
+        let damaged = |why: String| JournalError::Damaged {
+            path: shown.clone(),
+            why,
+        };
+        // A journal cut short (a full disk, a card that lost its last
+        // write) is damaged, not of another version.
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| damaged(e.to_string()))?;
+        let version = value
+            .get("version")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| damaged("it records no version".into()))?;
+        if version != u64::from(VERSION) {
             return Err(JournalError::Version {
                 path: shown,
                 found: version,
             });
         }
-        serde_json::from_str(&text)
+        serde_json::from_value(value)
             .map(Some)
-            .map_err(|source| JournalError::Parse {
-                path: shown,
-                source,
-            })
+            .map_err(|e| damaged(e.to_string()))
     }
 
     pub fn save(&self, path: &Path) -> Result<(), JournalError> {
@@ -140,5 +145,74 @@ impl Journal {
             path: path.display().to_string(),
             source,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::Alert;
+    use crate::steps::Context;
+
+    fn saved() -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.json");
+        let plan = Plan {
+            arrays: vec![],
+            shares: vec![],
+            alert: Alert::Mail("root".into()),
+        };
+        let context = Context {
+            hostname: "nas".into(),
+            fs_uuids: vec![],
+        };
+        Journal::new(DeviceRecipe::default(), context, plan, vec![])
+            .save(&path)
+            .unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        (dir, path, bytes)
+    }
+
+    #[test]
+    fn a_truncated_journal_is_reported_as_damaged_with_its_path_and_what_to_do() {
+        let (_dir, path, bytes) = saved();
+        assert!(Journal::load(&path).unwrap().is_some());
+        for cut in [0, 1, bytes.len() / 2, bytes.len() - 1] {
+            std::fs::write(&path, &bytes[..cut]).unwrap();
+            let err = Journal::load(&path).unwrap_err();
+            assert!(
+                matches!(err, JournalError::Damaged { .. }),
+                "cut at {cut}: {err}"
+            );
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("the journal {} is damaged", path.display()))
+                    && text.contains("move it aside")
+                    && !text.contains("version"),
+                "{text}"
+            );
+        }
+        std::fs::write(&path, "{\"steps\": []}").unwrap();
+        let text = Journal::load(&path).unwrap_err().to_string();
+        assert!(
+            text.contains("is damaged (it records no version)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_journal_of_another_version_says_so() {
+        let (_dir, path, bytes) = saved();
+        let text = String::from_utf8(bytes).unwrap().replacen(
+            &format!("\"version\": {VERSION}"),
+            "\"version\": 1",
+            1,
+        );
+        std::fs::write(&path, text).unwrap();
+        let err = Journal::load(&path).unwrap_err();
+        assert!(
+            matches!(err, JournalError::Version { found: 1, .. }),
+            "{err}"
+        );
     }
 }

@@ -120,7 +120,13 @@ fn wizard(host: &Host, dry_run: bool) -> anyhow::Result<()> {
 
 fn plan(host: &Host, recipe_file: &Path, dry_run: bool) -> anyhow::Result<()> {
     let recipe = DeviceRecipe::load(recipe_file)?;
-    let prepared = setup::prepare(host, recipe_file, &recipe)?;
+    let prepared = setup::prepare(
+        host,
+        recipe_file,
+        &recipe,
+        query_runner(host)?.as_mut(),
+        &mut note,
+    )?;
     print!("{}", prepared.plan.describe());
     if dry_run {
         println!("\nSteps (nothing is run):");
@@ -146,7 +152,12 @@ fn show_status(host: &Host, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// SMART queries go to the real disks only when the root is the real one.
+fn note(text: &str) {
+    eprintln!("nasforge-setup: {text}");
+}
+
+/// SMART queries, `udevadm settle` and waiting for late disks happen only
+/// when the root is the real one: a fake tree does not change.
 fn query_runner(host: &Host) -> anyhow::Result<Box<dyn Runner>> {
     if host.root == Path::new("/") {
         Ok(Box::new(SystemRunner::new(host.clone(), None)?))
@@ -156,8 +167,16 @@ fn query_runner(host: &Host) -> anyhow::Result<Box<dyn Runner>> {
 }
 
 fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
-    let mut runner = SystemRunner::new(host.clone(), Some(&setup::log_path(host)))
-        .with_context(|| format!("opening the log {}", setup::log_path(host).display()))?;
+    // Commands cannot be moved under a fake root: a rehearsal there only
+    // records them (and setup stops before the first step).
+    let mut runner: Box<dyn Runner> = if host.root == Path::new("/") {
+        Box::new(
+            SystemRunner::new(host.clone(), Some(&setup::log_path(host)))
+                .with_context(|| format!("opening the log {}", setup::log_path(host).display()))?,
+        )
+    } else {
+        Box::new(RecordingRunner::default())
+    };
     let mut on_event = |event: Event| match event {
         Event::Starting { index, total, step } => {
             eprintln!("nasforge-setup: [{}/{total}] {}", index + 1, step.title)
@@ -166,7 +185,14 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
         Event::Finished { .. } => {}
     };
     let mut on_plan = |plan: &Plan| eprint!("{}", plan.describe());
-    let result = setup::unattended(host, recipe_file, &mut runner, &mut on_event, &mut on_plan);
+    let result = setup::unattended(
+        host,
+        recipe_file,
+        runner.as_mut(),
+        &mut on_event,
+        &mut on_plan,
+        &mut note,
+    );
 
     let journal = Journal::load(&setup::journal_path(host)).ok().flatten();
     let mut status = status::collect(host, journal.as_ref(), query_runner(host)?.as_mut());

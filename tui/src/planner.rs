@@ -2,7 +2,7 @@
 //! list of refusals that each name the disk and the reason. Pure: no I/O, so
 //! the wizard can re-plan on every keystroke and tests can cover every level.
 
-use crate::disks::{Disk, Inventory};
+use crate::disks::{Disk, Inventory, MdArray};
 use crate::matching;
 use crate::size::Size;
 use crate::spec::{Array, Count, Level, Share, Storage, Transport};
@@ -182,6 +182,24 @@ pub fn pcie_mb_s(mts: u32, width: u32) -> u32 {
     per_lane * width
 }
 
+/// "PCIe Gen 2 (5.0 GT/s) x1": people know links by generation, the kernel
+/// reports the transfer rate.
+pub fn pcie_link(mts: u32, width: u32) -> String {
+    let rate = format!("{:.1} GT/s", mts as f32 / 1000.0);
+    let generation = match mts {
+        2_500 => Some(1),
+        5_000 => Some(2),
+        8_000 => Some(3),
+        16_000 => Some(4),
+        32_000 => Some(5),
+        _ => None,
+    };
+    match generation {
+        Some(g) => format!("PCIe Gen {g} ({rate}) x{width}"),
+        None => format!("PCIe {rate} x{width}"),
+    }
+}
+
 /// What a network link carries: GbE ≈ 117 MB/s (seed measurements).
 pub fn network_mb_s(mbit: u32) -> u32 {
     (mbit as u64 * 117 / 1000) as u32
@@ -213,11 +231,7 @@ fn throughput(level: Level, members: &[&Disk], inventory: &Inventory) -> Through
             .count();
         let mb_s = (pcie_mb_s(mts, width) as u64 * n as u64 / behind as u64) as u32;
         limits.push(Limit {
-            what: format!(
-                "the PCIe {:.1} GT/s x{width} link of the {}",
-                mts as f32 / 1000.0,
-                c.label()
-            ),
+            what: format!("the {} link of the {}", pcie_link(mts, width), c.label()),
             mb_s,
         });
     }
@@ -284,6 +298,20 @@ fn plan_array(
         disk: disk.map(str::to_string),
         reason,
     };
+    // The steps address the array as /dev/md/<name>: with another array
+    // already there under that name, "create" would find it done and mkfs
+    // would format it.
+    if spec.level != Level::Single
+        && let Some(existing) = inventory
+            .arrays
+            .iter()
+            .find(|a| a.name.as_deref() == Some(spec.name.as_str()))
+    {
+        return Err(vec![refuse(
+            None,
+            name_taken(index, spec, existing, inventory),
+        )]);
+    }
     let mut mismatched = Vec::new();
     let mut candidates = Vec::new();
     for disk in &inventory.disks {
@@ -424,6 +452,34 @@ fn plan_array(
         warnings,
         skipped,
     })
+}
+
+fn name_taken(index: usize, spec: &Array, existing: &MdArray, inventory: &Inventory) -> String {
+    let device = crate::mdadm::device(&spec.name);
+    let members: Vec<String> = existing
+        .members
+        .iter()
+        .map(|m| {
+            let disk = inventory
+                .disks
+                .iter()
+                .find(|d| d.name == *m || d.partitions.iter().any(|p| p.name == *m));
+            match disk {
+                Some(d) if d.name != *m => format!("{m} on {} ({})", d.name, d.summary()),
+                Some(d) => format!("{m} ({})", d.summary()),
+                None => m.clone(),
+            }
+        })
+        .collect();
+    let members = if members.is_empty() {
+        "no members listed".to_string()
+    } else {
+        members.join(", ")
+    };
+    format!(
+        "{device} already exists ({}, from {members}): an array of other disks, probably an old NAS's, has the name this recipe gives its new array, and setting up would format it. Nothing was changed. To keep it, rename the new array (storage.arrays[{index}].name) or take its disks out; to erase it and build the new array, set wipe = true in storage.arrays[{index}] and stop it (`mdadm --stop {device}`) just before running `nasforge-setup --unattended` again",
+        existing.device
+    )
 }
 
 fn describe_rules(spec: &Array) -> String {

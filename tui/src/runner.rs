@@ -11,6 +11,7 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 pub trait Runner {
     /// Performs one action of a step.
@@ -19,6 +20,9 @@ pub trait Runner {
     /// exit status and standard output; a non-zero status is not an error
     /// here (smartctl reports a failing disk through it).
     fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError>;
+    /// Lets time pass (waiting for late disks); a recorder only notes it,
+    /// so tests do not sleep.
+    fn wait(&mut self, duration: Duration);
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,6 +149,19 @@ impl SystemRunner {
 impl Runner for SystemRunner {
     fn apply(&mut self, action: &Action) -> Result<(), RunError> {
         match action {
+            Action::Run(
+                cmd @ Cmd {
+                    only_if_present: Some(path),
+                    ..
+                },
+            ) if !self.host.dev_path(path).exists() => {
+                let note = format!("# skipped, {path} no longer exists: {cmd}\n");
+                if self.echo {
+                    eprint!("{note}");
+                }
+                self.log(&note);
+                Ok(())
+            }
             Action::Run(cmd) => self.exec(cmd).map(drop),
             Action::WriteFile {
                 path,
@@ -152,7 +169,21 @@ impl Runner for SystemRunner {
                 mode,
             } => self.write(path, contents, *mode),
             Action::ManagedBlock { path, contents } => {
-                let existing = std::fs::read_to_string(self.host.path(path)).unwrap_or_default();
+                let existing = match std::fs::read_to_string(self.host.path(path)) {
+                    Ok(text) => text,
+                    // Only a file that is not there yet starts empty: any
+                    // other failure would replace the system's file with
+                    // just nasforge's block.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                    Err(source) => {
+                        return Err(RunError::Io {
+                            what: format!(
+                                "reading {path} to update nasforge's block in it (the file was left as it is; fix or move it, then start setup again)"
+                            ),
+                            source,
+                        });
+                    }
+                };
                 self.write(path, &managed::merge(&existing, contents), 0o644)
             }
             Action::CaptureToFile { path, header, cmd } => {
@@ -213,6 +244,10 @@ impl Runner for SystemRunner {
         let (status, stdout, _) = self.spawn(cmd)?;
         Ok(Query { status, stdout })
     }
+
+    fn wait(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
 }
 
 /// Writes actions down instead of performing them.
@@ -259,5 +294,63 @@ impl Runner for RecordingRunner {
             .map(|(_, out)| out.clone())
             .unwrap_or_default();
         Ok(Query { status: 0, stdout })
+    }
+
+    fn wait(&mut self, duration: Duration) {
+        self.lines.push(format!("# wait {} s", duration.as_secs()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runner_in(dir: &Path) -> SystemRunner {
+        let mut runner = SystemRunner::new(Host::new(dir), None).unwrap();
+        runner.echo = false;
+        runner
+    }
+
+    fn block(path: &str) -> Action {
+        Action::ManagedBlock {
+            path: path.into(),
+            contents: "UUID=x /srv/data ext4 defaults,nofail 0 2".into(),
+        }
+    }
+
+    #[test]
+    fn a_managed_file_that_cannot_be_read_is_left_alone_and_the_step_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/samba")).unwrap();
+        // Latin-1 in a comment: not UTF-8, but every line of it matters.
+        let fstab = b"# Ger\xe4te\nPARTUUID=abcd-02 / ext4 defaults 0 1\n".to_vec();
+        std::fs::write(dir.path().join("etc/fstab"), &fstab).unwrap();
+        let err = runner_in(dir.path())
+            .apply(&block("/etc/fstab"))
+            .unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "reading /etc/fstab to update nasforge's block in it (the file was left as it is"
+            ),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(dir.path().join("etc/fstab")).unwrap(), fstab);
+
+        // Not a file at all.
+        std::fs::create_dir_all(dir.path().join("etc/samba/smb.conf")).unwrap();
+        let err = runner_in(dir.path())
+            .apply(&block("/etc/samba/smb.conf"))
+            .unwrap_err();
+        assert!(err.to_string().contains("smb.conf"), "{err}");
+        assert!(dir.path().join("etc/samba/smb.conf").is_dir());
+    }
+
+    #[test]
+    fn a_managed_file_that_is_not_there_gets_just_the_block() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+        runner_in(dir.path()).apply(&block("/etc/fstab")).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("etc/fstab")).unwrap();
+        assert!(text.contains("UUID=x /srv/data"), "{text}");
     }
 }

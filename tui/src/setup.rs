@@ -7,10 +7,12 @@ use crate::executor::{self, Event, ExecError};
 use crate::journal::{self, Journal, JournalError};
 use crate::planner::{self, Plan, Refusal};
 use crate::runner::Runner;
+use crate::size::Size;
 use crate::spec::{DeviceRecipe, Mode, RecipeError};
 use crate::status::{self, Status};
-use crate::steps::{self, Context, Step};
+use crate::steps::{self, Action, Cmd, Context, Step};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The console line the first-boot service (and the emulated-board test)
 /// waits for.
@@ -103,18 +105,73 @@ pub struct Prepared {
     pub steps: Vec<Step>,
 }
 
-/// Loads the recipe and plans it against the discovered disks. Pure apart
-/// from reading the recipe and the system.
+/// How far apart two readings of the disk set must agree, and how long
+/// to wait at most: at first boot a disk can still be spinning up, or
+/// behind a SATA card or USB bridge that enumerates late, and with
+/// count = "all" it would be left out without a word.
+pub const DISKS_STABLE_AFTER: Duration = Duration::from_secs(3);
+pub const DISKS_WAIT_AT_MOST: Duration = Duration::from_secs(30);
+
+/// The disks once udev has settled and two readings `DISKS_STABLE_AFTER`
+/// apart find the same set (bounded by `DISKS_WAIT_AT_MOST`). Waiting and
+/// `udevadm settle` go through `runner`, so tests do not sleep.
+pub fn settled_inventory(
+    host: &Host,
+    runner: &mut dyn Runner,
+    on_note: &mut dyn FnMut(&str),
+) -> Result<Inventory, DiscoveryError> {
+    if let Err(e) = runner.apply(&Action::Run(Cmd::new(&["udevadm", "settle"]))) {
+        on_note(&format!(
+            "{e}; waiting for the disk list to stop changing instead"
+        ));
+    }
+    let mut last = disks::discover(host)?;
+    let mut waited = Duration::ZERO;
+    loop {
+        runner.wait(DISKS_STABLE_AFTER);
+        waited += DISKS_STABLE_AFTER;
+        let now = disks::discover(host)?;
+        if disk_set(&now) == disk_set(&last) {
+            return Ok(now);
+        }
+        if waited >= DISKS_WAIT_AT_MOST {
+            on_note(&format!(
+                "the disks were still changing after {} s; planning with the ones found now",
+                waited.as_secs()
+            ));
+            return Ok(now);
+        }
+        on_note("the disks changed while waiting for them to settle; waiting longer");
+        last = now;
+    }
+}
+
+fn disk_set(inventory: &Inventory) -> Vec<(&str, Size)> {
+    inventory
+        .disks
+        .iter()
+        .map(|d| (d.name.as_str(), d.size))
+        .collect()
+}
+
+/// Loads the recipe and plans it against the disks, once they have
+/// settled; says which disks were found through `on_note`.
 pub fn prepare(
     host: &Host,
     recipe_file: &Path,
     recipe: &DeviceRecipe,
+    runner: &mut dyn Runner,
+    on_note: &mut dyn FnMut(&str),
 ) -> Result<Prepared, SetupError> {
     let storage = recipe
         .storage
         .as_ref()
         .ok_or_else(|| SetupError::NoStorage(recipe_file.to_path_buf()))?;
-    let inventory = disks::discover(host)?;
+    let inventory = settled_inventory(host, runner, on_note)?;
+    on_note(&format!("found {} disk(s):", inventory.disks.len()));
+    for d in &inventory.disks {
+        on_note(&format!("  {}: {}", d.name, d.summary()));
+    }
     let plan = planner::plan(storage, &recipe.shares, &inventory).map_err(SetupError::Refused)?;
     let context = Context::random(&hostname(host), &plan);
     let steps = steps::generate(&plan, &context);
@@ -134,6 +191,7 @@ pub fn unattended(
     runner: &mut dyn Runner,
     on_event: &mut dyn FnMut(Event),
     on_plan: &mut dyn FnMut(&Plan),
+    on_note: &mut dyn FnMut(&str),
 ) -> Result<Outcome, SetupError> {
     let recipe = DeviceRecipe::load(recipe_file)?;
     let storage = recipe
@@ -156,10 +214,14 @@ pub fn unattended(
         Some(j) => {
             on_plan(&j.plan);
             refuse_fake_root(host)?;
+            // After a reboot the guards compare each disk with the planned
+            // one: only once udev's database is complete and no disk is
+            // still appearing do they see what the plan saw.
+            settled_inventory(host, runner, on_note)?;
             j
         }
         None => {
-            let prepared = prepare(host, recipe_file, &recipe)?;
+            let prepared = prepare(host, recipe_file, &recipe, runner, on_note)?;
             on_plan(&prepared.plan);
             refuse_fake_root(host)?;
             let journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);

@@ -41,8 +41,10 @@ impl fmt::Display for Signature {
                 fstype,
                 label: Some(l),
                 ..
-            } => write!(f, "an {fstype} filesystem labelled '{l}'"),
-            Signature::Filesystem { fstype, .. } => write!(f, "an {fstype} filesystem"),
+            } => write!(f, "{} {fstype} filesystem labelled '{l}'", a_or_an(fstype)),
+            Signature::Filesystem { fstype, .. } => {
+                write!(f, "{} {fstype} filesystem", a_or_an(fstype))
+            }
             Signature::MdMember { name: Some(n), .. } => write!(f, "an md RAID member of '{n}'"),
             Signature::MdMember { version, .. } => {
                 write!(f, "an md RAID member (metadata {version})")
@@ -52,6 +54,17 @@ impl fmt::Display for Signature {
             Signature::Luks => f.write_str("a LUKS encrypted volume"),
             Signature::Swap => f.write_str("swap space"),
         }
+    }
+}
+
+/// The article for a filesystem type as it is read aloud: "an ext4", "an
+/// xfs" (ex-eff-ess), "a btrfs" (butter-eff-ess), "a vfat".
+pub fn a_or_an(fstype: &str) -> &'static str {
+    const SPELLED_WITH_A_VOWEL_SOUND: &[&str] = &["xfs", "f2fs", "ntfs", "ntfs3", "hfs", "hfsplus"];
+    if fstype.starts_with(['a', 'e', 'i', 'o']) || SPELLED_WITH_A_VOWEL_SOUND.contains(&fstype) {
+        "an"
+    } else {
+        "a"
     }
 }
 
@@ -296,6 +309,28 @@ mod tests {
             tail: d,
             size: d.len() as u64,
         })
+    }
+
+    #[test]
+    fn filesystems_get_the_article_they_are_read_aloud_with() {
+        let said = |fstype: &str, label: Option<&str>| {
+            Signature::Filesystem {
+                fstype: fstype.into(),
+                label: label.map(str::to_string),
+                uuid: None,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            said("btrfs", Some("pool")),
+            "a btrfs filesystem labelled 'pool'"
+        );
+        assert_eq!(said("vfat", None), "a vfat filesystem");
+        assert_eq!(said("ext4", None), "an ext4 filesystem");
+        assert_eq!(said("xfs", None), "an xfs filesystem");
+        assert_eq!(said("ntfs", None), "an ntfs filesystem");
+        assert_eq!(said("exfat", None), "an exfat filesystem");
+        assert_eq!(said("iso9660", None), "an iso9660 filesystem");
     }
 
     #[test]

@@ -478,15 +478,19 @@ pub fn validate(storage: &Storage, shares: &[Share]) -> Vec<SpecProblem> {
             "unattended mode needs at least one [[storage.arrays]]; add one, or set mode = \"wizard\"",
         ));
     }
+    // Both become one line of mdadm.conf: a line break would add lines of
+    // its own, and mdadm reads only the first word.
+    let one_word =
+        |v: &str| !v.is_empty() && !v.chars().any(|c| c.is_whitespace() || c.is_control());
     if let Some(mail) = &storage.mailaddr
-        && (mail.is_empty() || mail.contains(char::is_whitespace))
+        && !one_word(mail)
     {
-        out.push(problem("storage.mailaddr", format!("`{mail}` is not a mail address; write one address such as \"root\" or \"me@example.com\"")));
+        out.push(problem("storage.mailaddr", format!("`{}` is not a mail address; write one address without spaces or control characters, such as \"root\" or \"me@example.com\"", mail.escape_debug())));
     }
     if let Some(program) = &storage.alert_program
-        && !program.starts_with('/')
+        && !(program.starts_with('/') && one_word(program))
     {
-        out.push(problem("storage.alert_program", format!("`{program}` must be an absolute path to a program, e.g. \"/usr/local/bin/nas-alert\"")));
+        out.push(problem("storage.alert_program", format!("`{}` must be an absolute path to a program, without spaces or control characters, e.g. \"/usr/local/bin/nas-alert\"", program.escape_debug())));
     }
     for (i, array) in storage.arrays.iter().enumerate() {
         check_array(&format!("storage.arrays[{i}]"), array, &mut out);
@@ -554,6 +558,33 @@ pub fn validate(storage: &Storage, shares: &[Share]) -> Vec<SpecProblem> {
         }
     }
     out
+}
+
+/// The Debian packages the board needs to carry out this storage and these
+/// shares, for the image builder to stage. In wizard mode the filesystem
+/// and the kinds of share are chosen on the board, so every one is
+/// included.
+pub fn required_packages(storage: Option<&Storage>, shares: &[Share]) -> Vec<&'static str> {
+    let wizard = storage.is_some_and(|s| s.mode == Mode::Wizard);
+    let uses = |fs: Filesystem| {
+        wizard || storage.is_some_and(|s| s.arrays.iter().any(|a| a.filesystem == fs))
+    };
+    [
+        // mdadm for the arrays; also for its monitor and `status`, whatever the levels.
+        ("mdadm", storage.is_some()),
+        ("e2fsprogs", uses(Filesystem::Ext4)),
+        ("xfsprogs", uses(Filesystem::Xfs)),
+        ("btrfs-progs", uses(Filesystem::Btrfs)),
+        ("samba", wizard || shares.iter().any(|s| s.smb.is_some())),
+        (
+            "nfs-kernel-server",
+            wizard || shares.iter().any(|s| s.nfs.is_some()),
+        ),
+        ("smartmontools", storage.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(package, needed)| needed.then_some(package))
+    .collect()
 }
 
 fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
@@ -721,4 +752,137 @@ fn is_unix_user_name(name: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
         && name.len() <= 32
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn array(level: Level, filesystem: Filesystem) -> Array {
+        Array {
+            name: "a".into(),
+            level,
+            disks: DiskMatch::default(),
+            filesystem,
+            mount: "/srv/a".into(),
+            wipe: false,
+        }
+    }
+
+    fn storage(mode: Mode, arrays: Vec<Array>) -> Storage {
+        Storage {
+            mode,
+            arrays,
+            mailaddr: None,
+            alert_program: None,
+        }
+    }
+
+    fn share(smb: bool, nfs: bool) -> Share {
+        Share {
+            name: "s".into(),
+            path: "/srv/a/s".into(),
+            smb: smb.then(|| Smb {
+                users: vec!["admin".into()],
+                timemachine: false,
+                readonly: false,
+            }),
+            nfs: nfs.then(|| Nfs {
+                clients: Clients(vec!["192.168.1.0/24".into()]),
+                readonly: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn required_packages_follow_the_plan() {
+        assert!(
+            required_packages(None, &[]).is_empty(),
+            "no storage, no shares"
+        );
+        let raid = storage(Mode::Unattended, vec![array(Level::Raid5, Filesystem::Xfs)]);
+        assert_eq!(
+            required_packages(Some(&raid), &[share(true, false)]),
+            ["mdadm", "xfsprogs", "samba", "smartmontools"]
+        );
+        let two = storage(
+            Mode::Unattended,
+            vec![
+                array(Level::Single, Filesystem::Ext4),
+                array(Level::Single, Filesystem::Btrfs),
+            ],
+        );
+        assert_eq!(
+            required_packages(Some(&two), &[share(false, true)]),
+            [
+                "mdadm",
+                "e2fsprogs",
+                "btrfs-progs",
+                "nfs-kernel-server",
+                "smartmontools"
+            ]
+        );
+        assert_eq!(
+            required_packages(Some(&two), &[share(true, true), share(true, false)]),
+            [
+                "mdadm",
+                "e2fsprogs",
+                "btrfs-progs",
+                "samba",
+                "nfs-kernel-server",
+                "smartmontools"
+            ]
+        );
+        // The wizard chooses on the board: everything it may choose.
+        let wizard = storage(Mode::Wizard, vec![]);
+        assert_eq!(
+            required_packages(Some(&wizard), &[]),
+            [
+                "mdadm",
+                "e2fsprogs",
+                "xfsprogs",
+                "btrfs-progs",
+                "samba",
+                "nfs-kernel-server",
+                "smartmontools"
+            ]
+        );
+    }
+
+    #[test]
+    fn alert_program_and_mailaddr_are_one_word_on_one_line() {
+        let problems = |program: Option<&str>, mail: Option<&str>| {
+            let mut s = storage(
+                Mode::Unattended,
+                vec![array(Level::Raid1, Filesystem::Ext4)],
+            );
+            s.alert_program = program.map(str::to_string);
+            s.mailaddr = mail.map(str::to_string);
+            validate(&s, &[])
+                .into_iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert!(problems(Some("/usr/local/bin/nas-alert"), Some("me@example.com")).is_empty());
+        for program in [
+            "/usr/local/bin/nas-alert\nMAILADDR evil@example.com",
+            "/bin/sh -c reboot",
+            "/usr/bin/alert\t",
+            "/usr/bin/al\x1bert",
+        ] {
+            let p = problems(Some(program), None);
+            assert_eq!(p.len(), 1, "{program:?}: {p:?}");
+            assert!(
+                p[0].starts_with("storage.alert_program: `")
+                    && p[0].contains("without spaces or control characters")
+                    && !p[0].contains('\n'),
+                "{p:?}"
+            );
+        }
+        for mail in ["root\nPROGRAM /tmp/x", "a@b\x00", "a b", ""] {
+            let p = problems(None, Some(mail));
+            assert_eq!(p.len(), 1, "{mail:?}: {p:?}");
+            assert!(p[0].starts_with("storage.mailaddr: "), "{p:?}");
+        }
+    }
 }

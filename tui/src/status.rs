@@ -155,23 +155,6 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
     arrays
 }
 
-/// The /dev/md/<name> links: which md device carries which name.
-fn md_names(host: &Host) -> Vec<(String, String)> {
-    let Ok(entries) = std::fs::read_dir(host.dev_path("/dev/md")) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let target = std::fs::read_link(e.path()).ok()?;
-            Some((
-                target.file_name()?.to_string_lossy().into_owned(),
-                e.file_name().to_string_lossy().into_owned(),
-            ))
-        })
-        .collect()
-}
-
 /// Summary of smartctl's JSON output (`smartctl -H -A -j`).
 pub fn parse_smartctl(disk: &str, device: &str, json: &str) -> DiskHealth {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
@@ -202,7 +185,7 @@ fn statvfs(path: &Path) -> Option<(Size, Size)> {
 pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
     let mut arrays =
         parse_mdstat(&std::fs::read_to_string(host.path("/proc/mdstat")).unwrap_or_default());
-    let names = md_names(host);
+    let names = crate::disks::md_names(host);
     for a in &mut arrays {
         a.name = names
             .iter()

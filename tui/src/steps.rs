@@ -3,7 +3,7 @@
 //! before it runs, so a step that already happened is skipped and a disk
 //! that changed since planning is refused rather than overwritten.
 
-use crate::disks::{self, Host};
+use crate::disks::{self, Host, Identity};
 use crate::partition::{self, PartitionKind};
 use crate::planner::{ArrayPlan, CHUNK_KIB, Plan};
 use crate::signature::{self, Signature};
@@ -32,6 +32,11 @@ pub struct Cmd {
     /// (pdbedit prints "failed" per account and exits 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fails_if_stdout_has: Option<String>,
+    /// A device path the command works on that may be gone when the step
+    /// is re-run: an old partition that the interrupted run's whole-disk
+    /// wipefs already removed. The command is skipped when it is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_if_present: Option<String>,
 }
 
 impl Cmd {
@@ -39,6 +44,7 @@ impl Cmd {
         Cmd {
             argv: argv.iter().map(|s| s.as_ref().to_string()).collect(),
             fails_if_stdout_has: None,
+            only_if_present: None,
         }
     }
 }
@@ -114,6 +120,9 @@ impl fmt::Display for Action {
                 .join("\n")
         };
         match self {
+            Action::Run(cmd) if cmd.only_if_present.is_some() => {
+                write!(f, "{cmd}  # if it still exists")
+            }
             Action::Run(cmd) => write!(f, "{cmd}"),
             Action::WriteFile {
                 path,
@@ -160,19 +169,38 @@ impl fmt::Display for Action {
 pub enum Guard {
     /// The step is idempotent by construction (whole-file writes, enables).
     Always,
-    /// Wiping: the disk must not be in use by the running system.
-    NotInUse { device: String },
-    /// Partitioning: done if our table is there; refused if the disk holds
-    /// anything else (it changed since it was planned blank or wiped).
+    /// Wiping: the disk at `device` must be the planned one, not in use by
+    /// the running system, and hold nothing beyond what it held when the
+    /// plan was made (less, after an interrupted wipe).
+    NotInUse {
+        device: String,
+        disk: Identity,
+        held: Vec<Signature>,
+    },
+    /// Partitioning: the disk at `device` must be the planned one and
+    /// blank or carry our table (a run cut short re-runs, which also wipes
+    /// the new partition); anything else means it changed since planning.
     Partition {
         device: String,
+        disk: Identity,
         block_size: u64,
         name: String,
         kind: PartitionKind,
     },
-    /// Done if the md array exists.
-    ArrayExists { device: String },
-    /// Done if the filesystem with this UUID is on the device.
+    /// Done if the md array exists with exactly `members` (partition
+    /// paths); refused if an array of other devices has its name.
+    ArrayExists {
+        device: String,
+        members: Vec<String>,
+    },
+    /// Refused if the array is there with other members than `members`:
+    /// it is not the one the setup made.
+    OurArray {
+        device: String,
+        members: Vec<String>,
+    },
+    /// Done if the filesystem with this UUID is on the device; refused if
+    /// any other signature is.
     Filesystem { device: String, uuid: String },
     /// Done if something is mounted there.
     Mounted { mount: String },
@@ -348,12 +376,11 @@ fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: &mut Vec<St
             .partitions
             .iter()
             .map(|p| {
-                run(&[
-                    "wipefs",
-                    "--all",
-                    "--force",
-                    &partition::partition_path(&device, p.number),
-                ])
+                let part = partition::partition_path(&device, p.number);
+                Action::Run(Cmd {
+                    only_if_present: Some(part.clone()),
+                    ..Cmd::new(&["wipefs", "--all", "--force", &part])
+                })
             })
             .collect();
         actions.push(run(&["wipefs", "--all", "--force", &device]));
@@ -370,6 +397,12 @@ fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: &mut Vec<St
             ),
             guard: Guard::NotInUse {
                 device: device.clone(),
+                disk: disk.identity(),
+                held: disk
+                    .all_contents()
+                    .into_iter()
+                    .map(|(_, s)| s.clone())
+                    .collect(),
             },
             actions,
             always: vec![],
@@ -385,6 +418,7 @@ fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: &mut Vec<St
             title: format!("Partition {} ({}) for '{name}'", disk.name, disk.summary()),
             guard: Guard::Partition {
                 device: device.clone(),
+                disk: disk.identity(),
                 block_size: disk.logical_block_size,
                 name: part_name(name),
                 kind,
@@ -417,27 +451,45 @@ fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: &mut Vec<St
                 array.spec.level,
                 partitions.len()
             ),
-            guard: Guard::ArrayExists { device },
+            guard: Guard::ArrayExists {
+                device: device.clone(),
+                members: partitions.clone(),
+            },
             actions: vec![
                 run(&["udevadm", "settle"]),
                 // udev probing the new members races mdadm ("Device or
                 // resource busy"): hold udev's event queue during create.
                 run(&["udevadm", "control", "--stop-exec-queue"]),
-                Action::Run(Cmd {
-                    argv: mdadm::create(array, hostname, &partitions),
-                    fails_if_stdout_has: None,
-                }),
+                Action::Run(Cmd::new(&mdadm::create(array, hostname, &partitions))),
             ],
             always: vec![
                 run(&["udevadm", "control", "--start-exec-queue"]),
                 run(&["udevadm", "settle"]),
             ],
         });
+        // Disks reused with wipe = true can show the old array's filesystem
+        // inside the new one (same partition and data offset), and the mkfs
+        // guard refuses any filesystem it did not make: clear the new array
+        // first, once it is certain to be the one made from these members.
+        steps.push(Step {
+            id: format!("clear-array:{name}"),
+            title: format!("Clear old signatures from the new array {device}"),
+            guard: Guard::OurArray {
+                device: device.clone(),
+                members: partitions,
+            },
+            actions: vec![run(&["wipefs", "--all", "--force", &device])],
+            always: vec![],
+        });
     }
     let device = filesystem_device(array);
+    let fs = array.spec.filesystem;
     steps.push(Step {
         id: format!("mkfs:{name}"),
-        title: format!("Make an {} filesystem on {device}", array.spec.filesystem),
+        title: format!(
+            "Make {} {fs} filesystem on {device}",
+            signature::a_or_an(&fs.to_string())
+        ),
         guard: Guard::Filesystem {
             device: device.clone(),
             uuid: uuid.to_string(),
@@ -542,8 +594,8 @@ fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
             },
             actions: vec![
                 Action::Run(Cmd {
-                    argv: samba::import_command(),
                     fails_if_stdout_has: Some("failed".into()),
+                    ..Cmd::new(&samba::import_command())
                 }),
                 Action::RemoveFile {
                     path: samba::STAGED_PASSWORDS.into(),
@@ -602,72 +654,107 @@ impl Step {
     pub fn check(&self, host: &Host) -> Check {
         match &self.guard {
             Guard::Always => Check::Pending,
-            Guard::NotInUse { device } => match disk_by_path(host, device) {
-                Err(e) => Check::Refuse(e),
-                Ok(disk) if !disk.in_use.is_empty() => Check::Refuse(format!(
-                    "{device} ({}) is in use: {}; nothing was erased",
-                    disk.name,
-                    disk.in_use
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-                Ok(_) => Check::Pending,
-            },
+            Guard::NotInUse { device, disk, held } => {
+                let found = match planned_disk(host, device, disk) {
+                    Ok(found) => found,
+                    Err(why) => return Check::Refuse(format!("nothing was erased: {why}")),
+                };
+                if !found.in_use.is_empty() {
+                    return Check::Refuse(format!(
+                        "{device} ({}) is in use: {}; nothing was erased",
+                        found.name,
+                        in_use(&found)
+                    ));
+                }
+                // A wipe cut short leaves part of what was there, never more.
+                let new: Vec<String> = found
+                    .all_contents()
+                    .into_iter()
+                    .filter(|(_, s)| !held.contains(s))
+                    .map(|(on, s)| format!("{on}: {s}"))
+                    .collect();
+                if !new.is_empty() {
+                    return Check::Refuse(format!(
+                        "{device} ({}) now holds {}, which it did not hold when the plan was made (it held {}); nothing was erased. {REPLAN}",
+                        found.name,
+                        new.join("; "),
+                        describe(held)
+                    ));
+                }
+                Check::Pending
+            }
             Guard::Partition {
                 device,
+                disk,
                 block_size,
                 name,
                 kind,
             } => {
-                let path = host.dev_path(device);
-                if partition::is_ours(&path, *block_size, name, *kind) {
-                    return Check::Done(format!("{device} already has partition '{name}'"));
-                }
-                match disk_by_path(host, device) {
-                    Err(e) => Check::Refuse(e),
-                    Ok(disk) if !disk.in_use.is_empty() => Check::Refuse(format!(
+                let found = match planned_disk(host, device, disk) {
+                    Ok(found) => found,
+                    Err(why) => return Check::Refuse(format!("nothing was written: {why}")),
+                };
+                if !found.in_use.is_empty() {
+                    return Check::Refuse(format!(
                         "{device} ({}) is in use: {}; nothing was written",
-                        disk.name,
-                        disk.in_use
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
-                    Ok(disk) if !disk.is_blank() => Check::Refuse(format!(
-                        "{device} ({}) now holds {}, which was not there when the plan was made (or was to be erased); nothing was written. Check the disk is the one you meant, then remove /var/lib/nasforge/journal.json to plan again",
-                        disk.name,
-                        disk.describe_contents()
-                    )),
-                    Ok(_) => Check::Pending,
+                        found.name,
+                        in_use(&found)
+                    ));
                 }
-            }
-            Guard::ArrayExists { device } => {
-                if host.dev_path(device).exists() {
-                    Check::Done(format!("{device} exists"))
-                } else {
-                    Check::Pending
-                }
-            }
-            Guard::Filesystem { device, uuid } => match signature::read(
-                &host.dev_path(device),
-                0,
-                None,
-            ) {
-                // Absent: mkfs runs and reports the missing device itself.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Check::Pending,
-                Ok(found)
-                    if found.iter().any(
-                        |s| matches!(s, Signature::Filesystem { uuid: Some(u), .. } if u == uuid),
-                    ) =>
+                // Our own table means a run of this step was cut short: it
+                // runs again (it is idempotent), so the new partition's
+                // wipefs is not skipped.
+                if found.is_blank()
+                    || partition::is_ours(&host.dev_path(device), *block_size, name, *kind)
                 {
-                    Check::Done(format!("{device} already has filesystem {uuid}"))
+                    return Check::Pending;
                 }
-                Ok(_) => Check::Pending,
-                Err(e) => Check::Refuse(format!("cannot read {device}: {e}")),
-            },
+                Check::Refuse(format!(
+                    "{device} ({}) now holds {}, which was not there when the plan was made (or was to be erased); nothing was written. {REPLAN}",
+                    found.name,
+                    found.describe_contents()
+                ))
+            }
+            Guard::ArrayExists { device, members } => {
+                let Some(kernel) = disks::kernel_name(host, device) else {
+                    return Check::Pending;
+                };
+                match array_is_ours(host, device, &kernel, members) {
+                    Ok(()) => Check::Done(format!(
+                        "{device} ({kernel}) exists with the planned members"
+                    )),
+                    Err(why) => Check::Refuse(why),
+                }
+            }
+            Guard::OurArray { device, members } => {
+                // Absent: wipefs runs and reports the missing array itself.
+                let Some(kernel) = disks::kernel_name(host, device) else {
+                    return Check::Pending;
+                };
+                match array_is_ours(host, device, &kernel, members) {
+                    Ok(()) => Check::Pending,
+                    Err(why) => Check::Refuse(why),
+                }
+            }
+            Guard::Filesystem { device, uuid } => {
+                match signature::read(&host.dev_path(device), 0, None) {
+                    // Absent: mkfs runs and reports the missing device itself.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Check::Pending,
+                    Err(e) => Check::Refuse(format!("cannot read {device}: {e}")),
+                    Ok(found) if found.is_empty() => Check::Pending,
+                    Ok(found)
+                        if found.iter().any(
+                            |s| matches!(s, Signature::Filesystem { uuid: Some(u), .. } if u == uuid),
+                        ) =>
+                    {
+                        Check::Done(format!("{device} already has filesystem {uuid}"))
+                    }
+                    Ok(found) => Check::Refuse(format!(
+                        "{device} holds {}, not the filesystem this setup makes (UUID {uuid}); nothing was formatted. If it is an array or disk from elsewhere, stop or detach it; if it is data you meant to erase, run `wipefs --all {device}`; then start setup again",
+                        describe(&found)
+                    )),
+                }
+            }
             Guard::Mounted { mount } => {
                 let mountinfo =
                     std::fs::read_to_string(host.path("/proc/self/mountinfo")).unwrap_or_default();
@@ -693,20 +780,50 @@ impl Step {
     }
 }
 
+/// How a refusal that found the disks changed tells the user to go on.
+const REPLAN: &str =
+    "Check the disk is the one you meant, then remove /var/lib/nasforge/journal.json to plan again";
+
+fn in_use(disk: &disks::Disk) -> String {
+    disk.in_use
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe(signatures: &[Signature]) -> String {
+    if signatures.is_empty() {
+        return "nothing".into();
+    }
+    signatures
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The disk at `device`, if it is the one the step was planned for. Kernel
+/// names move between boots, and a disk without a unique by-id link is
+/// addressed by its kernel name, so after a power cut another disk can sit
+/// at the planned path.
+fn planned_disk(host: &Host, device: &str, planned: &Identity) -> Result<disks::Disk, String> {
+    let found = disk_by_path(host, device)?;
+    let identity = found.identity();
+    if identity.same_disk(planned) {
+        Ok(found)
+    } else {
+        Err(format!(
+            "{device} is now {identity}, not the disk this step was planned for ({planned}): the disks were renumbered or swapped since planning. Put the planned disk back, or check the disks and remove /var/lib/nasforge/journal.json to plan again"
+        ))
+    }
+}
+
 /// Finds the disk a step names by path, through its by-id link when it has
 /// one (kernel names can move between boots).
 fn disk_by_path(host: &Host, device: &str) -> Result<disks::Disk, String> {
-    let path = host.dev_path(device);
-    if !path.exists() {
+    let Some(name) = disks::kernel_name(host, device) else {
         return Err(format!("{device} is gone; is the disk still attached?"));
-    }
-    // A by-id link points at ../../sdX: one hop gives the kernel name.
-    let name = match std::fs::read_link(&path) {
-        Ok(target) if device.starts_with("/dev/disk/") => target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        _ => device.trim_start_matches("/dev/").to_string(),
     };
     let inventory = disks::discover(host).map_err(|e| e.to_string())?;
     inventory
@@ -714,4 +831,42 @@ fn disk_by_path(host: &Host, device: &str) -> Result<disks::Disk, String> {
         .into_iter()
         .find(|d| d.name == name)
         .ok_or_else(|| format!("{device} ({name}) is not a disk the system lists any more"))
+}
+
+/// Whether the md array at `device` (kernel name `kernel`) is made of
+/// exactly the planned partitions; if not, why not.
+fn array_is_ours(
+    host: &Host,
+    device: &str,
+    kernel: &str,
+    planned: &[String],
+) -> Result<(), String> {
+    let found = disks::md_members(host, kernel);
+    let mut expected = Vec::new();
+    let mut missing = Vec::new();
+    for part in planned {
+        match disks::kernel_name(host, part) {
+            Some(name) => expected.push(name),
+            None => missing.push(part.as_str()),
+        }
+    }
+    expected.sort();
+    if missing.is_empty() && found == expected {
+        return Ok(());
+    }
+    let found = if found.is_empty() {
+        "no members the kernel lists".to_string()
+    } else {
+        found.join(", ")
+    };
+    let mut planned_text = expected.join(", ");
+    if !missing.is_empty() {
+        if !planned_text.is_empty() {
+            planned_text += ", ";
+        }
+        planned_text += &format!("{} (not there)", missing.join(", "));
+    }
+    Err(format!(
+        "{device} ({kernel}) is made of {found}, but this setup planned it from {planned_text}: it is not the array this setup creates, so nothing was written to it. It is probably an old array with the same name: stop it (`mdadm --stop {device}`) and take its disks out, or check the disks and remove /var/lib/nasforge/journal.json to plan again with another name"
+    ))
 }

@@ -99,7 +99,7 @@ fn plan_dry_run_prints_the_plan_and_every_command_from_the_boot_partition_recipe
         "{stdout}"
     );
     assert!(
-        stdout.contains("[16/16] Watch disk health with smartd"),
+        stdout.contains("[17/17] Watch disk health with smartd"),
         "{stdout}"
     );
 
@@ -158,7 +158,14 @@ fn recipe_errors_name_file_line_and_column_and_wizard_mode_is_not_run_unattended
 /// Writes a journal as a finished setup leaves it.
 fn finished_journal(board: &common::Board, recipe_text: &str) {
     let recipe = DeviceRecipe::parse(recipe_text, Path::new("r.toml")).unwrap();
-    let prepared = setup::prepare(&board.host, Path::new("r.toml"), &recipe).unwrap();
+    let prepared = setup::prepare(
+        &board.host,
+        Path::new("r.toml"),
+        &recipe,
+        &mut nasforge_setup::runner::RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
     let mut j = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
     j.done = j
         .steps
@@ -193,7 +200,7 @@ fn a_finished_setup_rerun_is_a_no_op_that_still_reports_complete() {
     std::fs::write(board.host.path("/boot/firmware/nasforge.toml"), &changed).unwrap();
     let err = text(&nasforge_setup(&["--unattended", "--root", &root]).stderr);
     assert!(
-        err.contains("records a setup from a different recipe (16 of 16 steps done)"),
+        err.contains("records a setup from a different recipe (17 of 17 steps done)"),
         "{err}"
     );
 }
@@ -215,7 +222,7 @@ fn status_reports_arrays_filesystems_and_shares_and_writes_the_boot_file() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        stdout.contains("Setup: complete (16 steps, finished 2027-01-15 08:00 UTC)"),
+        stdout.contains("Setup: complete (17 steps, finished 2027-01-15 08:00 UTC)"),
         "{stdout}"
     );
     assert!(
@@ -270,5 +277,52 @@ fn status_summarises_smart_health_per_member() {
     assert!(
         text.contains("  sdc: FAILING: replace this disk, 51 °C, 40112 hours on"),
         "{text}"
+    );
+}
+
+#[test]
+fn an_old_array_assembled_under_the_recipes_name_stops_the_plan() {
+    // The CM4 fixture's sdd is a member of an old NAS's array, which came
+    // up as md127 and udev linked as /dev/md/data.
+    let board = common::writable_copy("cm4-marvell9215");
+    let md = board.host.path("/sys/block/md127/md/dev-sdd");
+    std::fs::create_dir_all(&md).unwrap();
+    std::os::unix::fs::symlink("../../../../../sdd", md.join("block")).unwrap();
+    std::fs::create_dir_all(board.node("md")).unwrap();
+    std::os::unix::fs::symlink("../md127", board.node("md/data")).unwrap();
+    let arrays = board.inventory().arrays;
+    assert_eq!(
+        arrays,
+        [nasforge_setup::disks::MdArray {
+            device: "md127".into(),
+            name: Some("data".into()),
+            members: vec!["sdd".into()],
+        }]
+    );
+
+    let recipe = board.host.path("/recipe.toml");
+    std::fs::write(
+        &recipe,
+        "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid1\"\ndisks = { transport = \"sata\", count = 2 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n",
+    )
+    .unwrap();
+    let root = board.host.root.to_str().unwrap().to_string();
+    let out = nasforge_setup(&[
+        "plan",
+        "--root",
+        &root,
+        "--recipe",
+        recipe.to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        err.contains("array 'data': /dev/md/data already exists (md127, from sdd (KINGSTON SA400S37240G (50026B7784A1B2C3), 240.1 GB sata SSD))"),
+        "{err}"
+    );
+    assert!(
+        err.contains("found 7 disk(s):")
+            && err.contains("  sda: KINGSTON SA400S37240G (50026B7784A1B2C0), 240.1 GB sata SSD"),
+        "the disks found are listed: {err}"
     );
 }

@@ -3,8 +3,13 @@
 mod common;
 
 use nasforge_setup::disks::{Disk, InUse, RotationalSource};
+use nasforge_setup::runner::{Query, RunError, Runner};
+use nasforge_setup::setup;
 use nasforge_setup::signature::Signature;
-use nasforge_setup::spec::Transport;
+use nasforge_setup::spec::{DeviceRecipe, Transport};
+use nasforge_setup::steps::{Action, Cmd};
+use std::path::Path;
+use std::time::Duration;
 
 fn find<'a>(disks: &'a [Disk], name: &str) -> &'a Disk {
     disks
@@ -243,5 +248,107 @@ fn the_real_host_root_disk_is_the_boot_disk() {
         disk.in_use.contains(&InUse::Boot),
         "{name} holds / but is {:?}",
         disk.in_use
+    );
+}
+
+/// The machine as first boot sees it while a disk enumerates late: every
+/// `wait` lets time pass, in which sdd's entry comes (or, if flapping,
+/// comes and goes again).
+struct LateDisk {
+    sys_sdd: std::path::PathBuf,
+    target: std::path::PathBuf,
+    flapping: bool,
+    waits: usize,
+    lines: Vec<String>,
+}
+
+impl Runner for LateDisk {
+    fn apply(&mut self, action: &Action) -> Result<(), RunError> {
+        self.lines.push(action.to_string());
+        Ok(())
+    }
+
+    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError> {
+        panic!("setup queried `{cmd}` while planning");
+    }
+
+    fn wait(&mut self, _: Duration) {
+        self.waits += 1;
+        if self.sys_sdd.exists() {
+            if self.flapping {
+                std::fs::remove_file(&self.sys_sdd).unwrap();
+            }
+        } else if self.waits == 1 || self.flapping {
+            std::os::unix::fs::symlink(&self.target, &self.sys_sdd).unwrap();
+        }
+    }
+}
+
+fn late_sdd(flapping: bool) -> (common::Board, LateDisk) {
+    let board = common::writable_copy("pi5-jmb585");
+    let sys_sdd = board.host.path("/sys/block/sdd");
+    let target = std::fs::read_link(&sys_sdd).unwrap();
+    std::fs::remove_file(&sys_sdd).unwrap();
+    let runner = LateDisk {
+        sys_sdd,
+        target,
+        flapping,
+        waits: 0,
+        lines: vec![],
+    };
+    (board, runner)
+}
+
+const ALL_SATA_RAID5: &str = "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid5\"\ndisks = { transport = \"sata\" }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n";
+
+#[test]
+fn a_disk_that_appears_late_at_first_boot_is_waited_for_and_listed() {
+    let (board, mut runner) = late_sdd(false);
+    let recipe = DeviceRecipe::parse(ALL_SATA_RAID5, Path::new("r.toml")).unwrap();
+    let mut notes = Vec::new();
+    let prepared = setup::prepare(
+        &board.host,
+        Path::new("r.toml"),
+        &recipe,
+        &mut runner,
+        &mut |n| notes.push(n.to_string()),
+    )
+    .unwrap();
+    let members: Vec<&str> = prepared.plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(
+        members,
+        ["sda", "sdb", "sdc", "sdd"],
+        "count = \"all\" got sdd"
+    );
+    assert_eq!(runner.lines, ["udevadm settle"]);
+    assert_eq!(runner.waits, 2, "a change, then two readings that agree");
+    assert_eq!(
+        notes[0],
+        "the disks changed while waiting for them to settle; waiting longer"
+    );
+    assert_eq!(notes[1], "found 5 disk(s):");
+    assert!(
+        notes.contains(&"  sdd: WDC WD40EFRX-68N32N0 (WD-WCC7K0000004), 4 TB sata HDD".to_string()),
+        "{notes:#?}"
+    );
+}
+
+#[test]
+fn disks_that_never_settle_are_waited_for_only_so_long() {
+    let (board, mut runner) = late_sdd(true);
+    let mut notes = Vec::new();
+    setup::settled_inventory(&board.host, &mut runner, &mut |n| notes.push(n.to_string())).unwrap();
+    let most = (setup::DISKS_WAIT_AT_MOST.as_secs() / setup::DISKS_STABLE_AFTER.as_secs()) as usize;
+    assert_eq!(runner.waits, most);
+    assert!(
+        notes
+            .last()
+            .unwrap()
+            .contains("still changing after 30 s; planning with the ones found now"),
+        "{notes:#?}"
     );
 }

@@ -5,18 +5,35 @@
 
 mod common;
 
-use nasforge_setup::disks::Host;
+use nasforge_setup::disks::{Disk, Host, Partition};
 use nasforge_setup::executor;
 use nasforge_setup::journal::Journal;
 use nasforge_setup::partition::{self, PartitionKind};
 use nasforge_setup::planner;
-use nasforge_setup::runner::{Runner, SystemRunner};
+use nasforge_setup::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_setup::signature::{self, Signature};
 use nasforge_setup::spec::DeviceRecipe;
 use nasforge_setup::steps::{self, Action, Context};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const MIB: u64 = 1 << 20;
+
+/// Set by CI: the slow, privileged tests must run there, so a missing
+/// loop device fails the test instead of letting it pass untested.
+const SLOW_TESTS: &str = "NASFORGE_SLOW_TESTS";
+
+/// Skips the calling test with `reason` printed, or fails it under
+/// NASFORGE_SLOW_TESTS=1.
+fn unavailable(reason: &str) -> Option<Loop> {
+    assert!(
+        std::env::var(SLOW_TESTS).as_deref() != Ok("1"),
+        "{reason}: {SLOW_TESTS}=1 requires the loop device tests to run (as root, with losetup)"
+    );
+    println!("skipped: {reason}");
+    None
+}
 
 /// A loop device over a sparse file, detached on drop.
 struct Loop {
@@ -28,8 +45,7 @@ impl Loop {
     /// None (with the reason printed) where loop devices cannot be used.
     fn new(size: u64) -> Option<Loop> {
         if unsafe { libc::geteuid() } != 0 {
-            println!("skipped: loop device tests need root");
-            return None;
+            return unavailable("loop device tests need root");
         }
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("disk.img");
@@ -47,17 +63,11 @@ impl Loop {
                     _backing: dir,
                 })
             }
-            Ok(o) => {
-                println!(
-                    "skipped: no loop device ({})",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                );
-                None
-            }
-            Err(e) => {
-                println!("skipped: losetup not available ({e})");
-                None
-            }
+            Ok(o) => unavailable(&format!(
+                "no loop device ({})",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => unavailable(&format!("losetup not available ({e})")),
         }
     }
 
@@ -112,40 +122,58 @@ fn installed(program: &str) -> bool {
 
 /// A plan whose single disk is `device`, as discovery would describe it.
 fn plan_on(device: &str, level: &str, fs: &str, count: usize) -> (planner::Plan, Context) {
-    let recipe = format!(
-        "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"vol\"\nlevel = \"{level}\"\ndisks = {{ count = {count} }}\nfilesystem = \"{fs}\"\nmount = \"/srv/vol\"\n"
-    );
-    let recipe = DeviceRecipe::parse(&recipe, Path::new("test.toml")).unwrap();
     let name = device.trim_start_matches("/dev/").to_string();
-    let disks: Vec<_> = (0..count)
-        .map(|i| nasforge_setup::disks::Disk {
-            name: if i == 0 {
+    let disks = (0..count)
+        .map(|i| {
+            loop_disk(&if i == 0 {
                 name.clone()
             } else {
                 format!("{name}x{i}")
-            },
-            major: 7,
-            minor: 0,
-            size: nasforge_setup::size::Size(320 * MIB),
-            logical_block_size: 512,
-            model: None,
-            serial: None,
-            wwn: None,
-            transport: None,
-            rotational: false,
-            rotational_from: nasforge_setup::disks::RotationalSource::Sysfs,
-            removable: false,
-            controller: None,
-            usb_mbit: None,
-            by_id: None,
-            partitions: vec![],
-            contents: vec![],
-            in_use: vec![],
+            })
         })
         .collect();
+    plan_over(level, fs, count, false, disks)
+}
+
+/// A blank 320 MiB disk as discovery describes a loop device.
+fn loop_disk(name: &str) -> Disk {
+    Disk {
+        name: name.to_string(),
+        major: 7,
+        minor: 0,
+        size: nasforge_setup::size::Size(320 * MIB),
+        logical_block_size: 512,
+        model: None,
+        serial: None,
+        wwn: None,
+        transport: None,
+        rotational: false,
+        rotational_from: nasforge_setup::disks::RotationalSource::Sysfs,
+        removable: false,
+        controller: None,
+        usb_mbit: None,
+        by_id: None,
+        partitions: vec![],
+        contents: vec![],
+        in_use: vec![],
+    }
+}
+
+fn plan_over(
+    level: &str,
+    fs: &str,
+    count: usize,
+    wipe: bool,
+    disks: Vec<Disk>,
+) -> (planner::Plan, Context) {
+    let recipe = format!(
+        "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"vol\"\nlevel = \"{level}\"\ndisks = {{ count = {count} }}\nfilesystem = \"{fs}\"\nmount = \"/srv/vol\"\nwipe = {wipe}\n"
+    );
+    let recipe = DeviceRecipe::parse(&recipe, Path::new("test.toml")).unwrap();
     let inventory = nasforge_setup::disks::Inventory {
         disks,
         network: None,
+        arrays: vec![],
     };
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();
     let context = Context {
@@ -351,8 +379,14 @@ fn a_disk_that_gained_data_after_planning_is_refused_at_the_step() {
     let host = board.host.clone();
     let root = host.root.clone();
     let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
-    let prepared =
-        nasforge_setup::setup::prepare(&host, Path::new("recipe.toml"), &recipe).unwrap();
+    let prepared = nasforge_setup::setup::prepare(
+        &host,
+        Path::new("recipe.toml"),
+        &recipe,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
     assert!(
         prepared.plan.arrays[0]
             .members
@@ -394,5 +428,211 @@ fn a_disk_that_gained_data_after_planning_is_refused_at_the_step() {
     assert_eq!(
         (saved.next_step(), saved.failure.unwrap().step),
         (index, "partition:sdb".to_string())
+    );
+}
+
+#[test]
+fn a_wipe_cut_after_the_whole_disk_wipefs_resumes_after_a_reboot() {
+    let Some(disk) = Loop::new(64 * MIB) else {
+        return;
+    };
+    run("sgdisk", &["-n1:1M:+16M", "-n2:0:+16M", disk.path()]);
+    run("partx", &["-u", disk.path()]);
+    run("mkfs.ext4", &["-q", "-L", "old", &disk.part1()]);
+    let name = disk.path().trim_start_matches("/dev/").to_string();
+    let mut planned = loop_disk(&name);
+    planned.contents = vec![Signature::PartitionTable {
+        scheme: "gpt".into(),
+    }];
+    planned.partitions = (1..=2)
+        .map(|number| Partition {
+            name: format!("{name}p{number}"),
+            number,
+            start: MIB + (number as u64 - 1) * 16 * MIB,
+            size: nasforge_setup::size::Size(16 * MIB),
+            contents: vec![],
+        })
+        .collect();
+    let (plan, context) = plan_over("single", "ext4", 1, true, vec![planned]);
+    let steps = steps::generate(&plan, &context);
+    let wipe = steps.iter().find(|s| s.id.starts_with("wipe:")).unwrap();
+    let mut runner = SystemRunner::new(Host::new("/"), None).unwrap();
+    runner.echo = false;
+
+    // The power goes right after `wipefs --all --force <disk>` ...
+    let whole = wipe
+        .actions
+        .iter()
+        .position(|a| a.to_string() == format!("wipefs --all --force {}", disk.path()))
+        .unwrap();
+    for action in &wipe.actions[..=whole] {
+        runner.apply(action).unwrap();
+    }
+    // ... and the next boot finds no partition table, so no partitions.
+    run("partx", &["-d", disk.path()]);
+    assert!(!Path::new(&disk.part1()).exists());
+
+    // The journal re-runs the whole step.
+    apply_step(wipe, &mut runner);
+    assert_eq!(
+        signature::read(&disk.device, 0, None).unwrap(),
+        [],
+        "nothing left on the disk"
+    );
+    let bytes = std::fs::read(&disk.device).unwrap();
+    assert!(
+        bytes[..MIB as usize].iter().all(|&b| b == 0)
+            && bytes[bytes.len() - MIB as usize..].iter().all(|&b| b == 0),
+        "both ends zeroed"
+    );
+}
+
+#[test]
+fn a_partition_step_cut_after_the_table_runs_again_and_wipes_the_partition() {
+    let Some(disk) = Loop::new(64 * MIB) else {
+        return;
+    };
+    // The guard, on the Pi 5 fixture whose sdb is this loop device.
+    let board = pi5_with_sdb_on(&disk);
+    let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
+    let prepared = nasforge_setup::setup::prepare(
+        &board.host,
+        Path::new("recipe.toml"),
+        &recipe,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let step = prepared
+        .steps
+        .iter()
+        .find(|s| s.id == "partition:sdb")
+        .unwrap();
+    let mut on_board = SystemRunner::new(board.host.clone(), None).unwrap();
+    on_board.echo = false;
+    on_board.apply(&step.actions[0]).unwrap(); // WriteGpt, then the power goes
+    assert_eq!(step.check(&board.host), steps::Check::Pending);
+
+    // Re-running the step on the real device: an old filesystem inside the
+    // new partition's range (what the skipped wipefs was for) is gone.
+    let (plan, context) = plan_on(disk.path(), "single", "ext4", 1);
+    let steps = steps::generate(&plan, &context);
+    let partition_step = steps
+        .iter()
+        .find(|s| s.id.starts_with("partition:"))
+        .unwrap();
+    let mut runner = SystemRunner::new(Host::new("/"), None).unwrap();
+    runner.echo = false;
+    runner.apply(&partition_step.actions[0]).unwrap();
+    run("partx", &["-u", disk.path()]);
+    run("mkfs.ext4", &["-q", "-L", "ghost", &disk.part1()]);
+    apply_step(partition_step, &mut runner);
+    assert_eq!(
+        signature::read(Path::new(&disk.part1()), 0, None).unwrap(),
+        [],
+        "the partition was wiped"
+    );
+    assert!(run("sgdisk", &["-v", disk.path()]).contains("No problems found"));
+    assert!(partition::is_ours(
+        &disk.device,
+        512,
+        "nasforge-vol",
+        PartitionKind::LinuxFilesystem
+    ));
+}
+
+#[test]
+fn an_old_array_under_the_planned_name_is_never_formatted() {
+    // The old array's device: an ext4 "photos" with data on it.
+    let Some(old) = Loop::new(64 * MIB) else {
+        return;
+    };
+    run("mkfs.ext4", &["-q", "-L", "photos", old.path()]);
+    let before = old.sha256();
+    let board = common::writable_copy("pi5-jmb585");
+    let host = board.host.clone();
+    let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
+    let prepared = nasforge_setup::setup::prepare(
+        &host,
+        Path::new("recipe.toml"),
+        &recipe,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    // After planning, the old disks come up and assemble as /dev/md/data.
+    let md = host.path("/sys/block/md127/md/dev-sde1");
+    std::fs::create_dir_all(&md).unwrap();
+    std::os::unix::fs::symlink("../../../../../sde/sde1", md.join("block")).unwrap();
+    std::os::unix::fs::symlink(&old.device, board.node("md127")).unwrap();
+    std::fs::create_dir_all(board.node("md")).unwrap();
+    std::os::unix::fs::symlink("../md127", board.node("md/data")).unwrap();
+
+    let journal_path = host.path(nasforge_setup::journal::PATH);
+    let mut journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
+    let mut runner = SystemRunner::new(host.clone(), None).unwrap();
+    runner.echo = false;
+    for from in ["create-array:data", "mkfs:data"] {
+        // From the create step, and as if an older nasforge had found it done.
+        let index = journal.steps.iter().position(|s| s.id == from).unwrap();
+        journal.done = journal.steps[..index]
+            .iter()
+            .map(|s| nasforge_setup::journal::StepRecord {
+                id: s.id.clone(),
+                already_done: None,
+                at: 0,
+            })
+            .collect();
+        let err = executor::execute(&mut journal, &journal_path, &host, &mut runner, &mut |_| {})
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("({from}) refused: /dev/md/data")),
+            "{err}"
+        );
+        assert_eq!(old.sha256(), before, "the old array is byte-identical");
+    }
+}
+
+#[test]
+fn under_ci_a_test_without_loop_devices_fails_instead_of_passing() {
+    // Root is needed to drop to another user; this is also how CI runs.
+    let Some(_) = Loop::new(MIB) else {
+        return;
+    };
+    // The test binary as `nobody`, from a directory nobody can reach.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = dir.path().join("loop_devices");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    let as_nobody = |slow: &str| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&exe)
+            .args([
+                "gpt_partition_and_mkfs_for_each_filesystem",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(SLOW_TESTS, slow)
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody("1");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success()
+            && text.contains("loop device tests need root: NASFORGE_SLOW_TESTS=1 requires the loop device tests to run"),
+        "{text}"
+    );
+    let out = as_nobody("");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("skipped: loop device tests need root"),
+        "{text}"
     );
 }

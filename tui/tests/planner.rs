@@ -3,7 +3,9 @@
 
 mod common;
 
-use nasforge_setup::disks::{Controller, Disk, InUse, Inventory, NetworkLink, RotationalSource};
+use nasforge_setup::disks::{
+    Controller, Disk, InUse, Inventory, MdArray, NetworkLink, RotationalSource,
+};
 use nasforge_setup::planner::{self, Refusal, Tolerance};
 use nasforge_setup::signature::Signature;
 use nasforge_setup::size::Size;
@@ -73,6 +75,7 @@ fn inventory(disks: Vec<Disk>) -> Inventory {
     Inventory {
         disks,
         network: None,
+        arrays: vec![],
     }
 }
 
@@ -410,13 +413,17 @@ fn the_bottleneck_is_the_slowest_of_disks_pcie_link_and_network() {
             interface: "eth0".into(),
             mbit: 10_000,
         }),
+        arrays: vec![],
     };
     // Four SSDs ≈ 4 × 500 MB/s, Gen2 x1 ≈ 330 MB/s (CM4 seed), 10 GbE ≈ 1170 MB/s.
     let plan = planner::plan(&spec, &[], &inv).unwrap();
     let b = plan.arrays[0].throughput.bottleneck();
     assert_eq!(
         (b.what.as_str(), b.mb_s),
-        ("the PCIe 5.0 GT/s x1 link of the Marvell 88SE9215", 330)
+        (
+            "the PCIe Gen 2 (5.0 GT/s) x1 link of the Marvell 88SE9215",
+            330
+        )
     );
 
     inv.network = Some(NetworkLink {
@@ -495,4 +502,57 @@ fn fixtures_plan_as_a_user_on_that_board_would_expect() {
             .iter()
             .any(|w| w.contains("mixes SSDs and spinning disks"))
     );
+}
+
+#[test]
+fn an_assembled_array_with_the_planned_name_is_refused_naming_it_and_its_members() {
+    // Two old NAS disks, put back in, auto-assembled as /dev/md/data; two
+    // new blank disks would otherwise be planned, and "create" found done.
+    let mut disks = sata_tb(&[4, 4, 4, 4]);
+    for d in &mut disks[2..] {
+        let part = format!("{}1", d.name);
+        d.in_use = vec![InUse::Held {
+            device: part.clone(),
+            by: "md127".into(),
+        }];
+        d.partitions = vec![nasforge_setup::disks::Partition {
+            name: part,
+            number: 1,
+            start: 1 << 20,
+            size: Size(4 * TB - (2 << 20)),
+            contents: vec![],
+        }];
+    }
+    let mut inv = inventory(disks);
+    inv.arrays = vec![MdArray {
+        device: "md127".into(),
+        name: Some("data".into()),
+        members: vec!["sdc1".into(), "sdd1".into()],
+    }];
+    let refusals = planner::plan(
+        &storage(vec![array("data", Level::Raid1, all_sata())]),
+        &[],
+        &inv,
+    )
+    .unwrap_err();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    let text = refusals[0].to_string();
+    assert!(
+        text.starts_with("array 'data': /dev/md/data already exists (md127, from sdc1 on sdc (TEST DISK (SN-sdc), 4 TB sata HDD), sdd1 on sdd (TEST DISK (SN-sdd), 4 TB sata HDD))")
+            && text.contains("rename the new array (storage.arrays[0].name)")
+            && text.contains("set wipe = true in storage.arrays[0] and stop it (`mdadm --stop /dev/md/data`)"),
+        "{text}"
+    );
+
+    // Another name, or a single disk (no md device), plans as before.
+    let plan = planner::plan(
+        &storage(vec![array("tank", Level::Raid1, all_sata())]),
+        &[],
+        &inv,
+    )
+    .unwrap();
+    assert_eq!(plan.arrays[0].members.len(), 2);
+    let mut single = array("data", Level::Single, all_sata());
+    single.disks.count = Count::Exactly(1);
+    assert!(planner::plan(&storage(vec![single]), &[], &inv).is_ok());
 }

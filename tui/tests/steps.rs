@@ -5,11 +5,12 @@ mod common;
 
 use nasforge_setup::executor::{self, Event};
 use nasforge_setup::journal::Journal;
+use nasforge_setup::partition;
 use nasforge_setup::planner::{self, Plan};
 use nasforge_setup::runner::RecordingRunner;
 use nasforge_setup::setup;
 use nasforge_setup::spec::DeviceRecipe;
-use nasforge_setup::steps::{self, Context, Step};
+use nasforge_setup::steps::{self, Action, Context, Step};
 use std::path::Path;
 
 const PI5_RAID5: &str = r#"
@@ -281,4 +282,255 @@ fn resumes_a_raid5_setup_from_every_step() {
 #[test]
 fn resumes_a_raid0_setup_from_every_step() {
     resume_from_every_step("pi4-usb", PI4_RAID0_UNEQUAL);
+}
+
+/// Makes `/dev/md/<name>` on the fake board an assembled array `md127`
+/// whose members are the partitions `members` (kernel names), as udev and
+/// sysfs show one; its device node holds `blob` (a signature) at byte 0.
+fn assemble(board: &common::Board, name: &str, members: &[&str], blob: Option<&str>) {
+    let md = board.host.path("/sys/block/md127/md");
+    for m in members {
+        let dev = md.join(format!("dev-{m}"));
+        std::fs::create_dir_all(&dev).unwrap();
+        let disk = m.trim_end_matches(|c: char| c.is_ascii_digit());
+        std::os::unix::fs::symlink(format!("../../../../../{disk}/{m}"), dev.join("block"))
+            .unwrap();
+    }
+    std::fs::write(board.host.path("/sys/block/md127/dev"), "9:127\n").unwrap();
+    std::fs::write(board.host.path("/sys/block/md127/size"), "131072\n").unwrap();
+    let node = std::fs::File::create(board.node("md127")).unwrap();
+    node.set_len(64 << 20).unwrap();
+    if let Some(blob) = blob {
+        use std::os::unix::fs::FileExt;
+        node.write_all_at(&std::fs::read(common::data("blobs").join(blob)).unwrap(), 0)
+            .unwrap();
+    }
+    std::fs::create_dir_all(board.node("md")).unwrap();
+    std::os::unix::fs::symlink("../md127", board.node(&format!("md/{name}"))).unwrap();
+}
+
+/// The partition links and nodes udev makes once the disks are partitioned.
+fn partitioned(board: &common::Board, disks: &[&str]) {
+    for (i, disk) in disks.iter().enumerate() {
+        std::fs::File::create(board.node(&format!("{disk}1"))).unwrap();
+        std::os::unix::fs::symlink(
+            format!("../../{disk}1"),
+            board.node(&format!("disk/by-id/wwn-0x50014ee2b000000{}-part1", i + 1)),
+        )
+        .unwrap();
+    }
+}
+
+fn check(c: &Case, board: &common::Board, id: &str) -> steps::Check {
+    c.steps
+        .iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("no step {id}"))
+        .check(&board.host)
+}
+
+#[test]
+fn an_array_of_other_disks_under_the_planned_name_is_refused_not_formatted() {
+    // Old NAS disks built from the same recipe came up as /dev/md/data.
+    let c = case(common::board("pi5-jmb585"), PI5_RAID5);
+    let board = common::writable_copy("pi5-jmb585");
+    partitioned(&board, &["sda", "sdb", "sdc", "sdd"]);
+    assemble(&board, "data", &["sde1", "sdf1"], Some("ext4-photos.bin"));
+
+    let steps::Check::Refuse(why) = check(&c, &board, "create-array:data") else {
+        panic!("create-array: {:?}", check(&c, &board, "create-array:data"));
+    };
+    assert!(
+        why.contains("/dev/md/data (md127) is made of sde1, sdf1, but this setup planned it from sda1, sdb1, sdc1, sdd1")
+            && why.contains("mdadm --stop /dev/md/data"),
+        "{why}"
+    );
+    assert!(matches!(
+        check(&c, &board, "clear-array:data"),
+        steps::Check::Refuse(_)
+    ));
+    let steps::Check::Refuse(why) = check(&c, &board, "mkfs:data") else {
+        panic!(
+            "mkfs over a foreign filesystem: {:?}",
+            check(&c, &board, "mkfs:data")
+        );
+    };
+    assert!(
+        why.contains("/dev/md/data holds an ext4 filesystem labelled 'photos', not the filesystem this setup makes")
+            && why.contains("nothing was formatted"),
+        "{why}"
+    );
+}
+
+#[test]
+fn the_array_setup_made_is_done_and_only_then_cleared() {
+    let c = case(common::board("pi5-jmb585"), PI5_RAID5);
+    let board = common::writable_copy("pi5-jmb585");
+    partitioned(&board, &["sda", "sdb", "sdc", "sdd"]);
+    // md lists its members in its own order.
+    assemble(
+        &board,
+        "data",
+        &["sdd1", "sdb1", "sda1", "sdc1"],
+        Some("ext4-photos.bin"),
+    );
+    assert!(
+        matches!(check(&c, &board, "create-array:data"), steps::Check::Done(ref why) if why.contains("md127")),
+        "{:?}",
+        check(&c, &board, "create-array:data")
+    );
+    // A filesystem showing through from the disks' old life is cleared by
+    // the step before mkfs, which checks the members again.
+    assert_eq!(check(&c, &board, "clear-array:data"), steps::Check::Pending);
+
+    // One member missing from the array is not "ours" either.
+    let board = common::writable_copy("pi5-jmb585");
+    partitioned(&board, &["sda", "sdb", "sdc", "sdd"]);
+    assemble(&board, "data", &["sda1", "sdb1", "sdc1"], None);
+    assert!(matches!(
+        check(&c, &board, "create-array:data"),
+        steps::Check::Refuse(_)
+    ));
+    assert_eq!(
+        check(&c, &board, "mkfs:data"),
+        steps::Check::Pending,
+        "a blank array is formatted"
+    );
+}
+
+/// The Pi 4 fixture, whose JMicron bridges give sdb and sdc the same
+/// serial, so sdb is addressed by kernel name; here sdb holds an old ext4
+/// "photos" and the recipe may erase it.
+fn pi4_with_photos_on_sdb() -> (common::Board, Case) {
+    let board = common::writable_copy("pi4-usb");
+    let photos = std::fs::read(common::data("blobs/ext4-photos.bin")).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(
+        &std::fs::OpenOptions::new()
+            .write(true)
+            .open(board.node("sdb"))
+            .unwrap(),
+        &photos,
+        0,
+    )
+    .unwrap();
+    let recipe = PI4_RAID0_UNEQUAL.replace(
+        "mount = \"/srv/scratch\"",
+        "mount = \"/srv/scratch\"\nwipe = true",
+    );
+    let c = case_on(&board, &recipe);
+    (board, c)
+}
+
+/// As [`case`], on a board that a test may change afterwards.
+fn case_on(board: &common::Board, recipe: &str) -> Case {
+    let recipe = DeviceRecipe::parse(recipe, Path::new("recipe.toml")).unwrap();
+    let plan = planner::plan(
+        recipe.storage.as_ref().unwrap(),
+        &recipe.shares,
+        &board.inventory(),
+    )
+    .unwrap();
+    let context = Context {
+        hostname: "pinas".into(),
+        fs_uuids: vec!["00000000-1111-4222-8333-444455556666".into()],
+    };
+    let steps = steps::generate(&plan, &context);
+    Case {
+        recipe,
+        plan,
+        steps,
+        context,
+    }
+}
+
+#[test]
+fn a_wipe_or_partition_step_refuses_another_disk_at_the_planned_path() {
+    let (board, c) = pi4_with_photos_on_sdb();
+    let wipe = c.steps.iter().find(|s| s.id == "wipe:sdb").unwrap();
+    assert!(
+        wipe.actions
+            .iter()
+            .any(|a| a.to_string() == "wipefs --all --force /dev/sdb"),
+        "sdb has no unique by-id link: {:?}",
+        wipe.actions
+    );
+    assert_eq!(check(&c, &board, "wipe:sdb"), steps::Check::Pending);
+
+    // After a power cut the bridges enumerate in another order: /dev/sdb
+    // is now a different disk (another serial and size) with data on it.
+    let udev = board.host.path("/run/udev/data/b8:16");
+    let record = std::fs::read_to_string(&udev).unwrap();
+    std::fs::write(
+        &udev,
+        record.replace("0123456789ABCDEF", "FEDCBA9876543210"),
+    )
+    .unwrap();
+    std::fs::write(board.host.path("/sys/block/sdb/size"), "3907029168\n").unwrap();
+    for id in ["wipe:sdb", "partition:sdb"] {
+        let steps::Check::Refuse(why) = check(&c, &board, id) else {
+            panic!("{id}: {:?}", check(&c, &board, id));
+        };
+        assert!(
+            why.contains("/dev/sdb is now sdb: JMicron Generic, serial FEDCBA9876543210, no WWN, 2 TB, not the disk this step was planned for (sdb: JMicron Generic, serial 0123456789ABCDEF, no WWN, 4 TB)")
+                && why.contains("nothing was"),
+            "{id}: {why}"
+        );
+    }
+}
+
+#[test]
+fn a_wipe_step_refuses_contents_that_were_not_planned_but_resumes_over_fewer() {
+    let (board, c) = pi4_with_photos_on_sdb();
+    let node = std::fs::OpenOptions::new()
+        .write(true)
+        .open(board.node("sdb"))
+        .unwrap();
+    // Same disk, but now it holds something else than what was reviewed.
+    let backup = std::fs::read(common::data("blobs/ext4-backup.bin")).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&node, &backup, 0).unwrap();
+    let steps::Check::Refuse(why) = check(&c, &board, "wipe:sdb") else {
+        panic!("{:?}", check(&c, &board, "wipe:sdb"));
+    };
+    assert!(
+        why.contains("now holds sdb: an ext4 filesystem labelled 'backup', which it did not hold when the plan was made (it held an ext4 filesystem labelled 'photos'); nothing was erased"),
+        "{why}"
+    );
+    // Wiped already (a cut after wipefs): less than planned, so it resumes.
+    std::os::unix::fs::FileExt::write_all_at(&node, &vec![0; backup.len()], 0).unwrap();
+    assert_eq!(check(&c, &board, "wipe:sdb"), steps::Check::Pending);
+}
+
+#[test]
+fn a_partition_step_cut_short_runs_again_so_the_new_partition_is_wiped() {
+    let c = case(common::board("pi5-jmb585"), PI5_RAID5);
+    let board = common::writable_copy("pi5-jmb585");
+    let step = c.steps.iter().find(|s| s.id == "partition:sda").unwrap();
+    let Action::WriteGpt {
+        block_size,
+        name,
+        kind,
+        ..
+    } = &step.actions[0]
+    else {
+        panic!("{:?}", step.actions[0]);
+    };
+    // The cut came after the table was written, before `wipefs` of the
+    // new partition.
+    partition::write_single(&board.node("sda"), *block_size, name, *kind).unwrap();
+    assert_eq!(check(&c, &board, "partition:sda"), steps::Check::Pending);
+    assert!(
+        step.actions
+            .last()
+            .unwrap()
+            .to_string()
+            .starts_with("wipefs --all --force /dev/disk/by-id/wwn-0x50014ee2b0000001-part1"),
+        "{:?}",
+        step.actions
+    );
+    // Someone else's table is still refused.
+    partition::write_single(&board.node("sdb"), *block_size, "photos", *kind).unwrap();
+    assert!(matches!(
+        check(&c, &board, "partition:sdb"),
+        steps::Check::Refuse(_)
+    ));
 }

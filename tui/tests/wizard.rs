@@ -527,7 +527,7 @@ fn a_plan_whose_service_did_not_start_can_be_started_again() {
     snapshot.service = Some("inactive".into());
     w.update(Msg::Progress(snapshot));
     assert!(
-        screen(&w).contains("Setup stopped after 0 of 15 steps"),
+        screen(&w).contains("Setup stopped after 0 of 16 steps"),
         "{}",
         screen(&w)
     );
@@ -775,6 +775,7 @@ fn the_service_runs_the_reviewed_journal_from_the_recipe_it_is_given() {
         &mut RecordingRunner::default(),
         &mut |_| {},
         &mut |plan| planned = Some(plan.clone()),
+        &mut |_| {},
     );
     assert!(
         matches!(result, Err(SetupError::NotTheRealRoot(_))),
@@ -784,4 +785,83 @@ fn the_service_runs_the_reviewed_journal_from_the_recipe_it_is_given() {
 
     let again = service::start(host, &handoff, &mut RecordingRunner::default());
     assert!(again.unwrap_err().to_string().contains("already started"));
+}
+
+/// The screen's text with borders and line breaks taken out, so sentences
+/// wrapped over several rows can be searched.
+fn flat(screen: &str) -> String {
+    screen
+        .lines()
+        .map(|l| l.trim_matches('"').trim_matches('│').trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn setup_does_not_start_when_first_boot_did_not_install_the_packages() {
+    let board = board();
+    let host = &board.host;
+    // First boot failed: its settings are still there, the marker is not.
+    let env = host.path(image_files::FIRSTBOOT_ENV);
+    std::fs::create_dir_all(env.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env,
+        "# Written by nasforge; read by /usr/lib/nasforge/firstboot.\nNASFORGE_PACKAGES=\"mdadm samba smartmontools\"\nNASFORGE_MODE=wizard\nNASFORGE_SSH=no\n",
+    )
+    .unwrap();
+    let why = "Setup cannot start: first boot did not install the packages setup needs (mdadm, samba, smartmontools); nasforge-status.txt on the boot partition says why. Fix that, run `sudo /usr/lib/nasforge/firstboot packages`, then start nasforge-setup again.";
+    let mut w = wizard_on(&board, PLAIN);
+    assert!(flat(&screen(&w)).contains(why), "{}", screen(&w));
+    choose(&mut w, &["sda", "sdb", "sdc"]);
+    defaults_to_review(&mut w);
+    assert!(flat(&screen(&w)).contains(why), "{}", screen(&w));
+
+    let handoff = start(&mut w);
+    let mut runner = RecordingRunner::default();
+    let err = service::start(host, &handoff, &mut runner).unwrap_err();
+    assert!(
+        matches!(err, service::StartError::NotHandedOver(_)),
+        "{err}"
+    );
+    assert!(
+        runner.lines.is_empty(),
+        "nothing started: {:?}",
+        runner.lines
+    );
+    assert!(!setup::journal_path(host).exists());
+    assert!(!host.path(image_files::WIZARD_RECIPE).exists());
+    w.update(Msg::Launched(Err(err)));
+    assert_eq!(w.screen, Screen::Review);
+    assert!(
+        w.notice
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("first boot did not install"),
+        "{:?}",
+        w.notice
+    );
+
+    // Fixed meanwhile (in another session): the start goes ahead.
+    std::fs::write(host.path(image_files::PACKAGES_INSTALLED), "").unwrap();
+    service::start(host, &handoff, &mut runner).unwrap();
+    assert_eq!(runner.lines.len(), 2, "{:?}", runner.lines);
+}
+
+#[test]
+fn a_first_boot_that_staged_no_packages_does_not_hold_setup_back() {
+    let board = board();
+    let env = board.host.path(image_files::FIRSTBOOT_ENV);
+    std::fs::create_dir_all(env.parent().unwrap()).unwrap();
+    std::fs::write(&env, "NASFORGE_PACKAGES=\"\"\nNASFORGE_MODE=wizard\n").unwrap();
+    assert_eq!(service::packages_missing(&board.host), None);
+    std::fs::remove_file(&env).unwrap();
+    assert_eq!(
+        service::packages_missing(&board.host),
+        None,
+        "first boot finished"
+    );
 }

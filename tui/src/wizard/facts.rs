@@ -25,6 +25,8 @@ pub struct Facts {
     pub status_file: String,
     /// Not root on the real system: disks cannot be read or changed.
     pub not_root: bool,
+    /// Why setup cannot start: first boot did not install the packages.
+    pub packages_missing: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +64,7 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         status_file,
         // SAFETY: geteuid has no preconditions and cannot fail.
         not_root: host.root == std::path::Path::new("/") && unsafe { libc::geteuid() } != 0,
+        packages_missing: super::service::packages_missing(host),
     })
 }
 

@@ -27,7 +27,7 @@ pub struct SataController {
     pub pci: String,
     pub name: String,
     pub driver: Option<String>,
-    /// "PCIe 8.0 GT/s x1"
+    /// "PCIe Gen 3 (8.0 GT/s) x1"
     pub link: Option<String>,
     pub disks: usize,
 }
@@ -88,15 +88,16 @@ fn sata_controllers(host: &Host, inventory: &Inventory) -> Vec<SataController> {
             }
             let (vendor, device) = (hex("vendor")? as u16, hex("device")? as u16);
             let pci = entry.file_name().to_string_lossy().into_owned();
-            let link = match (
-                read_text(&dir.join("current_link_speed")),
-                read_text(&dir.join("current_link_width")),
-            ) {
-                (Some(speed), Some(width)) => {
-                    Some(format!("PCIe {} x{width}", speed.trim_end_matches(" PCIe")))
-                }
-                _ => None,
-            };
+            let link = read_text(&dir.join("current_link_speed"))
+                .zip(read_text(&dir.join("current_link_width")))
+                .and_then(|(speed, width)| {
+                    // "8.0 GT/s PCIe"; "Unknown" while the link is down.
+                    let gts = speed.split_whitespace().next()?.parse::<f32>().ok()?;
+                    Some(crate::planner::pcie_link(
+                        (gts * 1000.0).round() as u32,
+                        width.parse().ok()?,
+                    ))
+                });
             Some(SataController {
                 name: controllers::lookup(vendor, device)
                     .map(|k| k.name.to_string())

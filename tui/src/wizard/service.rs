@@ -8,7 +8,7 @@
 use super::Handoff;
 use crate::atomic_file;
 use crate::disks::Host;
-use crate::image_files::{SETUP_SERVICE, WIZARD_RECIPE};
+use crate::image_files::{FIRSTBOOT_ENV, PACKAGES_INSTALLED, SETUP_SERVICE, WIZARD_RECIPE};
 use crate::journal::Journal;
 use crate::runner::Runner;
 use crate::status::{self, ArrayStatus};
@@ -102,8 +102,36 @@ pub enum StartError {
     NotStarted(String),
 }
 
+/// Why setup cannot run yet: the image staged packages (mdadm, mkfs,
+/// Samba...) that first boot has not installed, because it failed. None
+/// when nothing is missing.
+pub fn packages_missing(host: &Host) -> Option<String> {
+    let env = std::fs::read_to_string(host.path(FIRSTBOOT_ENV)).ok()?;
+    if host.path(PACKAGES_INSTALLED).exists() {
+        return None;
+    }
+    let packages: Vec<&str> = env
+        .lines()
+        .find_map(|l| l.strip_prefix("NASFORGE_PACKAGES="))
+        .map(|v| v.trim().trim_matches('"').split_whitespace().collect())
+        .unwrap_or_default();
+    if packages.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "first boot did not install the packages setup needs ({}); {} on the boot partition says why. Fix that, run `sudo /usr/lib/nasforge/firstboot packages`, then start nasforge-setup again",
+        packages.join(", "),
+        status::FILE_NAME
+    ))
+}
+
 /// Hands the reviewed plan to the setup service and starts it.
 pub fn start(host: &Host, handoff: &Handoff, runner: &mut dyn Runner) -> Result<(), StartError> {
+    // Checked now, not only when the wizard started: first boot may have
+    // been fixed in another session meanwhile.
+    if let Some(why) = packages_missing(host) {
+        return Err(StartError::NotHandedOver(why));
+    }
     hand_over(host, handoff).map_err(StartError::NotHandedOver)?;
     // Enabled, so a power cut resumes it at the next boot.
     systemctl(runner, &["enable", SETUP_SERVICE])?;

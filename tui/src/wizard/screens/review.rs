@@ -8,7 +8,7 @@ use crate::disks::Disk;
 use crate::executor;
 use crate::samba;
 use crate::wizard::input::{Nav, TextField, nav};
-use crate::wizard::scroll::Scroll;
+use crate::wizard::scroll::{Scroll, wrap_hanging};
 use crate::wizard::{Effect, Screen, Wizard};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
@@ -138,12 +138,23 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             }
         }
     }
-    let [text, prompt] = Layout::vertical([Constraint::Fill(1), Constraint::Length(4)]).areas(area);
+    // Why setup cannot start, shown whole: it says what to do.
+    let blocked = w
+        .facts
+        .packages_missing
+        .as_ref()
+        .filter(|_| !w.settings.dry_run)
+        .map(|why| format!("Setup cannot start: {why}."));
+    let below = blocked
+        .as_ref()
+        .map_or(3, |t| wrap_hanging(t, area.width as usize, 0).len().max(3));
+    let [text, prompt] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(1 + below as u16)]).areas(area);
     let more = w.review.scroll.draw(frame, text, &lines);
     let [rule, ask, field] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(2),
-        Constraint::Length(1),
+        Constraint::Fill(1),
     ])
     .areas(prompt);
     let rule_text = if more {
@@ -175,6 +186,13 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             Layout::horizontal([Constraint::Length(2), Constraint::Length(24)]).areas(field);
         frame.render_widget(Span::raw(">"), mark);
         w.review.confirm.draw(frame, input, true, theme);
+    } else if let Some(why) = blocked {
+        frame.render_widget(
+            Paragraph::new(why)
+                .style(theme.error())
+                .wrap(Wrap { trim: false }),
+            ask.union(field),
+        );
     } else {
         let text = if w.settings.dry_run {
             "Dry run: Enter prints this plan, its commands and the recipe, then exits. Nothing runs."

@@ -95,6 +95,12 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     for problem in &hw.problems {
         lines.push(Line::styled(format!("! {problem}"), theme.warning()));
     }
+    if let Some(why) = &w.facts.packages_missing {
+        lines.push(Line::styled(
+            format!("! Setup cannot start: {why}."),
+            theme.error(),
+        ));
+    }
     if w.facts.not_root {
         lines.push(Line::styled(
             "! Not running as root: disks cannot be read or set up. Run `sudo nasforge-setup`.",
