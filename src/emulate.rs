@@ -218,7 +218,7 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     }
     println!("  ssh:  ssh -p {} <user>@127.0.0.1", ports.ssh);
     println!("  smb:  smbclient //127.0.0.1/<share> -p {} -U <user>", ports.smb);
-    println!("  nfs:  nfs://127.0.0.1:{}/<path>?version=4   (NFSv4 only)", ports.nfs);
+    println!("  nfs:  mount -t nfs4 -o port={} 127.0.0.1:/<path> /mnt   or   nfs-ls 'nfs://127.0.0.1/<path>?version=4&nfsport={}'", ports.nfs, ports.nfs);
     if !opts.headless {
         println!("  the serial console follows; Ctrl-A X quits qemu");
     }

@@ -86,7 +86,7 @@ impl Board {
             let rest = line.split(marker).nth(1).unwrap();
             rest.split(|c: char| !c.is_ascii_digit()).find(|s| !s.is_empty()).unwrap().parse().unwrap()
         };
-        let (ssh, smb, nfs) = (number_after("ssh -p "), number_after("/<share> -p "), number_after("nfs://127.0.0.1:"));
+        let (ssh, smb, nfs) = (number_after("ssh -p "), number_after("/<share> -p "), number_after("nfsport="));
         Board { child, log, ssh, smb, nfs }
     }
 
@@ -314,10 +314,10 @@ path = "out/nas.img"
     let want = sha256_file(&payload);
     assert_eq!(smb_roundtrip(&board, d, &payload, "payload.bin"), want, "SMB put/get round trip");
     t.lap("smbclient: 64 MiB put and get");
-    let nfs = Command::new("nfs-ls").arg(format!("nfs://127.0.0.1:{}/srv/data?version=4", board.nfs)).output().unwrap();
+    let nfs = Command::new("nfs-ls").arg(format!("nfs://127.0.0.1/srv/data?version=4&nfsport={}", board.nfs)).output().unwrap();
     let listing = format!("{}{}", String::from_utf8_lossy(&nfs.stdout), String::from_utf8_lossy(&nfs.stderr));
     assert!(nfs.status.success() && listing.contains("payload.bin"), "NFS listing:\n{listing}");
-    let cat = Command::new("nfs-cat").arg(format!("nfs://127.0.0.1:{}/srv/data/payload.bin?version=4", board.nfs)).output().unwrap();
+    let cat = Command::new("nfs-cat").arg(format!("nfs://127.0.0.1/srv/data/payload.bin?version=4&nfsport={}", board.nfs)).output().unwrap();
     assert!(cat.status.success(), "nfs-cat: {}", String::from_utf8_lossy(&cat.stderr));
     assert_eq!(sha256_bytes(&cat.stdout), want, "the file read over NFS");
     t.lap("NFS: listed and read back");

@@ -47,6 +47,7 @@ fn env(userconf: bool) -> Env {
             Pkg { name: "nfs-kernel-server", version: "1:2.6.2", fields: &[] },
             Pkg { name: "smartmontools", version: "7.3", fields: &[] },
             Pkg { name: "xfsprogs", version: "6.1.0", fields: &[] },
+            Pkg { name: "samba-vfs-modules", version: "2:4.17.12", fields: &[] },
             Pkg { name: "btrfs-progs", version: "6.2", fields: &[] },
         ],
     );
@@ -140,7 +141,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     let e = env(false);
     let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("+ 5 packages (") && r.stderr.contains("samba 2:4.17.12"), "{}", r.stderr);
+    assert!(r.stderr.contains("+ 6 packages (") && r.stderr.contains("samba 2:4.17.12"), "{}", r.stderr);
     let img = e.dir.path().join("out/nas.img");
     let off = root_offset(&img);
     e2fsck(&img, off);
@@ -152,7 +153,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     assert!(stat(&img, "/var/lib/nasforge/debs/samba_2%3a4.17.12_arm64.deb").contains("Type: regular"));
     // The first-boot service, enabled, and what it will do.
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
-    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba nfs-kernel-server smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
+    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
     assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service").contains("Fast link dest: \"/etc/systemd/system/nasforge-firstboot.service\""));
     assert!(stat(&img, "/usr/lib/nasforge/firstboot").contains("Mode:  0755"));
     // nasforge-setup, built for the board.

@@ -105,7 +105,7 @@ impl Device {
         format!("{model}, {}, {}", both_units(self.size), self.transport)
     }
 
-    /// "a dos partition table; sdb1: an vfat filesystem labelled 'bootfs'"
+    /// "a dos partition table; sdb1: a vfat filesystem labelled 'bootfs'"
     pub fn holds(&self) -> String {
         if let Some(e) = &self.unreadable {
             return format!("unknown: its first bytes cannot be read ({e})");

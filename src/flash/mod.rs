@@ -15,6 +15,7 @@ pub mod source;
 pub mod verify;
 pub mod write;
 
+use crate::size::human;
 use anyhow::{Context, Result, bail};
 use candidates::{Device, Target};
 use std::io::{BufRead, IsTerminal, Write as _};
@@ -41,10 +42,6 @@ pub struct Summary {
     pub target: String,
     pub written: write::Written,
     pub verified: Option<verify::Verified>,
-}
-
-fn human(b: u64) -> String {
-    crate::size::human(b)
 }
 
 fn rate(bytes: u64, d: std::time::Duration) -> String {

@@ -186,9 +186,24 @@ impl Runner for SystemRunner {
                 };
                 self.write(path, &managed::merge(&existing, contents), 0o644)
             }
-            Action::CaptureToFile { path, header, cmd } => {
+            Action::CaptureToFile {
+                path,
+                header,
+                cmd,
+                drop,
+            } => {
                 let output = self.exec(cmd)?;
-                self.write(path, &format!("{header}{output}"), 0o644)
+                let kept: String = output
+                    .lines()
+                    .map(|l| {
+                        let words: Vec<&str> = l
+                            .split_whitespace()
+                            .filter(|w| !drop.iter().any(|d| w.starts_with(d.as_str())))
+                            .collect();
+                        words.join(" ") + "\n"
+                    })
+                    .collect();
+                self.write(path, &format!("{header}{kept}"), 0o644)
             }
             Action::RemoveFile { path } => match std::fs::remove_file(self.host.path(path)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RunError::Io {
@@ -352,5 +367,23 @@ mod tests {
         runner_in(dir.path()).apply(&block("/etc/fstab")).unwrap();
         let text = std::fs::read_to_string(dir.path().join("etc/fstab")).unwrap();
         assert!(text.contains("UUID=x /srv/data"), "{text}");
+    }
+
+    #[test]
+    fn mdadm_conf_keeps_the_scan_but_not_a_rebuilding_disk_as_a_spare() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/mdadm")).unwrap();
+        let scan = "ARRAY /dev/md/data metadata=1.2 spares=1 name=nas:data UUID=46ccf33a:43245f8d:53ec8dad:ec1a0100\n";
+        let action = Action::CaptureToFile {
+            path: "/etc/mdadm/mdadm.conf".into(),
+            header: "HOMEHOST nas\n".into(),
+            cmd: Cmd::new(&["printf", scan]),
+            drop: vec!["spares=".into()],
+        };
+        runner_in(dir.path()).apply(&action).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("etc/mdadm/mdadm.conf")).unwrap(),
+            "HOMEHOST nas\nARRAY /dev/md/data metadata=1.2 name=nas:data UUID=46ccf33a:43245f8d:53ec8dad:ec1a0100\n"
+        );
     }
 }

@@ -576,6 +576,9 @@ pub fn required_packages(storage: Option<&Storage>, shares: &[Share]) -> Vec<&'s
         ("xfsprogs", uses(Filesystem::Xfs)),
         ("btrfs-progs", uses(Filesystem::Btrfs)),
         ("samba", wizard || shares.iter().any(|s| s.smb.is_some())),
+        // `vfs objects = fruit streams_xattr` on every share: without the
+        // modules (only recommended by samba) every share refuses to open.
+        ("samba-vfs-modules", wizard || shares.iter().any(|s| s.smb.is_some())),
         (
             "nfs-kernel-server",
             wizard || shares.iter().any(|s| s.nfs.is_some()),
@@ -803,7 +806,7 @@ mod tests {
         let raid = storage(Mode::Unattended, vec![array(Level::Raid5, Filesystem::Xfs)]);
         assert_eq!(
             required_packages(Some(&raid), &[share(true, false)]),
-            ["mdadm", "xfsprogs", "samba", "smartmontools"]
+            ["mdadm", "xfsprogs", "samba", "samba-vfs-modules", "smartmontools"]
         );
         let two = storage(
             Mode::Unattended,
@@ -829,6 +832,7 @@ mod tests {
                 "e2fsprogs",
                 "btrfs-progs",
                 "samba",
+                "samba-vfs-modules",
                 "nfs-kernel-server",
                 "smartmontools"
             ]
@@ -843,6 +847,7 @@ mod tests {
                 "xfsprogs",
                 "btrfs-progs",
                 "samba",
+                "samba-vfs-modules",
                 "nfs-kernel-server",
                 "smartmontools"
             ]

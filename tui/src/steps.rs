@@ -83,11 +83,14 @@ pub enum Action {
         contents: String,
     },
     /// Write `header` followed by the output of `cmd` (mdadm.conf's ARRAY
-    /// lines come from `mdadm --detail --scan`).
+    /// lines come from `mdadm --detail --scan`), without the words that
+    /// start with one of `drop`.
     CaptureToFile {
         path: String,
         header: String,
         cmd: Cmd,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        drop: Vec<String>,
     },
     RemoveFile {
         path: String,
@@ -134,10 +137,20 @@ impl fmt::Display for Action {
                 "# replace nasforge's block in {path} with:\n{}",
                 indent(contents)
             ),
-            Action::CaptureToFile { path, header, cmd } => {
+            Action::CaptureToFile {
+                path,
+                header,
+                cmd,
+                drop,
+            } => {
+                let without = if drop.is_empty() {
+                    String::new()
+                } else {
+                    format!(" without {}", drop.join(", "))
+                };
                 write!(
                     f,
-                    "# write {path}:\n{}\n    | <output of `{cmd}`>",
+                    "# write {path}:\n{}\n    | <output of `{cmd}`{without}>",
                     indent(header)
                 )
             }
@@ -277,6 +290,10 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
                 path: mdadm::CONF.into(),
                 header: mdadm::conf_header(&ctx.hostname, &plan.alert),
                 cmd: Cmd::new(&["mdadm", "--detail", "--scan"]),
+                // A new RAID 5/6 is still building here, and the scan counts
+                // the disk being rebuilt as a spare; kept, `spares=1` makes
+                // mdmonitor report a missing spare forever after.
+                drop: vec!["spares=".into()],
             }],
             always: vec![],
         });
