@@ -19,8 +19,16 @@ pub enum Model {
 }
 
 impl Model {
-    pub const ALL: [Model; 8] =
-        [Model::Pi4, Model::Cm4, Model::Pi5, Model::Cm5, Model::Rock3a, Model::Rock4b, Model::Rock5b, Model::GenericArm64];
+    pub const ALL: [Model; 8] = [
+        Model::Pi4,
+        Model::Cm4,
+        Model::Pi5,
+        Model::Cm5,
+        Model::Rock3a,
+        Model::Rock4b,
+        Model::Rock5b,
+        Model::GenericArm64,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -49,12 +57,15 @@ impl Model {
     }
 
     pub fn info(self) -> BoardInfo {
-        toml::from_str(self.data()).unwrap_or_else(|e| panic!("overlays/{}.toml is invalid: {e}", self.name()))
+        toml::from_str(self.data())
+            .unwrap_or_else(|e| panic!("overlays/{}.toml is invalid: {e}", self.name()))
     }
 
     /// The Raspberry Pi boards, whose config.txt sections `inspect` reports.
     pub fn raspberry_pis() -> impl Iterator<Item = Model> {
-        Model::ALL.into_iter().filter(|m| m.info().family == Family::Rpi)
+        Model::ALL
+            .into_iter()
+            .filter(|m| m.info().family == Family::Rpi)
     }
 }
 
@@ -121,7 +132,10 @@ mod tests {
             assert!(!info.description.is_empty());
             if info.family == Family::Rpi {
                 assert!(info.section.is_some(), "{m} needs a config.txt section");
-                assert!(!info.kernels.is_empty(), "{m} needs its default kernel images");
+                assert!(
+                    !info.kernels.is_empty(),
+                    "{m} needs its default kernel images"
+                );
             }
         }
     }
@@ -129,7 +143,8 @@ mod tests {
     #[test]
     fn names_round_trip_through_serde() {
         for m in Model::ALL {
-            let parsed: Model = serde_json::from_value(serde_json::Value::String(m.name().into())).unwrap();
+            let parsed: Model =
+                serde_json::from_value(serde_json::Value::String(m.name().into())).unwrap();
             assert_eq!(parsed, m);
         }
     }

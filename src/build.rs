@@ -45,27 +45,57 @@ fn say(label: &str, msg: impl AsRef<str>) {
 }
 
 pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
-    let mut timer = Timer { start: Instant::now(), phases: vec![] };
+    let mut timer = Timer {
+        start: Instant::now(),
+        phases: vec![],
+    };
     let board = recipe.board;
     let info = board.info();
-    say("recipe", format!("{} ({}) for {}", recipe.name, recipe.file.display(), info.description));
+    say(
+        "recipe",
+        format!(
+            "{} ({}) for {}",
+            recipe.name,
+            recipe.file.display(),
+            info.description
+        ),
+    );
 
     let (source_path, location) = match &recipe.base.source {
         Source::Url(url) => {
-            let sha = recipe.base.sha256.as_deref().expect("recipe checks that URLs have a sha256");
+            let sha = recipe
+                .base
+                .sha256
+                .as_deref()
+                .expect("recipe checks that URLs have a sha256");
             let cached = crate::fetch::cached_path(&opts.cache, url, sha).is_file();
             let p = crate::fetch::fetch(url, sha, &opts.cache)?;
-            say("base", format!("{url}{}", if cached { " (cached)" } else { "" }));
+            say(
+                "base",
+                format!("{url}{}", if cached { " (cached)" } else { "" }),
+            );
             (p, url.clone())
         }
         Source::Debian(d) => {
             let p = d.image(&opts.cache)?;
-            say("base", format!("Debian {} {} built from packages ({})", d.suite, d.arch, p.display()));
+            say(
+                "base",
+                format!(
+                    "Debian {} {} built from packages ({})",
+                    d.suite,
+                    d.arch,
+                    p.display()
+                ),
+            );
             (p.clone(), format!("debian:{}/{}", d.suite, d.arch))
         }
         Source::Path(p) => {
             if !p.is_file() {
-                bail!("base image {} does not exist (recipe {}: `[base] path` is relative to the recipe's directory)", p.display(), recipe.file.display());
+                bail!(
+                    "base image {} does not exist (recipe {}: `[base] path` is relative to the recipe's directory)",
+                    p.display(),
+                    recipe.file.display()
+                );
             }
             say("base", p.display().to_string());
             (p.clone(), p.display().to_string())
@@ -75,9 +105,15 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
 
     let paths = Paths::for_image(opts.output.as_deref().unwrap_or(&recipe.output.path));
     // Publishing removes the old output first: it must never be the base.
-    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(&source_path), std::fs::canonicalize(&paths.image)) {
+    if let (Ok(a), Ok(b)) = (
+        std::fs::canonicalize(&source_path),
+        std::fs::canonicalize(&paths.image),
+    ) {
         if a == b {
-            bail!("the output {} is the base image itself; write the output elsewhere (`[output] path` or -o)", paths.image.display());
+            bail!(
+                "the output {} is the base image itself; write the output elsewhere (`[output] path` or -o)",
+                paths.image.display()
+            );
         }
     }
     let work = output::temp_beside(&paths, "work")?;
@@ -92,19 +128,57 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();
     let mut booted = kernel::booted(&image, board, &versions)?;
     // `[kernel] build`: the kernel to be installed is what gets checked.
-    let built_kernel = recipe.kernel.build.as_ref().map(|spec| kernel::build::build(spec, &opts.cache)).transpose()?;
+    let built_kernel = recipe
+        .kernel
+        .build
+        .as_ref()
+        .map(|spec| kernel::build::build(spec, &opts.cache))
+        .transpose()?;
     if let Some(b) = &built_kernel {
         let report = b.check(board, &recipe.kernel.require)?;
         let extras = kernel::board_extras(board);
-        let caps: Vec<String> = recipe.kernel.require.iter().map(|c| report.describe(*c, &extras)).collect();
-        say("kernel", format!("{board} boots {} now; it gets the built kernel {}{}", booted.version.as_deref().unwrap_or("an unknown kernel"), b.info.release, if caps.is_empty() { String::new() } else { format!(": {}", caps.join(", ")) }));
+        let caps: Vec<String> = recipe
+            .kernel
+            .require
+            .iter()
+            .map(|c| report.describe(*c, &extras))
+            .collect();
+        say(
+            "kernel",
+            format!(
+                "{board} boots {} now; it gets the built kernel {}{}",
+                booted.version.as_deref().unwrap_or("an unknown kernel"),
+                b.info.release,
+                if caps.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", caps.join(", "))
+                }
+            ),
+        );
     } else if recipe.kernel.require.is_empty() {
-        say("kernel", format!("{} boots {} ({})", board, booted.version.as_deref().unwrap_or("an unknown kernel"), booted.reason));
+        say(
+            "kernel",
+            format!(
+                "{} boots {} ({})",
+                board,
+                booted.version.as_deref().unwrap_or("an unknown kernel"),
+                booted.reason
+            ),
+        );
     } else {
         let report = kernel::require(board, &booted, &kernels, &recipe.kernel.require)?;
         let extras = kernel::board_extras(board);
-        let caps: Vec<String> = recipe.kernel.require.iter().map(|c| report.describe(*c, &extras)).collect();
-        say("kernel", format!("{board} boots {}: {}", report.version, caps.join(", ")));
+        let caps: Vec<String> = recipe
+            .kernel
+            .require
+            .iter()
+            .map(|c| report.describe(*c, &extras))
+            .collect();
+        say(
+            "kernel",
+            format!("{board} boots {}: {}", report.version, caps.join(", ")),
+        );
     }
     timer.lap("kernel check");
 
@@ -127,17 +201,28 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         let before = image.root().map(|p| p.size).unwrap_or(0);
         image.layout = crate::image::grow::grow_root(work.path(), &image.layout, extra)?;
         let after = image.root().map(|p| p.size).unwrap_or(0);
-        say("grow", format!("root partition {} -> {}", human(before), human(after)));
+        say(
+            "grow",
+            format!("root partition {} -> {}", human(before), human(after)),
+        );
         let why = match recipe.output.grow {
             Some(g) if g == extra => format!("[output] grow = {}", human(g)),
-            _ => format!("room for the staged packages ({} needed, {} free)", human(needed), human(free)),
+            _ => format!(
+                "room for the staged packages ({} needed, {} free)",
+                human(needed),
+                human(free)
+            ),
         };
         changes.push(Change {
             file: "partition table".into(),
             before_sha256: None,
             after_sha256: None,
             why,
-            details: vec![format!("root partition and filesystem grown from {} to {}", human(before), human(after))],
+            details: vec![format!(
+                "root partition and filesystem grown from {} to {}",
+                human(before),
+                human(after)
+            )],
         });
         timer.lap("grow");
     }
@@ -155,11 +240,26 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     let mut warnings = applied.warnings;
     changes.extend(applied.changes);
     if let Some(b) = &built_kernel {
-        let (installed, now, summary) = kernel::install::install_checked(&image, board, b, &recipe.kernel.require)?;
+        let (installed, now, summary) =
+            kernel::install::install_checked(&image, board, b, &recipe.kernel.require)?;
         for c in &installed.changes {
-            say("changed", format!("{}{}", c.file, if c.details.is_empty() { String::new() } else { format!(": {}", c.details.join("; ")) }));
+            say(
+                "changed",
+                format!(
+                    "{}{}",
+                    c.file,
+                    if c.details.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", c.details.join("; "))
+                    }
+                ),
+            );
         }
-        installed.warnings.iter().for_each(|w| eprintln!("warning: {w}"));
+        installed
+            .warnings
+            .iter()
+            .for_each(|w| eprintln!("warning: {w}"));
         warnings.extend(installed.warnings);
         say("kernel", summary);
         changes.extend(installed.changes);
@@ -177,13 +277,18 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     image.reload().context("re-reading the customised image")?;
     timer.lap("customise");
 
-    let written = output::finish_image(work, &paths, recipe.output.compress, recipe.output.xz_level)?;
+    let written =
+        output::finish_image(work, &paths, recipe.output.compress, recipe.output.xz_level)?;
     let manifest = Manifest {
         nasforge: env!("CARGO_PKG_VERSION"),
         recipe: recipe.file.display().to_string(),
         name: recipe.name.clone(),
         board: board.name().into(),
-        base: manifest::Source { location, sha256: recipe.base.sha256.clone(), format: format.name().into() },
+        base: manifest::Source {
+            location,
+            sha256: recipe.base.sha256.clone(),
+            format: format.name().into(),
+        },
         output: manifest::Output {
             path: paths.image.display().to_string(),
             sha256: written.file_sha256.clone(),
@@ -197,9 +302,27 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     let json = serde_json::to_string_pretty(&manifest)?;
     output::publish(written, &paths, &json)?;
     timer.lap("output");
-    say("wrote", format!("{} (sha256 {})", paths.image.display(), manifest.output.sha256));
-    say("", format!("{} and {}", paths.sha256.display(), paths.manifest.display()));
-    Ok(Report { paths, manifest, timings: timer.phases })
+    say(
+        "wrote",
+        format!(
+            "{} (sha256 {})",
+            paths.image.display(),
+            manifest.output.sha256
+        ),
+    );
+    say(
+        "",
+        format!(
+            "{} and {}",
+            paths.sha256.display(),
+            paths.manifest.display()
+        ),
+    );
+    Ok(Report {
+        paths,
+        manifest,
+        timings: timer.phases,
+    })
 }
 
 fn describe_layout(image: &Image) {
@@ -207,7 +330,20 @@ fn describe_layout(image: &Image) {
     let parts: Vec<String> = l
         .partitions
         .iter()
-        .map(|p| format!("{} ({}, {})", p.label.as_deref().or(p.name.as_deref()).unwrap_or("unlabelled"), p.fs, human(p.size)))
+        .map(|p| {
+            format!(
+                "{} ({}, {})",
+                p.label
+                    .as_deref()
+                    .or(p.name.as_deref())
+                    .unwrap_or("unlabelled"),
+                p.fs,
+                human(p.size)
+            )
+        })
         .collect();
-    say("image", format!("{}, {}: {}", human(l.disk_size), l.kind, parts.join(", ")));
+    say(
+        "image",
+        format!("{}, {}: {}", human(l.disk_size), l.kind, parts.join(", ")),
+    );
 }

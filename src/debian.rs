@@ -61,18 +61,23 @@ const LAYOUT_HOOK: &str = include_str!("../files/debian/layout-image.sh");
 /// Every package that touches the kernel would rebuild the initramfs, each
 /// time taking minutes under emulation: update-initramfs is diverted away
 /// while packages install, and the layout hook builds the initramfs once.
-const ESSENTIAL_HOOK: &str =
-    "chroot \"$1\" dpkg-divert --quiet --local --rename --add /usr/sbin/update-initramfs && ln -s /bin/true \"$1/usr/sbin/update-initramfs\"";
+const ESSENTIAL_HOOK: &str = "chroot \"$1\" dpkg-divert --quiet --local --rename --add /usr/sbin/update-initramfs && ln -s /bin/true \"$1/usr/sbin/update-initramfs\"";
 
 /// The machine's own Debian archive address, from its apt sources.
 pub fn host_mirror() -> Result<String> {
     let mut found = Vec::new();
-    for dir_entry in std::fs::read_dir("/etc/apt/sources.list.d").into_iter().flatten().flatten() {
+    for dir_entry in std::fs::read_dir("/etc/apt/sources.list.d")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let p = dir_entry.path();
         let text = std::fs::read_to_string(&p).unwrap_or_default();
         let origin = p.display().to_string();
         match p.extension().and_then(|e| e.to_str()) {
-            Some("sources") => found.extend(sources::parse_sources(&text, &origin).unwrap_or_default()),
+            Some("sources") => {
+                found.extend(sources::parse_sources(&text, &origin).unwrap_or_default())
+            }
             Some("list") => found.extend(sources::parse_list(&text, &origin).unwrap_or_default()),
             _ => {}
         }
@@ -90,7 +95,12 @@ pub fn host_mirror() -> Result<String> {
 impl DebianBase {
     fn packages(&self) -> Vec<String> {
         let kernel = format!("linux-image-{}", self.arch);
-        BASE_PACKAGES.iter().map(|s| s.to_string()).chain([kernel]).chain(self.packages.iter().cloned()).collect()
+        BASE_PACKAGES
+            .iter()
+            .map(|s| s.to_string())
+            .chain([kernel])
+            .chain(self.packages.iter().cloned())
+            .collect()
     }
 
     /// The cached image for these inputs, building it first if needed.
@@ -100,14 +110,25 @@ impl DebianBase {
             None => host_mirror()?,
         };
         let packages = self.packages();
-        let key = sha256_hex(format!("{}\n{}\n{mirror}\n{}\n{ESSENTIAL_HOOK}\n{LAYOUT_HOOK}", self.suite, self.arch, packages.join(",")).as_bytes());
+        let key = sha256_hex(
+            format!(
+                "{}\n{}\n{mirror}\n{}\n{ESSENTIAL_HOOK}\n{LAYOUT_HOOK}",
+                self.suite,
+                self.arch,
+                packages.join(",")
+            )
+            .as_bytes(),
+        );
         let dir = cache.join("debian");
         let image = dir.join(format!("{}-{}-{}.img", self.suite, self.arch, &key[..12]));
         if image.is_file() {
             return Ok(image);
         }
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let partial = tempfile::Builder::new().prefix(".debian-").suffix(".img").tempfile_in(&dir)?;
+        let partial = tempfile::Builder::new()
+            .prefix(".debian-")
+            .suffix(".img")
+            .tempfile_in(&dir)?;
         let log_path = dir.join(format!("{}-{}-{}.log", self.suite, self.arch, &key[..12]));
         eprintln!(
             "{:>10}  building Debian {} {} from {mirror} with mmdebstrap (once per machine; several minutes under emulation; log: {})",
@@ -117,7 +138,11 @@ impl DebianBase {
             log_path.display()
         );
         let log = std::fs::File::create(&log_path)?;
-        let hook = format!("NASFORGE_IMAGE='{}' sh -c '{}' nasforge-layout \"$1\"", partial.path().display(), LAYOUT_HOOK.replace('\'', "'\\''"));
+        let hook = format!(
+            "NASFORGE_IMAGE='{}' sh -c '{}' nasforge-layout \"$1\"",
+            partial.path().display(),
+            LAYOUT_HOOK.replace('\'', "'\\''")
+        );
         let status = Command::new("mmdebstrap")
             .arg(format!("--arch={}", self.arch))
             .arg("--variant=minbase")
@@ -140,7 +165,13 @@ impl DebianBase {
                 }
             })?;
         if !status.success() {
-            let tail: Vec<String> = std::fs::read_to_string(&log_path).unwrap_or_default().lines().rev().take(15).map(String::from).collect();
+            let tail: Vec<String> = std::fs::read_to_string(&log_path)
+                .unwrap_or_default()
+                .lines()
+                .rev()
+                .take(15)
+                .map(String::from)
+                .collect();
             bail!(
                 "mmdebstrap failed building Debian {} {} (full log: {}):\n  {}",
                 self.suite,

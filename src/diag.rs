@@ -17,24 +17,54 @@ pub struct Located {
 }
 
 impl Located {
-    pub fn new(file: &Path, source: &str, span: Option<Range<usize>>, message: impl Into<String>) -> Self {
+    pub fn new(
+        file: &Path,
+        source: &str,
+        span: Option<Range<usize>>,
+        message: impl Into<String>,
+    ) -> Self {
         let (line, col, snippet) = match span {
             Some(span) => {
                 let (line, col) = line_col(source, span.start);
-                let text = source.lines().nth(line - 1).unwrap_or("").trim_end_matches('\r').to_string();
+                let text = source
+                    .lines()
+                    .nth(line - 1)
+                    .unwrap_or("")
+                    .trim_end_matches('\r')
+                    .to_string();
                 let width = span.end.saturating_sub(span.start).max(1);
                 let width = width.min(text.chars().count().saturating_sub(col - 1).max(1));
                 (line, col, Some((text, col, width)))
             }
             None => (1, 1, None),
         };
-        Located { file: file.to_path_buf(), line, col, message: message.into(), help: None, snippet }
+        Located {
+            file: file.to_path_buf(),
+            line,
+            col,
+            message: message.into(),
+            help: None,
+            snippet,
+        }
     }
 
     /// At a known 1-based line and column (no span to underline beyond one character).
-    pub fn at(file: &Path, source: &str, line: usize, col: usize, message: impl Into<String>) -> Self {
-        let offset: usize = source.split_inclusive('\n').take(line - 1).map(str::len).sum::<usize>()
-            + source.lines().nth(line - 1).map_or(0, |l| l.chars().take(col - 1).map(char::len_utf8).sum());
+    pub fn at(
+        file: &Path,
+        source: &str,
+        line: usize,
+        col: usize,
+        message: impl Into<String>,
+    ) -> Self {
+        let offset: usize = source
+            .split_inclusive('\n')
+            .take(line - 1)
+            .map(str::len)
+            .sum::<usize>()
+            + source
+                .lines()
+                .nth(line - 1)
+                .map_or(0, |l| l.chars().take(col - 1).map(char::len_utf8).sum());
         Located::new(file, source, Some(offset..offset + 1), message)
     }
 
@@ -56,10 +86,26 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
 
 impl fmt::Display for Located {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file.display(), self.line, self.col, self.message)?;
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file.display(),
+            self.line,
+            self.col,
+            self.message
+        )?;
         if let Some((text, col, width)) = &self.snippet {
             let gutter = self.line.to_string().len();
-            write!(f, "\n{:gutter$} |\n{} | {}\n{:gutter$} | {}{}", "", self.line, text, "", " ".repeat(col - 1), "^".repeat(*width))?;
+            write!(
+                f,
+                "\n{:gutter$} |\n{} | {}\n{:gutter$} | {}{}",
+                "",
+                self.line,
+                text,
+                "",
+                " ".repeat(col - 1),
+                "^".repeat(*width)
+            )?;
         }
         if let Some(help) = &self.help {
             write!(f, "\n  = help: {help}")?;
@@ -114,15 +160,26 @@ mod tests {
     fn renders_caret_under_span() {
         let src = "[board]\nmodel = \"pi6\"\n";
         let start = src.find("\"pi6\"").unwrap();
-        let e = Located::new(Path::new("r.toml"), src, Some(start..start + 5), "unknown board");
+        let e = Located::new(
+            Path::new("r.toml"),
+            src,
+            Some(start..start + 5),
+            "unknown board",
+        );
         let text = e.to_string();
         assert!(text.starts_with("r.toml:2:9: unknown board"), "{text}");
-        assert!(text.contains("2 | model = \"pi6\"\n  |         ^^^^^"), "{text}");
+        assert!(
+            text.contains("2 | model = \"pi6\"\n  |         ^^^^^"),
+            "{text}"
+        );
     }
 
     #[test]
     fn suggests_close_words_only() {
-        assert_eq!(did_you_mean("pcie_gne", ["model", "pcie_gen", "pcie"]), Some("pcie_gen"));
+        assert_eq!(
+            did_you_mean("pcie_gne", ["model", "pcie_gen", "pcie"]),
+            Some("pcie_gen")
+        );
         assert_eq!(did_you_mean("zzz", ["model", "pcie_gen"]), None);
     }
 }

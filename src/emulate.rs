@@ -50,7 +50,10 @@ pub struct Ports {
 }
 
 fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0").context("finding a free local port")?.local_addr()?.port())
+    Ok(TcpListener::bind("127.0.0.1:0")
+        .context("finding a free local port")?
+        .local_addr()?
+        .port())
 }
 
 /// The kernel and initramfs the guest boots, copied out of the image.
@@ -74,33 +77,55 @@ fn kernel_format(path: &Path) -> Result<&'static str> {
     if head.starts_with(b"MZ") && head.len() >= 8 && &head[4..8] == b"zimg" {
         return Ok("EFI zboot arm64 Image");
     }
-    bail!("{} is not an arm64 kernel image qemu can load (no arm64 Image header)", path.display())
+    bail!(
+        "{} is not an arm64 kernel image qemu can load (no arm64 Image header)",
+        path.display()
+    )
 }
 
 fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
-    let root = image.ext4().context("the image has no ext4 root filesystem to take a kernel from")?;
+    let root = image
+        .ext4()
+        .context("the image has no ext4 root filesystem to take a kernel from")?;
     let files = crate::kernel::installed(image)?;
     let mut versions: Vec<String> = files.iter().map(|k| k.version.clone()).collect();
     versions.sort_by_key(|a| natural(a));
     let linked = ["/vmlinuz", "/boot/vmlinuz"]
         .iter()
         .filter_map(|l| root.readlink(l).ok().flatten())
-        .find_map(|t| t.rsplit('/').next().and_then(|n| n.strip_prefix("vmlinuz-")).map(String::from));
-    let version = linked.or_else(|| versions.last().cloned()).context("the image has no kernel in /lib/modules, so there is nothing to boot")?;
-    let info = files.iter().find(|k| k.version == version).context("the linked kernel has no /lib/modules directory")?;
-    let r = info.report(&[]);
-    let has = |m: &str| r.modules.get(m).is_some_and(|p| *p != crate::kernel::Presence::Absent);
-    // The report covers the NAS modules; virtio is looked up directly.
-    let virtio = [&info.modules_builtin, &info.modules_dep]
+        .find_map(|t| {
+            t.rsplit('/')
+                .next()
+                .and_then(|n| n.strip_prefix("vmlinuz-"))
+                .map(String::from)
+        });
+    let version = linked
+        .or_else(|| versions.last().cloned())
+        .context("the image has no kernel in /lib/modules, so there is nothing to boot")?;
+    let info = files
         .iter()
-        .any(|f| f.as_deref().is_some_and(|t| t.contains("virtio_blk.ko") || t.contains("virtio-blk.ko")));
+        .find(|k| k.version == version)
+        .context("the linked kernel has no /lib/modules directory")?;
+    let r = info.report(&[]);
+    let has = |m: &str| {
+        r.modules
+            .get(m)
+            .is_some_and(|p| *p != crate::kernel::Presence::Absent)
+    };
+    // The report covers the NAS modules; virtio is looked up directly.
+    let virtio = [&info.modules_builtin, &info.modules_dep].iter().any(|f| {
+        f.as_deref()
+            .is_some_and(|t| t.contains("virtio_blk.ko") || t.contains("virtio-blk.ko"))
+    });
     if !virtio {
         bail!(
             "kernel {version} has no virtio block driver, so qemu's virt machine cannot boot it (Raspberry Pi OS kernels are built for the Pi's own hardware). Build the image from Debian's packages (`[base] debian = {{ suite = \"bookworm\", arch = \"arm64\" }}`) to try it here"
         );
     }
     if !has("ahci") {
-        eprintln!("warning: kernel {version} has no ahci driver: the emulated SATA disks will not appear");
+        eprintln!(
+            "warning: kernel {version} has no ahci driver: the emulated SATA disks will not appear"
+        );
     }
     let kernel = workdir.join(format!("vmlinuz-{version}"));
     if !root.dump(&format!("/boot/vmlinuz-{version}"), &kernel)? {
@@ -108,8 +133,15 @@ fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
     }
     kernel_format(&kernel)?;
     let initrd = workdir.join(format!("initrd.img-{version}"));
-    let initrd = root.dump(&format!("/boot/initrd.img-{version}"), &initrd)?.then_some(initrd);
-    Ok(Boot { kernel, initrd, version, root_arg: root_argument(image)? })
+    let initrd = root
+        .dump(&format!("/boot/initrd.img-{version}"), &initrd)?
+        .then_some(initrd);
+    Ok(Boot {
+        kernel,
+        initrd,
+        version,
+        root_arg: root_argument(image)?,
+    })
 }
 
 /// `1.10` after `1.9`: version strings compared by their numbers.
@@ -122,29 +154,45 @@ fn natural(v: &str) -> Vec<(u64, String)> {
 /// The `root=` the board's own cmdline.txt uses, else the root partition's label.
 fn root_argument(image: &Image) -> Result<String> {
     if let Some(fat) = image.fat(false)?
-        && let Some(cmdline) = fat.read("cmdline.txt")? {
-            let text = String::from_utf8_lossy(&cmdline);
-            if let Some(r) = text.split_whitespace().find(|w| w.starts_with("root=")) {
-                return Ok(r.to_string());
-            }
+        && let Some(cmdline) = fat.read("cmdline.txt")?
+    {
+        let text = String::from_utf8_lossy(&cmdline);
+        if let Some(r) = text.split_whitespace().find(|w| w.starts_with("root=")) {
+            return Ok(r.to_string());
         }
+    }
     let root = image.root().context("no root partition")?;
     match &root.label {
         Some(l) => Ok(format!("root=LABEL={l}")),
-        None => Ok(format!("root=PARTUUID={}-{:02}", image.layout.disk_id, root.number)),
+        None => Ok(format!(
+            "root=PARTUUID={}-{:02}",
+            image.layout.disk_id, root.number
+        )),
     }
 }
 
 pub fn run(opts: &Options) -> Result<ExitStatus> {
     let qemu = "qemu-system-aarch64";
-    if Command::new(qemu).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
-        bail!("{qemu} not found: install qemu-system-arm (scripts/setup does, from bookworm-backports)");
+    if Command::new(qemu)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_err()
+    {
+        bail!(
+            "{qemu} not found: install qemu-system-arm (scripts/setup does, from bookworm-backports)"
+        );
     }
     let image = Image::open(&opts.image)?;
     let workdir = match &opts.workdir {
         Some(w) => w.clone(),
         None => {
-            let name = opts.image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
+            let name = opts
+                .image
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("image");
             opts.image.with_file_name(format!("{name}.emulate"))
         }
     };
@@ -169,24 +217,47 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
         disks.push(d.clone());
     }
     if disks.len() > MAX_DISKS {
-        bail!("{} disks asked for, but the emulated SATA controller has {MAX_DISKS} ports", disks.len());
+        bail!(
+            "{} disks asked for, but the emulated SATA controller has {MAX_DISKS} ports",
+            disks.len()
+        );
     }
-    let ports = Ports { ssh: free_port()?, smb: free_port()?, nfs: free_port()? };
+    let ports = Ports {
+        ssh: free_port()?,
+        smb: free_port()?,
+        nfs: free_port()?,
+    };
 
     let mut cmd = Command::new(qemu);
     cmd.args(["-M", "virt", "-cpu", "cortex-a72", "-accel", "tcg"])
-        .args(["-smp", &opts.cpus.to_string(), "-m", &opts.memory_mib.to_string()])
+        .args([
+            "-smp",
+            &opts.cpus.to_string(),
+            "-m",
+            &opts.memory_mib.to_string(),
+        ])
         .args(["-nographic", "-kernel"])
         .arg(&boot.kernel);
     if let Some(initrd) = &boot.initrd {
         cmd.arg("-initrd").arg(initrd);
     }
-    cmd.arg("-append").arg(format!("{} rw console=ttyAMA0 net.ifnames=0", boot.root_arg));
-    cmd.arg("-drive").arg(format!("if=none,id=root,format=qcow2,file={}", overlay.display())).args(["-device", "virtio-blk-pci,drive=root"]);
+    cmd.arg("-append").arg(format!(
+        "{} rw console=ttyAMA0 net.ifnames=0",
+        boot.root_arg
+    ));
+    cmd.arg("-drive")
+        .arg(format!(
+            "if=none,id=root,format=qcow2,file={}",
+            overlay.display()
+        ))
+        .args(["-device", "virtio-blk-pci,drive=root"]);
     cmd.args(["-device", "ich9-ahci,id=ahci"]);
     for (i, d) in disks.iter().enumerate() {
-        cmd.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
-        cmd.arg("-device").arg(format!("ide-hd,drive=d{i},bus=ahci.{i},serial=NASFORGE{i:04}"));
+        cmd.arg("-drive")
+            .arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
+        cmd.arg("-device").arg(format!(
+            "ide-hd,drive=d{i},bus=ahci.{i},serial=NASFORGE{i:04}"
+        ));
     }
     cmd.arg("-netdev").arg(format!(
         "user,id=n0,hostfwd=tcp:127.0.0.1:{}-:22,hostfwd=tcp:127.0.0.1:{}-:445,hostfwd=tcp:127.0.0.1:{}-:2049",
@@ -198,27 +269,44 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     }
     match (&opts.serial_log, opts.headless) {
         (Some(log), true) => {
-            cmd.args(["-serial"]).arg(format!("file:{}", log.display())).args(["-monitor", "none"]);
+            cmd.args(["-serial"])
+                .arg(format!("file:{}", log.display()))
+                .args(["-monitor", "none"]);
             cmd.stdin(Stdio::null());
         }
         (Some(log), false) => {
-            cmd.args(["-chardev"]).arg(format!("stdio,id=console,mux=on,signal=off,logfile={}", log.display()));
+            cmd.args(["-chardev"]).arg(format!(
+                "stdio,id=console,mux=on,signal=off,logfile={}",
+                log.display()
+            ));
             cmd.args(["-serial", "chardev:console", "-monitor", "chardev:console"]);
         }
         (None, true) => {
-            cmd.args(["-serial", "null", "-monitor", "none"]).stdin(Stdio::null());
+            cmd.args(["-serial", "null", "-monitor", "none"])
+                .stdin(Stdio::null());
         }
         (None, false) => {}
     }
 
-    println!("emulating {} ({}) with kernel {}", opts.image.display(), human(image.layout.disk_size), boot.version);
+    println!(
+        "emulating {} ({}) with kernel {}",
+        opts.image.display(),
+        human(image.layout.disk_size),
+        boot.version
+    );
     for (i, d) in disks.iter().enumerate() {
         let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
         println!("  sata{i}: {} ({})", d.display(), human(size));
     }
     println!("  ssh:  ssh -p {} <user>@127.0.0.1", ports.ssh);
-    println!("  smb:  smbclient //127.0.0.1/<share> -p {} -U <user>", ports.smb);
-    println!("  nfs:  mount -t nfs4 -o port={} 127.0.0.1:/<path> /mnt   or   nfs-ls 'nfs://127.0.0.1/<path>?version=4&nfsport={}'", ports.nfs, ports.nfs);
+    println!(
+        "  smb:  smbclient //127.0.0.1/<share> -p {} -U <user>",
+        ports.smb
+    );
+    println!(
+        "  nfs:  mount -t nfs4 -o port={} 127.0.0.1:/<path> /mnt   or   nfs-ls 'nfs://127.0.0.1/<path>?version=4&nfsport={}'",
+        ports.nfs, ports.nfs
+    );
     if !opts.headless {
         println!("  the serial console follows; Ctrl-A X quits qemu");
     }
@@ -251,21 +339,38 @@ fn overlay(image: &Path, workdir: &Path, fresh: bool) -> Result<PathBuf> {
         .output()
         .map_err(|e| anyhow::anyhow!("cannot run qemu-img (package qemu-utils): {e}"))?;
     if !out.status.success() {
-        bail!("qemu-img could not create {}: {}", path.display(), String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "qemu-img could not create {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(path)
 }
 
 /// `4x2G` → (4, 2 GiB).
 pub fn parse_disks(spec: &str) -> Result<(usize, u64), String> {
-    let (n, size) = spec.split_once(['x', 'X']).ok_or_else(|| format!("`{spec}`: write COUNTxSIZE, e.g. 4x2G"))?;
-    let n: usize = n.trim().parse().map_err(|_| format!("`{n}` is not a number of disks"))?;
+    let (n, size) = spec
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("`{spec}`: write COUNTxSIZE, e.g. 4x2G"))?;
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{n}` is not a number of disks"))?;
     if n == 0 || n > MAX_DISKS {
-        return Err(format!("{n} disks: the emulated SATA controller has 1 to {MAX_DISKS} ports"));
+        return Err(format!(
+            "{n} disks: the emulated SATA controller has 1 to {MAX_DISKS} ports"
+        ));
     }
     let size = size.trim();
-    let size = if size.ends_with(['G', 'M', 'T', 'K']) { format!("{size}iB") } else { size.to_string() };
-    let bytes: crate::size::Size = size.parse().map_err(|e: nasforge_setup::size::SizeError| e.to_string())?;
+    let size = if size.ends_with(['G', 'M', 'T', 'K']) {
+        format!("{size}iB")
+    } else {
+        size.to_string()
+    };
+    let bytes: crate::size::Size = size
+        .parse()
+        .map_err(|e: nasforge_setup::size::SizeError| e.to_string())?;
     Ok((n, bytes.0))
 }
 

@@ -24,14 +24,19 @@ pub fn cache_dir() -> Result<PathBuf> {
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(d).join("nasforge"));
     }
-    let home = std::env::var_os("HOME").context("cannot find a cache directory: set NASFORGE_CACHE or HOME")?;
+    let home = std::env::var_os("HOME")
+        .context("cannot find a cache directory: set NASFORGE_CACHE or HOME")?;
     Ok(PathBuf::from(home).join(".cache/nasforge"))
 }
 
 fn file_name(url: &str) -> String {
     let path = url.split(['?', '#']).next().unwrap_or(url);
     let name = path.rsplit('/').next().unwrap_or("");
-    if name.is_empty() || name == "." || name == ".." { "download".into() } else { name.to_string() }
+    if name.is_empty() || name == "." || name == ".." {
+        "download".into()
+    } else {
+        name.to_string()
+    }
 }
 
 /// Where a verified download of `url` with this sha256 lives.
@@ -46,7 +51,8 @@ pub fn fetch(url: &str, sha256: &str, cache: &Path) -> Result<PathBuf> {
         return Ok(target);
     }
     let partial_dir = cache.join("downloads/partial");
-    fs::create_dir_all(&partial_dir).with_context(|| format!("creating cache directory {}", partial_dir.display()))?;
+    fs::create_dir_all(&partial_dir)
+        .with_context(|| format!("creating cache directory {}", partial_dir.display()))?;
     let partial = partial_dir.join(format!("{sha256}.part"));
 
     let client = reqwest::blocking::Client::builder()
@@ -59,7 +65,10 @@ pub fn fetch(url: &str, sha256: &str, cache: &Path) -> Result<PathBuf> {
     // The hash of what the partial file holds, carried across attempts so
     // the body is hashed as it streams in; rebuilt from disk only when a
     // previous run left the partial file.
-    let mut hashed = Hashed { hasher: Sha256::new(), len: 0 };
+    let mut hashed = Hashed {
+        hasher: Sha256::new(),
+        len: 0,
+    };
     let mut last_error = None;
     for attempt in 1..=ATTEMPTS {
         match download_once(&client, url, &partial, &mut hashed) {
@@ -72,7 +81,9 @@ pub fn fetch(url: &str, sha256: &str, cache: &Path) -> Result<PathBuf> {
                 return Err(e);
             }
             Err(Failure::Retry(e)) => {
-                eprintln!("warning: download of {url} interrupted (attempt {attempt}/{ATTEMPTS}): {e:#}");
+                eprintln!(
+                    "warning: download of {url} interrupted (attempt {attempt}/{ATTEMPTS}): {e:#}"
+                );
                 last_error = Some(e);
                 std::thread::sleep(Duration::from_millis(500 * attempt as u64));
             }
@@ -95,7 +106,8 @@ pub fn fetch(url: &str, sha256: &str, cache: &Path) -> Result<PathBuf> {
     }
     let dir = target.parent().expect("cache path has a parent");
     fs::create_dir_all(dir)?;
-    fs::rename(&partial, &target).with_context(|| format!("moving the download into {}", dir.display()))?;
+    fs::rename(&partial, &target)
+        .with_context(|| format!("moving the download into {}", dir.display()))?;
     Ok(target)
 }
 
@@ -117,7 +129,10 @@ impl Hashed {
         if self.len == len {
             return Ok(());
         }
-        *self = Hashed { hasher: Sha256::new(), len: 0 };
+        *self = Hashed {
+            hasher: Sha256::new(),
+            len: 0,
+        };
         if len == 0 {
             return Ok(());
         }
@@ -133,16 +148,26 @@ impl Hashed {
     }
 }
 
-fn download_once(client: &reqwest::blocking::Client, url: &str, partial: &Path, hashed: &mut Hashed) -> Result<(), Failure> {
+fn download_once(
+    client: &reqwest::blocking::Client,
+    url: &str,
+    partial: &Path,
+    hashed: &mut Hashed,
+) -> Result<(), Failure> {
     let have = fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
     let mut req = client.get(url);
     if have > 0 {
         req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
     }
-    let mut resp = req.send().map_err(|e| Failure::Retry(anyhow::anyhow!("cannot reach {url}: {e}")))?;
+    let mut resp = req
+        .send()
+        .map_err(|e| Failure::Retry(anyhow::anyhow!("cannot reach {url}: {e}")))?;
     let status = resp.status();
     let (mut file, offset) = match status.as_u16() {
-        200 => (File::create(partial).map_err(|e| Failure::Fatal(e.into()))?, 0),
+        200 => (
+            File::create(partial).map_err(|e| Failure::Fatal(e.into()))?,
+            0,
+        ),
         206 => {
             let start = resp
                 .headers()
@@ -154,21 +179,39 @@ fn download_once(client: &reqwest::blocking::Client, url: &str, partial: &Path, 
             if start != Some(have) {
                 // The server resumed from somewhere else: start over cleanly.
                 let _ = fs::remove_file(partial);
-                return Err(Failure::Retry(anyhow::anyhow!("server answered a resume with the wrong range")));
+                return Err(Failure::Retry(anyhow::anyhow!(
+                    "server answered a resume with the wrong range"
+                )));
             }
-            (OpenOptions::new().append(true).open(partial).map_err(|e| Failure::Fatal(e.into()))?, have)
+            (
+                OpenOptions::new()
+                    .append(true)
+                    .open(partial)
+                    .map_err(|e| Failure::Fatal(e.into()))?,
+                have,
+            )
         }
         // Nothing left to fetch: the partial file is complete.
         416 if have > 0 => {
-            hashed.catch_up(partial, have).map_err(|e| Failure::Fatal(e.into()))?;
+            hashed
+                .catch_up(partial, have)
+                .map_err(|e| Failure::Fatal(e.into()))?;
             return Ok(());
         }
         s if (500..600).contains(&s) || s == 429 => {
-            return Err(Failure::Retry(anyhow::anyhow!("server error: HTTP {status} for {url}")));
+            return Err(Failure::Retry(anyhow::anyhow!(
+                "server error: HTTP {status} for {url}"
+            )));
         }
-        _ => return Err(Failure::Fatal(anyhow::anyhow!("HTTP {status} for {url}: the base image URL in the recipe is wrong or gone"))),
+        _ => {
+            return Err(Failure::Fatal(anyhow::anyhow!(
+                "HTTP {status} for {url}: the base image URL in the recipe is wrong or gone"
+            )));
+        }
     };
-    hashed.catch_up(partial, offset).map_err(|e| Failure::Fatal(anyhow::anyhow!("reading the partial download: {e}")))?;
+    hashed
+        .catch_up(partial, offset)
+        .map_err(|e| Failure::Fatal(anyhow::anyhow!("reading the partial download: {e}")))?;
     let total = resp.content_length().map(|l| l + offset);
     let bar = progress::bytes(total.unwrap_or(0), "download");
     bar.set_position(offset);
@@ -181,10 +224,13 @@ fn download_once(client: &reqwest::blocking::Client, url: &str, partial: &Path, 
             Err(e) => {
                 bar.abandon();
                 let _ = file.flush();
-                return Err(Failure::Retry(anyhow::anyhow!("connection cut after {received} bytes: {e}")));
+                return Err(Failure::Retry(anyhow::anyhow!(
+                    "connection cut after {received} bytes: {e}"
+                )));
             }
         };
-        file.write_all(&buf[..n]).map_err(|e| Failure::Fatal(anyhow::anyhow!("writing the download: {e}")))?;
+        file.write_all(&buf[..n])
+            .map_err(|e| Failure::Fatal(anyhow::anyhow!("writing the download: {e}")))?;
         hashed.hasher.update(&buf[..n]);
         hashed.len += n as u64;
         received += n as u64;
@@ -193,8 +239,11 @@ fn download_once(client: &reqwest::blocking::Client, url: &str, partial: &Path, 
     bar.finish_and_clear();
     file.sync_all().map_err(|e| Failure::Fatal(e.into()))?;
     if let Some(t) = total
-        && received < t {
-            return Err(Failure::Retry(anyhow::anyhow!("body ended after {received} of {t} bytes")));
-        }
+        && received < t
+    {
+        return Err(Failure::Retry(anyhow::anyhow!(
+            "body ended after {received} of {t} bytes"
+        )));
+    }
     Ok(())
 }

@@ -27,13 +27,21 @@ pub struct Plan {
 /// same symlink `systemctl enable` would make.
 pub fn ops(root: &Ext4, plan: &Plan) -> Result<Vec<Op>> {
     let mut ops = root.missing_dirs(&["/var/lib/nasforge", "/usr/lib/nasforge", WANTS])?;
-    for p in ["/usr/lib/nasforge/firstboot", UNIT_PATH, "/var/lib/nasforge/firstboot.env", "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service"] {
+    for p in [
+        "/usr/lib/nasforge/firstboot",
+        UNIT_PATH,
+        "/var/lib/nasforge/firstboot.env",
+        "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service",
+    ] {
         if root.owner(p)?.is_some() || root.readlink(p)?.is_some() {
             ops.push(Op::Remove { path: p.into() });
         }
     }
     for p in &plan.packages {
-        if !p.chars().all(|c| c.is_ascii_alphanumeric() || "+-.:".contains(c)) {
+        if !p
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.:".contains(c))
+        {
             bail!("`{p}` is not a Debian package name");
         }
     }
@@ -47,10 +55,31 @@ pub fn ops(root: &Ext4, plan: &Plan) -> Result<Vec<Op>> {
         plan.packages.join(" "),
         if plan.ssh { "yes" } else { "no" }
     );
-    ops.push(Op::Write { path: "/usr/lib/nasforge/firstboot".into(), data: SCRIPT.as_bytes().to_vec(), mode: 0o755, uid: 0, gid: 0 });
-    ops.push(Op::Write { path: UNIT_PATH.into(), data: UNIT.as_bytes().to_vec(), mode: 0o644, uid: 0, gid: 0 });
-    ops.push(Op::Write { path: "/var/lib/nasforge/firstboot.env".into(), data: env.into_bytes(), mode: 0o644, uid: 0, gid: 0 });
-    ops.push(Op::Symlink { path: format!("{WANTS}/nasforge-firstboot.service"), target: UNIT_PATH.into() });
+    ops.push(Op::Write {
+        path: "/usr/lib/nasforge/firstboot".into(),
+        data: SCRIPT.as_bytes().to_vec(),
+        mode: 0o755,
+        uid: 0,
+        gid: 0,
+    });
+    ops.push(Op::Write {
+        path: UNIT_PATH.into(),
+        data: UNIT.as_bytes().to_vec(),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+    });
+    ops.push(Op::Write {
+        path: "/var/lib/nasforge/firstboot.env".into(),
+        data: env.into_bytes(),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+    });
+    ops.push(Op::Symlink {
+        path: format!("{WANTS}/nasforge-firstboot.service"),
+        target: UNIT_PATH.into(),
+    });
     Ok(ops)
 }
 
@@ -78,13 +107,16 @@ fn machine_name(m: u16) -> &'static str {
 /// Refuses a setup binary that would not run on the image.
 pub fn check_binary(path: &Path, arch: &str) -> Result<()> {
     let mut head = [0u8; 20];
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening the nasforge-setup binary {}", path.display()))?;
-    std::io::Read::read_exact(&mut f, &mut head).with_context(|| format!("{} is too short to be a program", path.display()))?;
+    let mut f = std::fs::File::open(path)
+        .with_context(|| format!("opening the nasforge-setup binary {}", path.display()))?;
+    std::io::Read::read_exact(&mut f, &mut head)
+        .with_context(|| format!("{} is too short to be a program", path.display()))?;
     if &head[..4] != b"\x7fELF" {
         bail!("{} is not a Linux program (no ELF header)", path.display());
     }
     let machine = u16::from_le_bytes([head[18], head[19]]);
-    let want = elf_machine(arch).with_context(|| format!("nasforge cannot tell which programs run on a `{arch}` image"))?;
+    let want = elf_machine(arch)
+        .with_context(|| format!("nasforge cannot tell which programs run on a `{arch}` image"))?;
     if machine != want {
         bail!(
             "{} is built for {}, but the image is {arch}: build it with scripts/build-setup (or set `[installer] binary` to an {arch} build)",
@@ -100,7 +132,9 @@ pub fn check_binary(path: &Path, arch: &str) -> Result<()> {
 pub fn default_binary(arch: &str) -> Result<PathBuf> {
     let triple = match arch {
         "arm64" => "aarch64-unknown-linux-gnu",
-        other => bail!("nasforge cross-builds nasforge-setup only for arm64; for a `{other}` image set `[installer] binary`"),
+        other => bail!(
+            "nasforge cross-builds nasforge-setup only for arm64; for a `{other}` image set `[installer] binary`"
+        ),
     };
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
     let binary = workspace.join(format!("target/{triple}/release/nasforge-setup"));
@@ -109,7 +143,9 @@ pub fn default_binary(arch: &str) -> Result<PathBuf> {
         if binary.is_file() {
             return Ok(binary);
         }
-        bail!("no nasforge-setup for {arch}: set `[installer] binary` in the recipe (this nasforge was installed without its source tree)");
+        bail!(
+            "no nasforge-setup for {arch}: set `[installer] binary` in the recipe (this nasforge was installed without its source tree)"
+        );
     }
     // cargo decides whether anything changed; a current build costs a second.
     let status = std::process::Command::new(&script)
@@ -118,7 +154,10 @@ pub fn default_binary(arch: &str) -> Result<PathBuf> {
         .status()
         .with_context(|| format!("running {}", script.display()))?;
     if !status.success() || !binary.is_file() {
-        bail!("{} failed; run it by hand to see why, or set `[installer] binary`", script.display());
+        bail!(
+            "{} failed; run it by hand to see why, or set `[installer] binary`",
+            script.display()
+        );
     }
     Ok(binary)
 }
@@ -140,16 +179,21 @@ pub fn board_recipe(text: &str) -> Result<String> {
         "# nasforge: the storage part of the recipe this image was built from.\n# nasforge-setup builds it at first boot; edit it before then to change\n# what it builds (see docs/recipe.md).\n\n{}",
         body.trim_start()
     );
-    let check: toml::Table = toml::from_str(&text).context("the recipe copy for the board does not parse")?;
+    let check: toml::Table =
+        toml::from_str(&text).context("the recipe copy for the board does not parse")?;
     fn has_secret(v: &toml::Value) -> bool {
         match v {
-            toml::Value::Table(t) => t.iter().any(|(k, v)| k.contains("password") || has_secret(v)),
+            toml::Value::Table(t) => t
+                .iter()
+                .any(|(k, v)| k.contains("password") || has_secret(v)),
             toml::Value::Array(a) => a.iter().any(has_secret),
             _ => false,
         }
     }
     if has_secret(&toml::Value::Table(check)) {
-        bail!("internal: the recipe copy for the board would carry a password; refusing to write it");
+        bail!(
+            "internal: the recipe copy for the board would carry a password; refusing to write it"
+        );
     }
     Ok(text)
 }
@@ -168,8 +212,14 @@ mod tests {
         ] {
             let text = format!("[base]\npath = \"x.img\"\n{system}{storage}");
             let out = board_recipe(&text).unwrap();
-            assert!(!out.contains("hunter2") && !out.contains("[system]") && !out.contains("[base]"), "{out}");
-            assert!(out.contains("# build it at first boot") && out.contains("[[shares]]"), "{out}");
+            assert!(
+                !out.contains("hunter2") && !out.contains("[system]") && !out.contains("[base]"),
+                "{out}"
+            );
+            assert!(
+                out.contains("# build it at first boot") && out.contains("[[shares]]"),
+                "{out}"
+            );
             nasforge_setup::spec::DeviceRecipe::parse(&out, Path::new("nasforge.toml")).unwrap();
         }
     }
@@ -177,7 +227,12 @@ mod tests {
     #[test]
     fn a_password_in_the_storage_part_is_refused() {
         let text = "[storage]\nmode = \"wizard\"\nnote = { password = \"x\" }\n";
-        assert!(board_recipe(text).unwrap_err().to_string().contains("would carry a password"));
+        assert!(
+            board_recipe(text)
+                .unwrap_err()
+                .to_string()
+                .contains("would carry a password")
+        );
     }
 
     #[test]
@@ -185,10 +240,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let host = std::env::current_exe().unwrap();
         let e = check_binary(&host, "arm64").unwrap_err().to_string();
-        assert!(e.contains("is built for x86-64, but the image is arm64"), "{e}");
+        assert!(
+            e.contains("is built for x86-64, but the image is arm64"),
+            "{e}"
+        );
         check_binary(&host, "amd64").unwrap();
         let text = dir.path().join("script");
         std::fs::write(&text, "#!/bin/sh\necho hello there, friend\n").unwrap();
-        assert!(check_binary(&text, "arm64").unwrap_err().to_string().contains("not a Linux program"));
+        assert!(
+            check_binary(&text, "arm64")
+                .unwrap_err()
+                .to_string()
+                .contains("not a Linux program")
+        );
     }
 }

@@ -68,18 +68,23 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
                 Some(t) => Some(t),
                 None => r.read("/etc/os-release")?,
             };
-            text.map(|t| parse_os_release(&String::from_utf8_lossy(&t))).unwrap_or_default()
+            text.map(|t| parse_os_release(&String::from_utf8_lossy(&t)))
+                .unwrap_or_default()
         }
         None => BTreeMap::new(),
     };
 
     let fat = image.fat(false)?;
     let config = match &fat {
-        Some(f) => f.read("config.txt")?.map(|b| ConfigTxt::parse(&String::from_utf8_lossy(&b))),
+        Some(f) => f
+            .read("config.txt")?
+            .map(|b| ConfigTxt::parse(&String::from_utf8_lossy(&b))),
         None => None,
     };
     let armbian_env = match (&config, &root) {
-        (None, Some(r)) => r.read("/boot/armbianEnv.txt")?.map(|b| ArmbianEnv::parse(&String::from_utf8_lossy(&b))),
+        (None, Some(r)) => r
+            .read("/boot/armbianEnv.txt")?
+            .map(|b| ArmbianEnv::parse(&String::from_utf8_lossy(&b))),
         _ => None,
     };
     drop(fat);
@@ -103,14 +108,24 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
     for board in boards {
         let b = kernel::booted(&image, board, &versions)?;
         let extras = kernel::board_extras(board);
-        let capabilities = match b.version.as_ref().and_then(|v| files.iter().find(|k| &k.version == v)) {
+        let capabilities = match b
+            .version
+            .as_ref()
+            .and_then(|v| files.iter().find(|k| &k.version == v))
+        {
             Some(k) => {
                 let r = k.report(&extras);
-                Capability::ALL.iter().map(|c| r.describe(*c, &extras)).collect()
+                Capability::ALL
+                    .iter()
+                    .map(|c| r.describe(*c, &extras))
+                    .collect()
             }
             None => vec![],
         };
-        booted.push(BootedReport { booted: b, capabilities });
+        booted.push(BootedReport {
+            booted: b,
+            capabilities,
+        });
     }
 
     let mut pcie = BTreeMap::new();
@@ -174,7 +189,14 @@ fn parse_os_release(text: &str) -> BTreeMap<String, String> {
 impl Inspection {
     pub fn render(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "{}: {} disk image, {} partition table ({})", self.path, human(self.size), self.table, self.disk_id);
+        let _ = writeln!(
+            s,
+            "{}: {} disk image, {} partition table ({})",
+            self.path,
+            human(self.size),
+            self.table,
+            self.disk_id
+        );
         for p in &self.partitions {
             let role = if Some(p.number) == self.boot_partition {
                 " [boot]"
@@ -202,8 +224,17 @@ impl Inspection {
             let _ = writeln!(s, "kernels: none found in /lib/modules");
         }
         for k in &self.kernels {
-            let caps: Vec<String> = Capability::ALL.iter().map(|c| k.describe(*c, &[])).collect();
-            let _ = writeln!(s, "kernel {} (from {}): {}", k.version, k.evidence, caps.join(", "));
+            let caps: Vec<String> = Capability::ALL
+                .iter()
+                .map(|c| k.describe(*c, &[]))
+                .collect();
+            let _ = writeln!(
+                s,
+                "kernel {} (from {}): {}",
+                k.version,
+                k.evidence,
+                caps.join(", ")
+            );
         }
         for b in &self.booted {
             let v = b.booted.version.as_deref().unwrap_or("unknown");
@@ -218,7 +249,10 @@ impl Inspection {
                 "config.txt for {board}: pciex1={} pciex1_gen={}{}",
                 p.pciex1.as_deref().unwrap_or("(off)"),
                 p.pciex1_gen.as_deref().unwrap_or("(default)"),
-                p.kernel.as_ref().map(|k| format!(" kernel={k}")).unwrap_or_default()
+                p.kernel
+                    .as_ref()
+                    .map(|k| format!(" kernel={k}"))
+                    .unwrap_or_default()
             );
         }
         if let Some(a) = &self.armbian {
@@ -226,7 +260,11 @@ impl Inspection {
                 s,
                 "armbianEnv.txt: overlay_prefix={} overlays={} fdtfile={}",
                 a.overlay_prefix.as_deref().unwrap_or("-"),
-                if a.overlays.is_empty() { "-".to_string() } else { a.overlays.join(" ") },
+                if a.overlays.is_empty() {
+                    "-".to_string()
+                } else {
+                    a.overlays.join(" ")
+                },
                 a.fdtfile.as_deref().unwrap_or("-")
             );
         }

@@ -10,7 +10,11 @@ use std::process::ExitCode;
 /// what to change; `build` writes a customised image plus its .sha256 and a
 /// JSON manifest of every change. Nothing is mounted and root is not needed.
 #[derive(Parser)]
-#[command(name = "nasforge", version, after_help = "Examples:\n  nasforge check recipes/pi5-penta-sata-raid5.toml\n  nasforge build recipes/pi5-penta-sata-raid5.toml\n  nasforge inspect out/pi5-penta-sata-raid5.img --json")]
+#[command(
+    name = "nasforge",
+    version,
+    after_help = "Examples:\n  nasforge check recipes/pi5-penta-sata-raid5.toml\n  nasforge build recipes/pi5-penta-sata-raid5.toml\n  nasforge inspect out/pi5-penta-sata-raid5.img --json"
+)]
 struct Cli {
     /// Where downloads are cached, keyed by sha256 [default: $NASFORGE_CACHE,
     /// $XDG_CACHE_HOME/nasforge or ~/.cache/nasforge]
@@ -24,9 +28,7 @@ struct Cli {
 enum Command {
     /// Validate a recipe without building: syntax, keys, values, and that a
     /// local base image exists. Errors name the file, line and column.
-    Check {
-        recipe: PathBuf,
-    },
+    Check { recipe: PathBuf },
     /// Build the image a recipe describes.
     ///
     /// Fetches (or reads) and verifies the base image, checks the kernel the
@@ -68,7 +70,9 @@ enum Command {
     /// the work directory, so the image stays as built; the overlay and the
     /// blank disks persist between runs (a reboot keeps its arrays) until
     /// the image is rebuilt or --fresh is given.
-    #[command(after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G")]
+    #[command(
+        after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G"
+    )]
     Emulate {
         image: PathBuf,
         /// Blank SATA disks to attach, COUNTxSIZE (created sparse in the work
@@ -119,7 +123,9 @@ enum Command {
     /// The target must be named. The disk holding `/`, any disk with a mounted
     /// or held (md, dm) partition, and disks larger than --max-size are
     /// refused; a regular file is written like `dd` would.
-    #[command(after_help = "Examples:\n  nasforge flash --list\n  nasforge flash out/pinas.img.xz /dev/sdX\n  nasforge flash out/pinas.img /dev/mmcblk0 --yes      (scripts: no question)\n  nasforge flash out/pinas.img.xz copy.img             (dd-style, to a file)")]
+    #[command(
+        after_help = "Examples:\n  nasforge flash --list\n  nasforge flash out/pinas.img.xz /dev/sdX\n  nasforge flash out/pinas.img /dev/mmcblk0 --yes      (scripts: no question)\n  nasforge flash out/pinas.img.xz copy.img             (dd-style, to a file)"
+    )]
     Flash {
         /// The image: .img, .img.xz or .img.gz (format read from its bytes)
         #[arg(required_unless_present = "list")]
@@ -203,15 +209,35 @@ fn run(cli: Cli) -> Result<()> {
         Command::Check { recipe } => {
             let r = Recipe::load(&recipe)?;
             if let Source::Path(p) = &r.base.source
-                && !p.is_file() {
-                    anyhow::bail!("{}: base image {} does not exist (paths are relative to the recipe)", recipe.display(), p.display());
-                }
-            println!("{}: ok — {} for {}, output {}", recipe.display(), r.name, r.board.info().description, r.output.path.display());
+                && !p.is_file()
+            {
+                anyhow::bail!(
+                    "{}: base image {} does not exist (paths are relative to the recipe)",
+                    recipe.display(),
+                    p.display()
+                );
+            }
+            println!(
+                "{}: ok — {} for {}, output {}",
+                recipe.display(),
+                r.name,
+                r.board.info().description,
+                r.output.path.display()
+            );
             Ok(())
         }
-        Command::Build { recipe, output, timings, refresh } => {
+        Command::Build {
+            recipe,
+            output,
+            timings,
+            refresh,
+        } => {
             let r = Recipe::load(&recipe)?;
-            let opts = nasforge::build::Options { cache: cache(cli.cache)?, output, refresh };
+            let opts = nasforge::build::Options {
+                cache: cache(cli.cache)?,
+                output,
+                refresh,
+            };
             let report = nasforge::build::build(&r, &opts)?;
             if timings {
                 for (phase, d) in &report.timings {
@@ -221,14 +247,16 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Inspect { image, json } => {
-            let mut f = std::fs::File::open(&image).with_context(|| format!("opening {}", image.display()))?;
+            let mut f = std::fs::File::open(&image)
+                .with_context(|| format!("opening {}", image.display()))?;
             let format = nasforge::io::decompress::Format::sniff(&mut f)?;
             // Compressed images are unpacked to a temporary sparse file first.
             let tmp;
             let path = if format == nasforge::io::decompress::Format::Raw {
                 image.clone()
             } else {
-                tmp = tempfile::NamedTempFile::new().context("creating a temporary file to unpack the image")?;
+                tmp = tempfile::NamedTempFile::new()
+                    .context("creating a temporary file to unpack the image")?;
                 nasforge::io::unpack(&image, tmp.as_file(), None)?;
                 tmp.path().to_path_buf()
             };
@@ -241,28 +269,81 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Emulate { image, disks, disk, workdir, memory, cpus, headless, serial_log, exit_on_reboot, fresh } => {
-            let opts = nasforge::emulate::Options { image, blank: disks, disks: disk, workdir, memory_mib: memory, cpus, headless, serial_log, exit_on_reboot, fresh };
+        Command::Emulate {
+            image,
+            disks,
+            disk,
+            workdir,
+            memory,
+            cpus,
+            headless,
+            serial_log,
+            exit_on_reboot,
+            fresh,
+        } => {
+            let opts = nasforge::emulate::Options {
+                image,
+                blank: disks,
+                disks: disk,
+                workdir,
+                memory_mib: memory,
+                cpus,
+                headless,
+                serial_log,
+                exit_on_reboot,
+                fresh,
+            };
             let status = nasforge::emulate::run(&opts)?;
             if !status.success() {
                 anyhow::bail!("qemu exited with {status}");
             }
             Ok(())
         }
-        Command::Kernel { command: KernelCommand::Build { recipe, config_only } } => {
+        Command::Kernel {
+            command:
+                KernelCommand::Build {
+                    recipe,
+                    config_only,
+                },
+        } => {
             let r = Recipe::load(&recipe)?;
-            print!("{}", nasforge::kernel::build::command(&r, &cache(cli.cache)?, config_only)?);
+            print!(
+                "{}",
+                nasforge::kernel::build::command(&r, &cache(cli.cache)?, config_only)?
+            );
             Ok(())
         }
-        Command::Flash { image, target, list, all, yes, max_size, force_large, no_verify, skip_holes, dry_run } => {
+        Command::Flash {
+            image,
+            target,
+            list,
+            all,
+            yes,
+            max_size,
+            force_large,
+            no_verify,
+            skip_holes,
+            dry_run,
+        } => {
             if list {
                 print!("{}", nasforge::flash::list(all, max_size.0, force_large));
                 return Ok(());
             }
             let (Some(image), Some(target)) = (image, target) else {
-                anyhow::bail!("name an image and a target: nasforge flash IMAGE /dev/sdX (see --list)");
+                anyhow::bail!(
+                    "name an image and a target: nasforge flash IMAGE /dev/sdX (see --list)"
+                );
             };
-            let opts = nasforge::flash::Options { image, target, yes, max_size: max_size.0, force_large, verify: !no_verify, skip_holes, dry_run };
+            let opts = nasforge::flash::Options {
+                image,
+                target,
+                yes,
+                max_size: max_size.0,
+                force_large,
+                verify: !no_verify,
+                skip_holes,
+                dry_run,
+            };
             if let Some(summary) = nasforge::flash::flash(&opts)? {
                 print!("{}", summary.render());
             }

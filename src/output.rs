@@ -22,7 +22,10 @@ pub struct Paths {
 
 impl Paths {
     pub fn for_image(image: &Path) -> Paths {
-        let name = image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
+        let name = image
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("image");
         let stem = name.strip_suffix(".xz").unwrap_or(name);
         let stem = stem.strip_suffix(".img").unwrap_or(stem);
         let dir = image.parent().unwrap_or(Path::new("."));
@@ -34,7 +37,10 @@ impl Paths {
     }
 
     pub fn dir(&self) -> &Path {
-        self.image.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+        self.image
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
     }
 }
 
@@ -45,7 +51,10 @@ static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Deletes every temporary output file; for an interrupted build.
 pub fn remove_unfinished() {
-    let paths = UNFINISHED.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+    let paths = UNFINISHED
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default();
     for p in paths {
         let _ = fs::remove_file(p);
     }
@@ -55,15 +64,22 @@ fn persist(file: NamedTempFile, to: &Path) -> Result<File> {
     if let Ok(mut v) = UNFINISHED.lock() {
         v.retain(|p| p != file.path());
     }
-    file.persist(to).map_err(|e| e.error).with_context(|| format!("writing {}", to.display()))
+    file.persist(to)
+        .map_err(|e| e.error)
+        .with_context(|| format!("writing {}", to.display()))
 }
 
 /// A temporary file beside the final output (same filesystem, so the final
 /// rename is atomic); deleted automatically unless persisted.
 pub fn temp_beside(paths: &Paths, what: &str) -> Result<NamedTempFile> {
     let dir = paths.dir();
-    fs::create_dir_all(dir).with_context(|| format!("creating output directory {}", dir.display()))?;
-    let name = paths.image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
+    fs::create_dir_all(dir)
+        .with_context(|| format!("creating output directory {}", dir.display()))?;
+    let name = paths
+        .image
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("image");
     let f = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(&format!(".{what}"))
@@ -91,14 +107,24 @@ pub struct Written {
 /// The digest is taken of the finished file, once every change is in it:
 /// whatever wrote to the image, the published sha256 describes the bytes
 /// that are published.
-pub fn finish_image(work: NamedTempFile, paths: &Paths, compress: bool, xz_level: u32) -> Result<Written> {
+pub fn finish_image(
+    work: NamedTempFile,
+    paths: &Paths,
+    compress: bool,
+    xz_level: u32,
+) -> Result<Written> {
     let size = work.as_file().metadata()?.len();
     if !compress {
         work.as_file().sync_all()?;
         let bar = progress::bytes(size, "sha256");
         let digest = hash::hash_file(work.as_file(), |n| bar.inc(n))?;
         bar.finish_and_clear();
-        return Ok(Written { file_sha256: digest.clone(), image_sha256: digest, image_size: size, file: work });
+        return Ok(Written {
+            file_sha256: digest.clone(),
+            image_sha256: digest,
+            image_size: size,
+            file: work,
+        });
     }
     let out = temp_beside(paths, "partial")?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
@@ -108,7 +134,10 @@ pub fn finish_image(work: NamedTempFile, paths: &Paths, compress: bool, xz_level
         .check(liblzma::stream::Check::Crc64)
         .encoder()
         .context("starting the xz encoder")?;
-    let mut file_hash = HashWriter { inner: out.as_file(), hasher: Sha256::new() };
+    let mut file_hash = HashWriter {
+        inner: out.as_file(),
+        hasher: Sha256::new(),
+    };
     let mut encoder = liblzma::write::XzEncoder::new_stream(&mut file_hash, stream);
     let mut raw_hash = Sha256::new();
     let bar = progress::bytes(size, "compress");
@@ -120,14 +149,21 @@ pub fn finish_image(work: NamedTempFile, paths: &Paths, compress: bool, xz_level
             break;
         }
         raw_hash.update(&buf[..n]);
-        encoder.write_all(&buf[..n]).context("compressing the image (disk full?)")?;
+        encoder
+            .write_all(&buf[..n])
+            .context("compressing the image (disk full?)")?;
         bar.inc(n as u64);
     }
     encoder.finish().context("finishing the xz stream")?;
     bar.finish_and_clear();
     let file_sha256 = hash::hex(&file_hash.hasher.finalize());
     out.as_file().sync_all()?;
-    Ok(Written { file_sha256, image_sha256: hash::hex(&raw_hash.finalize()), image_size: size, file: out })
+    Ok(Written {
+        file_sha256,
+        image_sha256: hash::hex(&raw_hash.finalize()),
+        image_size: size,
+        file: out,
+    })
 }
 
 struct HashWriter<W> {
@@ -150,7 +186,11 @@ impl<W: Write> Write for HashWriter<W> {
 /// Moves the image, its .sha256 and the manifest into place. Old outputs of
 /// the same name go first, so no new file ever sits beside a stale one.
 pub fn publish(written: Written, paths: &Paths, manifest_json: &str) -> Result<()> {
-    let name = paths.image.file_name().and_then(|n| n.to_str()).unwrap_or("image");
+    let name = paths
+        .image
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("image");
     let mut sha = temp_beside(paths, "sha256")?;
     writeln!(sha, "{}  {name}", written.file_sha256)?;
     let mut man = temp_beside(paths, "manifest")?;
@@ -160,7 +200,9 @@ pub fn publish(written: Written, paths: &Paths, manifest_json: &str) -> Result<(
         match fs::remove_file(p) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing the previous {}", p.display())),
+            Err(e) => {
+                return Err(e).with_context(|| format!("removing the previous {}", p.display()));
+            }
         }
     }
     let image = persist(written.file, &paths.image)?;

@@ -5,8 +5,8 @@
 
 use crate::board::{Family, Model};
 use crate::diag::{Located, LocatedErrors, did_you_mean};
-use crate::size::Size;
 use crate::packages::PackagesSection;
+use crate::size::Size;
 use crate::system::SystemSection;
 use nasforge_setup::spec::{DeviceRecipe, Share, Storage};
 use serde::Deserialize;
@@ -169,7 +169,8 @@ impl Recipe {
     /// `base.path` is resolved against the recipe's own directory, so a recipe
     /// and the image beside it move together.
     pub fn parse(file: &Path, text: &str) -> Result<Recipe, LocatedErrors> {
-        let raw: RecipeFile = toml::from_str(text).map_err(|e| LocatedErrors(vec![toml_error(file, text, &e)]))?;
+        let raw: RecipeFile =
+            toml::from_str(text).map_err(|e| LocatedErrors(vec![toml_error(file, text, &e)]))?;
         let mut errs = Vec::new();
         let mut err = |span: Range<usize>, msg: String, help: Option<String>| {
             let mut e = Located::new(file, text, Some(span), msg);
@@ -177,14 +178,24 @@ impl Recipe {
             errs.push(e);
         };
 
-        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("image").to_string();
+        let stem = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("image")
+            .to_string();
         let name = match &raw.name {
             Some(n) => {
                 let ok = !n.get_ref().is_empty()
-                    && n.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    && n.get_ref()
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
                     && !n.get_ref().starts_with('.');
                 if !ok {
-                    err(n.span(), format!("name `{}` cannot be used as a file name", n.get_ref()), Some("use letters, digits, `-`, `_` and `.`".into()));
+                    err(
+                        n.span(),
+                        format!("name `{}` cannot be used as a file name", n.get_ref()),
+                        Some("use letters, digits, `-`, `_` and `.`".into()),
+                    );
                 }
                 n.get_ref().clone()
             }
@@ -192,20 +203,39 @@ impl Recipe {
         };
 
         let base = raw.base.get_ref();
-        let given = [base.url.is_some(), base.path.is_some(), base.debian.is_some()].iter().filter(|x| **x).count();
+        let given = [
+            base.url.is_some(),
+            base.path.is_some(),
+            base.debian.is_some(),
+        ]
+        .iter()
+        .filter(|x| **x)
+        .count();
         let source = match (&base.url, &base.path, &base.debian) {
             _ if given > 1 => {
-                err(raw.base.span(), "`base` names more than one image".into(), Some("keep one of `url` (with `sha256`), `path` or `debian`".into()));
+                err(
+                    raw.base.span(),
+                    "`base` names more than one image".into(),
+                    Some("keep one of `url` (with `sha256`), `path` or `debian`".into()),
+                );
                 None
             }
             (None, None, None) => {
-                err(raw.base.span(), "`base` needs `url` (with `sha256`), `path` or `debian`".into(), None);
+                err(
+                    raw.base.span(),
+                    "`base` needs `url` (with `sha256`), `path` or `debian`".into(),
+                    None,
+                );
                 None
             }
             (Some(u), _, _) => {
                 let url = u.get_ref();
                 if !(url.starts_with("https://") || url.starts_with("http://")) {
-                    err(u.span(), format!("`{url}` is not an http(s) URL"), Some("for a file on this machine use `path = \"...\"`".into()));
+                    err(
+                        u.span(),
+                        format!("`{url}` is not an http(s) URL"),
+                        Some("for a file on this machine use `path = \"...\"`".into()),
+                    );
                 }
                 if base.sha256.is_none() {
                     err(u.span(), "a downloaded base image needs its `sha256`".into(), Some("copy it from the publisher's `.sha256` file beside the image; nasforge never trusts an unchecked download".into()));
@@ -216,19 +246,43 @@ impl Recipe {
                 let dir = file.parent().unwrap_or(Path::new("."));
                 let path = dir.join(p.get_ref());
                 let lower = p.get_ref().to_ascii_lowercase();
-                if ![".img", ".img.xz", ".img.gz", ".raw"].iter().any(|s| lower.ends_with(s)) {
-                    err(p.span(), format!("`{}` is not a disk image name", p.get_ref()), Some("expected a .img, .img.xz or .img.gz file".into()));
+                if ![".img", ".img.xz", ".img.gz", ".raw"]
+                    .iter()
+                    .any(|s| lower.ends_with(s))
+                {
+                    err(
+                        p.span(),
+                        format!("`{}` is not a disk image name", p.get_ref()),
+                        Some("expected a .img, .img.xz or .img.gz file".into()),
+                    );
                 }
                 Some(Source::Path(path))
             }
             (_, _, Some(d)) => {
                 let deb = d.get_ref();
-                let word = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-+.".contains(c));
+                let word = |s: &str| {
+                    !s.is_empty()
+                        && s.chars().all(|c| {
+                            c.is_ascii_lowercase() || c.is_ascii_digit() || "-+.".contains(c)
+                        })
+                };
                 if !word(&deb.suite) || !word(&deb.arch) {
-                    err(d.span(), format!("`{}`/`{}` is not a Debian suite and architecture", deb.suite, deb.arch), Some("e.g. debian = { suite = \"bookworm\", arch = \"arm64\" }".into()));
+                    err(
+                        d.span(),
+                        format!(
+                            "`{}`/`{}` is not a Debian suite and architecture",
+                            deb.suite, deb.arch
+                        ),
+                        Some("e.g. debian = { suite = \"bookworm\", arch = \"arm64\" }".into()),
+                    );
                 }
                 if let Some(s) = &base.sha256 {
-                    err(s.span(), "`sha256` checks a downloaded or local image, not one built from packages".into(), None);
+                    err(
+                        s.span(),
+                        "`sha256` checks a downloaded or local image, not one built from packages"
+                            .into(),
+                        None,
+                    );
                 }
                 Some(Source::Debian(deb.clone()))
             }
@@ -236,7 +290,11 @@ impl Recipe {
         let sha256 = base.sha256.as_ref().map(|s| {
             let v = s.get_ref().trim().to_ascii_lowercase();
             if v.len() != 64 || !v.chars().all(|c| c.is_ascii_hexdigit()) {
-                err(s.span(), format!("`{}` is not a sha256 (64 hexadecimal digits)", s.get_ref()), None);
+                err(
+                    s.span(),
+                    format!("`{}` is not a sha256 (64 hexadecimal digits)", s.get_ref()),
+                    None,
+                );
             }
             v
         });
@@ -245,16 +303,30 @@ impl Recipe {
         let info = model.info();
         let pcie_gen = raw.board.pcie_gen.as_ref().map(|g| {
             if info.pcie_gen.is_none() {
-                err(g.span(), format!("board `{model}` has no configurable PCIe generation"), Some("`pcie_gen` applies to pi5 and cm5".into()));
+                err(
+                    g.span(),
+                    format!("board `{model}` has no configurable PCIe generation"),
+                    Some("`pcie_gen` applies to pi5 and cm5".into()),
+                );
             } else if !(1..=3).contains(g.get_ref()) {
-                err(g.span(), format!("PCIe generation {} does not exist here", g.get_ref()), Some("use 1, 2 or 3 (3 is uncertified but works with the JMB585)".into()));
+                err(
+                    g.span(),
+                    format!("PCIe generation {} does not exist here", g.get_ref()),
+                    Some("use 1, 2 or 3 (3 is uncertified but works with the JMB585)".into()),
+                );
             }
             *g.get_ref()
         });
         let overlays = match &raw.board.overlays {
             Some(o) => {
                 if info.family != Family::Armbian {
-                    err(o.span(), format!("`overlays` are Armbian device-tree overlays; board `{model}` does not use them"), Some("on a Raspberry Pi, put `dtoverlay=` lines in `[boot] config`".into()));
+                    err(
+                        o.span(),
+                        format!(
+                            "`overlays` are Armbian device-tree overlays; board `{model}` does not use them"
+                        ),
+                        Some("on a Raspberry Pi, put `dtoverlay=` lines in `[boot] config`".into()),
+                    );
                 }
                 o.get_ref().iter().map(|name| vec![name.clone()]).collect()
             }
@@ -264,16 +336,38 @@ impl Recipe {
         let boot = match &raw.boot {
             Some(b) => {
                 if info.family != Family::Rpi {
-                    err(b.span(), format!("`[boot]` edits config.txt and cmdline.txt, which board `{model}` does not have"), Some("remove the section, or pick a Raspberry Pi board".into()));
+                    err(
+                        b.span(),
+                        format!(
+                            "`[boot]` edits config.txt and cmdline.txt, which board `{model}` does not have"
+                        ),
+                        Some("remove the section, or pick a Raspberry Pi board".into()),
+                    );
                 }
                 for line in &b.get_ref().config {
                     if line.contains('\n') || line.trim_start().starts_with('[') {
-                        err(b.span(), format!("config line `{line}` must be a single setting, not a section"), Some(format!("nasforge puts these lines in the board's own section ([{}])", info.section.clone().unwrap_or_default())));
+                        err(
+                            b.span(),
+                            format!("config line `{line}` must be a single setting, not a section"),
+                            Some(format!(
+                                "nasforge puts these lines in the board's own section ([{}])",
+                                info.section.clone().unwrap_or_default()
+                            )),
+                        );
                     }
                 }
-                for token in b.get_ref().cmdline_append.iter().chain(&b.get_ref().cmdline_remove) {
+                for token in b
+                    .get_ref()
+                    .cmdline_append
+                    .iter()
+                    .chain(&b.get_ref().cmdline_remove)
+                {
                     if token.is_empty() || token.contains(char::is_whitespace) {
-                        err(b.span(), format!("cmdline entry `{token}` must be one word"), Some("give each kernel argument as its own list item".into()));
+                        err(
+                            b.span(),
+                            format!("cmdline entry `{token}` must be one word"),
+                            Some("give each kernel argument as its own list item".into()),
+                        );
                     }
                 }
                 b.get_ref().clone()
@@ -391,7 +485,11 @@ impl Recipe {
             Some(p) => {
                 let s = p.get_ref();
                 if !(s.ends_with(".img") || s.ends_with(".img.xz")) {
-                    err(p.span(), format!("output `{s}` must end in .img or .img.xz"), None);
+                    err(
+                        p.span(),
+                        format!("output `{s}` must end in .img or .img.xz"),
+                        None,
+                    );
                 }
                 PathBuf::from(s)
             }
@@ -399,7 +497,11 @@ impl Recipe {
         };
         let xz_level = match &raw.output.xz_level {
             Some(l) if *l.get_ref() > 9 => {
-                err(l.span(), format!("xz level {} is out of range", l.get_ref()), Some("use 0 (fastest) to 9 (smallest)".into()));
+                err(
+                    l.span(),
+                    format!("xz level {} is out of range", l.get_ref()),
+                    Some("use 0 (fastest) to 9 (smallest)".into()),
+                );
                 DEFAULT_XZ_LEVEL
             }
             Some(l) => *l.get_ref(),
@@ -410,21 +512,37 @@ impl Recipe {
         // is offline at first boot, so a missing mkfs would fail there,
         // after the arrays exist.
         let required: Vec<String> =
-            nasforge_setup::spec::required_packages(raw.storage.as_ref(), &raw.shares).into_iter().map(String::from).collect();
+            nasforge_setup::spec::required_packages(raw.storage.as_ref(), &raw.shares)
+                .into_iter()
+                .map(String::from)
+                .collect();
         let (mut packages, mirror) = match &raw.packages {
             Some(p) => {
                 let list = p.get_ref().install.clone().unwrap_or_default();
                 for name in &list {
                     let ok = name.len() >= 2
                         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c));
+                        && name.chars().all(|c| {
+                            c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c)
+                        });
                     if !ok {
-                        err(p.span(), format!("`{name}` is not a Debian package name"), Some("lowercase letters, digits, `+`, `-` and `.`".into()));
+                        err(
+                            p.span(),
+                            format!("`{name}` is not a Debian package name"),
+                            Some("lowercase letters, digits, `+`, `-` and `.`".into()),
+                        );
                     }
                 }
                 if let Some(m) = &p.get_ref().mirror {
-                    if !(m.starts_with("http://") || m.starts_with("https://") || m.starts_with("file:/")) {
-                        err(p.span(), format!("mirror `{m}` is not an http(s) or file: URL"), None);
+                    if !(m.starts_with("http://")
+                        || m.starts_with("https://")
+                        || m.starts_with("file:/"))
+                    {
+                        err(
+                            p.span(),
+                            format!("mirror `{m}` is not an http(s) or file: URL"),
+                            None,
+                        );
                     }
                 }
                 (list, p.get_ref().mirror.clone())
@@ -437,24 +555,54 @@ impl Recipe {
             }
         }
         let installer_binary = raw.installer.as_ref().map(|i| {
-            let path = file.parent().unwrap_or(Path::new(".")).join(i.binary.get_ref());
+            let path = file
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(i.binary.get_ref());
             if !path.is_file() {
-                err(i.binary.span(), format!("{} does not exist", path.display()), Some("paths are relative to the recipe; build one with scripts/build-setup".into()));
+                err(
+                    i.binary.span(),
+                    format!("{} does not exist", path.display()),
+                    Some(
+                        "paths are relative to the recipe; build one with scripts/build-setup"
+                            .into(),
+                    ),
+                );
             }
             path
         });
-        let smb_users: Vec<String> = raw.shares.iter().filter_map(|s| s.smb.as_ref()).flat_map(|s| s.users.iter().cloned()).collect();
+        let smb_users: Vec<String> = raw
+            .shares
+            .iter()
+            .filter_map(|s| s.smb.as_ref())
+            .flat_map(|s| s.users.iter().cloned())
+            .collect();
         for (path, message) in crate::system::validate(&raw.system, &smb_users) {
             let at = nasforge_setup::spec::locate(text, &path);
             let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
-            errs.push(Located::at(file, text, line, col, format!("{path}: {message}")));
+            errs.push(Located::at(
+                file,
+                text,
+                line,
+                col,
+                format!("{path}: {message}"),
+            ));
         }
 
-        let device = DeviceRecipe { storage: raw.storage, shares: raw.shares };
+        let device = DeviceRecipe {
+            storage: raw.storage,
+            shares: raw.shares,
+        };
         for p in device.problems() {
             let at = nasforge_setup::spec::locate(text, &p.path);
             let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
-            errs.push(Located::at(file, text, line, col, format!("{}: {}", p.path, p.message)));
+            errs.push(Located::at(
+                file,
+                text,
+                line,
+                col,
+                format!("{}: {}", p.path, p.message),
+            ));
         }
 
         if !errs.is_empty() {
@@ -465,12 +613,18 @@ impl Recipe {
             file: file.to_path_buf(),
             text: text.to_string(),
             name,
-            base: Base { source: source.expect("checked above"), sha256 },
+            base: Base {
+                source: source.expect("checked above"),
+                sha256,
+            },
             board: model,
             pcie_gen,
             overlays,
             boot,
-            kernel: Kernel { build: kernel_build, ..raw.kernel },
+            kernel: Kernel {
+                build: kernel_build,
+                ..raw.kernel
+            },
             output: Output {
                 compress: out_path.to_string_lossy().ends_with(".xz"),
                 path: out_path,
@@ -492,19 +646,21 @@ fn toml_error(file: &Path, text: &str, e: &toml::de::Error) -> Located {
     let message = e.message().trim().to_string();
     let mut located = Located::new(file, text, e.span(), message.clone());
     if let Some(rest) = message.strip_prefix("unknown field `")
-        && let Some((word, choices)) = rest.split_once('`') {
-            let valid: Vec<&str> = choices.split('`').skip(1).step_by(2).collect();
-            if let Some(s) = did_you_mean(word, valid.iter().copied()) {
-                located = located.with_help(format!("did you mean `{s}`?"));
-            }
+        && let Some((word, choices)) = rest.split_once('`')
+    {
+        let valid: Vec<&str> = choices.split('`').skip(1).step_by(2).collect();
+        if let Some(s) = did_you_mean(word, valid.iter().copied()) {
+            located = located.with_help(format!("did you mean `{s}`?"));
         }
+    }
     if let Some(rest) = message.strip_prefix("unknown variant `")
-        && let Some((word, choices)) = rest.split_once('`') {
-            let valid: Vec<&str> = choices.split('`').skip(1).step_by(2).collect();
-            if let Some(s) = did_you_mean(word, valid.iter().copied()) {
-                located = located.with_help(format!("did you mean `{s}`?"));
-            }
+        && let Some((word, choices)) = rest.split_once('`')
+    {
+        let valid: Vec<&str> = choices.split('`').skip(1).step_by(2).collect();
+        if let Some(s) = did_you_mean(word, valid.iter().copied()) {
+            located = located.with_help(format!("did you mean `{s}`?"));
         }
+    }
     located
 }
 
@@ -530,8 +686,14 @@ mod tests {
     #[test]
     fn unknown_board_names_the_line_and_the_choices() {
         let e = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"pi6\"\n").unwrap_err();
-        assert!(e.starts_with("r.toml:4:9: unknown variant `pi6`, expected one of `pi4`, `cm4`, `pi5`"), "{e}");
-        assert!(e.contains("did you mean `pi5`?") || e.contains("did you mean `pi4`?"), "{e}");
+        assert!(
+            e.starts_with("r.toml:4:9: unknown variant `pi6`, expected one of `pi4`, `cm4`, `pi5`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("did you mean `pi5`?") || e.contains("did you mean `pi4`?"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -544,13 +706,20 @@ mod tests {
     #[test]
     fn wrong_type_names_the_line() {
         let e = parse(&format!("{MIN}pcie_gen = \"three\"\n")).unwrap_err();
-        assert!(e.starts_with("r.toml:5:12: invalid type: string \"three\", expected u8"), "{e}");
+        assert!(
+            e.starts_with("r.toml:5:12: invalid type: string \"three\", expected u8"),
+            "{e}"
+        );
     }
 
     #[test]
     fn url_without_sha256_is_refused() {
-        let e = parse("[base]\nurl = \"https://example.org/a.img.xz\"\n[board]\nmodel = \"pi4\"\n").unwrap_err();
-        assert!(e.contains("r.toml:2:7: a downloaded base image needs its `sha256`"), "{e}");
+        let e = parse("[base]\nurl = \"https://example.org/a.img.xz\"\n[board]\nmodel = \"pi4\"\n")
+            .unwrap_err();
+        assert!(
+            e.contains("r.toml:2:7: a downloaded base image needs its `sha256`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -558,13 +727,22 @@ mod tests {
         let text = "[base]\npath = \"x.img\"\nsha256 = \"abc\"\n[board]\nmodel = \"pi4\"\npcie_gen = 3\n[output]\npath = \"a.iso\"\n";
         let e = parse(text).unwrap_err();
         assert!(e.contains("r.toml:3:10: `abc` is not a sha256"), "{e}");
-        assert!(e.contains("r.toml:6:12: board `pi4` has no configurable PCIe generation"), "{e}");
-        assert!(e.contains("r.toml:8:8: output `a.iso` must end in .img or .img.xz"), "{e}");
+        assert!(
+            e.contains("r.toml:6:12: board `pi4` has no configurable PCIe generation"),
+            "{e}"
+        );
+        assert!(
+            e.contains("r.toml:8:8: output `a.iso` must end in .img or .img.xz"),
+            "{e}"
+        );
     }
 
     #[test]
     fn boot_section_is_for_raspberry_pis_only() {
-        let e = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"rock5b\"\n[boot]\nconfig = [\"a=1\"]\n").unwrap_err();
+        let e = parse(
+            "[base]\npath = \"x.img\"\n[board]\nmodel = \"rock5b\"\n[boot]\nconfig = [\"a=1\"]\n",
+        )
+        .unwrap_err();
         assert!(e.contains("r.toml:5:1: `[boot]` edits config.txt"), "{e}");
     }
 
@@ -589,16 +767,36 @@ mod tests {
     #[test]
     fn kernel_build_defaults_come_from_the_board() {
         use crate::kernel::build::{Defconfig, FragmentRef, KernelSource};
-        let r = parse(&format!("{MIN}[kernel]\nbuild = {{ source = \"../linux\" }}\n")).unwrap();
+        let r = parse(&format!(
+            "{MIN}[kernel]\nbuild = {{ source = \"../linux\" }}\n"
+        ))
+        .unwrap();
         let b = r.kernel.build.unwrap();
         assert_eq!(b.source, KernelSource::Tree(PathBuf::from("../linux")));
         assert_eq!(b.defconfig, Defconfig::Target("bcm2712_defconfig".into()));
-        assert_eq!(b.fragments, ["sata", "md-raid", "nas"].map(|f| FragmentRef::Bundled(f.into())).to_vec());
+        assert_eq!(
+            b.fragments,
+            ["sata", "md-raid", "nas"]
+                .map(|f| FragmentRef::Bundled(f.into()))
+                .to_vec()
+        );
         let r = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"rock3a\"\n[kernel]\nbuild = { source = \"linux.tar.xz\", defconfig = \"configs/armbian.config\", fragments = [\"sata\", \"mine.config\"] }\n").unwrap();
         let b = r.kernel.build.unwrap();
-        assert_eq!(b.source, KernelSource::Tarball { path: PathBuf::from("linux.tar.xz"), sha256: None });
-        assert_eq!(b.defconfig, Defconfig::File(PathBuf::from("configs/armbian.config")));
-        assert_eq!(b.fragments[1], FragmentRef::File(PathBuf::from("mine.config")));
+        assert_eq!(
+            b.source,
+            KernelSource::Tarball {
+                path: PathBuf::from("linux.tar.xz"),
+                sha256: None
+            }
+        );
+        assert_eq!(
+            b.defconfig,
+            Defconfig::File(PathBuf::from("configs/armbian.config"))
+        );
+        assert_eq!(
+            b.fragments[1],
+            FragmentRef::File(PathBuf::from("mine.config"))
+        );
     }
 
     #[test]
@@ -608,20 +806,45 @@ mod tests {
         );
         let e = parse(&text).unwrap_err();
         assert!(e.contains("r.toml:6:20: `https://github.com/raspberrypi/linux/archive/<commit>.tar.gz` still holds a placeholder"), "{e}");
-        assert!(e.contains("r.toml:6:20: a downloaded kernel source needs its `sha256`"), "{e}");
-        assert!(e.contains("no kernel fragment `md-riad`") && e.contains("did you mean `md-raid`?"), "{e}");
-        assert!(e.contains("`bcm 2712` is neither a defconfig target nor a config file"), "{e}");
-        let e = parse(&format!("{MIN}[kernel]\nbuild = {{ source = \"linux\", sha256 = \"{}\" }}\n", "a".repeat(64))).unwrap_err();
-        assert!(e.contains("`sha256` applies to a source tarball, not a kernel tree"), "{e}");
+        assert!(
+            e.contains("r.toml:6:20: a downloaded kernel source needs its `sha256`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("no kernel fragment `md-riad`") && e.contains("did you mean `md-raid`?"),
+            "{e}"
+        );
+        assert!(
+            e.contains("`bcm 2712` is neither a defconfig target nor a config file"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "{MIN}[kernel]\nbuild = {{ source = \"linux\", sha256 = \"{}\" }}\n",
+            "a".repeat(64)
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("`sha256` applies to a source tarball, not a kernel tree"),
+            "{e}"
+        );
         let e = parse("[base]\npath = \"x.img\"\n[board]\nmodel = \"generic-arm64\"\n[kernel]\nbuild = { source = \"linux\" }\n").unwrap_err();
-        assert!(e.contains("r.toml:6:9: nasforge cannot install a kernel on board `generic-arm64`"), "{e}");
-        let e = parse(&format!("{MIN}[kernel]\nbuild = {{ source = \"linux\", colour = 1 }}\n")).unwrap_err();
+        assert!(
+            e.contains("r.toml:6:9: nasforge cannot install a kernel on board `generic-arm64`"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "{MIN}[kernel]\nbuild = {{ source = \"linux\", colour = 1 }}\n"
+        ))
+        .unwrap_err();
         assert!(e.contains("unknown field `colour`"), "{e}");
     }
 
     #[test]
     fn rock5b_gets_its_sata_overlay_by_default() {
         let r = parse("[base]\npath = \"x.img.xz\"\n[board]\nmodel = \"rock5b\"\n").unwrap();
-        assert_eq!(r.overlays, vec![vec!["sata1".to_string(), "rock-5b-sata".to_string()]]);
+        assert_eq!(
+            r.overlays,
+            vec![vec!["sata1".to_string(), "rock-5b-sata".to_string()]]
+        );
     }
 }

@@ -31,21 +31,49 @@ impl Prepared {
     /// Bytes the root filesystem must have free: the staged packages, what
     /// they unpack to on the board, and a margin.
     pub fn space_needed(&self) -> u64 {
-        let packages = self.resolved.as_ref().map_or(0, |r| r.download_bytes() + r.installed_bytes());
-        let binary = self.binary.as_ref().and_then(|b| std::fs::metadata(b).ok()).map_or(0, |m| m.len());
-        if packages == 0 && binary == 0 { 0 } else { packages + binary + MARGIN }
+        let packages = self
+            .resolved
+            .as_ref()
+            .map_or(0, |r| r.download_bytes() + r.installed_bytes());
+        let binary = self
+            .binary
+            .as_ref()
+            .and_then(|b| std::fs::metadata(b).ok())
+            .map_or(0, |m| m.len());
+        if packages == 0 && binary == 0 {
+            0
+        } else {
+            packages + binary + MARGIN
+        }
     }
 }
 
 pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> Result<Prepared> {
-    let root = image.ext4().context("the image has no ext4 root filesystem")?;
-    let smb_users: Vec<String> = recipe.shares.iter().filter_map(|s| s.smb.as_ref()).flat_map(|s| s.users.iter().cloned()).collect();
+    let root = image
+        .ext4()
+        .context("the image has no ext4 root filesystem")?;
+    let smb_users: Vec<String> = recipe
+        .shares
+        .iter()
+        .filter_map(|s| s.smb.as_ref())
+        .flat_map(|s| s.users.iter().cloned())
+        .collect();
     let system = system::apply(&root, &recipe.system, &smb_users)?;
     let mut install = recipe.packages.clone();
     if system.needs_openssh && !install.iter().any(|p| p == "openssh-server") {
         install.push("openssh-server".into());
     }
-    let resolved = if install.is_empty() { None } else { Some(packages::resolve(&root, &install, recipe.mirror.as_deref(), cache, refresh)?) };
+    let resolved = if install.is_empty() {
+        None
+    } else {
+        Some(packages::resolve(
+            &root,
+            &install,
+            recipe.mirror.as_deref(),
+            cache,
+            refresh,
+        )?)
+    };
     let has_storage = recipe.storage.is_some() || !recipe.shares.is_empty();
     let binary = if has_storage {
         let arch = match &resolved {
@@ -61,19 +89,39 @@ pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> R
     } else {
         None
     };
-    let wants_ssh = recipe.system.ssh.unwrap_or_else(|| recipe.system.users.iter().any(|u| !u.ssh_authorized_keys.is_empty()));
+    let wants_ssh = recipe.system.ssh.unwrap_or_else(|| {
+        recipe
+            .system
+            .users
+            .iter()
+            .any(|u| !u.ssh_authorized_keys.is_empty())
+    });
     let firstboot = (resolved.is_some() || has_storage).then(|| firstboot::Plan {
         packages: install.clone(),
         mode: recipe.storage.as_ref().map(|s| s.mode),
         ssh: wants_ssh && system.needs_openssh,
     });
-    let recipe_copy = if has_storage { Some(firstboot::board_recipe(&recipe.text)?.into_bytes()) } else { None };
-    Ok(Prepared { resolved, system, binary, firstboot, recipe_copy })
+    let recipe_copy = if has_storage {
+        Some(firstboot::board_recipe(&recipe.text)?.into_bytes())
+    } else {
+        None
+    };
+    Ok(Prepared {
+        resolved,
+        system,
+        binary,
+        firstboot,
+        recipe_copy,
+    })
 }
 
 fn image_arch(image: &Image) -> Result<String> {
-    let root = image.ext4().context("the image has no ext4 root filesystem")?;
-    let status = root.read("/var/lib/dpkg/status")?.context("the image has no /var/lib/dpkg/status")?;
+    let root = image
+        .ext4()
+        .context("the image has no ext4 root filesystem")?;
+    let status = root
+        .read("/var/lib/dpkg/status")?
+        .context("the image has no /var/lib/dpkg/status")?;
     let text = String::from_utf8_lossy(&status);
     text.split("\n\n")
         .find(|s| s.lines().any(|l| l == "Package: dpkg"))
@@ -84,12 +132,21 @@ fn image_arch(image: &Image) -> Result<String> {
 
 /// Writes everything `prepare` worked out. Returns the manifest records and
 /// warnings.
-pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<Change>, Vec<String>)> {
-    let root = image.ext4().context("the image has no ext4 root filesystem")?;
+pub fn apply(
+    image: &Image,
+    recipe: &Recipe,
+    prepared: Prepared,
+) -> Result<(Vec<Change>, Vec<String>)> {
+    let root = image
+        .ext4()
+        .context("the image has no ext4 root filesystem")?;
     let mut changes = prepared.system.changes;
     let mut ops: Vec<Op> = Vec::new();
     let mut dirs = vec![];
-    if prepared.resolved.is_some() || prepared.firstboot.is_some() || !prepared.system.ops.is_empty() {
+    if prepared.resolved.is_some()
+        || prepared.firstboot.is_some()
+        || !prepared.system.ops.is_empty()
+    {
         dirs.push("/var/lib/nasforge");
     }
     if prepared.resolved.is_some() {
@@ -104,7 +161,12 @@ pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<
         if root.list(packages::STAGE_DIR)?.is_some() {
             // A rebuild from an image nasforge made: replace the old staging.
             for e in root.list(packages::STAGE_DIR)?.unwrap_or_default() {
-                ops.insert(0, Op::Remove { path: format!("{}/{}", packages::STAGE_DIR, e.name) });
+                ops.insert(
+                    0,
+                    Op::Remove {
+                        path: format!("{}/{}", packages::STAGE_DIR, e.name),
+                    },
+                );
             }
         }
         ops.extend(packages::stage(r)?);
@@ -112,19 +174,42 @@ pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<
             file: format!("root:{}", packages::STAGE_DIR),
             before_sha256: None,
             after_sha256: None,
-            why: format!("packages for the offline first boot: {}", r.requested.join(", ")),
-            details: r.debs.iter().map(|d| format!("{} {} ({}, sha256 {})", d.package, d.version, d.filename, d.sha256)).collect(),
+            why: format!(
+                "packages for the offline first boot: {}",
+                r.requested.join(", ")
+            ),
+            details: r
+                .debs
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {} ({}, sha256 {})",
+                        d.package, d.version, d.filename, d.sha256
+                    )
+                })
+                .collect(),
         });
     }
     if let Some(b) = &prepared.binary {
         if root.owner(firstboot::SETUP_BINARY)?.is_some() {
-            ops.push(Op::Remove { path: firstboot::SETUP_BINARY.into() });
+            ops.push(Op::Remove {
+                path: firstboot::SETUP_BINARY.into(),
+            });
         }
-        ops.push(Op::Copy { path: firstboot::SETUP_BINARY.into(), from: b.clone(), mode: 0o755, uid: 0, gid: 0 });
+        ops.push(Op::Copy {
+            path: firstboot::SETUP_BINARY.into(),
+            from: b.clone(),
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+        });
         changes.push(Change {
             file: format!("root:{}", firstboot::SETUP_BINARY),
             before_sha256: None,
-            after_sha256: Some(crate::io::hash::hash_file(&std::fs::File::open(b)?, |_| {})?),
+            after_sha256: Some(crate::io::hash::hash_file(
+                &std::fs::File::open(b)?,
+                |_| {},
+            )?),
             why: "the first-boot storage setup program".into(),
             details: vec![format!("from {}", b.display())],
         });
@@ -139,18 +224,37 @@ pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<
             details: vec![],
         });
     }
-    if recipe.storage.as_ref().is_some_and(|s| s.mode == nasforge_setup::spec::Mode::Wizard) {
+    if recipe
+        .storage
+        .as_ref()
+        .is_some_and(|s| s.mode == nasforge_setup::spec::Mode::Wizard)
+    {
         use nasforge_setup::image_files::{ENABLE_WIZARD, FILES};
-        let dirs: Vec<&str> = FILES.iter().filter_map(|f| f.path.rsplit_once('/').map(|(d, _)| d)).chain([ENABLE_WIZARD.0.rsplit_once('/').unwrap().0]).collect();
+        let dirs: Vec<&str> = FILES
+            .iter()
+            .filter_map(|f| f.path.rsplit_once('/').map(|(d, _)| d))
+            .chain([ENABLE_WIZARD.0.rsplit_once('/').unwrap().0])
+            .collect();
         ops.extend(root.missing_dirs(&dirs)?);
         for f in FILES {
             if root.owner(f.path)?.is_some() {
-                ops.push(Op::Remove { path: f.path.into() });
+                ops.push(Op::Remove {
+                    path: f.path.into(),
+                });
             }
-            ops.push(Op::Write { path: f.path.into(), data: f.contents.as_bytes().to_vec(), mode: f.mode, uid: 0, gid: 0 });
+            ops.push(Op::Write {
+                path: f.path.into(),
+                data: f.contents.as_bytes().to_vec(),
+                mode: f.mode,
+                uid: 0,
+                gid: 0,
+            });
         }
         if root.readlink(ENABLE_WIZARD.0)?.is_none() {
-            ops.push(Op::Symlink { path: ENABLE_WIZARD.0.into(), target: ENABLE_WIZARD.1.into() });
+            ops.push(Op::Symlink {
+                path: ENABLE_WIZARD.0.into(),
+                target: ENABLE_WIZARD.1.into(),
+            });
         }
         changes.push(Change {
             file: format!("root:{}", ENABLE_WIZARD.1),
@@ -163,8 +267,13 @@ pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<
     let family = recipe.board.info().family;
     // Armbian's first login forces a new root password and user unless this
     // marker is gone; the recipe's users are the answer to those questions.
-    if family == Family::Armbian && !recipe.system.users.is_empty() && root.owner("/root/.not_logged_in_yet")?.is_some() {
-        ops.push(Op::Remove { path: "/root/.not_logged_in_yet".into() });
+    if family == Family::Armbian
+        && !recipe.system.users.is_empty()
+        && root.owner("/root/.not_logged_in_yet")?.is_some()
+    {
+        ops.push(Op::Remove {
+            path: "/root/.not_logged_in_yet".into(),
+        });
         changes.push(Change {
             file: "root:/root/.not_logged_in_yet".into(),
             before_sha256: None,
@@ -179,9 +288,17 @@ pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<
             Family::Rpi => boot_files.push(("nasforge.toml".into(), copy)),
             Family::Armbian | Family::Generic => {
                 if root.owner("/boot/nasforge.toml")?.is_some() {
-                    ops.push(Op::Remove { path: "/boot/nasforge.toml".into() });
+                    ops.push(Op::Remove {
+                        path: "/boot/nasforge.toml".into(),
+                    });
                 }
-                ops.push(Op::Write { path: "/boot/nasforge.toml".into(), data: copy, mode: 0o644, uid: 0, gid: 0 });
+                ops.push(Op::Write {
+                    path: "/boot/nasforge.toml".into(),
+                    data: copy,
+                    mode: 0o644,
+                    uid: 0,
+                    gid: 0,
+                });
             }
         }
         changes.push(Change {
@@ -194,7 +311,9 @@ pub fn apply(image: &Image, recipe: &Recipe, prepared: Prepared) -> Result<(Vec<
     }
     root.apply(&ops)?;
     if !boot_files.is_empty() {
-        let fat = image.fat(true)?.context("the image has no FAT boot partition for userconf.txt / nasforge.toml")?;
+        let fat = image
+            .fat(true)?
+            .context("the image has no FAT boot partition for userconf.txt / nasforge.toml")?;
         for (name, data) in &boot_files {
             fat.write(name, data)?;
         }

@@ -17,22 +17,43 @@ fn sgdisk_verify(img: &std::path::Path) {
 fn rock5b_gains_its_sata_overlay_and_keeps_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let img = armbian_image(dir.path(), &["rockchip-rk3588-sata1.dtbo", "rockchip-rk3588-uart7-m2.dtbo"]);
+    let img = armbian_image(
+        dir.path(),
+        &[
+            "rockchip-rk3588-sata1.dtbo",
+            "rockchip-rk3588-uart7-m2.dtbo",
+        ],
+    );
     write_recipe(dir.path(), "rock.toml", ROCK5B);
     let r = nasforge(&["build", "rock.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains(&format!("rock5b boots {ARMBIAN_VERSION}: sata ✓ (libata=m, ahci=m, ahci_platform=-, ahci_dwc=m)")), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "rock5b boots {ARMBIAN_VERSION}: sata ✓ (libata=m, ahci=m, ahci_platform=-, ahci_dwc=m)"
+        )),
+        "{}",
+        r.stderr
+    );
     let out = dir.path().join("out/rock.img");
     sgdisk_verify(&out);
     e2fsck(&out, 16 * MIB);
     let env = debugfs_cat(&out, 16 * MIB, "/boot/armbianEnv.txt");
-    assert_eq!(env, ARMBIAN_ENV.replace("overlays=uart7-m2\n", "overlays=uart7-m2 sata1\n"));
+    assert_eq!(
+        env,
+        ARMBIAN_ENV.replace("overlays=uart7-m2\n", "overlays=uart7-m2 sata1\n")
+    );
     // The root filesystem changed after the copy was hashed: the digest is
     // completed from a checkpoint and must still be right.
-    run(Command::new("sha256sum").arg("-c").arg("rock.img.sha256").current_dir(dir.path().join("out")));
+    run(Command::new("sha256sum")
+        .arg("-c")
+        .arg("rock.img.sha256")
+        .current_dir(dir.path().join("out")));
     // U-Boot's bytes outside any partition are carried over.
     let bytes = std::fs::read(&out).unwrap();
-    assert_eq!(&bytes[32 * 1024..32 * 1024 + 23], b"RKNS idbloader stand-in");
+    assert_eq!(
+        &bytes[32 * 1024..32 * 1024 + 23],
+        b"RKNS idbloader stand-in"
+    );
     let _ = img;
 }
 
@@ -44,7 +65,11 @@ fn vendor_kernel_overlay_name_is_used_when_that_is_what_the_image_has() {
     write_recipe(dir.path(), "rock.toml", ROCK5B);
     let r = nasforge(&["build", "rock.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    let env = debugfs_cat(&dir.path().join("out/rock.img"), 16 * MIB, "/boot/armbianEnv.txt");
+    let env = debugfs_cat(
+        &dir.path().join("out/rock.img"),
+        16 * MIB,
+        "/boot/armbianEnv.txt",
+    );
     assert!(env.contains("overlays=uart7-m2 rock-5b-sata\n"), "{env}");
 }
 
@@ -57,8 +82,11 @@ fn a_missing_overlay_is_an_error_naming_what_exists() {
     let r = nasforge(&["build", "rock.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 1);
     assert!(
-        r.stderr.contains("none of the overlays sata1, rock-5b-sata exists in /boot/dtb/rockchip/overlay")
-            && r.stderr.contains("SATA overlays in this image: rockchip-rk3588-sata0.dtbo"),
+        r.stderr.contains(
+            "none of the overlays sata1, rock-5b-sata exists in /boot/dtb/rockchip/overlay"
+        ) && r
+            .stderr
+            .contains("SATA overlays in this image: rockchip-rk3588-sata0.dtbo"),
         "{}",
         r.stderr
     );
@@ -70,11 +98,21 @@ fn gpt_grow_moves_the_backup_header_and_resizes_ext4() {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let img = armbian_image(dir.path(), &["rockchip-rk3588-sata1.dtbo"]);
-    write_recipe(dir.path(), "rock.toml", &ROCK5B.replace("path = \"out/rock.img\"", "path = \"out/rock.img\"\ngrow = \"100MiB\""));
+    write_recipe(
+        dir.path(),
+        "rock.toml",
+        &ROCK5B.replace(
+            "path = \"out/rock.img\"",
+            "path = \"out/rock.img\"\ngrow = \"100MiB\"",
+        ),
+    );
     let r = nasforge(&["build", "rock.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     let out = dir.path().join("out/rock.img");
-    assert_eq!(std::fs::metadata(&out).unwrap().len(), std::fs::metadata(&img).unwrap().len() + 100 * MIB);
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().len(),
+        std::fs::metadata(&img).unwrap().len() + 100 * MIB
+    );
     sgdisk_verify(&out);
     let before = sfdisk_parts(&img);
     let after = sfdisk_parts(&out);
@@ -82,7 +120,10 @@ fn gpt_grow_moves_the_backup_header_and_resizes_ext4() {
     assert_eq!(after[0].1, before[0].1 + 100 * 2048);
     e2fsck(&out, 16 * MIB);
     let (fs, part) = (ext4_size(&out, 16 * MIB), after[0].1 * 512);
-    assert!(fs <= part && part - fs < 4096, "filesystem {fs} bytes in a {part} byte partition");
+    assert!(
+        fs <= part && part - fs < 4096,
+        "filesystem {fs} bytes in a {part} byte partition"
+    );
     assert!(debugfs_cat(&out, 16 * MIB, "/boot/armbianEnv.txt").contains("sata1"));
 }
 
@@ -98,6 +139,10 @@ fn a_damaged_gpt_is_a_clear_error() {
     std::fs::write(&img, &bytes).unwrap();
     let r = nasforge(&["build", "rock.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("corrupt GPT partition table"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("corrupt GPT partition table"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(files_under(&dir.path().join("out")), Vec::<String>::new());
 }

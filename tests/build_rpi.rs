@@ -39,7 +39,10 @@ fn setup(fixture: RpiFixture, recipe: &str) -> Built {
     let dir = tempfile::tempdir().unwrap();
     fixture.build(dir.path());
     write_recipe(dir.path(), "pinas.toml", recipe);
-    Built { dir, cache: tempfile::tempdir().unwrap() }
+    Built {
+        dir,
+        cache: tempfile::tempdir().unwrap(),
+    }
 }
 
 fn build(b: &Built, recipe: &str) -> Cli {
@@ -60,7 +63,12 @@ fn pi5_build_sets_pcie_keeps_everything_else_and_is_fsck_clean() {
     let b = setup(RpiFixture::default(), PI5_RECIPE);
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("pi5 boots 6.6.51+rpt-rpi-2712: sata ✓ (libata=m, ahci=m), md ✓"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("pi5 boots 6.6.51+rpt-rpi-2712: sata ✓ (libata=m, ahci=m), md ✓"),
+        "{}",
+        r.stderr
+    );
 
     let out = b.path("out/pinas.img");
     // The partition table is the base image's, untouched.
@@ -70,24 +78,46 @@ fn pi5_build_sets_pcie_keeps_everything_else_and_is_fsck_clean() {
     e2fsck(&out, root_offset(&out));
 
     let config = mtype(&out, boot, "config.txt");
-    assert_eq!(config, format!("{PIOS_CONFIG}\n[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n"));
+    assert_eq!(
+        config,
+        format!("{PIOS_CONFIG}\n[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n")
+    );
     let cmdline = mtype(&out, boot, "cmdline.txt");
-    assert_eq!(cmdline, PIOS_CMDLINE.replace(" quiet", "").replace("\n", " systemd.show_status=1\n"));
+    assert_eq!(
+        cmdline,
+        PIOS_CMDLINE
+            .replace(" quiet", "")
+            .replace("\n", " systemd.show_status=1\n")
+    );
 
     // .sha256 in sha256sum format, checked by sha256sum itself.
-    run(Command::new("sha256sum").arg("-c").arg("pinas.img.sha256").current_dir(b.path("out")));
-    let manifest: serde_json::Value = serde_json::from_str(&fs::read_to_string(b.path("out/pinas.manifest.json")).unwrap()).unwrap();
+    run(Command::new("sha256sum")
+        .arg("-c")
+        .arg("pinas.img.sha256")
+        .current_dir(b.path("out")));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(b.path("out/pinas.manifest.json")).unwrap())
+            .unwrap();
     assert_eq!(manifest["output"]["sha256"], sha256_file(&out));
     assert_eq!(manifest["board"], "pi5");
     assert_eq!(manifest["kernel"]["version"], V2712);
     let changes = manifest["changes"].as_array().unwrap();
     assert_eq!(changes.len(), 2, "{manifest:#}");
     assert_eq!(changes[0]["file"], "bootfs:/config.txt");
-    assert_eq!(changes[0]["before_sha256"], nasforge::io::hash::sha256_hex(PIOS_CONFIG.as_bytes()));
-    assert_eq!(changes[0]["after_sha256"], nasforge::io::hash::sha256_hex(config.as_bytes()));
+    assert_eq!(
+        changes[0]["before_sha256"],
+        nasforge::io::hash::sha256_hex(PIOS_CONFIG.as_bytes())
+    );
+    assert_eq!(
+        changes[0]["after_sha256"],
+        nasforge::io::hash::sha256_hex(config.as_bytes())
+    );
     assert_eq!(changes[1]["file"], "bootfs:/cmdline.txt");
     // Only the three output files, no leftovers.
-    assert_eq!(files_under(&b.path("out")), vec!["pinas.img", "pinas.img.sha256", "pinas.manifest.json"]);
+    assert_eq!(
+        files_under(&b.path("out")),
+        vec!["pinas.img", "pinas.img.sha256", "pinas.manifest.json"]
+    );
 }
 
 #[test]
@@ -96,45 +126,91 @@ fn rebuilding_from_its_own_output_changes_nothing() {
     assert_eq!(build(&b, "pinas.toml").status, 0);
     let again = PI5_RECIPE
         .replacen("path = \"rpi.img\"", "path = \"out/pinas.img\"", 1)
-        .replace("[output]\npath = \"out/pinas.img\"", "[output]\npath = \"again/pinas.img\"");
+        .replace(
+            "[output]\npath = \"out/pinas.img\"",
+            "[output]\npath = \"again/pinas.img\"",
+        );
     write_recipe(b.dir.path(), "again.toml", &again);
     let r = build(&b, "again.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("settings already as the recipe wants them"), "{}", r.stderr);
-    let manifest: serde_json::Value = serde_json::from_str(&fs::read_to_string(b.path("again/pinas.manifest.json")).unwrap()).unwrap();
+    assert!(
+        r.stderr
+            .contains("settings already as the recipe wants them"),
+        "{}",
+        r.stderr
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(b.path("again/pinas.manifest.json")).unwrap())
+            .unwrap();
     assert_eq!(manifest["changes"].as_array().unwrap().len(), 0);
-    assert_eq!(sha256_file(&b.path("again/pinas.img")), sha256_file(&b.path("out/pinas.img")));
+    assert_eq!(
+        sha256_file(&b.path("again/pinas.img")),
+        sha256_file(&b.path("out/pinas.img"))
+    );
 }
 
 #[test]
 fn a_conflicting_gen_is_replaced_in_place() {
     let config = format!("{PIOS_CONFIG}\n[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=2\n");
-    let b = setup(RpiFixture { config: config.clone(), first_sector: 16384, ..Default::default() }, PI5_RECIPE);
+    let b = setup(
+        RpiFixture {
+            config: config.clone(),
+            first_sector: 16384,
+            ..Default::default()
+        },
+        PI5_RECIPE,
+    );
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
     let out = b.path("out/pinas.img");
     let (boot, _) = boot_offset(&out);
-    assert_eq!(boot, 16384 * 512, "the 8 MiB layout of 2025+ images is read by type, not position");
-    assert_eq!(mtype(&out, boot, "config.txt"), config.replace("pciex1_gen=2", "pciex1_gen=3"));
+    assert_eq!(
+        boot,
+        16384 * 512,
+        "the 8 MiB layout of 2025+ images is read by type, not position"
+    );
+    assert_eq!(
+        mtype(&out, boot, "config.txt"),
+        config.replace("pciex1_gen=2", "pciex1_gen=3")
+    );
 }
 
 #[test]
 fn xz_in_xz_out_round_trips_and_sha256_covers_both_forms() {
-    let b = setup(RpiFixture { payload: 8 * MIB, ..Default::default() }, &PI5_RECIPE.replace("rpi.img\"", "rpi.img.xz\"").replace("out/pinas.img\"", "out/pinas.img.xz\""));
-    run(Command::new("xz").args(["-T2", "-3", "-k"]).arg(b.path("rpi.img")));
+    let b = setup(
+        RpiFixture {
+            payload: 8 * MIB,
+            ..Default::default()
+        },
+        &PI5_RECIPE
+            .replace("rpi.img\"", "rpi.img.xz\"")
+            .replace("out/pinas.img\"", "out/pinas.img.xz\""),
+    );
+    run(Command::new("xz")
+        .args(["-T2", "-3", "-k"])
+        .arg(b.path("rpi.img")));
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
     let out = b.path("out/pinas.img.xz");
     run(Command::new("xz").arg("-t").arg(&out));
-    run(Command::new("sha256sum").arg("-c").arg("pinas.img.xz.sha256").current_dir(b.path("out")));
+    run(Command::new("sha256sum")
+        .arg("-c")
+        .arg("pinas.img.xz.sha256")
+        .current_dir(b.path("out")));
     run(Command::new("xz").args(["-dk"]).arg(&out));
     let raw = b.path("out/pinas.img");
-    let manifest: serde_json::Value = serde_json::from_str(&fs::read_to_string(b.path("out/pinas.manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(b.path("out/pinas.manifest.json")).unwrap())
+            .unwrap();
     assert_eq!(manifest["output"]["image_sha256"], sha256_file(&raw));
     assert_eq!(manifest["base"]["format"], "xz");
     e2fsck(&raw, root_offset(&raw));
     // The payload survived decompression, recompression and decompression.
-    let payload_a = debugfs_cat(&b.path("rpi.img"), root_offset(&raw), "/var/lib/payload.bin");
+    let payload_a = debugfs_cat(
+        &b.path("rpi.img"),
+        root_offset(&raw),
+        "/var/lib/payload.bin",
+    );
     let payload_b = debugfs_cat(&raw, root_offset(&raw), "/var/lib/payload.bin");
     assert_eq!(payload_a.len(), payload_b.len());
     assert!(payload_a == payload_b);
@@ -142,8 +218,13 @@ fn xz_in_xz_out_round_trips_and_sha256_covers_both_forms() {
 
 #[test]
 fn gzip_input_is_accepted() {
-    let b = setup(RpiFixture::default(), &PI5_RECIPE.replace("rpi.img\"", "rpi.img.gz\""));
-    run(Command::new("gzip").args(["-k", "-1"]).arg(b.path("rpi.img")));
+    let b = setup(
+        RpiFixture::default(),
+        &PI5_RECIPE.replace("rpi.img\"", "rpi.img.gz\""),
+    );
+    run(Command::new("gzip")
+        .args(["-k", "-1"])
+        .arg(b.path("rpi.img")));
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
     let out = b.path("out/pinas.img");
@@ -155,41 +236,80 @@ fn gzip_input_is_accepted() {
 #[test]
 fn output_is_sparse() {
     use std::os::unix::fs::MetadataExt;
-    let b = setup(RpiFixture { root_mib: 512, ..Default::default() }, PI5_RECIPE);
+    let b = setup(
+        RpiFixture {
+            root_mib: 512,
+            ..Default::default()
+        },
+        PI5_RECIPE,
+    );
     assert_eq!(build(&b, "pinas.toml").status, 0);
     let m = fs::metadata(b.path("out/pinas.img")).unwrap();
-    assert!(m.blocks() * 512 < m.len() / 4, "{} bytes allocated for a {} byte image", m.blocks() * 512, m.len());
+    assert!(
+        m.blocks() * 512 < m.len() / 4,
+        "{} bytes allocated for a {} byte image",
+        m.blocks() * 512,
+        m.len()
+    );
 }
 
 #[test]
 fn truncated_archive_fails_and_leaves_nothing() {
-    let b = setup(RpiFixture { payload: 4 * MIB, ..Default::default() }, &PI5_RECIPE.replace("rpi.img\"", "rpi.img.xz\""));
+    let b = setup(
+        RpiFixture {
+            payload: 4 * MIB,
+            ..Default::default()
+        },
+        &PI5_RECIPE.replace("rpi.img\"", "rpi.img.xz\""),
+    );
     run(Command::new("xz").args(["-k", "-1"]).arg(b.path("rpi.img")));
     let xz = fs::read(b.path("rpi.img.xz")).unwrap();
     fs::write(b.path("rpi.img.xz"), &xz[..xz.len() * 2 / 3]).unwrap();
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("rpi.img.xz is not a valid xz archive") && r.stderr.contains("truncated or corrupt"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rpi.img.xz is not a valid xz archive")
+            && r.stderr.contains("truncated or corrupt"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
 }
 
 #[test]
 fn wrong_sha256_for_a_local_image_fails_and_leaves_nothing() {
-    let recipe = PI5_RECIPE.replace("path = \"rpi.img\"", &format!("path = \"rpi.img\"\nsha256 = \"{}\"", "ab".repeat(32)));
+    let recipe = PI5_RECIPE.replace(
+        "path = \"rpi.img\"",
+        &format!("path = \"rpi.img\"\nsha256 = \"{}\"", "ab".repeat(32)),
+    );
     let b = setup(RpiFixture::default(), &recipe);
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("sha256 mismatch for base image") && r.stderr.contains(&"ab".repeat(32)), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("sha256 mismatch for base image") && r.stderr.contains(&"ab".repeat(32)),
+        "{}",
+        r.stderr
+    );
     assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
     // The right sha256 is accepted.
     let good = sha256_file(&b.path("rpi.img"));
-    write_recipe(b.dir.path(), "pinas.toml", &recipe.replace(&"ab".repeat(32), &good));
+    write_recipe(
+        b.dir.path(),
+        "pinas.toml",
+        &recipe.replace(&"ab".repeat(32), &good),
+    );
     assert_eq!(build(&b, "pinas.toml").status, 0);
 }
 
 #[test]
 fn a_kernel_without_raid456_stops_the_build_before_any_change() {
-    let b = setup(RpiFixture { raid456: false, ..Default::default() }, PI5_RECIPE);
+    let b = setup(
+        RpiFixture {
+            raid456: false,
+            ..Default::default()
+        },
+        PI5_RECIPE,
+    );
     let before = sha256_file(&b.path("rpi.img"));
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 1);
@@ -200,21 +320,41 @@ fn a_kernel_without_raid456_stops_the_build_before_any_change() {
         r.stderr
     );
     assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
-    assert_eq!(sha256_file(&b.path("rpi.img")), before, "the base image is never written");
+    assert_eq!(
+        sha256_file(&b.path("rpi.img")),
+        before,
+        "the base image is never written"
+    );
 }
 
 #[test]
 fn kernel_line_in_config_txt_decides_the_booted_kernel() {
     let config = format!("{PIOS_CONFIG}\n[pi5]\nkernel=kernel8.img\n");
-    let b = setup(RpiFixture { config, ..Default::default() }, PI5_RECIPE);
+    let b = setup(
+        RpiFixture {
+            config,
+            ..Default::default()
+        },
+        PI5_RECIPE,
+    );
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("pi5 boots 6.6.51+rpt-rpi-v8"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("pi5 boots 6.6.51+rpt-rpi-v8"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
 fn grow_enlarges_partition_and_filesystem() {
-    let b = setup(RpiFixture::default(), &PI5_RECIPE.replace("path = \"out/pinas.img\"", "path = \"out/pinas.img\"\ngrow = \"64MiB\""));
+    let b = setup(
+        RpiFixture::default(),
+        &PI5_RECIPE.replace(
+            "path = \"out/pinas.img\"",
+            "path = \"out/pinas.img\"\ngrow = \"64MiB\"",
+        ),
+    );
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
     let before = sfdisk_parts(&b.path("rpi.img"));
@@ -223,7 +363,10 @@ fn grow_enlarges_partition_and_filesystem() {
     assert_eq!(after[1].0, before[1].0);
     assert_eq!(after[1].1, before[1].1 + 64 * 2048);
     e2fsck(&b.path("out/pinas.img"), after[1].0 * 512);
-    assert_eq!(ext4_size(&b.path("out/pinas.img"), after[1].0 * 512), (96 + 64) * MIB);
+    assert_eq!(
+        ext4_size(&b.path("out/pinas.img"), after[1].0 * 512),
+        (96 + 64) * MIB
+    );
 }
 
 #[test]
@@ -237,12 +380,22 @@ fn corrupt_partition_tables_are_clear_errors() {
     fs::write(&img, &bytes).unwrap();
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("corrupt partition table: partitions 1 and 2 overlap"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("corrupt partition table: partitions 1 and 2 overlap"),
+        "{}",
+        r.stderr
+    );
 
     bytes[510] = 0;
     fs::write(&img, &bytes).unwrap();
     let r = build(&b, "pinas.toml");
-    assert!(r.stderr.contains("no partition table: the first sector has no MBR boot signature"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("no partition table: the first sector has no MBR boot signature"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
 }
 
@@ -257,16 +410,32 @@ fn recipe_for_the_wrong_family_is_refused() {
 #[test]
 fn long_config_lines_are_warned_about() {
     let long = format!("dtoverlay={}", "x".repeat(100));
-    let b = setup(RpiFixture::default(), &PI5_RECIPE.replace("[boot]\n", &format!("[boot]\nconfig = [\"{long}\"]\n")));
+    let b = setup(
+        RpiFixture::default(),
+        &PI5_RECIPE.replace("[boot]\n", &format!("[boot]\nconfig = [\"{long}\"]\n")),
+    );
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("warning: config.txt line") && r.stderr.contains("the firmware ignores it"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("warning: config.txt line")
+            && r.stderr.contains("the firmware ignores it"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
 fn ctrl_c_mid_build_leaves_no_files() {
-    let b = setup(RpiFixture { payload: 48 * MIB, ..Default::default() }, &PI5_RECIPE.replace("rpi.img\"", "rpi.img.xz\""));
-    run(Command::new("xz").args(["-T2", "-0", "-k"]).arg(b.path("rpi.img")));
+    let b = setup(
+        RpiFixture {
+            payload: 48 * MIB,
+            ..Default::default()
+        },
+        &PI5_RECIPE.replace("rpi.img\"", "rpi.img.xz\""),
+    );
+    run(Command::new("xz")
+        .args(["-T2", "-0", "-k"])
+        .arg(b.path("rpi.img")));
     let child = Command::new(env!("CARGO_BIN_EXE_nasforge"))
         .args(["build", "pinas.toml"])
         .current_dir(b.dir.path())
@@ -277,32 +446,108 @@ fn ctrl_c_mid_build_leaves_no_files() {
     // Wait for the working copy to appear, then interrupt.
     let started = std::time::Instant::now();
     while files_under(&b.path("out")).is_empty() {
-        assert!(started.elapsed().as_secs() < 60, "the build never started writing");
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the build never started writing"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
 }
 
 #[test]
 fn debian_raspi_firmware_images_keep_the_settings_across_kernel_updates() {
-    let fixture = RpiFixture { root_files: vec![("etc/kernel/postinst.d/z50-raspi-firmware".into(), b"#!/bin/sh\n".to_vec())], ..Default::default() };
+    let fixture = RpiFixture {
+        root_files: vec![(
+            "etc/kernel/postinst.d/z50-raspi-firmware".into(),
+            b"#!/bin/sh\n".to_vec(),
+        )],
+        ..Default::default()
+    };
     let b = setup(fixture, PI5_RECIPE);
     let r = build(&b, "pinas.toml");
     assert_eq!(r.status, 0, "{}", r.stderr);
     let out = b.path("out/pinas.img");
     let off = root_offset(&out);
-    assert_eq!(debugfs_cat(&out, off, "/etc/default/raspi-firmware-custom"), "[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n");
-    assert_eq!(debugfs_cat(&out, off, "/etc/default/raspi-extra-cmdline"), "systemd.show_status=1\n");
+    assert_eq!(
+        debugfs_cat(&out, off, "/etc/default/raspi-firmware-custom"),
+        "[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n"
+    );
+    assert_eq!(
+        debugfs_cat(&out, off, "/etc/default/raspi-extra-cmdline"),
+        "systemd.show_status=1\n"
+    );
     assert!(r.stderr.contains("rewrites cmdline.txt on every kernel update, which brings back what `cmdline_remove` took out (quiet)"), "{}", r.stderr);
     e2fsck(&out, off);
     // A rebuild from the output adds nothing twice.
     let again = PI5_RECIPE
         .replacen("path = \"rpi.img\"", "path = \"out/pinas.img\"", 1)
-        .replace("[output]\npath = \"out/pinas.img\"", "[output]\npath = \"again/pinas.img\"");
+        .replace(
+            "[output]\npath = \"out/pinas.img\"",
+            "[output]\npath = \"again/pinas.img\"",
+        );
     write_recipe(b.dir.path(), "again.toml", &again);
     assert_eq!(build(&b, "again.toml").status, 0);
-    assert_eq!(debugfs_cat(&b.path("again/pinas.img"), off, "/etc/default/raspi-firmware-custom"), "[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n");
+    assert_eq!(
+        debugfs_cat(
+            &b.path("again/pinas.img"),
+            off,
+            "/etc/default/raspi-firmware-custom"
+        ),
+        "[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n"
+    );
+}
+
+#[test]
+fn the_sha256_covers_root_filesystem_writes_with_no_boot_change() {
+    // A Pi 4 needs no config.txt line; the only writes are /etc/localtime.
+    let fixture = RpiFixture {
+        root_files: vec![("usr/share/zoneinfo/Europe/Berlin".into(), b"TZif2".to_vec())],
+        ..Default::default()
+    };
+    let b = setup(
+        fixture,
+        "[base]\npath = \"rpi.img\"\n[board]\nmodel = \"pi4\"\n[system]\ntimezone = \"Europe/Berlin\"\n[output]\npath = \"out/tz.img\"\n",
+    );
+    let r = build(&b, "pinas.toml");
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    run(Command::new("sha256sum")
+        .arg("-c")
+        .arg("tz.img.sha256")
+        .current_dir(b.path("out")));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(b.path("out/tz.manifest.json")).unwrap()).unwrap();
+    assert!(
+        manifest["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["file"] == "root:/etc/localtime"),
+        "{manifest:#}"
+    );
+}
+
+#[test]
+fn the_output_cannot_be_the_base_image() {
+    let b = setup(
+        RpiFixture::default(),
+        "[base]\npath = \"rpi.img\"\n[board]\nmodel = \"pi4\"\n[output]\npath = \"rpi.img\"\n",
+    );
+    let before = sha256_file(&b.path("rpi.img"));
+    let r = build(&b, "pinas.toml");
+    assert_eq!(r.status, 1);
+    assert!(
+        r.stderr.contains("is the base image itself"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(sha256_file(&b.path("rpi.img")), before);
 }

@@ -16,7 +16,12 @@ fn check(text: &str) -> Cli {
 fn check_accepts_a_good_recipe() {
     let r = check("[base]\npath = \"x.img\"\n[board]\nmodel = \"cm4\"\n");
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("r.toml: ok — r for Raspberry Pi Compute Module 4, output out/r.img"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("r.toml: ok — r for Raspberry Pi Compute Module 4, output out/r.img"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -24,54 +29,114 @@ fn recipe_errors_name_file_line_and_column() {
     let r = check("[base]\npath = \"x.img\"\n[board]\nmodel = \"pi6\"\n");
     assert_eq!(r.status, 1);
     assert!(r.stderr.starts_with("error: r.toml:4:9: unknown variant `pi6`, expected one of `pi4`, `cm4`, `pi5`, `cm5`, `rock3a`, `rock4b`, `rock5b`, `generic-arm64`"), "{}", r.stderr);
-    assert!(r.stderr.contains("4 | model = \"pi6\"\n  |         ^^^^^"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("4 | model = \"pi6\"\n  |         ^^^^^"),
+        "{}",
+        r.stderr
+    );
 
-    let r = check("[base]\npath = \"x.img\"\n[board]\nmodel = \"pi5\"\n[output]\npaht = \"a.img\"\n");
-    assert!(r.stderr.contains("r.toml:6:1: unknown field `paht`") && r.stderr.contains("did you mean `path`?"), "{}", r.stderr);
+    let r =
+        check("[base]\npath = \"x.img\"\n[board]\nmodel = \"pi5\"\n[output]\npaht = \"a.img\"\n");
+    assert!(
+        r.stderr.contains("r.toml:6:1: unknown field `paht`")
+            && r.stderr.contains("did you mean `path`?"),
+        "{}",
+        r.stderr
+    );
 
     let r = check("[base]\npath = \"x.img\"\n[board]\nmodel = \"pi5\"\npcie_gen = \"3\"\n");
-    assert!(r.stderr.contains("r.toml:5:12: invalid type: string \"3\", expected u8"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("r.toml:5:12: invalid type: string \"3\", expected u8"),
+        "{}",
+        r.stderr
+    );
 
     let r = check("[base]\npath = \"x.img\"\n[board\nmodel = \"pi5\"\n");
-    assert!(r.stderr.contains("r.toml:3:"), "TOML syntax errors are located too: {}", r.stderr);
+    assert!(
+        r.stderr.contains("r.toml:3:"),
+        "TOML syntax errors are located too: {}",
+        r.stderr
+    );
 }
 
 #[test]
 fn check_says_when_the_local_image_is_missing() {
     let dir = tempfile::tempdir().unwrap();
-    write_recipe(dir.path(), "r.toml", "[base]\npath = \"nope.img.xz\"\n[board]\nmodel = \"pi5\"\n");
+    write_recipe(
+        dir.path(),
+        "r.toml",
+        "[base]\npath = \"nope.img.xz\"\n[board]\nmodel = \"pi5\"\n",
+    );
     let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("base image ") && r.stderr.contains("nope.img.xz does not exist"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("base image ") && r.stderr.contains("nope.img.xz does not exist"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
 fn inspect_reports_layout_kernels_and_pcie_settings() {
     let dir = tempfile::tempdir().unwrap();
     let config = format!("{PIOS_CONFIG}[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n");
-    let img = RpiFixture { config, raid456: false, ..Default::default() }.build(dir.path());
+    let img = RpiFixture {
+        config,
+        raid456: false,
+        ..Default::default()
+    }
+    .build(dir.path());
     let r = nasforge(&["inspect", img.to_str().unwrap()], dir.path(), dir.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     let out = &r.stdout;
     assert!(out.contains("MBR partition table (1234abcd)"), "{out}");
-    assert!(out.contains("FAT    bootfs [boot]") && out.contains("ext4   rootfs [root]"), "{out}");
+    assert!(
+        out.contains("FAT    bootfs [boot]") && out.contains("ext4   rootfs [root]"),
+        "{out}"
+    );
     assert!(out.contains("os: Debian GNU/Linux 12 (bookworm)"), "{out}");
     assert!(out.contains("pi5 boots 6.6.51+rpt-rpi-2712 — kernel_2712.img is what the pi5 firmware loads by default"), "{out}");
     assert!(out.contains("cm4 boots 6.6.51+rpt-rpi-v8"), "{out}");
-    assert!(out.contains("sata ✓ (libata=m, ahci=m), md ✗ (md_mod=m, raid0=m, raid1=m, raid10=m, raid456=-)"), "{out}");
-    assert!(out.contains("config.txt for pi5: pciex1=on pciex1_gen=3"), "{out}");
-    assert!(out.contains("config.txt for pi4: pciex1=(off) pciex1_gen=(default)"), "{out}");
+    assert!(
+        out.contains(
+            "sata ✓ (libata=m, ahci=m), md ✗ (md_mod=m, raid0=m, raid1=m, raid10=m, raid456=-)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("config.txt for pi5: pciex1=on pciex1_gen=3"),
+        "{out}"
+    );
+    assert!(
+        out.contains("config.txt for pi4: pciex1=(off) pciex1_gen=(default)"),
+        "{out}"
+    );
 
-    let r = nasforge(&["inspect", "--json", img.to_str().unwrap()], dir.path(), dir.path());
+    let r = nasforge(
+        &["inspect", "--json", img.to_str().unwrap()],
+        dir.path(),
+        dir.path(),
+    );
     let j: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(j["table"], "mbr");
     assert_eq!(j["family"], "rpi");
     assert_eq!(j["partitions"][0]["label"], "bootfs");
     assert_eq!(j["partitions"][1]["fs"], "ext4");
     assert_eq!(j["pcie"]["pi5"]["pciex1_gen"], "3");
-    let pi5 = j["booted"].as_array().unwrap().iter().find(|b| b["board"] == "pi5").unwrap();
+    let pi5 = j["booted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["board"] == "pi5")
+        .unwrap();
     assert_eq!(pi5["version"], V2712);
-    let k = j["kernels"].as_array().unwrap().iter().find(|k| k["version"] == V2712).unwrap();
+    let k = j["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["version"] == V2712)
+        .unwrap();
     assert_eq!(k["capabilities"]["md"]["missing"][0], "raid456");
     assert_eq!(k["modules"]["ahci"], "module");
 }
@@ -80,12 +145,20 @@ fn inspect_reports_layout_kernels_and_pcie_settings() {
 fn inspect_reads_compressed_images_and_armbian() {
     let dir = tempfile::tempdir().unwrap();
     let img = armbian_image(dir.path(), &["rockchip-rk3588-sata1.dtbo"]);
-    run(std::process::Command::new("xz").args(["-1", "-k"]).arg(&img));
+    run(std::process::Command::new("xz")
+        .args(["-1", "-k"])
+        .arg(&img));
     let r = nasforge(&["inspect", "armbian.img.xz"], dir.path(), dir.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(r.stdout.starts_with("armbian.img.xz: "), "{}", r.stdout);
     assert!(r.stdout.contains("GPT partition table"), "{}", r.stdout);
-    assert!(r.stdout.contains(&format!("rock5b boots {ARMBIAN_VERSION} — /boot/Image links to vmlinuz-{ARMBIAN_VERSION}")), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!(
+            "rock5b boots {ARMBIAN_VERSION} — /boot/Image links to vmlinuz-{ARMBIAN_VERSION}"
+        )),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("armbianEnv.txt: overlay_prefix=rockchip-rk3588 overlays=uart7-m2 fdtfile=rockchip/rk3588-rock-5b.dtb"), "{}", r.stdout);
 }
 
@@ -95,7 +168,12 @@ fn inspect_refuses_what_is_not_a_disk_image() {
     std::fs::write(dir.path().join("notes.img"), vec![7u8; 4096]).unwrap();
     let r = nasforge(&["inspect", "notes.img"], dir.path(), dir.path());
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("no partition table: the first sector has no MBR boot signature"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("no partition table: the first sector has no MBR boot signature"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -125,10 +203,24 @@ fn bundled_recipes_are_valid() {
 fn emulate_explains_what_it_cannot_boot() {
     let dir = tempfile::tempdir().unwrap();
     let img = RpiFixture::default().build(dir.path());
-    let r = nasforge(&["emulate", img.to_str().unwrap(), "--disks", "2x64M", "--headless"], dir.path(), dir.path());
+    let r = nasforge(
+        &[
+            "emulate",
+            img.to_str().unwrap(),
+            "--disks",
+            "2x64M",
+            "--headless",
+        ],
+        dir.path(),
+        dir.path(),
+    );
     assert_eq!(r.status, 1);
     assert!(r.stderr.contains("kernel 6.6.51+rpt-rpi-2712 has no virtio block driver, so qemu's virt machine cannot boot it"), "{}", r.stderr);
-    assert!(r.stderr.contains("[base] debian"), "the error says what to do: {}", r.stderr);
+    assert!(
+        r.stderr.contains("[base] debian"),
+        "the error says what to do: {}",
+        r.stderr
+    );
 
     // Without qemu on the PATH.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_nasforge"))
@@ -137,8 +229,20 @@ fn emulate_explains_what_it_cannot_boot() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("qemu-system-aarch64 not found: install qemu-system-arm"), "{stderr}");
+    assert!(
+        stderr.contains("qemu-system-aarch64 not found: install qemu-system-arm"),
+        "{stderr}"
+    );
 
-    let r = nasforge(&["emulate", img.to_str().unwrap(), "--disks", "9x1G"], dir.path(), dir.path());
-    assert!(r.stderr.contains("the emulated SATA controller has 1 to 6 ports"), "{}", r.stderr);
+    let r = nasforge(
+        &["emulate", img.to_str().unwrap(), "--disks", "9x1G"],
+        dir.path(),
+        dir.path(),
+    );
+    assert!(
+        r.stderr
+            .contains("the emulated SATA controller has 1 to 6 ports"),
+        "{}",
+        r.stderr
+    );
 }

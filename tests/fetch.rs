@@ -19,18 +19,33 @@ fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served");
     std::fs::create_dir(&served).unwrap();
-    let img = RpiFixture { payload: 2 * MIB, ..Default::default() }.build(dir.path());
-    run(Command::new("xz").args(["-T2", "-1", "-c"]).arg(&img).stdout(std::fs::File::create(served.join("rpi.img.xz")).unwrap()));
+    let img = RpiFixture {
+        payload: 2 * MIB,
+        ..Default::default()
+    }
+    .build(dir.path());
+    run(Command::new("xz")
+        .args(["-T2", "-1", "-c"])
+        .arg(&img)
+        .stdout(std::fs::File::create(served.join("rpi.img.xz")).unwrap()));
     let sha = sha256_file(&served.join("rpi.img.xz"));
     let server = Server::start(served);
-    Env { dir, cache: tempfile::tempdir().unwrap(), server, sha }
+    Env {
+        dir,
+        cache: tempfile::tempdir().unwrap(),
+        server,
+        sha,
+    }
 }
 
 fn recipe(e: &Env, file: &str, sha: &str) {
     write_recipe(
         e.dir.path(),
         "r.toml",
-        &format!("[base]\nurl = \"{}\"\nsha256 = \"{sha}\"\n[board]\nmodel = \"pi4\"\n[output]\npath = \"out/r.img\"\n", e.server.url(file)),
+        &format!(
+            "[base]\nurl = \"{}\"\nsha256 = \"{sha}\"\n[board]\nmodel = \"pi4\"\n[output]\npath = \"out/r.img\"\n",
+            e.server.url(file)
+        ),
     );
 }
 
@@ -41,14 +56,24 @@ fn a_url_build_downloads_once_and_then_uses_the_cache() {
     let r = nasforge(&["build", "r.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(e.server.request_count(), 1);
-    let cached = e.cache.path().join(format!("downloads/{}/rpi.img.xz", e.sha));
+    let cached = e
+        .cache
+        .path()
+        .join(format!("downloads/{}/rpi.img.xz", e.sha));
     assert_eq!(sha256_file(&cached), e.sha);
-    assert_eq!(files_under(&e.cache.path().join("downloads/partial")), Vec::<String>::new());
+    assert_eq!(
+        files_under(&e.cache.path().join("downloads/partial")),
+        Vec::<String>::new()
+    );
 
     let r = nasforge(&["build", "r.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(r.stderr.contains("(cached)"), "{}", r.stderr);
-    assert_eq!(e.server.request_count(), 1, "a cached, verified file is never downloaded again");
+    assert_eq!(
+        e.server.request_count(),
+        1,
+        "a cached, verified file is never downloaded again"
+    );
 }
 
 #[test]
@@ -58,13 +83,30 @@ fn a_body_cut_half_way_is_resumed_to_the_right_hash() {
     recipe(&e, "rpi.img.xz", &e.sha);
     let r = nasforge(&["build", "r.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("interrupted (attempt 1/5)"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("interrupted (attempt 1/5)"),
+        "{}",
+        r.stderr
+    );
     let reqs = e.server.requests.lock().unwrap().clone();
     assert_eq!(reqs.len(), 2, "{reqs:?}");
     assert_eq!(reqs[0], "GET /rpi.img.xz range=None");
-    let len = std::fs::metadata(e.dir.path().join("served/rpi.img.xz")).unwrap().len();
-    assert_eq!(reqs[1], format!("GET /rpi.img.xz range=Some({})", len / 2), "the second request resumes where the cut was");
-    assert_eq!(sha256_file(&e.cache.path().join(format!("downloads/{}/rpi.img.xz", e.sha))), e.sha);
+    let len = std::fs::metadata(e.dir.path().join("served/rpi.img.xz"))
+        .unwrap()
+        .len();
+    assert_eq!(
+        reqs[1],
+        format!("GET /rpi.img.xz range=Some({})", len / 2),
+        "the second request resumes where the cut was"
+    );
+    assert_eq!(
+        sha256_file(
+            &e.cache
+                .path()
+                .join(format!("downloads/{}/rpi.img.xz", e.sha))
+        ),
+        e.sha
+    );
 }
 
 #[test]
@@ -74,7 +116,13 @@ fn a_wrong_sha256_fails_and_leaves_no_file() {
     recipe(&e, "rpi.img.xz", &wrong);
     let r = nasforge(&["build", "r.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("sha256 mismatch") && r.stderr.contains(&wrong) && r.stderr.contains(&e.sha), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("sha256 mismatch")
+            && r.stderr.contains(&wrong)
+            && r.stderr.contains(&e.sha),
+        "{}",
+        r.stderr
+    );
     assert_eq!(files_under(e.cache.path()), Vec::<String>::new());
     assert_eq!(files_under(&e.dir.path().join("out")), Vec::<String>::new());
 }
@@ -85,7 +133,11 @@ fn http_errors_are_clear_and_leave_no_file() {
     recipe(&e, "missing.img.xz", &e.sha);
     let r = nasforge(&["build", "r.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("HTTP 404 Not Found") && r.stderr.contains("missing.img.xz"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("HTTP 404 Not Found") && r.stderr.contains("missing.img.xz"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(files_under(e.cache.path()), Vec::<String>::new());
 }
 
@@ -96,11 +148,27 @@ fn a_server_that_keeps_cutting_gives_up_and_keeps_the_part_for_next_time() {
     recipe(&e, "rpi.img.xz", &e.sha);
     let r = nasforge(&["build", "r.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("failed after 5 attempts") && r.stderr.contains("the next run resumes from there"), "{}", r.stderr);
-    assert_eq!(files_under(&e.cache.path().join("downloads")), vec![format!("partial/{}.part", e.sha)]);
+    assert!(
+        r.stderr.contains("failed after 5 attempts")
+            && r.stderr.contains("the next run resumes from there"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        files_under(&e.cache.path().join("downloads")),
+        vec![format!("partial/{}.part", e.sha)]
+    );
     assert_eq!(files_under(&e.dir.path().join("out")), Vec::<String>::new());
     // The next run resumes and finishes.
     let r = nasforge(&["build", "r.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(e.server.requests.lock().unwrap().last().unwrap().contains("range=Some("));
+    assert!(
+        e.server
+            .requests
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .contains("range=Some(")
+    );
 }

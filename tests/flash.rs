@@ -34,8 +34,13 @@ struct Loop {
 
 impl Loop {
     fn attach(backing: &Path) -> Loop {
-        let dev = stdout(Command::new("losetup").args(["-f", "--show"]).arg(backing)).trim().to_string();
-        Loop { dev, backing: backing.to_path_buf() }
+        let dev = stdout(Command::new("losetup").args(["-f", "--show"]).arg(backing))
+            .trim()
+            .to_string();
+        Loop {
+            dev,
+            backing: backing.to_path_buf(),
+        }
     }
 
     /// A fresh sparse backing file of `size` bytes.
@@ -63,7 +68,10 @@ impl Loop {
 
     fn read(&self, offset: u64, len: usize) -> Vec<u8> {
         let mut buf = vec![0u8; len];
-        fs::File::open(&self.dev).unwrap().read_exact_at(&mut buf, offset).unwrap();
+        fs::File::open(&self.dev)
+            .unwrap()
+            .read_exact_at(&mut buf, offset)
+            .unwrap();
         buf
     }
 }
@@ -71,7 +79,11 @@ impl Loop {
 impl Drop for Loop {
     fn drop(&mut self) {
         // Partitions added with partx outlive a detach on some kernels.
-        let _ = Command::new("partx").arg("-d").arg(&self.dev).stderr(Stdio::null()).status();
+        let _ = Command::new("partx")
+            .arg("-d")
+            .arg(&self.dev)
+            .stderr(Stdio::null())
+            .status();
         let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
     }
 }
@@ -88,7 +100,12 @@ impl Drop for Mount {
 fn flash(args: &[&str], cwd: &Path) -> Cli {
     let mut full = vec!["flash"];
     full.extend_from_slice(args);
-    let out = Command::new(env!("CARGO_BIN_EXE_nasforge")).args(&full).current_dir(cwd).stdin(Stdio::null()).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nasforge"))
+        .args(&full)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     Cli {
         status: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -97,19 +114,35 @@ fn flash(args: &[&str], cwd: &Path) -> Cli {
 }
 
 fn ok(c: &Cli) {
-    assert_eq!(c.status, 0, "nasforge flash failed:\nstdout:\n{}\nstderr:\n{}", c.stdout, c.stderr);
+    assert_eq!(
+        c.status, 0,
+        "nasforge flash failed:\nstdout:\n{}\nstderr:\n{}",
+        c.stdout, c.stderr
+    );
 }
 
 fn failed(c: &Cli) -> String {
-    assert_ne!(c.status, 0, "nasforge flash should have failed:\nstdout:\n{}\nstderr:\n{}", c.stdout, c.stderr);
+    assert_ne!(
+        c.status, 0,
+        "nasforge flash should have failed:\nstdout:\n{}\nstderr:\n{}",
+        c.stdout, c.stderr
+    );
     c.stderr.clone()
 }
 
 /// sha256 of the first `len` bytes of a device or file, by sha256sum.
 fn sha256_prefix(path: &Path, len: u64) -> String {
-    let out = Command::new("sh").arg("-c").arg(format!("head -c {len} '{}' | sha256sum", path.display())).output().unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("head -c {len} '{}' | sha256sum", path.display()))
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_string()
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 fn allocated(path: &Path) -> u64 {
@@ -118,7 +151,11 @@ fn allocated(path: &Path) -> u64 {
 
 /// The Raspberry Pi OS-shaped fixture (164 MiB, sparse) and its .xz.
 fn fixture(dir: &Path) -> (PathBuf, PathBuf) {
-    let img = RpiFixture { payload: 8 * MIB, ..Default::default() }.build(dir);
+    let img = RpiFixture {
+        payload: 8 * MIB,
+        ..Default::default()
+    }
+    .build(dir);
     run(Command::new("xz").args(["-T2", "-1", "-k"]).arg(&img));
     let xz = img.with_extension("img.xz");
     (img, xz)
@@ -152,8 +189,16 @@ fn raw_and_xz_images_flash_to_a_loop_device_and_read_back_equal() {
     let before = allocated(&used.backing);
     let c = flash(&[xz.to_str().unwrap(), &used.dev, "--yes"], dir.path());
     ok(&c);
-    assert_eq!(sha256_prefix(used.path(), size), want, "readback of the .img.xz flash");
-    assert!(allocated(&used.backing) < before / 2, "the image's holes were punched in the backing file: {} of {before}", allocated(&used.backing));
+    assert_eq!(
+        sha256_prefix(used.path(), size),
+        want,
+        "readback of the .img.xz flash"
+    );
+    assert!(
+        allocated(&used.backing) < before / 2,
+        "the image's holes were punched in the backing file: {} of {before}",
+        allocated(&used.backing)
+    );
     assert!(c.stdout.contains("holes punched"), "{}", c.stdout);
 }
 
@@ -168,7 +213,12 @@ fn images_flash_to_files_dd_style_leaving_holes_where_the_image_has_them() {
     let c = flash(&[img.to_str().unwrap(), out.to_str().unwrap()], dir.path());
     ok(&c);
     assert_eq!(sha256_file(&out), want);
-    assert!(allocated(&out) <= allocated(&img) + 2 * MIB, "target {} allocated, image {}", allocated(&out), allocated(&img));
+    assert!(
+        allocated(&out) <= allocated(&img) + 2 * MIB,
+        "target {} allocated, image {}",
+        allocated(&out),
+        allocated(&img)
+    );
 
     // Over an existing, larger file of junk: truncated to the image, holes
     // punched, so it equals the image byte for byte. It asks first.
@@ -176,7 +226,10 @@ fn images_flash_to_files_dd_style_leaving_holes_where_the_image_has_them() {
     fs::write(&junk, vec![0x5au8; (size + 10 * MIB) as usize]).unwrap();
     let c = flash(&[xz.to_str().unwrap(), junk.to_str().unwrap()], dir.path());
     assert!(failed(&c).contains("--yes"), "{}", c.stderr);
-    let c = flash(&[xz.to_str().unwrap(), junk.to_str().unwrap(), "--yes"], dir.path());
+    let c = flash(
+        &[xz.to_str().unwrap(), junk.to_str().unwrap(), "--yes"],
+        dir.path(),
+    );
     ok(&c);
     assert_eq!(fs::metadata(&junk).unwrap().len(), size);
     assert_eq!(sha256_file(&junk), want);
@@ -188,7 +241,10 @@ fn a_gpt_image_keeps_its_own_backup_table() {
     let dir = tempfile::tempdir().unwrap();
     let img = armbian_image(dir.path(), &[]);
     let out = dir.path().join("card.img");
-    ok(&flash(&[img.to_str().unwrap(), out.to_str().unwrap()], dir.path()));
+    ok(&flash(
+        &[img.to_str().unwrap(), out.to_str().unwrap()],
+        dir.path(),
+    ));
     assert_eq!(sha256_file(&out), sha256_file(&img));
     let v = stdout(Command::new("sgdisk").arg("-v").arg(&out));
     assert!(v.contains("No problems found"), "{v}");
@@ -196,14 +252,33 @@ fn a_gpt_image_keeps_its_own_backup_table() {
 
 /// The disk holding `/`, as findmnt and lsblk see it.
 fn system_disk() -> Option<String> {
-    let src = String::from_utf8(Command::new("findmnt").args(["-n", "-o", "SOURCE", "/"]).output().ok()?.stdout).ok()?;
+    let src = String::from_utf8(
+        Command::new("findmnt")
+            .args(["-n", "-o", "SOURCE", "/"])
+            .output()
+            .ok()?
+            .stdout,
+    )
+    .ok()?;
     let src = src.trim().split('[').next()?.to_string();
     if !src.starts_with("/dev/") {
         return None;
     }
-    let parent = String::from_utf8(Command::new("lsblk").args(["-n", "-d", "-o", "PKNAME"]).arg(&src).output().ok()?.stdout).ok()?;
+    let parent = String::from_utf8(
+        Command::new("lsblk")
+            .args(["-n", "-d", "-o", "PKNAME"])
+            .arg(&src)
+            .output()
+            .ok()?
+            .stdout,
+    )
+    .ok()?;
     let parent = parent.trim();
-    Some(if parent.is_empty() { src } else { format!("/dev/{parent}") })
+    Some(if parent.is_empty() {
+        src
+    } else {
+        format!("/dev/{parent}")
+    })
 }
 
 #[test]
@@ -215,12 +290,29 @@ fn the_system_disk_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (img, _) = fixture(dir.path());
     // --dry-run: should the refusal ever break, this test still writes nothing.
-    let c = flash(&[img.to_str().unwrap(), &disk, "--yes", "--dry-run", "--force-large"], dir.path());
+    let c = flash(
+        &[
+            img.to_str().unwrap(),
+            &disk,
+            "--yes",
+            "--dry-run",
+            "--force-large",
+        ],
+        dir.path(),
+    );
     let err = failed(&c);
-    assert!(err.contains(&format!("refusing to write {disk}")) && err.contains("running system's root filesystem"), "{err}");
+    assert!(
+        err.contains(&format!("refusing to write {disk}"))
+            && err.contains("running system's root filesystem"),
+        "{err}"
+    );
     let list = flash(&["--list", "--all"], dir.path());
     ok(&list);
-    assert!(list.stdout.contains(&disk) && list.stdout.contains("refused: it holds the running system"), "{}", list.stdout);
+    assert!(
+        list.stdout.contains(&disk) && list.stdout.contains("refused: it holds the running system"),
+        "{}",
+        list.stdout
+    );
 }
 
 #[test]
@@ -229,20 +321,32 @@ fn a_mounted_disk_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (img, _) = fixture(dir.path());
     let lo = Loop::sparse(dir.path(), "mounted.bin", 64 * MIB);
-    run(Command::new("mkfs.ext4").args(["-q", "-L", "inuse"]).arg(&lo.dev));
+    run(Command::new("mkfs.ext4")
+        .args(["-q", "-L", "inuse"])
+        .arg(&lo.dev));
     let at = dir.path().join("mnt");
     fs::create_dir(&at).unwrap();
     run(Command::new("mount").arg(&lo.dev).arg(&at));
     let _m = Mount(at.clone());
     fs::write(at.join("keep.txt"), "precious").unwrap();
 
-    let err = failed(&flash(&[img.to_str().unwrap(), &lo.dev, "--yes"], dir.path()));
-    assert!(err.contains(&format!("{} is mounted at {}", lo.dev, at.display())), "{err}");
+    let err = failed(&flash(
+        &[img.to_str().unwrap(), &lo.dev, "--yes"],
+        dir.path(),
+    ));
+    assert!(
+        err.contains(&format!("{} is mounted at {}", lo.dev, at.display())),
+        "{err}"
+    );
     assert!(err.contains("unmount it first"), "{err}");
     assert_eq!(fs::read_to_string(at.join("keep.txt")).unwrap(), "precious");
 
     let list = flash(&["--list", "--all"], dir.path());
-    assert!(list.stdout.contains(&lo.dev) && list.stdout.contains("ext4 filesystem labelled 'inuse'"), "{}", list.stdout);
+    assert!(
+        list.stdout.contains(&lo.dev) && list.stdout.contains("ext4 filesystem labelled 'inuse'"),
+        "{}",
+        list.stdout
+    );
 }
 
 #[test]
@@ -251,10 +355,32 @@ fn a_disk_larger_than_max_size_needs_force_large() {
     let dir = tempfile::tempdir().unwrap();
     let (img, _) = fixture(dir.path());
     let lo = Loop::sparse(dir.path(), "big.bin", 256 * MIB);
-    let err = failed(&flash(&[img.to_str().unwrap(), &lo.dev, "--yes", "--max-size", "200MiB"], dir.path()));
-    assert!(err.contains("larger than --max-size") && err.contains("--force-large"), "{err}");
+    let err = failed(&flash(
+        &[
+            img.to_str().unwrap(),
+            &lo.dev,
+            "--yes",
+            "--max-size",
+            "200MiB",
+        ],
+        dir.path(),
+    ));
+    assert!(
+        err.contains("larger than --max-size") && err.contains("--force-large"),
+        "{err}"
+    );
     assert_eq!(lo.read(0, 512), vec![0u8; 512], "nothing was written");
-    ok(&flash(&[img.to_str().unwrap(), &lo.dev, "--yes", "--max-size", "200MiB", "--force-large"], dir.path()));
+    ok(&flash(
+        &[
+            img.to_str().unwrap(),
+            &lo.dev,
+            "--yes",
+            "--max-size",
+            "200MiB",
+            "--force-large",
+        ],
+        dir.path(),
+    ));
 }
 
 #[test]
@@ -264,9 +390,18 @@ fn without_a_terminal_it_needs_yes() {
     let (img, _) = fixture(dir.path());
     let lo = Loop::filled(dir.path(), "card.bin", 200 * MIB, 0x3c);
     let err = failed(&flash(&[img.to_str().unwrap(), &lo.dev], dir.path()));
-    assert!(err.contains(&format!("About to overwrite {}", lo.dev)), "{err}");
-    assert!(err.contains("standard input is not a terminal; pass --yes"), "{err}");
-    assert!(lo.read(0, MIB as usize).iter().all(|&b| b == 0x3c), "nothing was written");
+    assert!(
+        err.contains(&format!("About to overwrite {}", lo.dev)),
+        "{err}"
+    );
+    assert!(
+        err.contains("standard input is not a terminal; pass --yes"),
+        "{err}"
+    );
+    assert!(
+        lo.read(0, MIB as usize).iter().all(|&b| b == 0x3c),
+        "nothing was written"
+    );
 }
 
 #[test]
@@ -278,7 +413,11 @@ fn a_partition_is_refused_with_its_disk_named() {
     fs::copy(&img, &copy).unwrap();
     let lo = Loop::attach(&copy);
     // partx adds the partitions (BLKPG) where loop partition scanning is off.
-    let _ = Command::new("partx").arg("-d").arg(&lo.dev).stderr(Stdio::null()).status();
+    let _ = Command::new("partx")
+        .arg("-d")
+        .arg(&lo.dev)
+        .stderr(Stdio::null())
+        .status();
     run(Command::new("partx").arg("-a").arg(&lo.dev));
     let name = lo.dev.trim_start_matches("/dev/").to_string();
     let sys = format!("/sys/block/{name}/{name}p1/dev");
@@ -297,7 +436,10 @@ fn a_partition_is_refused_with_its_disk_named() {
         run(Command::new("mknod").arg(&part).arg("b").arg(maj).arg(min));
     }
     let err = failed(&flash(&[img.to_str().unwrap(), &part, "--yes"], dir.path()));
-    assert!(err.contains("it is a partition") && err.contains(&format!("name {}", lo.dev)), "{err}");
+    assert!(
+        err.contains("it is a partition") && err.contains(&format!("name {}", lo.dev)),
+        "{err}"
+    );
 }
 
 #[test]
@@ -312,15 +454,34 @@ fn a_too_small_target_fails_with_the_offset_and_its_first_mib_untouched() {
     let pattern = sha256_file(&lo.backing);
 
     // Size known up front (raw, xz): refused before anything is written.
-    let err = failed(&flash(&[img.to_str().unwrap(), &lo.dev, "--yes"], dir.path()));
-    assert!(err.contains(&format!("the image is {size} bytes")) && err.contains("nothing was written"), "{err}");
-    assert_eq!(sha256_file(&lo.backing), pattern, "the target was not touched");
+    let err = failed(&flash(
+        &[img.to_str().unwrap(), &lo.dev, "--yes"],
+        dir.path(),
+    ));
+    assert!(
+        err.contains(&format!("the image is {size} bytes")) && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(
+        sha256_file(&lo.backing),
+        pattern,
+        "the target was not touched"
+    );
 
     // gzip does not record the size: found mid-stream, at the target's end.
-    let err = failed(&flash(&[gz.to_str().unwrap(), &lo.dev, "--yes"], dir.path()));
+    let err = failed(&flash(
+        &[gz.to_str().unwrap(), &lo.dev, "--yes"],
+        dir.path(),
+    ));
     assert!(err.contains(&format!("at byte {}", 128 * MIB)), "{err}");
-    assert!(err.contains("nothing of the first MiB was written"), "{err}");
-    assert!(lo.read(0, MIB as usize).iter().all(|&b| b == 0x5a), "the first MiB still holds the old pattern");
+    assert!(
+        err.contains("nothing of the first MiB was written"),
+        "{err}"
+    );
+    assert!(
+        lo.read(0, MIB as usize).iter().all(|&b| b == 0x5a),
+        "the first MiB still holds the old pattern"
+    );
 }
 
 #[test]
@@ -329,13 +490,28 @@ fn a_stale_backup_gpt_at_the_end_of_a_larger_disk_is_wiped() {
     let dir = tempfile::tempdir().unwrap();
     let (img, _) = fixture(dir.path());
     let lo = Loop::sparse(dir.path(), "wasgpt.bin", 300 * MIB);
-    run(Command::new("sgdisk").args(["-o", "-n", "1:2048:0"]).arg(&lo.dev));
+    run(Command::new("sgdisk")
+        .args(["-o", "-n", "1:2048:0"])
+        .arg(&lo.dev));
     let end = 300 * MIB;
-    assert_eq!(&lo.read(end - 512, 8), b"EFI PART", "control: sgdisk put a backup GPT header in the last sector");
-    ok(&flash(&[img.to_str().unwrap(), &lo.dev, "--yes"], dir.path()));
-    assert!(lo.read(end - MIB, MIB as usize).iter().all(|&b| b == 0), "the disk's last MiB is zeroed");
+    assert_eq!(
+        &lo.read(end - 512, 8),
+        b"EFI PART",
+        "control: sgdisk put a backup GPT header in the last sector"
+    );
+    ok(&flash(
+        &[img.to_str().unwrap(), &lo.dev, "--yes"],
+        dir.path(),
+    ));
+    assert!(
+        lo.read(end - MIB, MIB as usize).iter().all(|&b| b == 0),
+        "the disk's last MiB is zeroed"
+    );
     let sigs = stdout(Command::new("wipefs").arg("--no-act").arg(&lo.dev));
-    assert!(!sigs.contains("gpt") && sigs.contains("dos"), "wipefs still sees:\n{sigs}");
+    assert!(
+        !sigs.contains("gpt") && sigs.contains("dos"),
+        "wipefs still sees:\n{sigs}"
+    );
 }
 
 #[test]
@@ -344,12 +520,27 @@ fn list_shows_what_a_disk_holds() {
     let dir = tempfile::tempdir().unwrap();
     let (img, _) = fixture(dir.path());
     let lo = Loop::sparse(dir.path(), "listed.bin", 200 * MIB);
-    ok(&flash(&[img.to_str().unwrap(), &lo.dev, "--yes"], dir.path()));
+    ok(&flash(
+        &[img.to_str().unwrap(), &lo.dev, "--yes"],
+        dir.path(),
+    ));
     let c = flash(&["--list", "--all"], dir.path());
     ok(&c);
-    let line = c.stdout.lines().position(|l| l.starts_with(&lo.dev)).unwrap_or_else(|| panic!("{} not listed:\n{}", lo.dev, c.stdout));
+    let line = c
+        .stdout
+        .lines()
+        .position(|l| l.starts_with(&lo.dev))
+        .unwrap_or_else(|| panic!("{} not listed:\n{}", lo.dev, c.stdout));
     let lines: Vec<&str> = c.stdout.lines().collect();
-    assert!(lines[line].contains("loop") && lines[line].contains("a dos partition table"), "{}", lines[line]);
+    assert!(
+        lines[line].contains("loop") && lines[line].contains("a dos partition table"),
+        "{}",
+        lines[line]
+    );
     assert!(lines[line].contains("(200.0 MiB)"), "{}", lines[line]);
-    assert!(lines[line + 1].contains("can be flashed"), "{}", lines[line + 1]);
+    assert!(
+        lines[line + 1].contains("can be flashed"),
+        "{}",
+        lines[line + 1]
+    );
 }

@@ -19,17 +19,29 @@ use std::time::{Duration, Instant};
 fn raw_kernel(release: &str) -> Vec<u8> {
     let mut raw = vec![0u8; 200_000];
     raw[..4].copy_from_slice(b"MZ\0\0");
-    let banner = format!("Linux version {release} (nasforge@nasforge) (aarch64-linux-gnu-gcc 12.2.0) #1 SMP\n\0");
+    let banner = format!(
+        "Linux version {release} (nasforge@nasforge) (aarch64-linux-gnu-gcc 12.2.0) #1 SMP\n\0"
+    );
     raw[100_000..100_000 + banner.len()].copy_from_slice(banner.as_bytes());
     raw
 }
 
 fn spec_of(recipe: &Path) -> BuildSpec {
-    nasforge::recipe::Recipe::load(recipe).unwrap().kernel.build.expect("the recipe has [kernel] build")
+    nasforge::recipe::Recipe::load(recipe)
+        .unwrap()
+        .kernel
+        .build
+        .expect("the recipe has [kernel] build")
 }
 
 /// Puts a finished build for `spec` into the cache, shaped like a real one.
-fn fake_build(cache: &Path, spec: &BuildSpec, release: &str, dtbs: &[(&str, Vec<u8>)], modules_dep: &str) -> PathBuf {
+fn fake_build(
+    cache: &Path,
+    spec: &BuildSpec,
+    release: &str,
+    dtbs: &[(&str, Vec<u8>)],
+    modules_dep: &str,
+) -> PathBuf {
     let dir = nasforge::kernel::build::cached_dir(spec, cache).unwrap();
     let m = dir.join("modules/lib/modules").join(release);
     fs::create_dir_all(m.join("kernel/drivers/ata")).unwrap();
@@ -53,7 +65,11 @@ fn fake_build(cache: &Path, spec: &BuildSpec, release: &str, dtbs: &[(&str, Vec<
         modules: true,
         compile_seconds: 0.0,
     };
-    fs::write(dir.join("result.json"), serde_json::to_string(&info).unwrap()).unwrap();
+    fs::write(
+        dir.join("result.json"),
+        serde_json::to_string(&info).unwrap(),
+    )
+    .unwrap();
     dir
 }
 
@@ -81,12 +97,20 @@ fn mcopy_out(img: &Path, offset: u64, name: &str, dest: &Path) -> Option<Vec<u8>
 
 fn debugfs_bytes(img: &Path, offset: u64, path: &str) -> Vec<u8> {
     let tmp = tempfile::NamedTempFile::new().unwrap();
-    run(Command::new("debugfs").arg("-R").arg(format!("dump {path} {}", tmp.path().display())).arg(format!("{}?offset={offset}", img.display())));
+    run(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("dump {path} {}", tmp.path().display()))
+        .arg(format!("{}?offset={offset}", img.display())));
     fs::read(tmp.path()).unwrap()
 }
 
 fn debugfs_stat(img: &Path, offset: u64, path: &str) -> String {
-    stdout(Command::new("debugfs").arg("-R").arg(format!("stat {path}")).arg(format!("{}?offset={offset}", img.display())))
+    stdout(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("stat {path}"))
+            .arg(format!("{}?offset={offset}", img.display())),
+    )
 }
 
 const PI5_BUILD: &str = r#"
@@ -105,11 +129,23 @@ path = "out/pinas.img"
 fn a_kernel_without_md_gets_the_build_lines_for_its_board() {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    RpiFixture { raid456: false, ..Default::default() }.build(dir.path());
-    write_recipe(dir.path(), "pinas.toml", "[base]\npath = \"rpi.img\"\n[board]\nmodel = \"pi5\"\n[kernel]\nrequire = [\"sata\", \"md\"]\n");
+    RpiFixture {
+        raid456: false,
+        ..Default::default()
+    }
+    .build(dir.path());
+    write_recipe(
+        dir.path(),
+        "pinas.toml",
+        "[base]\npath = \"rpi.img\"\n[board]\nmodel = \"pi5\"\n[kernel]\nrequire = [\"sata\", \"md\"]\n",
+    );
     let r = nasforge(&["build", "pinas.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("lacks md (missing raid456)"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("lacks md (missing raid456)"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains("[kernel]\nrequire = [\"sata\", \"md\"]\nbuild = { source = \"https://github.com/raspberrypi/linux/archive/<commit>.tar.gz\", sha256 = \"<sha256 of that file>\", defconfig = \"bcm2712_defconfig\", fragments = [\"sata\", \"md-raid\", \"nas\"] }"),
         "{}",
@@ -120,7 +156,12 @@ fn a_kernel_without_md_gets_the_build_lines_for_its_board() {
     // `kernel build` on a recipe without `[kernel] build` says the same.
     let r = nasforge(&["kernel", "build", "pinas.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("has no `[kernel] build`") && r.stderr.contains("defconfig = \"bcm2712_defconfig\""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("has no `[kernel] build`")
+            && r.stderr.contains("defconfig = \"bcm2712_defconfig\""),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -145,12 +186,24 @@ fn a_built_kernel_is_installed_beside_the_stock_one_on_a_pi5() {
 
     let r = nasforge(&["kernel", "build", "pinas.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stdout.starts_with(&format!("kernel {release}: sata ✓ (libata=m, ahci=m), md ✓")), "{}", r.stdout);
+    assert!(
+        r.stdout.starts_with(&format!(
+            "kernel {release}: sata ✓ (libata=m, ahci=m), md ✓"
+        )),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("(cached)"), "{}", r.stdout);
 
     let r = nasforge(&["build", "pinas.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains(&format!("pi5 boots {release}: sata ✓ (libata=m, ahci=m), md ✓")), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "pi5 boots {release}: sata ✓ (libata=m, ahci=m), md ✓"
+        )),
+        "{}",
+        r.stderr
+    );
 
     let out = dir.path().join("out/pinas.img");
     let parts = sfdisk_parts(&out);
@@ -161,42 +214,112 @@ fn a_built_kernel_is_installed_beside_the_stock_one_on_a_pi5() {
 
     // The kernel under its own name, chosen in the board's own section.
     let config = mtype(&out, boot, "config.txt");
-    assert_eq!(config, format!("{PIOS_CONFIG}\n[pi5]\ndtparam=pciex1\nkernel=kernel-nasforge.img\n\n[all]\n"));
+    assert_eq!(
+        config,
+        format!("{PIOS_CONFIG}\n[pi5]\ndtparam=pciex1\nkernel=kernel-nasforge.img\n\n[all]\n")
+    );
     let tmp = dir.path().join("copied");
-    assert_eq!(mcopy_out(&out, boot, "kernel-nasforge.img", &tmp).unwrap(), fs::read(built.join("Image")).unwrap());
+    assert_eq!(
+        mcopy_out(&out, boot, "kernel-nasforge.img", &tmp).unwrap(),
+        fs::read(built.join("Image")).unwrap()
+    );
     // The stock kernels stay, untouched, as the fallback.
-    assert_eq!(mcopy_out(&out, boot, "kernel_2712.img", &tmp).unwrap(), fake_kernel(V2712));
-    assert_eq!(mcopy_out(&out, boot, "kernel8.img", &tmp).unwrap(), fake_kernel(V8));
+    assert_eq!(
+        mcopy_out(&out, boot, "kernel_2712.img", &tmp).unwrap(),
+        fake_kernel(V2712)
+    );
+    assert_eq!(
+        mcopy_out(&out, boot, "kernel8.img", &tmp).unwrap(),
+        fake_kernel(V8)
+    );
     // Device trees replaced, the stock copy kept; overlays added.
-    assert_eq!(mcopy_out(&out, boot, "bcm2712-rpi-5-b.dtb", &tmp).unwrap(), vec![0xd1; 4096]);
-    assert_eq!(mcopy_out(&out, boot, "nasforge-stock/bcm2712-rpi-5-b.dtb", &tmp).unwrap(), vec![0xd0; 4096]);
-    assert_eq!(mcopy_out(&out, boot, "bcm2712-rpi-cm5-cm5io.dtb", &tmp).unwrap(), vec![0xd2; 4096]);
-    assert_eq!(mcopy_out(&out, boot, "overlays/nasforge-test.dtbo", &tmp).unwrap(), vec![0xd3; 512]);
-    assert!(mcopy_out(&out, boot, "nasforge-stock/bcm2712-rpi-cm5-cm5io.dtb", &tmp).is_none(), "only replaced files are kept");
+    assert_eq!(
+        mcopy_out(&out, boot, "bcm2712-rpi-5-b.dtb", &tmp).unwrap(),
+        vec![0xd1; 4096]
+    );
+    assert_eq!(
+        mcopy_out(&out, boot, "nasforge-stock/bcm2712-rpi-5-b.dtb", &tmp).unwrap(),
+        vec![0xd0; 4096]
+    );
+    assert_eq!(
+        mcopy_out(&out, boot, "bcm2712-rpi-cm5-cm5io.dtb", &tmp).unwrap(),
+        vec![0xd2; 4096]
+    );
+    assert_eq!(
+        mcopy_out(&out, boot, "overlays/nasforge-test.dtbo", &tmp).unwrap(),
+        vec![0xd3; 512]
+    );
+    assert!(
+        mcopy_out(&out, boot, "nasforge-stock/bcm2712-rpi-cm5-cm5io.dtb", &tmp).is_none(),
+        "only replaced files are kept"
+    );
 
     // Modules beside the stock kernels' (merged /usr: /lib -> usr/lib).
-    let dep = debugfs_cat(&out, root, &format!("/usr/lib/modules/{release}/modules.dep"));
+    let dep = debugfs_cat(
+        &out,
+        root,
+        &format!("/usr/lib/modules/{release}/modules.dep"),
+    );
     assert_eq!(dep, modules_dep(true));
-    assert_eq!(debugfs_cat(&out, root, &format!("/usr/lib/modules/{release}/kernel/drivers/ata/ahci.ko")), "\x7fELF ahci");
-    assert!(debugfs_cat(&out, root, &format!("/boot/config-{release}")).contains("CONFIG_SATA_AHCI=m"));
+    assert_eq!(
+        debugfs_cat(
+            &out,
+            root,
+            &format!("/usr/lib/modules/{release}/kernel/drivers/ata/ahci.ko")
+        ),
+        "\x7fELF ahci"
+    );
+    assert!(
+        debugfs_cat(&out, root, &format!("/boot/config-{release}")).contains("CONFIG_SATA_AHCI=m")
+    );
     for stock in [V8, V2712] {
-        assert_eq!(debugfs_cat(&out, root, &format!("/usr/lib/modules/{stock}/modules.dep")), modules_dep(true));
+        assert_eq!(
+            debugfs_cat(&out, root, &format!("/usr/lib/modules/{stock}/modules.dep")),
+            modules_dep(true)
+        );
     }
 
     // What inspect reads off the output: the Pi 5 boots the new kernel.
     let r = nasforge(&["inspect", "out/pinas.img"], dir.path(), cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    let line = r.stdout.lines().position(|l| l.starts_with(&format!("pi5 boots {release} — config.txt sets kernel=kernel-nasforge.img"))).unwrap_or_else(|| panic!("{}", r.stdout));
+    let line = r
+        .stdout
+        .lines()
+        .position(|l| {
+            l.starts_with(&format!(
+                "pi5 boots {release} — config.txt sets kernel=kernel-nasforge.img"
+            ))
+        })
+        .unwrap_or_else(|| panic!("{}", r.stdout));
     let caps = r.stdout.lines().nth(line + 1).unwrap();
     assert!(caps.contains("sata ✓") && caps.contains("md ✓"), "{caps}");
-    assert!(r.stdout.contains(&format!("pi4 boots {V8}")), "other boards keep their kernel:\n{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!("pi4 boots {V8}")),
+        "other boards keep their kernel:\n{}",
+        r.stdout
+    );
 
-    let manifest: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.path().join("out/pinas.manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(dir.path().join("out/pinas.manifest.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(manifest["kernel"]["version"], release);
-    let files: Vec<&str> = manifest["changes"].as_array().unwrap().iter().map(|c| c["file"].as_str().unwrap()).collect();
-    assert!(files.contains(&"bootfs:/kernel-nasforge.img") && files.contains(&format!("rootfs:/usr/lib/modules/{release}").as_str()), "{files:?}");
+    let files: Vec<&str> = manifest["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["file"].as_str().unwrap())
+        .collect();
+    assert!(
+        files.contains(&"bootfs:/kernel-nasforge.img")
+            && files.contains(&format!("rootfs:/usr/lib/modules/{release}").as_str()),
+        "{files:?}"
+    );
     // The published sha256 is of the image as finally written.
-    run(Command::new("sha256sum").arg("-c").arg("pinas.img.sha256").current_dir(dir.path().join("out")));
+    run(Command::new("sha256sum")
+        .arg("-c")
+        .arg("pinas.img.sha256")
+        .current_dir(dir.path().join("out")));
 }
 
 #[test]
@@ -205,8 +328,21 @@ fn a_built_kernel_without_md_stops_the_build_before_anything_is_written() {
     let cache = tempfile::tempdir().unwrap();
     RpiFixture::default().build(dir.path());
     fake_tree(dir.path());
-    let recipe = write_recipe(dir.path(), "pinas.toml", &PI5_BUILD.replace("build = { source = \"linux\" }", "build = { source = \"linux\", fragments = [\"sata\"] }"));
-    fake_build(cache.path(), &spec_of(&recipe), "6.6.51-nasforge", &[], "kernel/drivers/ata/libata.ko:\nkernel/drivers/ata/ahci.ko: kernel/drivers/ata/libata.ko\n");
+    let recipe = write_recipe(
+        dir.path(),
+        "pinas.toml",
+        &PI5_BUILD.replace(
+            "build = { source = \"linux\" }",
+            "build = { source = \"linux\", fragments = [\"sata\"] }",
+        ),
+    );
+    fake_build(
+        cache.path(),
+        &spec_of(&recipe),
+        "6.6.51-nasforge",
+        &[],
+        "kernel/drivers/ata/libata.ko:\nkernel/drivers/ata/ahci.ko: kernel/drivers/ata/libata.ko\n",
+    );
     let r = nasforge(&["build", "pinas.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 1, "{}", r.stderr);
     assert!(r.stderr.contains("the kernel built by `[kernel] build` (6.6.51-nasforge) lacks md (missing md_mod, raid0, raid1, raid10, raid456)"), "{}", r.stderr);
@@ -217,7 +353,13 @@ fn a_built_kernel_without_md_stops_the_build_before_anything_is_written() {
 fn a_built_kernel_replaces_the_links_u_boot_loads_on_armbian() {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    armbian_image(dir.path(), &["rockchip-rk3588-sata1.dtbo", "rockchip-rk3588-uart7-m2.dtbo"]);
+    armbian_image(
+        dir.path(),
+        &[
+            "rockchip-rk3588-sata1.dtbo",
+            "rockchip-rk3588-uart7-m2.dtbo",
+        ],
+    );
     fake_tree(dir.path());
     let recipe = write_recipe(
         dir.path(),
@@ -231,38 +373,97 @@ fn a_built_kernel_replaces_the_links_u_boot_loads_on_armbian() {
         release,
         &[
             ("rockchip/rk3588-rock-5b.dtb", vec![0xe1; 2048]),
-            ("rockchip/overlay/rockchip-rk3588-uart7-m2.dtbo", vec![0xe2; 256]),
+            (
+                "rockchip/overlay/rockchip-rk3588-uart7-m2.dtbo",
+                vec![0xe2; 256],
+            ),
             ("broadcom/bcm2711-rpi-4-b.dtb", vec![0xe3; 128]),
         ],
         &(modules_dep(true) + "kernel/drivers/ata/ahci_dwc.ko:\n"),
     );
     let r = nasforge(&["build", "rock.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains(&format!("rock5b boots {release}: sata ✓ (libata=m, ahci=m, ahci_platform=-, ahci_dwc=m), md ✓")), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "rock5b boots {release}: sata ✓ (libata=m, ahci=m, ahci_platform=-, ahci_dwc=m), md ✓"
+        )),
+        "{}",
+        r.stderr
+    );
 
     let out = dir.path().join("out/rock.img");
     e2fsck(&out, 16 * MIB);
     let off = 16 * MIB;
-    assert!(debugfs_stat(&out, off, "/boot/Image").contains(&format!("Fast link dest: \"vmlinuz-{release}\"")));
-    assert!(debugfs_stat(&out, off, "/boot/dtb").contains(&format!("Fast link dest: \"dtb-{release}\"")));
-    assert_eq!(debugfs_bytes(&out, off, &format!("/boot/vmlinuz-{release}")), raw_kernel(release));
+    assert!(
+        debugfs_stat(&out, off, "/boot/Image")
+            .contains(&format!("Fast link dest: \"vmlinuz-{release}\""))
+    );
+    assert!(
+        debugfs_stat(&out, off, "/boot/dtb")
+            .contains(&format!("Fast link dest: \"dtb-{release}\""))
+    );
+    assert_eq!(
+        debugfs_bytes(&out, off, &format!("/boot/vmlinuz-{release}")),
+        raw_kernel(release)
+    );
     // The stock kernel and its device trees stay; the fixture's /boot/dtb
     // was a directory, so it is kept under another name.
-    assert_eq!(debugfs_cat(&out, off, &format!("/boot/vmlinuz-{ARMBIAN_VERSION}")), "kernel");
-    assert_eq!(debugfs_cat(&out, off, "/boot/dtb.stock/rockchip/overlay/rockchip-rk3588-sata1.dtbo"), "dtbo");
+    assert_eq!(
+        debugfs_cat(&out, off, &format!("/boot/vmlinuz-{ARMBIAN_VERSION}")),
+        "kernel"
+    );
+    assert_eq!(
+        debugfs_cat(
+            &out,
+            off,
+            "/boot/dtb.stock/rockchip/overlay/rockchip-rk3588-sata1.dtbo"
+        ),
+        "dtbo"
+    );
     // The new device trees, and the overlay armbianEnv.txt names carried over.
     let new = format!("/boot/dtb-{release}/rockchip");
-    assert_eq!(debugfs_bytes(&out, off, &format!("{new}/rk3588-rock-5b.dtb")), vec![0xe1; 2048]);
-    assert_eq!(debugfs_cat(&out, off, &format!("{new}/overlay/rockchip-rk3588-sata1.dtbo")), "dtbo");
-    assert_eq!(debugfs_bytes(&out, off, &format!("{new}/overlay/rockchip-rk3588-uart7-m2.dtbo")), vec![0xe2; 256]);
+    assert_eq!(
+        debugfs_bytes(&out, off, &format!("{new}/rk3588-rock-5b.dtb")),
+        vec![0xe1; 2048]
+    );
+    assert_eq!(
+        debugfs_cat(
+            &out,
+            off,
+            &format!("{new}/overlay/rockchip-rk3588-sata1.dtbo")
+        ),
+        "dtbo"
+    );
+    assert_eq!(
+        debugfs_bytes(
+            &out,
+            off,
+            &format!("{new}/overlay/rockchip-rk3588-uart7-m2.dtbo")
+        ),
+        vec![0xe2; 256]
+    );
     assert!(debugfs_cat(&out, off, "/boot/armbianEnv.txt").contains("overlays=uart7-m2 sata1\n"));
     // Only the board's vendor directory of device trees is installed.
-    let listing = stdout(Command::new("debugfs").arg("-R").arg(format!("ls -p /boot/dtb-{release}")).arg(format!("{}?offset={off}", out.display())));
-    assert!(listing.contains("/rockchip/") && !listing.contains("/broadcom/"), "{listing}");
+    let listing = stdout(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("ls -p /boot/dtb-{release}"))
+            .arg(format!("{}?offset={off}", out.display())),
+    );
+    assert!(
+        listing.contains("/rockchip/") && !listing.contains("/broadcom/"),
+        "{listing}"
+    );
 
     let r = nasforge(&["inspect", "out/rock.img"], dir.path(), cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stdout.contains(&format!("rock5b boots {release} — /boot/Image links to vmlinuz-{release}")), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!(
+            "rock5b boots {release} — /boot/Image links to vmlinuz-{release}"
+        )),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -271,8 +472,18 @@ fn armbian_refuses_a_build_without_the_boards_device_tree() {
     let cache = tempfile::tempdir().unwrap();
     armbian_image(dir.path(), &["rockchip-rk3588-sata1.dtbo"]);
     fake_tree(dir.path());
-    let recipe = write_recipe(dir.path(), "rock.toml", "[base]\npath = \"armbian.img\"\n[board]\nmodel = \"rock5b\"\n[kernel]\nbuild = { source = \"linux\" }\n");
-    fake_build(cache.path(), &spec_of(&recipe), "6.12.1-nasforge", &[("rockchip/rk3568-rock-3a.dtb", vec![1])], &modules_dep(true));
+    let recipe = write_recipe(
+        dir.path(),
+        "rock.toml",
+        "[base]\npath = \"armbian.img\"\n[board]\nmodel = \"rock5b\"\n[kernel]\nbuild = { source = \"linux\" }\n",
+    );
+    fake_build(
+        cache.path(),
+        &spec_of(&recipe),
+        "6.12.1-nasforge",
+        &[("rockchip/rk3568-rock-3a.dtb", vec![1])],
+        &modules_dep(true),
+    );
     let r = nasforge(&["build", "rock.toml"], dir.path(), cache.path());
     assert_eq!(r.status, 1, "{}", r.stderr);
     assert!(r.stderr.contains("armbianEnv.txt loads the device tree rockchip/rk3588-rock-5b.dtb, and the built kernel has no rockchip/rk3588-rock-5b.dtb"), "{}", r.stderr);
@@ -290,7 +501,10 @@ fn real_enabled(test: &str) -> bool {
     if !slow_tests_enabled(test) {
         return false;
     }
-    assert!(Path::new(LINUX_SOURCE).is_file(), "NASFORGE_SLOW_TESTS=1 but {LINUX_SOURCE} is missing: run scripts/setup");
+    assert!(
+        Path::new(LINUX_SOURCE).is_file(),
+        "NASFORGE_SLOW_TESTS=1 but {LINUX_SOURCE} is missing: run scripts/setup"
+    );
     true
 }
 
@@ -298,7 +512,9 @@ fn real_enabled(test: &str) -> bool {
 fn real_cache() -> PathBuf {
     let p = std::env::var_os("NASFORGE_KERNEL_TEST_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nasforge-kernel-cache"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nasforge-kernel-cache")
+        });
     fs::create_dir_all(&p).unwrap();
     p
 }
@@ -322,13 +538,35 @@ fn real_source_reports_a_fragment_option_whose_dependency_is_off() {
     let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // allnoconfig has no PCI, and nothing here turns it on.
-    fs::write(dir.path().join("needs-pci.config"), "# AHCI without the bus it sits on\nCONFIG_ATA=y\nCONFIG_SATA_AHCI=y\n").unwrap();
-    real_recipe(dir.path(), "k.toml", "pi5", "allnoconfig", "\"needs-pci.config\"");
+    fs::write(
+        dir.path().join("needs-pci.config"),
+        "# AHCI without the bus it sits on\nCONFIG_ATA=y\nCONFIG_SATA_AHCI=y\n",
+    )
+    .unwrap();
+    real_recipe(
+        dir.path(),
+        "k.toml",
+        "pi5",
+        "allnoconfig",
+        "\"needs-pci.config\"",
+    );
     let t = Instant::now();
-    let r = nasforge(&["kernel", "build", "k.toml", "--config-only"], dir.path(), &real_cache());
-    eprintln!("config check on linux-source-6.1: {:.1}s", t.elapsed().as_secs_f64());
+    let r = nasforge(
+        &["kernel", "build", "k.toml", "--config-only"],
+        dir.path(),
+        &real_cache(),
+    );
+    eprintln!(
+        "config check on linux-source-6.1: {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
     assert_eq!(r.status, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("1 kernel option from the fragments did not survive `make olddefconfig`"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("1 kernel option from the fragments did not survive `make olddefconfig`"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains("CONFIG_SATA_AHCI=y (needs-pci.config:3) was dropped (final value: off): it depends on PCI [its own `depends on`] (PCI=n)"),
         "{}",
@@ -343,11 +581,26 @@ fn real_source_keeps_every_production_fragment_option_on_arm64_defconfig() {
     }
     let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    real_recipe(dir.path(), "k.toml", "rock5b", "defconfig", "\"sata\", \"md-raid\", \"nas\", \"rockchip-sata\"");
+    real_recipe(
+        dir.path(),
+        "k.toml",
+        "rock5b",
+        "defconfig",
+        "\"sata\", \"md-raid\", \"nas\", \"rockchip-sata\"",
+    );
     let recipe = dir.path().join("k.toml");
-    let r = nasforge(&["kernel", "build", "k.toml", "--config-only"], dir.path(), &real_cache());
+    let r = nasforge(
+        &["kernel", "build", "k.toml", "--config-only"],
+        dir.path(),
+        &real_cache(),
+    );
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("defconfig: all 27 fragment options are in the final .config"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("defconfig: all 27 fragment options are in the final .config"),
+        "{}",
+        r.stdout
+    );
     // The Kconfig reader that explains dropped options follows the whole
     // real tree: every `source`, block and expression.
     let c = nasforge::kernel::build::check_config(&spec_of(&recipe), &real_cache()).unwrap();
@@ -359,20 +612,42 @@ fn real_source_keeps_every_production_fragment_option_on_arm64_defconfig() {
 /// both disks are attached, the kernel panics, or `limit` passes.
 fn boot_with_two_sata_disks(image: &Path, scratch: &Path, limit: Duration) -> String {
     for d in ["sata0.img", "sata1.img"] {
-        fs::File::create(scratch.join(d)).unwrap().set_len(64 * MIB).unwrap();
+        fs::File::create(scratch.join(d))
+            .unwrap()
+            .set_len(64 * MIB)
+            .unwrap();
     }
     let log = scratch.join("console.log");
     let mut child = Command::new("qemu-system-aarch64")
-        .args(["-M", "virt", "-cpu", "cortex-a72", "-m", "512", "-accel", "tcg", "-nographic", "-no-reboot", "-nic", "none"])
+        .args([
+            "-M",
+            "virt",
+            "-cpu",
+            "cortex-a72",
+            "-m",
+            "512",
+            "-accel",
+            "tcg",
+            "-nographic",
+            "-no-reboot",
+            "-nic",
+            "none",
+        ])
         .arg("-kernel")
         .arg(image)
         .args(["-append", "console=ttyAMA0 panic=-1"])
         .args(["-device", "ich9-ahci,id=ahci"])
         .arg("-drive")
-        .arg(format!("if=none,id=d0,file={},format=raw", scratch.join("sata0.img").display()))
+        .arg(format!(
+            "if=none,id=d0,file={},format=raw",
+            scratch.join("sata0.img").display()
+        ))
         .args(["-device", "ide-hd,drive=d0,bus=ahci.0"])
         .arg("-drive")
-        .arg(format!("if=none,id=d1,file={},format=raw", scratch.join("sata1.img").display()))
+        .arg(format!(
+            "if=none,id=d1,file={},format=raw",
+            scratch.join("sata1.img").display()
+        ))
         .args(["-device", "ide-hd,drive=d1,bus=ahci.1"])
         .stdin(Stdio::null())
         .stdout(fs::File::create(&log).unwrap())
@@ -382,7 +657,9 @@ fn boot_with_two_sata_disks(image: &Path, scratch: &Path, limit: Duration) -> St
     let start = Instant::now();
     loop {
         let text = fs::read_to_string(&log).unwrap_or_default();
-        let done = (text.contains("[sda] Attached SCSI disk") && text.contains("[sdb] Attached SCSI disk")) || text.contains("Kernel panic");
+        let done = (text.contains("[sda] Attached SCSI disk")
+            && text.contains("[sdb] Attached SCSI disk"))
+            || text.contains("Kernel panic");
         if done || start.elapsed() > limit {
             break;
         }
@@ -408,25 +685,59 @@ fn real_kernel_builds_boots_in_qemu_with_ahci_and_installs_into_an_image() {
     RpiFixture::default().build(dir.path());
     // A small base (allnoconfig) + the production SATA and md fragments +
     // what qemu's virt machine needs, with AHCI built in (no initramfs).
-    let recipe = real_recipe(dir.path(), "virt.toml", "pi5", "allnoconfig", "\"sata\", \"md-raid\", \"qemu-virt\"");
+    let recipe = real_recipe(
+        dir.path(),
+        "virt.toml",
+        "pi5",
+        "allnoconfig",
+        "\"sata\", \"md-raid\", \"qemu-virt\"",
+    );
 
     let t = Instant::now();
     let r = nasforge(&["kernel", "build", "virt.toml"], dir.path(), &cache);
     let first = t.elapsed();
     assert_eq!(r.status, 0, "{}\n{}", r.stdout, r.stderr);
-    eprintln!("kernel build ({}): {:.0}s\n{}", if r.stdout.contains("(cached)") { "cached" } else { "compiled" }, first.as_secs_f64(), r.stdout);
-    let release = r.stdout.split_whitespace().nth(1).unwrap().trim_end_matches(':').to_string();
-    assert!(release.starts_with("6.1.") && release.ends_with("-nasforge"), "{}", r.stdout);
+    eprintln!(
+        "kernel build ({}): {:.0}s\n{}",
+        if r.stdout.contains("(cached)") {
+            "cached"
+        } else {
+            "compiled"
+        },
+        first.as_secs_f64(),
+        r.stdout
+    );
+    let release = r
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    assert!(
+        release.starts_with("6.1.") && release.ends_with("-nasforge"),
+        "{}",
+        r.stdout
+    );
     // AHCI and libata built in (qemu-virt.config wins over sata.config's
     // modules), md as modules: what the capability check reads.
-    assert!(r.stdout.contains("sata ✓ (libata=y, ahci=y), md ✓ (md_mod=m, raid0=m, raid1=m, raid10=m, raid456=m)"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(
+            "sata ✓ (libata=y, ahci=y), md ✓ (md_mod=m, raid0=m, raid1=m, raid10=m, raid456=m)"
+        ),
+        "{}",
+        r.stdout
+    );
 
     // A second run is served from the cache.
     let t = Instant::now();
     let again = nasforge(&["kernel", "build", "virt.toml"], dir.path(), &cache);
     assert_eq!(again.status, 0, "{}", again.stderr);
     assert!(again.stdout.contains("(cached)"), "{}", again.stdout);
-    eprintln!("kernel build, second run: {:.1}s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "kernel build, second run: {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
 
     // Boot it: the emulated "Pi with a PCIe SATA card".
     let built = nasforge::kernel::build::cached_dir(&spec_of(&recipe), &cache).unwrap();
@@ -434,26 +745,58 @@ fn real_kernel_builds_boots_in_qemu_with_ahci_and_installs_into_an_image() {
     let log = boot_with_two_sata_disks(&built.join("Image"), dir.path(), Duration::from_secs(180));
     eprintln!("qemu boot to both disks: {:.1}s", t.elapsed().as_secs_f64());
     assert!(log.contains(&format!("Linux version {release}")), "{log}");
-    let ahci = log.lines().find(|l| l.starts_with("ahci 0000:") && l.contains(" AHCI ") && l.contains("SATA mode")).unwrap_or_else(|| panic!("no AHCI controller found:\n{log}"));
+    let ahci = log
+        .lines()
+        .find(|l| l.starts_with("ahci 0000:") && l.contains(" AHCI ") && l.contains("SATA mode"))
+        .unwrap_or_else(|| panic!("no AHCI controller found:\n{log}"));
     eprintln!("{ahci}");
-    assert!(log.contains("ata1.00: ATA-7: QEMU HARDDISK") && log.contains("ata2.00: ATA-7: QEMU HARDDISK"), "{log}");
-    assert!(log.contains("[sda] Attached SCSI disk") && log.contains("[sdb] Attached SCSI disk"), "{log}");
+    assert!(
+        log.contains("ata1.00: ATA-7: QEMU HARDDISK")
+            && log.contains("ata2.00: ATA-7: QEMU HARDDISK"),
+        "{log}"
+    );
+    assert!(
+        log.contains("[sda] Attached SCSI disk") && log.contains("[sdb] Attached SCSI disk"),
+        "{log}"
+    );
 
     // And into a Raspberry Pi OS-shaped image: what the Pi 5 boots now.
     let t = Instant::now();
     let r = nasforge(&["build", "virt.toml"], dir.path(), &cache);
     assert_eq!(r.status, 0, "{}", r.stderr);
-    eprintln!("image build with the cached kernel: {:.1}s\n{}", t.elapsed().as_secs_f64(), r.stderr);
-    assert!(r.stderr.contains(&format!("pi5 boots {release}: sata ✓ (libata=y, ahci=y), md ✓")), "{}", r.stderr);
+    eprintln!(
+        "image build with the cached kernel: {:.1}s\n{}",
+        t.elapsed().as_secs_f64(),
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!(
+            "pi5 boots {release}: sata ✓ (libata=y, ahci=y), md ✓"
+        )),
+        "{}",
+        r.stderr
+    );
     let out = dir.path().join("out/virt.img");
     let parts = sfdisk_parts(&out);
     e2fsck(&out, parts[1].0 * 512);
     fsck_vfat(&out, parts[0].0 * 512, parts[0].1 * 512, dir.path());
     let ins = nasforge(&["inspect", out.to_str().unwrap()], dir.path(), &cache);
     assert_eq!(ins.status, 0, "{}", ins.stderr);
-    let at = ins.stdout.lines().position(|l| l.starts_with(&format!("pi5 boots {release}"))).unwrap_or_else(|| panic!("{}", ins.stdout));
+    let at = ins
+        .stdout
+        .lines()
+        .position(|l| l.starts_with(&format!("pi5 boots {release}")))
+        .unwrap_or_else(|| panic!("{}", ins.stdout));
     let caps = ins.stdout.lines().nth(at + 1).unwrap();
-    assert!(caps.contains("sata ✓") && caps.contains("md ✓"), "{}", ins.stdout);
-    let dep = debugfs_cat(&out, parts[1].0 * 512, &format!("/usr/lib/modules/{release}/modules.dep"));
+    assert!(
+        caps.contains("sata ✓") && caps.contains("md ✓"),
+        "{}",
+        ins.stdout
+    );
+    let dep = debugfs_cat(
+        &out,
+        parts[1].0 * 512,
+        &format!("/usr/lib/modules/{release}/modules.dep"),
+    );
     assert!(dep.contains("raid456.ko"), "depmod -b output: {dep}");
 }

@@ -63,24 +63,39 @@ path = "out/nas.img"
     let started = std::time::Instant::now();
     let r = nasforge(&["build", "nas.toml", "--timings"], dir.path(), &cache);
     assert_eq!(r.status, 0, "{}", r.stderr);
-    eprintln!("build: {:.0}s\n{}", started.elapsed().as_secs_f64(), r.stderr);
+    eprintln!(
+        "build: {:.0}s\n{}",
+        started.elapsed().as_secs_f64(),
+        r.stderr
+    );
     let img = dir.path().join("out/nas.img");
     let root = sfdisk_parts(&img)[1].0 * 512;
     e2fsck(&img, root);
 
     let mnt = dir.path().join("root");
     std::fs::create_dir(&mnt).unwrap();
-    run(Command::new("mount").arg("-o").arg(format!("loop,offset={root}")).arg(&img).arg(&mnt));
+    run(Command::new("mount")
+        .arg("-o")
+        .arg(format!("loop,offset={root}"))
+        .arg(&img)
+        .arg(&mnt));
     let mut mounted = Mounted(vec![mnt.clone()]);
     // The Debian base is an ordinary system: nothing of mmdebstrap's
     // install-time service blocking is left in it.
-    assert!(!mnt.join("usr/sbin/policy-rc.d").exists(), "mmdebstrap's policy-rc.d was left in the image");
+    assert!(
+        !mnt.join("usr/sbin/policy-rc.d").exists(),
+        "mmdebstrap's policy-rc.d was left in the image"
+    );
     assert!(!mnt.join("usr/sbin/start-stop-daemon.REAL").exists());
     for (fs, target) in [("proc", "proc"), ("sysfs", "sys")] {
-        run(Command::new("mount").args(["-t", fs, fs]).arg(mnt.join(target)));
+        run(Command::new("mount")
+            .args(["-t", fs, fs])
+            .arg(mnt.join(target)));
         mounted.0.push(mnt.join(target));
     }
-    run(Command::new("mount").args(["--bind", "/dev"]).arg(mnt.join("dev")));
+    run(Command::new("mount")
+        .args(["--bind", "/dev"])
+        .arg(mnt.join("dev")));
     mounted.0.push(mnt.join("dev"));
 
     let started = std::time::Instant::now();
@@ -90,15 +105,37 @@ path = "out/nas.img"
         .args(["/usr/lib/nasforge/firstboot", "packages"])
         .output()
         .unwrap();
-    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "the offline install failed:\n{log}");
-    eprintln!("offline install under qemu-user: {:.0}s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "offline install under qemu-user: {:.0}s",
+        started.elapsed().as_secs_f64()
+    );
 
-    let status = stdout(Command::new("chroot").arg(&mnt).args(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\\n", "mdadm", "samba", "nfs-kernel-server", "smartmontools"]));
+    let status = stdout(Command::new("chroot").arg(&mnt).args([
+        "dpkg-query",
+        "-W",
+        "-f",
+        "${Package} ${db:Status-Status}\\n",
+        "mdadm",
+        "samba",
+        "nfs-kernel-server",
+        "smartmontools",
+    ]));
     for p in ["mdadm", "samba", "nfs-kernel-server", "smartmontools"] {
-        assert!(status.contains(&format!("{p} installed")), "{p} is not installed:\n{status}\n{log}");
+        assert!(
+            status.contains(&format!("{p} installed")),
+            "{p} is not installed:\n{status}\n{log}"
+        );
     }
     assert!(mnt.join("var/lib/nasforge/packages-installed").exists());
-    assert!(!mnt.join("var/lib/nasforge/debs").exists(), "the staged packages are removed once installed");
+    assert!(
+        !mnt.join("var/lib/nasforge/debs").exists(),
+        "the staged packages are removed once installed"
+    );
     drop(mounted);
 }

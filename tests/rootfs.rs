@@ -11,21 +11,43 @@ use std::path::Path;
 use std::process::Command;
 
 const PASSWORD: &str = "correct horse battery staple";
-const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVaNxqK0P7lyC3Ue1dDnrrIqdBgPjs0Lh6D3bhKkn8u me@laptop";
+const KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVaNxqK0P7lyC3Ue1dDnrrIqdBgPjs0Lh6D3bhKkn8u me@laptop";
 
 fn accounts(extra_passwd: &str, userconf: bool) -> Vec<(String, Vec<u8>)> {
     let mut files = vec![
-        ("etc/passwd".to_string(), format!("root:x:0:0:root:/root:/bin/bash\n{extra_passwd}").into_bytes()),
-        ("etc/shadow".into(), b"root:*:19000:0:99999:7:::\npi:*:19000:0:99999:7:::\n".to_vec()),
-        ("etc/group".into(), b"root:x:0:\nshadow:x:42:\nsudo:x:27:\nusers:x:100:\npi:x:1000:\n".to_vec()),
-        ("etc/gshadow".into(), b"root:*::\nsudo:*::\npi:!::\n".to_vec()),
+        (
+            "etc/passwd".to_string(),
+            format!("root:x:0:0:root:/root:/bin/bash\n{extra_passwd}").into_bytes(),
+        ),
+        (
+            "etc/shadow".into(),
+            b"root:*:19000:0:99999:7:::\npi:*:19000:0:99999:7:::\n".to_vec(),
+        ),
+        (
+            "etc/group".into(),
+            b"root:x:0:\nshadow:x:42:\nsudo:x:27:\nusers:x:100:\npi:x:1000:\n".to_vec(),
+        ),
+        (
+            "etc/gshadow".into(),
+            b"root:*::\nsudo:*::\npi:!::\n".to_vec(),
+        ),
         ("etc/skel/.bashrc".into(), b"# bashrc\n".to_vec()),
-        ("etc/hosts".into(), b"127.0.0.1\tlocalhost\n127.0.1.1\traspberrypi\n".to_vec()),
+        (
+            "etc/hosts".into(),
+            b"127.0.0.1\tlocalhost\n127.0.1.1\traspberrypi\n".to_vec(),
+        ),
         ("usr/share/zoneinfo/Europe/Berlin".into(), b"TZif2".to_vec()),
-        ("lib/systemd/system/ssh.service".into(), b"[Unit]\nDescription=OpenBSD Secure Shell server\n".to_vec()),
+        (
+            "lib/systemd/system/ssh.service".into(),
+            b"[Unit]\nDescription=OpenBSD Secure Shell server\n".to_vec(),
+        ),
     ];
     if userconf {
-        files.push(("usr/lib/userconf-pi/userconf".into(), b"#!/bin/sh\n".to_vec()));
+        files.push((
+            "usr/lib/userconf-pi/userconf".into(),
+            b"#!/bin/sh\n".to_vec(),
+        ));
     }
     files
 }
@@ -41,24 +63,73 @@ fn env(userconf: bool) -> Env {
     let repo = Repo::build(
         dir.path(),
         &[
-            Pkg { name: "mdadm", version: "4.2-5", fields: &[] },
-            Pkg { name: "samba", version: "2:4.17.12", fields: &["Depends: samba-common"] },
-            Pkg { name: "samba-common", version: "2:4.17.12", fields: &[] },
-            Pkg { name: "nfs-kernel-server", version: "1:2.6.2", fields: &[] },
-            Pkg { name: "smartmontools", version: "7.3", fields: &[] },
-            Pkg { name: "xfsprogs", version: "6.1.0", fields: &[] },
-            Pkg { name: "samba-vfs-modules", version: "2:4.17.12", fields: &[] },
-            Pkg { name: "btrfs-progs", version: "6.2", fields: &[] },
+            Pkg {
+                name: "mdadm",
+                version: "4.2-5",
+                fields: &[],
+            },
+            Pkg {
+                name: "samba",
+                version: "2:4.17.12",
+                fields: &["Depends: samba-common"],
+            },
+            Pkg {
+                name: "samba-common",
+                version: "2:4.17.12",
+                fields: &[],
+            },
+            Pkg {
+                name: "nfs-kernel-server",
+                version: "1:2.6.2",
+                fields: &[],
+            },
+            Pkg {
+                name: "smartmontools",
+                version: "7.3",
+                fields: &[],
+            },
+            Pkg {
+                name: "xfsprogs",
+                version: "6.1.0",
+                fields: &[],
+            },
+            Pkg {
+                name: "samba-vfs-modules",
+                version: "2:4.17.12",
+                fields: &[],
+            },
+            Pkg {
+                name: "btrfs-progs",
+                version: "6.2",
+                fields: &[],
+            },
         ],
     );
     let server = Server::start(repo.root.clone());
-    let sources = format!("Types: deb\nURIs: {}\nSuites: {SUITE}\nComponents: main\nSigned-By: /usr/share/keyrings/nasforge-test.gpg\n", server.url(""));
+    let sources = format!(
+        "Types: deb\nURIs: {}\nSuites: {SUITE}\nComponents: main\nSigned-By: /usr/share/keyrings/nasforge-test.gpg\n",
+        server.url("")
+    );
     let mut root_files = accounts("pi:x:1000:1000:,,,:/home/pi:/bin/bash\n", userconf);
     // Every Debian system has e2fsprogs (Priority: required).
-    root_files.push(("var/lib/dpkg/status".into(), status(&[("e2fsprogs", "1.47.0-2", &[])]).into_bytes()));
-    root_files.push(("etc/apt/sources.list.d/test.sources".into(), sources.into_bytes()));
-    root_files.push(("usr/share/keyrings/nasforge-test.gpg".into(), repo.keyring.clone()));
-    RpiFixture { root_files, root_mib: 64, ..Default::default() }.build(dir.path());
+    root_files.push((
+        "var/lib/dpkg/status".into(),
+        status(&[("e2fsprogs", "1.47.0-2", &[])]).into_bytes(),
+    ));
+    root_files.push((
+        "etc/apt/sources.list.d/test.sources".into(),
+        sources.into_bytes(),
+    ));
+    root_files.push((
+        "usr/share/keyrings/nasforge-test.gpg".into(),
+        repo.keyring.clone(),
+    ));
+    RpiFixture {
+        root_files,
+        root_mib: 64,
+        ..Default::default()
+    }
+    .build(dir.path());
     write_recipe(
         dir.path(),
         "nas.toml",
@@ -93,7 +164,11 @@ path = "out/nas.img"
 "#
         ),
     );
-    Env { dir, cache: tempfile::tempdir().unwrap(), server }
+    Env {
+        dir,
+        cache: tempfile::tempdir().unwrap(),
+        server,
+    }
 }
 
 fn root_offset(img: &Path) -> u64 {
@@ -105,7 +180,12 @@ fn boot_offset(img: &Path) -> u64 {
 }
 
 fn stat(img: &Path, path: &str) -> String {
-    stdout(Command::new("debugfs").arg("-R").arg(format!("stat {path}")).arg(format!("{}?offset={}", img.display(), root_offset(img))))
+    stdout(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("stat {path}"))
+            .arg(format!("{}?offset={}", img.display(), root_offset(img))),
+    )
 }
 
 /// Whether `needle` occurs anywhere in the file's bytes, read in chunks.
@@ -130,7 +210,14 @@ fn contains_bytes(file: &Path, needle: &[u8]) -> bool {
 
 fn crypt_verifies(password: &str, hash: &str) -> bool {
     let out = Command::new("python3")
-        .args(["-W", "ignore", "-c", "import crypt,sys; print(crypt.crypt(sys.argv[1], sys.argv[2]) == sys.argv[2])", password, hash])
+        .args([
+            "-W",
+            "ignore",
+            "-c",
+            "import crypt,sys; print(crypt.crypt(sys.argv[1], sys.argv[2]) == sys.argv[2])",
+            password,
+            hash,
+        ])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim() == "True"
@@ -141,7 +228,11 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     let e = env(false);
     let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("+ 6 packages (") && r.stderr.contains("samba 2:4.17.12"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("+ 6 packages (") && r.stderr.contains("samba 2:4.17.12"),
+        "{}",
+        r.stderr
+    );
     let img = e.dir.path().join("out/nas.img");
     let off = root_offset(&img);
     e2fsck(&img, off);
@@ -149,12 +240,23 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
 
     // The staged repository and its index.
     let index = debugfs_cat(&img, off, "/var/lib/nasforge/debs/Packages");
-    assert!(index.contains("Package: mdadm") && index.contains("Filename: ./mdadm_4.2-5_arm64.deb"), "{index}");
-    assert!(stat(&img, "/var/lib/nasforge/debs/samba_2%3a4.17.12_arm64.deb").contains("Type: regular"));
+    assert!(
+        index.contains("Package: mdadm") && index.contains("Filename: ./mdadm_4.2-5_arm64.deb"),
+        "{index}"
+    );
+    assert!(
+        stat(&img, "/var/lib/nasforge/debs/samba_2%3a4.17.12_arm64.deb").contains("Type: regular")
+    );
     // The first-boot service, enabled, and what it will do.
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
     assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
-    assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service").contains("Fast link dest: \"/etc/systemd/system/nasforge-firstboot.service\""));
+    assert!(
+        stat(
+            &img,
+            "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service"
+        )
+        .contains("Fast link dest: \"/etc/systemd/system/nasforge-firstboot.service\"")
+    );
     assert!(stat(&img, "/usr/lib/nasforge/firstboot").contains("Mode:  0755"));
     // nasforge-setup, built for the board.
     let setup = stat(&img, "/usr/local/sbin/nasforge-setup");
@@ -162,37 +264,90 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
 
     // Users: hashed password that verifies, keys with the right owner and mode.
     let passwd = debugfs_cat(&img, off, "/etc/passwd");
-    assert!(passwd.contains("admin:x:1001:1001::/home/admin:/bin/bash"), "{passwd}");
+    assert!(
+        passwd.contains("admin:x:1001:1001::/home/admin:/bin/bash"),
+        "{passwd}"
+    );
     let shadow = debugfs_cat(&img, off, "/etc/shadow");
-    let hash = shadow.lines().find(|l| l.starts_with("admin:")).unwrap().split(':').nth(1).unwrap().to_string();
-    assert!(hash.starts_with("$6$") && crypt_verifies(PASSWORD, &hash), "{hash}");
-    assert!(stat(&img, "/etc/shadow").contains("Group:    42"), "shadow keeps its group");
+    let hash = shadow
+        .lines()
+        .find(|l| l.starts_with("admin:"))
+        .unwrap()
+        .split(':')
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert!(
+        hash.starts_with("$6$") && crypt_verifies(PASSWORD, &hash),
+        "{hash}"
+    );
+    assert!(
+        stat(&img, "/etc/shadow").contains("Group:    42"),
+        "shadow keeps its group"
+    );
     assert!(debugfs_cat(&img, off, "/etc/group").contains("sudo:x:27:admin"));
     let keys = stat(&img, "/home/admin/.ssh/authorized_keys");
-    assert!(keys.contains("Mode:  0600") && keys.contains("User:  1001"), "{keys}");
-    assert_eq!(debugfs_cat(&img, off, "/home/admin/.ssh/authorized_keys"), format!("{KEY}\n"));
+    assert!(
+        keys.contains("Mode:  0600") && keys.contains("User:  1001"),
+        "{keys}"
+    );
+    assert_eq!(
+        debugfs_cat(&img, off, "/home/admin/.ssh/authorized_keys"),
+        format!("{KEY}\n")
+    );
     assert!(stat(&img, "/home/admin").contains("Mode:  0700"));
-    assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/ssh.service").contains("symlink"));
+    assert!(
+        stat(
+            &img,
+            "/etc/systemd/system/multi-user.target.wants/ssh.service"
+        )
+        .contains("symlink")
+    );
     assert_eq!(debugfs_cat(&img, off, "/etc/hostname"), "pinas\n");
     assert!(debugfs_cat(&img, off, "/etc/hosts").contains("127.0.1.1\tpinas"));
-    assert!(stat(&img, "/etc/localtime").contains("Fast link dest: \"/usr/share/zoneinfo/Europe/Berlin\""));
+    assert!(
+        stat(&img, "/etc/localtime")
+            .contains("Fast link dest: \"/usr/share/zoneinfo/Europe/Berlin\"")
+    );
 
     // Samba gets the NT hash, never the password.
     let smb = debugfs_cat(&img, off, "/var/lib/nasforge/smbpasswd");
-    assert!(smb.starts_with("admin:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:") && smb.contains(&nasforge_setup::smbpasswd::nt_hash(PASSWORD)), "{smb}");
+    assert!(
+        smb.starts_with("admin:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:")
+            && smb.contains(&nasforge_setup::smbpasswd::nt_hash(PASSWORD)),
+        "{smb}"
+    );
     // The recipe travels, without the password.
     let copy = mtype(&img, boot, "nasforge.toml");
-    assert!(copy.contains("[[storage.arrays]]") && !copy.contains(PASSWORD), "{copy}");
-    nasforge_setup::spec::DeviceRecipe::parse(&copy, Path::new("nasforge.toml")).expect("the board can read the copy");
+    assert!(
+        copy.contains("[[storage.arrays]]") && !copy.contains(PASSWORD),
+        "{copy}"
+    );
+    nasforge_setup::spec::DeviceRecipe::parse(&copy, Path::new("nasforge.toml"))
+        .expect("the board can read the copy");
 
-    assert!(!contains_bytes(&img, PASSWORD.as_bytes()), "the plaintext password is in the image");
-    run(Command::new("sha256sum").arg("-c").arg("nas.img.sha256").current_dir(e.dir.path().join("out")));
+    assert!(
+        !contains_bytes(&img, PASSWORD.as_bytes()),
+        "the plaintext password is in the image"
+    );
+    run(Command::new("sha256sum")
+        .arg("-c")
+        .arg("nas.img.sha256")
+        .current_dir(e.dir.path().join("out")));
 
     // A rebuild asks the mirror nothing.
     let before = e.server.request_count();
-    let r = nasforge(&["build", "nas.toml", "-o", "out/again.img"], e.dir.path(), e.cache.path());
+    let r = nasforge(
+        &["build", "nas.toml", "-o", "out/again.img"],
+        e.dir.path(),
+        e.cache.path(),
+    );
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert_eq!(e.server.request_count(), before, "a second build makes no HTTP request");
+    assert_eq!(
+        e.server.request_count(),
+        before,
+        "a second build makes no HTTP request"
+    );
 }
 
 #[test]
@@ -206,8 +361,14 @@ fn raspberry_pi_os_gets_its_first_user_through_userconf() {
     assert_eq!(name, "admin");
     assert!(crypt_verifies(PASSWORD, hash), "{line}");
     let off = root_offset(&img);
-    assert!(!debugfs_cat(&img, off, "/etc/passwd").contains("admin:"), "userconf creates it on first boot");
-    assert_eq!(debugfs_cat(&img, off, "/var/lib/nasforge/authorized_keys/admin"), format!("{KEY}\n"));
+    assert!(
+        !debugfs_cat(&img, off, "/etc/passwd").contains("admin:"),
+        "userconf creates it on first boot"
+    );
+    assert_eq!(
+        debugfs_cat(&img, off, "/var/lib/nasforge/authorized_keys/admin"),
+        format!("{KEY}\n")
+    );
     assert!(debugfs_cat(&img, off, "/var/lib/nasforge/smbpasswd").starts_with("admin:1000:"));
     assert!(!contains_bytes(&img, PASSWORD.as_bytes()));
 }
@@ -223,25 +384,56 @@ fn system_mistakes_are_located() {
     );
     let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
     assert_eq!(r.status, 1);
-    assert!(r.stderr.contains("r.toml:6:12: system.hostname: `pi nas` is not a valid host name"), "{}", r.stderr);
-    assert!(r.stderr.contains("r.toml:8:8: system.users[0].name: `Admin` is not a valid user name"), "{}", r.stderr);
-    assert!(r.stderr.contains("r.toml:9:17: system.users[0].password_hash: not a crypt(3) hash"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("r.toml:6:12: system.hostname: `pi nas` is not a valid host name"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("r.toml:8:8: system.users[0].name: `Admin` is not a valid user name"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("r.toml:9:17: system.users[0].password_hash: not a crypt(3) hash"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
 fn wizard_mode_installs_the_console_wizard() {
     let e = env(false);
-    let recipe = std::fs::read_to_string(e.dir.path().join("nas.toml")).unwrap().replace("mode = \"unattended\"", "mode = \"wizard\"");
+    let recipe = std::fs::read_to_string(e.dir.path().join("nas.toml"))
+        .unwrap()
+        .replace("mode = \"unattended\"", "mode = \"wizard\"");
     std::fs::write(e.dir.path().join("nas.toml"), recipe).unwrap();
     let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     let img = e.dir.path().join("out/nas.img");
     let off = root_offset(&img);
-    assert!(debugfs_cat(&img, off, "/etc/systemd/system/nasforge-wizard.service").contains("TTYPath=/dev/tty1"));
-    assert!(stat(&img, "/etc/systemd/system/multi-user.target.wants/nasforge-wizard.service").contains("Fast link dest: \"/etc/systemd/system/nasforge-wizard.service\""));
-    assert!(debugfs_cat(&img, off, "/etc/profile.d/nasforge-setup.sh").contains("sudo nasforge-setup"));
+    assert!(
+        debugfs_cat(&img, off, "/etc/systemd/system/nasforge-wizard.service")
+            .contains("TTYPath=/dev/tty1")
+    );
+    assert!(
+        stat(
+            &img,
+            "/etc/systemd/system/multi-user.target.wants/nasforge-wizard.service"
+        )
+        .contains("Fast link dest: \"/etc/systemd/system/nasforge-wizard.service\"")
+    );
+    assert!(
+        debugfs_cat(&img, off, "/etc/profile.d/nasforge-setup.sh").contains("sudo nasforge-setup")
+    );
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
     assert!(env_file.contains("NASFORGE_MODE=wizard"), "{env_file}");
     // The filesystem is chosen on the board, so every mkfs is staged.
-    assert!(env_file.contains("xfsprogs") && env_file.contains("btrfs-progs"), "{env_file}");
+    assert!(
+        env_file.contains("xfsprogs") && env_file.contains("btrfs-progs"),
+        "{env_file}"
+    );
 }

@@ -9,28 +9,46 @@ pub struct ArmbianEnv {
 
 impl ArmbianEnv {
     pub fn parse(text: &str) -> ArmbianEnv {
-        ArmbianEnv { text: text.to_string() }
+        ArmbianEnv {
+            text: text.to_string(),
+        }
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.text.lines().rev().find_map(|l| l.trim_end_matches('\r').strip_prefix(key)?.strip_prefix('='))
+        self.text.lines().rev().find_map(|l| {
+            l.trim_end_matches('\r')
+                .strip_prefix(key)?
+                .strip_prefix('=')
+        })
     }
 
     pub fn overlays(&self) -> Vec<String> {
-        self.get("overlays").map(|v| v.split_whitespace().map(String::from).collect()).unwrap_or_default()
+        self.get("overlays")
+            .map(|v| v.split_whitespace().map(String::from).collect())
+            .unwrap_or_default()
     }
 
     /// Adds the overlays not already listed, keeping the existing ones and
     /// their order; returns what was added.
     pub fn add_overlays(&mut self, wanted: &[String]) -> Vec<String> {
         let current = self.overlays();
-        let added: Vec<String> = wanted.iter().filter(|w| !current.contains(w)).cloned().collect();
+        let added: Vec<String> = wanted
+            .iter()
+            .filter(|w| !current.contains(w))
+            .cloned()
+            .collect();
         if added.is_empty() {
             return added;
         }
         let all: Vec<String> = current.into_iter().chain(added.iter().cloned()).collect();
         let new_line = format!("overlays={}", all.join(" "));
-        let last = self.text.lines().enumerate().filter(|(_, l)| l.starts_with("overlays=")).map(|(i, _)| i).last();
+        let last = self
+            .text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with("overlays="))
+            .map(|(i, _)| i)
+            .last();
         let mut out = String::with_capacity(self.text.len() + new_line.len() + 1);
         match last {
             Some(idx) => {
@@ -72,8 +90,14 @@ mod tests {
     fn adds_to_the_existing_list_without_dropping_entries() {
         let mut e = ArmbianEnv::parse(ENV);
         assert_eq!(e.add_overlays(&["sata1".into()]), vec!["sata1"]);
-        assert_eq!(e.render(), ENV.replace("overlays=uart7-m2\n", "overlays=uart7-m2 sata1\n"));
-        assert!(e.add_overlays(&["sata1".into()]).is_empty(), "second run changes nothing");
+        assert_eq!(
+            e.render(),
+            ENV.replace("overlays=uart7-m2\n", "overlays=uart7-m2 sata1\n")
+        );
+        assert!(
+            e.add_overlays(&["sata1".into()]).is_empty(),
+            "second run changes nothing"
+        );
     }
 
     #[test]

@@ -16,17 +16,21 @@ impl Cmdline {
             None => (text, ""),
         };
         let first = first.trim_end_matches('\r');
-        let tail = if text[..text.find('\n').unwrap_or(text.len())].ends_with('\r') { format!("\r{tail}") } else { tail.to_string() };
-        Cmdline { words: first.split_whitespace().map(String::from).collect(), tail, original: text.to_string() }
+        let tail = if text[..text.find('\n').unwrap_or(text.len())].ends_with('\r') {
+            format!("\r{tail}")
+        } else {
+            tail.to_string()
+        };
+        Cmdline {
+            words: first.split_whitespace().map(String::from).collect(),
+            tail,
+            original: text.to_string(),
+        }
     }
 
     /// Lines after the first, which the firmware ignores.
     pub fn ignored_lines(&self) -> usize {
         self.tail.lines().filter(|l| !l.trim().is_empty()).count()
-    }
-
-    pub fn words(&self) -> &[String] {
-        &self.words
     }
 
     /// `word` as given (`key=value` or a flag) is added unless already there.
@@ -39,10 +43,14 @@ impl Cmdline {
         }
         if let Some((key, _)) = word.split_once('=')
             && key != "console"
-                && let Some(w) = self.words.iter_mut().find(|w| w.split_once('=').is_some_and(|(k, _)| k == key)) {
-                    *w = word.to_string();
-                    return true;
-                }
+            && let Some(w) = self
+                .words
+                .iter_mut()
+                .find(|w| w.split_once('=').is_some_and(|(k, _)| k == key))
+        {
+            *w = word.to_string();
+            return true;
+        }
         self.words.push(word.to_string());
         true
     }
@@ -54,18 +62,34 @@ impl Cmdline {
         if pattern.contains('=') {
             self.words.retain(|w| w != pattern);
         } else {
-            self.words.retain(|w| w != pattern && !w.starts_with(&format!("{pattern}=")));
+            self.words
+                .retain(|w| w != pattern && !w.starts_with(&format!("{pattern}=")));
         }
         self.words.len() != before
     }
 
     pub fn render(&self) -> String {
         let line = self.words.join(" ");
-        let original_first = self.original.split('\n').next().unwrap_or("").trim_end_matches('\r');
-        if original_first.split_whitespace().eq(self.words.iter().map(String::as_str)) {
+        let original_first = self
+            .original
+            .split('\n')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('\r');
+        if original_first
+            .split_whitespace()
+            .eq(self.words.iter().map(String::as_str))
+        {
             return self.original.clone();
         }
-        format!("{line}{}", if self.tail.is_empty() { "\n" } else { &self.tail })
+        format!(
+            "{line}{}",
+            if self.tail.is_empty() {
+                "\n"
+            } else {
+                &self.tail
+            }
+        )
     }
 }
 
@@ -83,7 +107,12 @@ mod tests {
         assert!(!c.append("rootwait"));
         let out = c.render();
         assert_eq!(out.lines().count(), 1);
-        assert!(out.ends_with("init=/usr/lib/raspberrypi-sys-mods/firstboot systemd.unit=multi-user.target\n"), "{out}");
+        assert!(
+            out.ends_with(
+                "init=/usr/lib/raspberrypi-sys-mods/firstboot systemd.unit=multi-user.target\n"
+            ),
+            "{out}"
+        );
         assert!(!out.contains(" quiet "));
     }
 
@@ -94,7 +123,10 @@ mod tests {
         c.append("console=ttyAMA0");
         let out = c.render();
         assert!(out.contains("rootfstype=btrfs fsck.repair"), "{out}");
-        assert!(out.contains("console=tty1") && out.ends_with("console=ttyAMA0\n"), "{out}");
+        assert!(
+            out.contains("console=tty1") && out.ends_with("console=ttyAMA0\n"),
+            "{out}"
+        );
     }
 
     #[test]

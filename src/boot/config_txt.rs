@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 pub const MAX_LINE: usize = 98;
 
 const MODEL_FILTERS: &[&str] = &[
-    "all", "none", "pi0", "pi0w", "pi02", "pi1", "pi2", "pi3", "pi3+", "pi4", "pi400", "pi5", "pi500", "cm0", "cm1", "cm3",
-    "cm3+", "cm4", "cm4s", "cm5",
+    "all", "none", "pi0", "pi0w", "pi02", "pi1", "pi2", "pi3", "pi3+", "pi4", "pi400", "pi5",
+    "pi500", "cm0", "cm1", "cm3", "cm3+", "cm4", "cm4s", "cm5",
 ];
 
 #[derive(Debug, Clone)]
@@ -56,13 +56,21 @@ impl Filter {
             self.model = Some(name);
         } else {
             let kind = name.split([':', '=']).next().unwrap_or("").to_string();
-            let kind = if name.starts_with("0x") { "serial".to_string() } else { kind };
+            let kind = if name.starts_with("0x") {
+                "serial".to_string()
+            } else {
+                kind
+            };
             self.conditions.insert(kind, name);
         }
     }
 
     fn in_effect_for(&self, filters: &[String]) -> bool {
-        self.conditions.is_empty() && self.model.as_ref().is_none_or(|m| filters.iter().any(|f| f == m))
+        self.conditions.is_empty()
+            && self
+                .model
+                .as_ref()
+                .is_none_or(|m| filters.iter().any(|f| f == m))
     }
 }
 
@@ -92,14 +100,27 @@ fn settings(text: &str) -> Vec<Setting> {
                 let (name, val) = p.split_once('=').unwrap_or((p, "on"));
                 let name = name.trim();
                 let name = if name == "pcie" { "pciex1" } else { name };
-                let val = if val.trim().is_empty() { "on" } else { val.trim() };
-                Setting { key: format!("dtparam:{name}"), value: val.to_string() }
+                let val = if val.trim().is_empty() {
+                    "on"
+                } else {
+                    val.trim()
+                };
+                Setting {
+                    key: format!("dtparam:{name}"),
+                    value: val.to_string(),
+                }
             })
             .collect(),
         // Overlays stack; two lines loading the same overlay with different
         // parameters are both wanted, so the whole line is the key.
-        "dtoverlay" => vec![Setting { key: format!("dtoverlay:{value}"), value: value.to_string() }],
-        _ => vec![Setting { key: key.to_string(), value: value.to_string() }],
+        "dtoverlay" => vec![Setting {
+            key: format!("dtoverlay:{value}"),
+            value: value.to_string(),
+        }],
+        _ => vec![Setting {
+            key: key.to_string(),
+            value: value.to_string(),
+        }],
     }
 }
 
@@ -125,20 +146,31 @@ impl ConfigTxt {
         let mut rest = text;
         while !rest.is_empty() {
             let (line, eol, next) = match rest.find('\n') {
-                Some(i) if i > 0 && rest.as_bytes()[i - 1] == b'\r' => (&rest[..i - 1], "\r\n", &rest[i + 1..]),
+                Some(i) if i > 0 && rest.as_bytes()[i - 1] == b'\r' => {
+                    (&rest[..i - 1], "\r\n", &rest[i + 1..])
+                }
                 Some(i) => (&rest[..i], "\n", &rest[i + 1..]),
                 None => (rest, "", ""),
             };
-            lines.push(Line { text: line.to_string(), eol: eol.to_string() });
+            lines.push(Line {
+                text: line.to_string(),
+                eol: eol.to_string(),
+            });
             rest = next;
         }
         let crlf = lines.iter().filter(|l| l.eol == "\r\n").count();
         let lf = lines.iter().filter(|l| l.eol == "\n").count();
-        ConfigTxt { lines, newline: if crlf > lf { "\r\n" } else { "\n" } }
+        ConfigTxt {
+            lines,
+            newline: if crlf > lf { "\r\n" } else { "\n" },
+        }
     }
 
     pub fn render(&self) -> String {
-        self.lines.iter().map(|l| format!("{}{}", l.text, l.eol)).collect()
+        self.lines
+            .iter()
+            .map(|l| format!("{}{}", l.text, l.eol))
+            .collect()
     }
 
     /// The filter in force at each line (after that line's own header).
@@ -190,7 +222,10 @@ impl ConfigTxt {
                     continue;
                 }
                 found = true;
-                if line_settings.iter().any(|s| s.key == want.key && s.value != want.value) {
+                if line_settings
+                    .iter()
+                    .any(|s| s.key == want.key && s.value != want.value)
+                {
                     let old = self.lines[i].text.clone();
                     let new = rewrite(&old, &want);
                     self.lines[i].text = new.clone();
@@ -212,18 +247,27 @@ impl ConfigTxt {
             missing.iter().map(setting_line).collect()
         };
         self.insert(&new_lines, section);
-        edits.extend(new_lines.into_iter().map(|line| Edit::Added { line, section: section.to_string() }));
+        edits.extend(new_lines.into_iter().map(|line| Edit::Added {
+            line,
+            section: section.to_string(),
+        }));
         edits
     }
 
     fn insert(&mut self, new_lines: &[String], section: &str) {
         let states = self.filters();
-        let own = Filter { model: Some(section.to_string()), conditions: BTreeMap::new() };
+        let own = Filter {
+            model: Some(section.to_string()),
+            conditions: BTreeMap::new(),
+        };
         // After the last line of the last block of the board's own section,
         // skipping the blank lines that separate sections.
         let last = states.iter().rposition(|s| *s == own);
         let nl = self.newline.to_string();
-        let mk = |text: &str| Line { text: text.to_string(), eol: nl.clone() };
+        let mk = |text: &str| Line {
+            text: text.to_string(),
+            eol: nl.clone(),
+        };
         if let Some(mut at) = last {
             while at > 0 && self.lines[at].text.trim().is_empty() && states[at - 1] == own {
                 at -= 1;
@@ -237,9 +281,10 @@ impl ConfigTxt {
             return;
         }
         if let Some(l) = self.lines.last_mut()
-            && l.eol.is_empty() {
-                l.eol = nl.clone();
-            }
+            && l.eol.is_empty()
+        {
+            l.eol = nl.clone();
+        }
         if self.lines.last().is_some_and(|l| !l.text.trim().is_empty()) {
             self.lines.push(mk(""));
         }
@@ -258,17 +303,6 @@ impl ConfigTxt {
             .enumerate()
             .filter(|(_, l)| l.text.len() > MAX_LINE && !l.text.trim_start().starts_with('#'))
             .map(|(i, l)| (i + 1, l.text.clone()))
-            .collect()
-    }
-
-    /// Every setting in effect for a board, in file order, for `inspect`.
-    pub fn lines_in_effect(&self, filters: &[String]) -> Vec<String> {
-        let states = self.filters();
-        self.lines
-            .iter()
-            .zip(&states)
-            .filter(|(l, s)| s.in_effect_for(filters) && !settings(&l.text).is_empty())
-            .map(|(l, _)| l.text.trim().to_string())
             .collect()
     }
 }
@@ -295,7 +329,11 @@ fn rewrite(line: &str, want: &Setting) -> String {
                     let pname = p.split_once('=').map_or(p, |(n, _)| n).trim();
                     let canonical = if pname == "pcie" { "pciex1" } else { pname };
                     if canonical == name {
-                        if want.value == "on" { pname.to_string() } else { format!("{pname}={}", want.value) }
+                        if want.value == "on" {
+                            pname.to_string()
+                        } else {
+                            format!("{pname}={}", want.value)
+                        }
                     } else {
                         p.to_string()
                     }
@@ -329,7 +367,10 @@ mod tests {
     #[test]
     fn adds_a_new_board_section_and_returns_to_all() {
         let (out, edits) = apply(PIOS, &["dtparam=pciex1", "dtparam=pciex1_gen=3"]);
-        assert_eq!(out, format!("{PIOS}\n[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n"));
+        assert_eq!(
+            out,
+            format!("{PIOS}\n[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n")
+        );
         assert_eq!(edits.len(), 2);
     }
 
@@ -345,25 +386,43 @@ mod tests {
     fn replaces_a_conflicting_gen_in_effect_instead_of_duplicating() {
         let text = "[pi5]\n# keep me\ndtparam=pciex1\ndtparam=pciex1_gen=2\n\n[all]\narm_boost=1\n";
         let (out, edits) = apply(text, &["dtparam=pciex1", "dtparam=pciex1_gen=3"]);
-        assert_eq!(out, "[pi5]\n# keep me\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\narm_boost=1\n");
-        assert_eq!(edits, vec![Edit::Replaced { old: "dtparam=pciex1_gen=2".into(), new: "dtparam=pciex1_gen=3".into() }]);
+        assert_eq!(
+            out,
+            "[pi5]\n# keep me\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\narm_boost=1\n"
+        );
+        assert_eq!(
+            edits,
+            vec![Edit::Replaced {
+                old: "dtparam=pciex1_gen=2".into(),
+                new: "dtparam=pciex1_gen=3".into()
+            }]
+        );
     }
 
     #[test]
     fn appends_to_an_existing_board_section() {
         let text = "[pi4]\narm_boost=1\n\n[pi5]\ndtoverlay=vc4-kms-v3d\n\n[all]\nenable_uart=1\n";
         let (out, _) = apply(text, &["dtparam=pciex1"]);
-        assert_eq!(out, "[pi4]\narm_boost=1\n\n[pi5]\ndtoverlay=vc4-kms-v3d\ndtparam=pciex1\n\n[all]\nenable_uart=1\n");
+        assert_eq!(
+            out,
+            "[pi4]\narm_boost=1\n\n[pi5]\ndtoverlay=vc4-kms-v3d\ndtparam=pciex1\n\n[all]\nenable_uart=1\n"
+        );
     }
 
     #[test]
     fn a_later_all_section_overriding_the_board_is_fixed_too() {
         let text = "[pi5]\ndtparam=pciex1_gen=3\n[all]\ndtparam=pciex1_gen=1\n";
         let (out, edits) = apply(text, &["dtparam=pciex1_gen=3"]);
-        assert_eq!(out, "[pi5]\ndtparam=pciex1_gen=3\n[all]\ndtparam=pciex1_gen=3\n");
+        assert_eq!(
+            out,
+            "[pi5]\ndtparam=pciex1_gen=3\n[all]\ndtparam=pciex1_gen=3\n"
+        );
         assert_eq!(edits.len(), 1);
         let c = ConfigTxt::parse(&out);
-        assert_eq!(c.effective("dtparam:pciex1_gen", &pi5()).as_deref(), Some("3"));
+        assert_eq!(
+            c.effective("dtparam:pciex1_gen", &pi5()).as_deref(),
+            Some("3")
+        );
     }
 
     #[test]
@@ -371,14 +430,20 @@ mod tests {
         let text = "[pi4]\ndtparam=pciex1_gen=2\n[HDMI:1]\ndtparam=pciex1_gen=1\n[all]\n";
         let (out, _) = apply(text, &["dtparam=pciex1_gen=3"]);
         assert!(out.starts_with(text), "{out}");
-        assert!(out.ends_with("[pi5]\ndtparam=pciex1_gen=3\n\n[all]\n"), "{out}");
+        assert!(
+            out.ends_with("[pi5]\ndtparam=pciex1_gen=3\n\n[all]\n"),
+            "{out}"
+        );
     }
 
     #[test]
     fn keeps_crlf_line_endings() {
         let text = "# hi\r\n[pi5]\r\ndtparam=pciex1_gen=2\r\n[all]\r\n";
         let (out, _) = apply(text, &["dtparam=pciex1", "dtparam=pciex1_gen=3"]);
-        assert_eq!(out, "# hi\r\n[pi5]\r\ndtparam=pciex1_gen=3\r\ndtparam=pciex1\r\n[all]\r\n");
+        assert_eq!(
+            out,
+            "# hi\r\n[pi5]\r\ndtparam=pciex1_gen=3\r\ndtparam=pciex1\r\n[all]\r\n"
+        );
     }
 
     #[test]
@@ -401,15 +466,27 @@ mod tests {
 
     #[test]
     fn combined_dtparam_lines_change_only_the_one_parameter() {
-        let (out, _) = apply("[pi5]\ndtparam=pciex1,pciex1_gen=2,audio=on\n", &["dtparam=pciex1_gen=3"]);
+        let (out, _) = apply(
+            "[pi5]\ndtparam=pciex1,pciex1_gen=2,audio=on\n",
+            &["dtparam=pciex1_gen=3"],
+        );
         assert_eq!(out, "[pi5]\ndtparam=pciex1,pciex1_gen=3,audio=on\n");
     }
 
     #[test]
     fn cm4_lines_go_in_the_cm4_section() {
         let mut c = ConfigTxt::parse(PIOS);
-        c.set("dtoverlay=dwc2,dr_mode=host", &["pi4".into(), "cm4".into()], "cm4");
-        assert!(c.render().contains("[cm4]\notg_mode=1\ndtoverlay=dwc2,dr_mode=host\n\n[cm5]"), "{}", c.render());
+        c.set(
+            "dtoverlay=dwc2,dr_mode=host",
+            &["pi4".into(), "cm4".into()],
+            "cm4",
+        );
+        assert!(
+            c.render()
+                .contains("[cm4]\notg_mode=1\ndtoverlay=dwc2,dr_mode=host\n\n[cm5]"),
+            "{}",
+            c.render()
+        );
     }
 
     #[test]

@@ -36,7 +36,10 @@ pub fn check_family(image: &Image, board: crate::board::Model) -> Result<()> {
                 None => false,
             };
             if !has_config {
-                bail!("{} boots with the Raspberry Pi firmware, but this image has no FAT boot partition with config.txt; is it a Raspberry Pi image?", info.description);
+                bail!(
+                    "{} boots with the Raspberry Pi firmware, but this image has no FAT boot partition with config.txt; is it a Raspberry Pi image?",
+                    info.description
+                );
             }
         }
         Family::Armbian => {
@@ -45,7 +48,10 @@ pub fn check_family(image: &Image, board: crate::board::Model) -> Result<()> {
                 None => false,
             };
             if !has_env {
-                bail!("{} boots Armbian, but this image has no {ARMBIAN_ENV}; is it an Armbian image?", info.description);
+                bail!(
+                    "{} boots Armbian, but this image has no {ARMBIAN_ENV}; is it an Armbian image?",
+                    info.description
+                );
             }
         }
         Family::Generic => {
@@ -64,23 +70,48 @@ fn partition_name(label: Option<&str>, role: &str) -> String {
 fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
     let board = recipe.board;
     let info = board.info();
-    let section = info.section.clone().context("board data without a config.txt section")?;
+    let section = info
+        .section
+        .clone()
+        .context("board data without a config.txt section")?;
     let Some(fat) = image.fat(true)? else {
-        bail!("board {board} needs a FAT boot partition with config.txt, but the image has none; is this a Raspberry Pi image?");
+        bail!(
+            "board {board} needs a FAT boot partition with config.txt, but the image has none; is this a Raspberry Pi image?"
+        );
     };
     let part = partition_name(image.boot().and_then(|p| p.label.as_deref()), "boot");
     let mut out = Applied::default();
 
     let before = fat.read("config.txt")?.with_context(|| {
-        format!("the boot partition has no config.txt; is this a Raspberry Pi image? (board {board})")
+        format!(
+            "the boot partition has no config.txt; is this a Raspberry Pi image? (board {board})"
+        )
     })?;
     let text = String::from_utf8(before.clone()).context("config.txt is not UTF-8 text")?;
     let mut config = config_txt::ConfigTxt::parse(&text);
-    let mut wanted: Vec<(String, String)> = info.config.iter().map(|l| (l.clone(), format!("{board} needs it for its PCIe SATA card"))).collect();
+    let mut wanted: Vec<(String, String)> = info
+        .config
+        .iter()
+        .map(|l| {
+            (
+                l.clone(),
+                format!("{board} needs it for its PCIe SATA card"),
+            )
+        })
+        .collect();
     if let (Some(generation), Some(template)) = (recipe.pcie_gen, &info.pcie_gen) {
-        wanted.push((template.replace("{gen}", &generation.to_string()), format!("[board] pcie_gen = {generation}")));
+        wanted.push((
+            template.replace("{gen}", &generation.to_string()),
+            format!("[board] pcie_gen = {generation}"),
+        ));
     }
-    wanted.extend(recipe.boot.config.iter().map(|l| (l.clone(), "[boot] config".to_string())));
+    wanted.extend(
+        recipe
+            .boot
+            .config
+            .iter()
+            .map(|l| (l.clone(), "[boot] config".to_string())),
+    );
     let mut details = Vec::new();
     let mut reasons = Vec::new();
     for (line, why) in &wanted {
@@ -110,10 +141,14 @@ fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
     }
 
     if !recipe.boot.cmdline_append.is_empty() || !recipe.boot.cmdline_remove.is_empty() {
-        let before = fat.read("cmdline.txt")?.context("the boot partition has no cmdline.txt to edit")?;
+        let before = fat
+            .read("cmdline.txt")?
+            .context("the boot partition has no cmdline.txt to edit")?;
         let mut cmdline = cmdline::Cmdline::parse(&String::from_utf8_lossy(&before));
         if cmdline.ignored_lines() > 0 {
-            out.warnings.push("cmdline.txt has more than one line; the firmware reads only the first".into());
+            out.warnings.push(
+                "cmdline.txt has more than one line; the firmware reads only the first".into(),
+            );
         }
         let mut details = Vec::new();
         for r in &recipe.boot.cmdline_remove {
@@ -152,18 +187,33 @@ const RASPI_EXTRA_CMDLINE: &str = "/etc/default/raspi-extra-cmdline";
 /// first boot too, when mdadm.conf is added. What it keeps is what
 /// /etc/default/raspi-firmware-custom and raspi-extra-cmdline say, so the
 /// board's settings go there as well.
-fn persist_for_raspi_firmware(image: &Image, recipe: &Recipe, wanted: &[(String, String)], section: &str, out: &mut Applied) -> Result<()> {
-    let Some(root) = image.ext4() else { return Ok(()) };
+fn persist_for_raspi_firmware(
+    image: &Image,
+    recipe: &Recipe,
+    wanted: &[(String, String)],
+    section: &str,
+    out: &mut Applied,
+) -> Result<()> {
+    let Some(root) = image.ext4() else {
+        return Ok(());
+    };
     if root.owner(RASPI_FIRMWARE_HOOK)?.is_none() {
         return Ok(());
     }
     let info = recipe.board.info();
     let part = partition_name(image.root().and_then(|p| p.label.as_deref()), "root");
     let before = root.read(RASPI_FIRMWARE_CUSTOM)?;
-    let mut custom = config_txt::ConfigTxt::parse(&String::from_utf8_lossy(before.as_deref().unwrap_or_default()));
+    let mut custom = config_txt::ConfigTxt::parse(&String::from_utf8_lossy(
+        before.as_deref().unwrap_or_default(),
+    ));
     let mut details = Vec::new();
     for (line, _) in wanted {
-        details.extend(custom.set(line, &info.filters, section).iter().map(|e| e.to_string()));
+        details.extend(
+            custom
+                .set(line, &info.filters, section)
+                .iter()
+                .map(|e| e.to_string()),
+        );
     }
     if !details.is_empty() {
         let after = custom.render();
@@ -172,14 +222,23 @@ fn persist_for_raspi_firmware(image: &Image, recipe: &Recipe, wanted: &[(String,
             file: format!("{part}:{RASPI_FIRMWARE_CUSTOM}"),
             before_sha256: before.as_deref().map(sha256_hex),
             after_sha256: Some(sha256_hex(after.as_bytes())),
-            why: "raspi-firmware regenerates config.txt on kernel updates and appends this file".into(),
+            why: "raspi-firmware regenerates config.txt on kernel updates and appends this file"
+                .into(),
             details,
         });
     }
     if !recipe.boot.cmdline_append.is_empty() {
         let before = root.read(RASPI_EXTRA_CMDLINE)?;
-        let mut extra = cmdline::Cmdline::parse(&String::from_utf8_lossy(before.as_deref().unwrap_or_default()));
-        let added: Vec<String> = recipe.boot.cmdline_append.iter().filter(|w| extra.append(w)).map(|w| format!("added `{w}`")).collect();
+        let mut extra = cmdline::Cmdline::parse(&String::from_utf8_lossy(
+            before.as_deref().unwrap_or_default(),
+        ));
+        let added: Vec<String> = recipe
+            .boot
+            .cmdline_append
+            .iter()
+            .filter(|w| extra.append(w))
+            .map(|w| format!("added `{w}`"))
+            .collect();
         if !added.is_empty() {
             let after = extra.render();
             root.replace(RASPI_EXTRA_CMDLINE, after.as_bytes(), 0o644)?;
@@ -187,7 +246,9 @@ fn persist_for_raspi_firmware(image: &Image, recipe: &Recipe, wanted: &[(String,
                 file: format!("{part}:{RASPI_EXTRA_CMDLINE}"),
                 before_sha256: before.as_deref().map(sha256_hex),
                 after_sha256: Some(sha256_hex(after.as_bytes())),
-                why: "raspi-firmware regenerates cmdline.txt on kernel updates and appends this file".into(),
+                why:
+                    "raspi-firmware regenerates cmdline.txt on kernel updates and appends this file"
+                        .into(),
                 details: added,
             });
         }
@@ -205,11 +266,15 @@ const ARMBIAN_ENV: &str = "/boot/armbianEnv.txt";
 
 fn armbian(image: &Image, recipe: &Recipe) -> Result<Applied> {
     let board = recipe.board;
-    let root = image.ext4().with_context(|| format!("board {board} needs an ext4 root filesystem, but the image has none"))?;
+    let root = image.ext4().with_context(|| {
+        format!("board {board} needs an ext4 root filesystem, but the image has none")
+    })?;
     let part = partition_name(image.root().and_then(|p| p.label.as_deref()), "root");
-    let before = root
-        .read(ARMBIAN_ENV)?
-        .with_context(|| format!("the root filesystem has no {ARMBIAN_ENV}; is this an Armbian image? (board {board})"))?;
+    let before = root.read(ARMBIAN_ENV)?.with_context(|| {
+        format!(
+            "the root filesystem has no {ARMBIAN_ENV}; is this an Armbian image? (board {board})"
+        )
+    })?;
     let mut env = armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&before));
     let names = overlay_names(&root, &env, &recipe.overlays)?;
     let added = env.add_overlays(&names);
@@ -221,7 +286,10 @@ fn armbian(image: &Image, recipe: &Recipe) -> Result<Applied> {
             before_sha256: Some(sha256_hex(&before)),
             after_sha256: Some(sha256_hex(env.render().as_bytes())),
             why: format!("{board} needs these device-tree overlays for SATA"),
-            details: added.iter().map(|o| format!("added overlay `{o}`")).collect(),
+            details: added
+                .iter()
+                .map(|o| format!("added overlay `{o}`"))
+                .collect(),
         });
     }
     Ok(out)
@@ -229,15 +297,25 @@ fn armbian(image: &Image, recipe: &Recipe) -> Result<Applied> {
 
 /// For each wanted overlay, the first alternative whose .dtbo the image
 /// carries, so a name that would silently do nothing at boot is an error now.
-fn overlay_names(root: &crate::image::ext4::Ext4, env: &armbian_env::ArmbianEnv, wanted: &[Vec<String>]) -> Result<Vec<String>> {
+fn overlay_names(
+    root: &crate::image::ext4::Ext4,
+    env: &armbian_env::ArmbianEnv,
+    wanted: &[Vec<String>],
+) -> Result<Vec<String>> {
     if wanted.is_empty() {
         return Ok(vec![]);
     }
-    let vendor = env.get("fdtfile").and_then(|f| f.split_once('/')).map(|(v, _)| v.to_string()).unwrap_or_else(|| "rockchip".into());
+    let vendor = env
+        .get("fdtfile")
+        .and_then(|f| f.split_once('/'))
+        .map(|(v, _)| v.to_string())
+        .unwrap_or_else(|| "rockchip".into());
     let dir = format!("/boot/dtb/{vendor}/overlay");
     let available: Vec<String> = root
         .list(&dir)?
-        .with_context(|| format!("{dir} does not exist, so the image's kernel carries no overlays to enable"))?
+        .with_context(|| {
+            format!("{dir} does not exist, so the image's kernel carries no overlays to enable")
+        })?
         .into_iter()
         .map(|e| e.name)
         .collect();
@@ -245,16 +323,26 @@ fn overlay_names(root: &crate::image::ext4::Ext4, env: &armbian_env::ArmbianEnv,
     let mut names = Vec::new();
     for alternatives in wanted {
         let found = alternatives.iter().find(|name| {
-            available.iter().any(|f| *f == format!("{prefix}-{name}.dtbo") || *f == format!("{name}.dtbo"))
+            available
+                .iter()
+                .any(|f| *f == format!("{prefix}-{name}.dtbo") || *f == format!("{name}.dtbo"))
         });
         match found {
             Some(n) => names.push(n.clone()),
             None => {
-                let sata: Vec<&str> = available.iter().filter(|f| f.contains("sata")).map(String::as_str).collect();
+                let sata: Vec<&str> = available
+                    .iter()
+                    .filter(|f| f.contains("sata"))
+                    .map(String::as_str)
+                    .collect();
                 bail!(
                     "none of the overlays {} exists in {dir} (overlay_prefix={prefix}); SATA overlays in this image: {}. Name the right one in `[board] overlays`, or set `overlays = []` if your SATA card is on PCIe",
                     alternatives.join(", "),
-                    if sata.is_empty() { "none".to_string() } else { sata.join(", ") }
+                    if sata.is_empty() {
+                        "none".to_string()
+                    } else {
+                        sata.join(", ")
+                    }
                 );
             }
         }

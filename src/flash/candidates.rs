@@ -42,10 +42,18 @@ pub struct Device {
 pub enum InUse {
     /// It holds `/` (directly, or under an md / dm device).
     System,
-    Mounted { device: String, at: String },
+    Mounted {
+        device: String,
+        at: String,
+    },
     /// An md, dm (LVM, LUKS) or bcache device is built on it.
-    Held { device: String, by: String },
-    Swap { device: String },
+    Held {
+        device: String,
+        by: String,
+    },
+    Swap {
+        device: String,
+    },
 }
 
 impl fmt::Display for InUse {
@@ -63,11 +71,18 @@ impl fmt::Display for InUse {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
     InUse(InUse),
-    TooLarge { size: u64, max: u64 },
+    TooLarge {
+        size: u64,
+        max: u64,
+    },
     ReadOnly,
-    Partition { disk: String },
+    Partition {
+        disk: String,
+    },
     /// An md array or device-mapper device: storage built on disks, not one.
-    NotADisk { kind: String },
+    NotADisk {
+        kind: String,
+    },
 }
 
 impl Refusal {
@@ -111,11 +126,21 @@ impl Device {
             return format!("unknown: its first bytes cannot be read ({e})");
         }
         if self.contents.is_empty() {
-            return if self.partitions.is_empty() { "nothing recognisable (blank or unknown)".into() } else { format!("{} partition(s)", self.partitions.len()) };
+            return if self.partitions.is_empty() {
+                "nothing recognisable (blank or unknown)".into()
+            } else {
+                format!("{} partition(s)", self.partitions.len())
+            };
         }
         self.contents
             .iter()
-            .map(|(on, sig)| if *on == self.name { sig.to_string() } else { format!("{on}: {sig}") })
+            .map(|(on, sig)| {
+                if *on == self.name {
+                    sig.to_string()
+                } else {
+                    format!("{on}: {sig}")
+                }
+            })
             .collect::<Vec<_>>()
             .join("; ")
     }
@@ -128,12 +153,19 @@ impl Device {
             out.push(Refusal::ReadOnly);
         }
         match self.transport.as_str() {
-            "md" => out.push(Refusal::NotADisk { kind: "an md RAID array".into() }),
-            "dm" => out.push(Refusal::NotADisk { kind: "a device-mapper device (LVM, LUKS, multipath)".into() }),
+            "md" => out.push(Refusal::NotADisk {
+                kind: "an md RAID array".into(),
+            }),
+            "dm" => out.push(Refusal::NotADisk {
+                kind: "a device-mapper device (LVM, LUKS, multipath)".into(),
+            }),
             _ => {}
         }
         if self.size > max_size && !force_large {
-            out.push(Refusal::TooLarge { size: self.size, max: max_size });
+            out.push(Refusal::TooLarge {
+                size: self.size,
+                max: max_size,
+            });
         }
         out
     }
@@ -146,11 +178,18 @@ impl Device {
 
 /// "31.9 GB (29.7 GiB)": the label's unit and the one tools print.
 pub fn both_units(bytes: u64) -> String {
-    format!("{:.1} GB ({})", bytes as f64 / 1e9, crate::size::human(bytes))
+    format!(
+        "{:.1} GB ({})",
+        bytes as f64 / 1e9,
+        crate::size::human(bytes)
+    )
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {
-    fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 fn read_u64(path: &Path) -> Option<u64> {
@@ -168,7 +207,9 @@ fn sysfs_of(devnum: (u32, u32)) -> Option<PathBuf> {
 }
 
 fn name_of(sys: &Path) -> String {
-    sys.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    sys.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The whole disks a device number rests on: a partition's parent disk, and
@@ -182,9 +223,15 @@ fn disks_under(devnum: (u32, u32)) -> BTreeSet<String> {
 }
 
 fn walk_down(sys: &Path, out: &mut BTreeSet<String>, depth: u32) {
-    let disk = if sys.join("partition").exists() { sys.parent().map(Path::to_path_buf) } else { Some(sys.to_path_buf()) };
+    let disk = if sys.join("partition").exists() {
+        sys.parent().map(Path::to_path_buf)
+    } else {
+        Some(sys.to_path_buf())
+    };
     let Some(disk) = disk else { return };
-    let slaves: Vec<PathBuf> = fs::read_dir(disk.join("slaves")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    let slaves: Vec<PathBuf> = fs::read_dir(disk.join("slaves"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
     if slaves.is_empty() || depth > 8 {
         out.insert(name_of(&disk));
         return;
@@ -219,8 +266,14 @@ impl SystemUse {
         for line in mountinfo.lines() {
             // id parent major:minor root mountpoint options ... - fstype source superoptions
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let Some(sep) = fields.iter().position(|f| *f == "-") else { continue };
-            let (Some(devnum), Some(at)) = (fields.get(2).and_then(|d| parse_devnum(d)), fields.get(4)) else { continue };
+            let Some(sep) = fields.iter().position(|f| *f == "-") else {
+                continue;
+            };
+            let (Some(devnum), Some(at)) =
+                (fields.get(2).and_then(|d| parse_devnum(d)), fields.get(4))
+            else {
+                continue;
+            };
             let source = fields.get(sep + 2).map(|s| unescape(s)).unwrap_or_default();
             let at = unescape(at);
             if at == "/" {
@@ -237,13 +290,19 @@ impl SystemUse {
             .skip(1)
             .filter_map(|l| l.split_whitespace().next().map(str::to_string))
             .collect();
-        SystemUse { system_disks, mounts, swaps }
+        SystemUse {
+            system_disks,
+            mounts,
+            swaps,
+        }
     }
 }
 
 fn block_rdev(path: &Path) -> Option<(u32, u32)> {
     let meta = fs::metadata(path).ok()?;
-    meta.file_type().is_block_device().then(|| (libc::major(meta.rdev()), libc::minor(meta.rdev())))
+    meta.file_type()
+        .is_block_device()
+        .then(|| (libc::major(meta.rdev()), libc::minor(meta.rdev())))
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
@@ -252,8 +311,14 @@ fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            out.push(u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap(), 8).unwrap_or(b'?'));
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push(
+                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap(), 8)
+                    .unwrap_or(b'?'),
+            );
             i += 4;
         } else {
             out.push(b[i]);
@@ -293,7 +358,8 @@ fn model(sys: &Path) -> Option<String> {
         return Some(format!("loop on {backing}"));
     }
     let vendor = read_trimmed(&sys.join("device/vendor")).filter(|v| !v.starts_with("0x"));
-    let model = read_trimmed(&sys.join("device/model")).or_else(|| read_trimmed(&sys.join("device/name")));
+    let model =
+        read_trimmed(&sys.join("device/model")).or_else(|| read_trimmed(&sys.join("device/name")));
     match (vendor, model) {
         (Some(v), Some(m)) if !m.starts_with(&v) => Some(format!("{v} {m}")),
         (_, Some(m)) => Some(m),
@@ -330,20 +396,35 @@ fn read_device(sys: &Path, system: &SystemUse) -> Option<Device> {
     if system.system_disks.contains(&name) {
         in_use.push(InUse::System);
     }
-    let mut members: Vec<(String, (u32, u32), PathBuf)> = vec![(name.clone(), (major, minor), sys.to_path_buf())];
+    let mut members: Vec<(String, (u32, u32), PathBuf)> =
+        vec![(name.clone(), (major, minor), sys.to_path_buf())];
     members.extend(parts.iter().map(|p| (p.0.clone(), p.1, p.2.clone())));
     for (dev_name, devnum, dir) in &members {
         let dev_path = format!("/dev/{dev_name}");
-        for (_, _, at) in system.mounts.iter().filter(|m| m.0 == *devnum || m.1 == dev_path) {
-            in_use.push(InUse::Mounted { device: dev_path.clone(), at: at.clone() });
+        for (_, _, at) in system
+            .mounts
+            .iter()
+            .filter(|m| m.0 == *devnum || m.1 == dev_path)
+        {
+            in_use.push(InUse::Mounted {
+                device: dev_path.clone(),
+                at: at.clone(),
+            });
         }
-        let mut holders: Vec<String> = fs::read_dir(dir.join("holders")).map(|d| d.flatten().map(|e| name_of(&e.path())).collect()).unwrap_or_default();
+        let mut holders: Vec<String> = fs::read_dir(dir.join("holders"))
+            .map(|d| d.flatten().map(|e| name_of(&e.path())).collect())
+            .unwrap_or_default();
         holders.sort();
         for by in holders {
-            in_use.push(InUse::Held { device: dev_path.clone(), by });
+            in_use.push(InUse::Held {
+                device: dev_path.clone(),
+                by,
+            });
         }
         if system.swaps.contains(&dev_path) {
-            in_use.push(InUse::Swap { device: dev_path.clone() });
+            in_use.push(InUse::Swap {
+                device: dev_path.clone(),
+            });
         }
     }
     in_use.dedup();
@@ -387,7 +468,13 @@ fn read_device(sys: &Path, system: &SystemUse) -> Option<Device> {
 /// devices report size 0 and are left out), in name order.
 pub fn all() -> Vec<Device> {
     let system = SystemUse::read();
-    let mut names: Vec<String> = fs::read_dir("/sys/block").map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+    let mut names: Vec<String> = fs::read_dir("/sys/block")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     names.sort_by_key(|n| (n.len(), n.clone()));
     names
         .iter()
@@ -412,20 +499,36 @@ pub fn resolve(named: &Path) -> Result<Target, String> {
     match fs::metadata(named) {
         Ok(meta) if meta.file_type().is_block_device() => {
             let devnum = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
-            let sys = sysfs_of(devnum).ok_or_else(|| format!("{shown}: block device {}:{} is not in /sys/dev/block", devnum.0, devnum.1))?;
+            let sys = sysfs_of(devnum).ok_or_else(|| {
+                format!(
+                    "{shown}: block device {}:{} is not in /sys/dev/block",
+                    devnum.0, devnum.1
+                )
+            })?;
             if sys.join("partition").exists() {
                 let disk = sys.parent().map(name_of).unwrap_or_default();
-                return Err(format!("refusing to write {shown}: {}", Refusal::Partition { disk }.explain()));
+                return Err(format!(
+                    "refusing to write {shown}: {}",
+                    Refusal::Partition { disk }.explain()
+                ));
             }
             let system = SystemUse::read();
-            read_device(&sys, &system).ok_or_else(|| format!("{shown}: cannot read its size from {}", sys.display())).map(Target::Disk)
+            read_device(&sys, &system)
+                .ok_or_else(|| format!("{shown}: cannot read its size from {}", sys.display()))
+                .map(Target::Disk)
         }
         Ok(meta) if meta.is_file() => Ok(Target::File(named.to_path_buf())),
-        Ok(meta) if meta.is_dir() => Err(format!("{shown} is a directory; name a disk such as /dev/sdX (see nasforge flash --list) or an image file to write")),
-        Ok(_) => Err(format!("{shown} is neither a block device nor a regular file")),
+        Ok(meta) if meta.is_dir() => Err(format!(
+            "{shown} is a directory; name a disk such as /dev/sdX (see nasforge flash --list) or an image file to write"
+        )),
+        Ok(_) => Err(format!(
+            "{shown} is neither a block device nor a regular file"
+        )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if named.starts_with("/dev") {
-                Err(format!("{shown} does not exist; is the card inserted? `nasforge flash --list` shows the disks there are"))
+                Err(format!(
+                    "{shown} does not exist; is the card inserted? `nasforge flash --list` shows the disks there are"
+                ))
             } else {
                 Ok(Target::File(named.to_path_buf()))
             }
@@ -446,10 +549,31 @@ mod tests {
 
     #[test]
     fn transports_come_from_the_sysfs_path() {
-        assert_eq!(transport("sdb", "/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block/sdb"), "usb");
-        assert_eq!(transport("mmcblk0", "/sys/devices/platform/emmc2bus/fe340000.mmc/mmc_host/mmc0/mmc0:aaaa/block/mmcblk0"), "mmc");
-        assert_eq!(transport("sda", "/sys/devices/pci0000:00/0000:00:17.0/ata1/host0/target0:0:0/0:0:0:0/block/sda"), "sata");
-        assert_eq!(transport("loop3", "/sys/devices/virtual/block/loop3"), "loop");
+        assert_eq!(
+            transport(
+                "sdb",
+                "/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block/sdb"
+            ),
+            "usb"
+        );
+        assert_eq!(
+            transport(
+                "mmcblk0",
+                "/sys/devices/platform/emmc2bus/fe340000.mmc/mmc_host/mmc0/mmc0:aaaa/block/mmcblk0"
+            ),
+            "mmc"
+        );
+        assert_eq!(
+            transport(
+                "sda",
+                "/sys/devices/pci0000:00/0000:00:17.0/ata1/host0/target0:0:0/0:0:0:0/block/sda"
+            ),
+            "sata"
+        );
+        assert_eq!(
+            transport("loop3", "/sys/devices/virtual/block/loop3"),
+            "loop"
+        );
     }
 
     #[test]
@@ -464,7 +588,10 @@ mod tests {
 
     #[test]
     fn refusals_name_their_override() {
-        let r = Refusal::TooLarge { size: 2_000_000_000_000, max: DEFAULT_MAX_SIZE };
+        let r = Refusal::TooLarge {
+            size: 2_000_000_000_000,
+            max: DEFAULT_MAX_SIZE,
+        };
         assert_eq!(r.override_flag(), Some("--force-large"));
         assert!(r.explain().contains("--force-large"));
         assert_eq!(Refusal::InUse(InUse::System).override_flag(), None);

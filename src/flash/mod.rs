@@ -45,7 +45,10 @@ pub struct Summary {
 }
 
 fn rate(bytes: u64, d: std::time::Duration) -> String {
-    format!("{}/s", human((bytes as f64 / d.as_secs_f64().max(1e-3)) as u64))
+    format!(
+        "{}/s",
+        human((bytes as f64 / d.as_secs_f64().max(1e-3)) as u64)
+    )
 }
 
 impl Summary {
@@ -59,19 +62,35 @@ impl Summary {
             human(w.data_bytes),
             w.elapsed.as_secs_f64(),
             rate(w.data_bytes, w.elapsed),
-            if w.direct_io { ", O_DIRECT" } else { ", through the page cache" }
+            if w.direct_io {
+                ", O_DIRECT"
+            } else {
+                ", through the page cache"
+            }
         );
         if w.punched_bytes > 0 {
-            out += &format!("  {} of zeros left to the target to zero (holes punched, nothing sent)\n", human(w.punched_bytes));
+            out += &format!(
+                "  {} of zeros left to the target to zero (holes punched, nothing sent)\n",
+                human(w.punched_bytes)
+            );
         }
         if w.zero_written_bytes > 0 {
-            out += &format!("  {} of zeros written (the target cannot zero ranges itself)\n", human(w.zero_written_bytes));
+            out += &format!(
+                "  {} of zeros written (the target cannot zero ranges itself)\n",
+                human(w.zero_written_bytes)
+            );
         }
         if w.skipped_bytes > 0 {
-            out += &format!("  {} of zeros skipped (--skip-holes): those ranges keep their old contents\n", human(w.skipped_bytes));
+            out += &format!(
+                "  {} of zeros skipped (--skip-holes): those ranges keep their old contents\n",
+                human(w.skipped_bytes)
+            );
         }
         if let Some((a, b)) = w.wiped_tail {
-            out += &format!("  zeroed the target's last {} (bytes {a}..{b}): no stale backup GPT or RAID label survives\n", human(b - a));
+            out += &format!(
+                "  zeroed the target's last {} (bytes {a}..{b}): no stale backup GPT or RAID label survives\n",
+                human(b - a)
+            );
         }
         match &self.verified {
             Some(v) => {
@@ -80,7 +99,11 @@ impl Summary {
                     human(v.bytes),
                     v.elapsed.as_secs_f64(),
                     rate(v.bytes, v.elapsed),
-                    if v.direct_io { ", O_DIRECT" } else { ", page cache dropped first" }
+                    if v.direct_io {
+                        ", O_DIRECT"
+                    } else {
+                        ", page cache dropped first"
+                    }
                 )
             }
             None => out += "not verified (--no-verify)\n",
@@ -91,7 +114,10 @@ impl Summary {
 
 /// `nasforge flash --list`: one block per disk, refused ones with the reason.
 pub fn list(all: bool, max_size: u64, force_large: bool) -> String {
-    let disks: Vec<Device> = candidates::all().into_iter().filter(|d| all || d.is_candidate()).collect();
+    let disks: Vec<Device> = candidates::all()
+        .into_iter()
+        .filter(|d| all || d.is_candidate())
+        .collect();
     if disks.is_empty() {
         return if all {
             "no block devices with media found\n".into()
@@ -99,7 +125,10 @@ pub fn list(all: bool, max_size: u64, force_large: bool) -> String {
             "no removable, USB or MMC disks found: insert the card (or a reader); `--list --all` shows every disk\n".into()
         };
     }
-    let mut out = format!("{:<14} {:<20} {:<9} {:<30} {}\n", "DEVICE", "SIZE", "TRANSPORT", "MODEL", "HOLDS");
+    let mut out = format!(
+        "{:<14} {:<20} {:<9} {:<30} {}\n",
+        "DEVICE", "SIZE", "TRANSPORT", "MODEL", "HOLDS"
+    );
     for d in &disks {
         out += &format!(
             "{:<14} {:<20} {:<9} {:<30} {}\n",
@@ -122,7 +151,9 @@ pub fn list(all: bool, max_size: u64, force_large: bool) -> String {
 
 fn confirm(question: &str) -> Result<()> {
     if !std::io::stdin().is_terminal() {
-        bail!("{question}\nrefusing without confirmation: standard input is not a terminal; pass --yes to confirm in a script");
+        bail!(
+            "{question}\nrefusing without confirmation: standard input is not a terminal; pass --yes to confirm in a script"
+        );
     }
     eprint!("{question}\nType yes to continue: ");
     std::io::stderr().flush().ok();
@@ -149,8 +180,15 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
         Target::Disk(d) => {
             let refusals = d.refusals(opts.max_size, opts.force_large);
             if !refusals.is_empty() {
-                let reasons: Vec<String> = refusals.iter().map(|r| format!("  - {}", r.explain())).collect();
-                bail!("refusing to write {name} ({}):\n{}", d.summary(), reasons.join("\n"));
+                let reasons: Vec<String> = refusals
+                    .iter()
+                    .map(|r| format!("  - {}", r.explain()))
+                    .collect();
+                bail!(
+                    "refusing to write {name} ({}):\n{}",
+                    d.summary(),
+                    reasons.join("\n")
+                );
             }
             if let Some(s) = image.size
                 && s > d.size
@@ -213,7 +251,10 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
         }
     })?;
     let target_size = match target_size {
-        Some(_) => Some(disk.size().with_context(|| format!("reading the size of {name}"))?),
+        Some(_) => Some(
+            disk.size()
+                .with_context(|| format!("reading the size of {name}"))?,
+        ),
         None => None,
     };
     let bar = match image.size {
@@ -221,18 +262,38 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
         // A .gz without a manifest: no total, so no ETA; bytes and rate only.
         None => {
             let b = crate::io::progress::bytes(0, "write");
-            b.set_style(indicatif::ProgressStyle::with_template("{msg:>12} {bytes} {bytes_per_sec}").expect("valid template"));
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{msg:>12} {bytes} {bytes_per_sec}")
+                    .expect("valid template"),
+            );
             b
         }
     };
-    let written = write::write(&image, &disk, &name, write::WriteOptions { target_size, skip_holes: opts.skip_holes, no_offload: false }, &bar);
+    let written = write::write(
+        &image,
+        &disk,
+        &name,
+        write::WriteOptions {
+            target_size,
+            skip_holes: opts.skip_holes,
+            no_offload: false,
+        },
+        &bar,
+    );
     bar.finish_and_clear();
     let written = written?;
 
     let verified = if opts.verify {
         let total = written.records.iter().map(|r| r.len).sum();
         let bar = crate::io::progress::bytes(total, "verify");
-        let v = verify::verify(&image, written.size, &opts.target, &name, &written.records, &bar);
+        let v = verify::verify(
+            &image,
+            written.size,
+            &opts.target,
+            &name,
+            &written.records,
+            &bar,
+        );
         bar.finish_and_clear();
         Some(v?)
     } else {
@@ -241,7 +302,12 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
     // Held open (O_EXCL) until now: an automounter reacting to the new
     // partition table cannot mount, and so change, the card mid-verify.
     drop(disk);
-    Ok(Some(Summary { image: image_name, target: name, written, verified }))
+    Ok(Some(Summary {
+        image: image_name,
+        target: name,
+        written,
+        verified,
+    }))
 }
 
 #[cfg(test)]
@@ -263,10 +329,20 @@ mod tests {
         write_with(img, target, write::WriteOptions::default())
     }
 
-    fn write_with(img: &std::path::Path, target: &std::path::Path, opts: write::WriteOptions) -> Result<write::Written> {
+    fn write_with(
+        img: &std::path::Path,
+        target: &std::path::Path,
+        opts: write::WriteOptions,
+    ) -> Result<write::Written> {
         let image = source::Image::open(img)?;
         let disk = crate::io::direct::DiskFile::open(target, true)?;
-        write::write(&image, &disk, "target", opts, &indicatif::ProgressBar::hidden())
+        write::write(
+            &image,
+            &disk,
+            "target",
+            opts,
+            &indicatif::ProgressBar::hidden(),
+        )
     }
 
     #[test]
@@ -275,14 +351,33 @@ mod tests {
         let img = image(dir.path());
         let target = dir.path().join("card");
         std::fs::write(&target, vec![0x77u8; 6 << 20]).unwrap();
-        let w = write_with(&img, &target, write::WriteOptions { no_offload: true, ..Default::default() }).unwrap();
+        let w = write_with(
+            &img,
+            &target,
+            write::WriteOptions {
+                no_offload: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(w.punched_bytes, 0);
         assert_eq!(w.zero_written_bytes, (6 << 20) - w.data_bytes);
-        assert_eq!(std::fs::read(&target).unwrap(), std::fs::read(&img).unwrap());
+        assert_eq!(
+            std::fs::read(&target).unwrap(),
+            std::fs::read(&img).unwrap()
+        );
         let covered: u64 = w.records.iter().map(|r| r.len).sum();
         assert_eq!(covered, 6 << 20, "written zeros are read back too");
         let image = source::Image::open(&img).unwrap();
-        verify::verify(&image, w.size, &target, "card", &w.records, &indicatif::ProgressBar::hidden()).unwrap();
+        verify::verify(
+            &image,
+            w.size,
+            &target,
+            "card",
+            &w.records,
+            &indicatif::ProgressBar::hidden(),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -293,41 +388,89 @@ mod tests {
         let written = write_to(&img, &target).unwrap();
         let image = source::Image::open(&img).unwrap();
         let bar = indicatif::ProgressBar::hidden();
-        verify::verify(&image, written.size, &target, "card", &written.records, &bar).unwrap();
+        verify::verify(
+            &image,
+            written.size,
+            &target,
+            "card",
+            &written.records,
+            &bar,
+        )
+        .unwrap();
 
         let bad = (3 << 20) + 5 * 4096 + 17;
-        std::fs::OpenOptions::new().write(true).open(&target).unwrap().write_all_at(b"X", bad).unwrap();
-        let err = verify::verify(&image, written.size, &target, "card", &written.records, &bar).unwrap_err();
-        let m = err.downcast_ref::<verify::Mismatch>().unwrap_or_else(|| panic!("{err:#}"));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&target)
+            .unwrap()
+            .write_all_at(b"X", bad)
+            .unwrap();
+        let err = verify::verify(
+            &image,
+            written.size,
+            &target,
+            "card",
+            &written.records,
+            &bar,
+        )
+        .unwrap_err();
+        let m = err
+            .downcast_ref::<verify::Mismatch>()
+            .unwrap_or_else(|| panic!("{err:#}"));
         assert_eq!(m.offset, bad & !4095);
         assert_eq!(m.differing, 1);
-        assert!(err.to_string().contains(&format!("at byte {}", bad & !4095)), "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("at byte {}", bad & !4095)),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_digest_mismatch_stops_before_the_first_mib() {
         let dir = tempfile::tempdir().unwrap();
         let img = image(dir.path());
-        std::fs::write(dir.path().join("t.img.sha256"), format!("{}  t.img\n", "0".repeat(64))).unwrap();
+        std::fs::write(
+            dir.path().join("t.img.sha256"),
+            format!("{}  t.img\n", "0".repeat(64)),
+        )
+        .unwrap();
         let target = dir.path().join("card");
         std::fs::write(&target, vec![0x77u8; 8 << 20]).unwrap();
         let err = write_to(&img, &target).unwrap_err().to_string();
-        assert!(err.contains("does not match") && err.contains("t.img.sha256"), "{err}");
+        assert!(
+            err.contains("does not match") && err.contains("t.img.sha256"),
+            "{err}"
+        );
         let mut head = vec![0u8; 1 << 20];
-        std::fs::File::open(&target).unwrap().read_exact_at(&mut head, 0).unwrap();
-        assert!(head.iter().all(|&b| b == 0x77), "the first MiB was not written");
+        std::fs::File::open(&target)
+            .unwrap()
+            .read_exact_at(&mut head, 0)
+            .unwrap();
+        assert!(
+            head.iter().all(|&b| b == 0x77),
+            "the first MiB was not written"
+        );
     }
 
     #[test]
     fn a_matching_digest_passes_and_the_file_equals_the_image() {
         let dir = tempfile::tempdir().unwrap();
         let img = image(dir.path());
-        let digest = crate::io::hash::hash_file(&std::fs::File::open(&img).unwrap(), |_| {}).unwrap();
-        std::fs::write(dir.path().join("t.img.sha256"), format!("{digest}  t.img\n")).unwrap();
+        let digest =
+            crate::io::hash::hash_file(&std::fs::File::open(&img).unwrap(), |_| {}).unwrap();
+        std::fs::write(
+            dir.path().join("t.img.sha256"),
+            format!("{digest}  t.img\n"),
+        )
+        .unwrap();
         let target = dir.path().join("card");
         let w = write_to(&img, &target).unwrap();
         assert_eq!(w.size, 6 << 20);
-        assert_eq!(crate::io::hash::hash_file(&std::fs::File::open(&target).unwrap(), |_| {}).unwrap(), digest);
+        assert_eq!(
+            crate::io::hash::hash_file(&std::fs::File::open(&target).unwrap(), |_| {}).unwrap(),
+            digest
+        );
         // Head and tail table areas and the data: written; the rest: holes.
         assert_eq!(w.data_bytes, (2 << 20) + (64 << 10));
     }

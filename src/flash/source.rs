@@ -44,20 +44,25 @@ pub struct Image {
 
 impl Image {
     pub fn open(path: &Path) -> Result<Image> {
-        let mut file = File::open(path).with_context(|| format!("opening the image {}", path.display()))?;
+        let mut file =
+            File::open(path).with_context(|| format!("opening the image {}", path.display()))?;
         if !file.metadata()?.is_file() {
             bail!("{} is not an image file", path.display());
         }
         let format = Format::sniff(&mut file)?;
         let paths = crate::output::Paths::for_image(path);
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         let file_sha256 = read_sha256_file(&paths.sha256, &name);
         let (manifest_sha, manifest_size) = read_manifest(&paths.manifest, &name);
         let size = match format {
             Format::Raw => Some(file.metadata()?.len()),
-            Format::Xz => Some(
-                decompress::xz_uncompressed_size(&file).map_err(|e| anyhow::anyhow!("{}: {e}; download or build it again", path.display()))?,
-            ),
+            Format::Xz => Some(decompress::xz_uncompressed_size(&file).map_err(|e| {
+                anyhow::anyhow!("{}: {e}; download or build it again", path.display())
+            })?),
             // gzip keeps only the size modulo 4 GiB; the manifest may know.
             Format::Gz => manifest_size,
         };
@@ -70,9 +75,22 @@ impl Image {
                 paths.manifest.display()
             );
         }
-        let image_sha256 = manifest_sha.map(|sha256| Expected { sha256, from: paths.manifest.clone() });
-        let file_sha256 = file_sha256.map(|sha256| Expected { sha256, from: paths.sha256.clone() });
-        Ok(Image { path: path.to_path_buf(), format, file, size, file_sha256, image_sha256 })
+        let image_sha256 = manifest_sha.map(|sha256| Expected {
+            sha256,
+            from: paths.manifest.clone(),
+        });
+        let file_sha256 = file_sha256.map(|sha256| Expected {
+            sha256,
+            from: paths.sha256.clone(),
+        });
+        Ok(Image {
+            path: path.to_path_buf(),
+            format,
+            file,
+            size,
+            file_sha256,
+            image_sha256,
+        })
     }
 
     /// The raw bytes of `[offset, offset+len)`, decoding again from the start
@@ -80,7 +98,12 @@ impl Image {
     pub fn read_range(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut out = vec![0u8; len];
         if self.format == Format::Raw {
-            let avail = self.file.metadata()?.len().saturating_sub(offset).min(len as u64) as usize;
+            let avail = self
+                .file
+                .metadata()?
+                .len()
+                .saturating_sub(offset)
+                .min(len as u64) as usize;
             self.file.read_exact_at(&mut out[..avail], offset)?;
             return Ok(out);
         }
@@ -105,29 +128,47 @@ fn read_sha256_file(path: &Path, name: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let (digest, file) = l.split_once(char::is_whitespace)?;
         let file = file.trim_start().trim_start_matches('*');
-        (file == name && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit())).then(|| digest.to_ascii_lowercase())
+        (file == name && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| digest.to_ascii_lowercase())
     })
 }
 
 /// `output.image_sha256` and `output.image_size` of a build manifest, when
 /// it describes this image file (a renamed image's old manifest does not).
 fn read_manifest(path: &Path, name: &str) -> (Option<String>, Option<u64>) {
-    let Some(json) = std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) else {
+    let Some(json) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    else {
         return (None, None);
     };
     let out = &json["output"];
-    let describes = out["path"].as_str().and_then(|p| Path::new(p).file_name()).and_then(|n| n.to_str()) == Some(name);
+    let describes = out["path"]
+        .as_str()
+        .and_then(|p| Path::new(p).file_name())
+        .and_then(|n| n.to_str())
+        == Some(name);
     if !describes {
         return (None, None);
     }
-    (out["image_sha256"].as_str().map(str::to_ascii_lowercase), out["image_size"].as_u64())
+    (
+        out["image_sha256"].as_str().map(str::to_ascii_lowercase),
+        out["image_size"].as_u64(),
+    )
 }
 
 /// A run of a batch: bytes to write (hashed), or zeros that may be skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Span {
-    Data { start: usize, end: usize, sha256: [u8; 32] },
-    Zero { start: usize, end: usize },
+    Data {
+        start: usize,
+        end: usize,
+        sha256: [u8; 32],
+    },
+    Zero {
+        start: usize,
+        end: usize,
+    },
 }
 
 /// Consecutive image bytes starting at `offset`.
@@ -141,9 +182,16 @@ pub struct Batch {
 pub enum Msg {
     Batch(Batch),
     /// A hole of a sparse raw image outside the table areas: zeros, unread.
-    Hole { offset: u64, len: u64 },
+    Hole {
+        offset: u64,
+        len: u64,
+    },
     /// The image ended; digests of what was read, when asked for.
-    End { size: u64, file_sha256: Option<String>, image_sha256: Option<String> },
+    End {
+        size: u64,
+        file_sha256: Option<String>,
+        image_sha256: Option<String>,
+    },
 }
 
 /// Where the image's bytes must be written even when they are zeros.
@@ -188,7 +236,15 @@ pub fn split(buf: &[u8], offset: u64, forced: Forced) -> Vec<Span> {
 }
 
 fn make(buf: &[u8], start: usize, end: usize, data: bool) -> Span {
-    if data { Span::Data { start, end, sha256: Sha256::digest(&buf[start..end]).into() } } else { Span::Zero { start, end } }
+    if data {
+        Span::Data {
+            start,
+            end,
+            sha256: Sha256::digest(&buf[start..end]).into(),
+        }
+    } else {
+        Span::Zero { start, end }
+    }
 }
 
 /// Which digests the producer computes on the way.
@@ -225,12 +281,19 @@ pub fn produce(
 }
 
 fn buffer(recycle: &std::sync::mpsc::Receiver<AlignedBuf>) -> AlignedBuf {
-    recycle.try_recv().unwrap_or_else(|_| AlignedBuf::new(CHUNK))
+    recycle
+        .try_recv()
+        .unwrap_or_else(|_| AlignedBuf::new(CHUNK))
 }
 
 /// A raw image: its data regions (SEEK_DATA/SEEK_HOLE) and the table areas
 /// are read; holes elsewhere are sent as holes without reading them.
-fn produce_raw(image: &Image, digests: Digests, send: &dyn Fn(Result<Msg>) -> bool, recycle: &std::sync::mpsc::Receiver<AlignedBuf>) -> Result<Option<Msg>> {
+fn produce_raw(
+    image: &Image,
+    digests: Digests,
+    send: &dyn Fn(Result<Msg>) -> bool,
+    recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
+) -> Result<Option<Msg>> {
     let size = image.file.metadata()?.len();
     let forced = Forced { end: Some(size) };
     let mut whole = (digests.file || digests.image).then(Sha256::new);
@@ -248,7 +311,9 @@ fn produce_raw(image: &Image, digests: Digests, send: &dyn Fn(Result<Msg>) -> bo
     let head = TABLE_AREA.min(size);
     let tail = size.saturating_sub(TABLE_AREA).max(head);
     add(0, head);
-    for r in sparse::regions(&image.file).with_context(|| format!("listing the data regions of {}", image.path.display()))? {
+    for r in sparse::regions(&image.file)
+        .with_context(|| format!("listing the data regions of {}", image.path.display()))?
+    {
         if let Region::Data { start, len } = r {
             let (a, b) = (start.max(head), (start + len).min(tail));
             add(a, b);
@@ -261,7 +326,10 @@ fn produce_raw(image: &Image, digests: Digests, send: &dyn Fn(Result<Msg>) -> bo
             if let Some(h) = whole.as_mut() {
                 crate::io::hash::hash_zeros(h, a - pos);
             }
-            if !send(Ok(Msg::Hole { offset: pos, len: a - pos })) {
+            if !send(Ok(Msg::Hole {
+                offset: pos,
+                len: a - pos,
+            })) {
                 return Ok(None);
             }
         }
@@ -271,12 +339,20 @@ fn produce_raw(image: &Image, digests: Digests, send: &dyn Fn(Result<Msg>) -> bo
             // area is always one batch's first span.
             let n = ((b - at) as usize).min(CHUNK - (at % CHUNK as u64) as usize);
             let mut buf = buffer(recycle);
-            image.file.read_exact_at(&mut buf[..n], at).with_context(|| format!("reading {} at byte {at}", image.path.display()))?;
+            image
+                .file
+                .read_exact_at(&mut buf[..n], at)
+                .with_context(|| format!("reading {} at byte {at}", image.path.display()))?;
             if let Some(h) = whole.as_mut() {
                 h.update(&buf[..n]);
             }
             let spans = split(&buf[..n], at, forced);
-            if !send(Ok(Msg::Batch(Batch { offset: at, buf, len: n, spans }))) {
+            if !send(Ok(Msg::Batch(Batch {
+                offset: at,
+                buf,
+                len: n,
+                spans,
+            }))) {
                 return Ok(None);
             }
             at += n as u64;
@@ -287,20 +363,33 @@ fn produce_raw(image: &Image, digests: Digests, send: &dyn Fn(Result<Msg>) -> bo
         if let Some(h) = whole.as_mut() {
             crate::io::hash::hash_zeros(h, size - pos);
         }
-        if !send(Ok(Msg::Hole { offset: pos, len: size - pos })) {
+        if !send(Ok(Msg::Hole {
+            offset: pos,
+            len: size - pos,
+        })) {
             return Ok(None);
         }
     }
     let digest = whole.map(|h| crate::io::hash::hex(&h.finalize()));
-    Ok(Some(Msg::End { size, file_sha256: digest.clone().filter(|_| digests.file), image_sha256: digest.filter(|_| digests.image) }))
+    Ok(Some(Msg::End {
+        size,
+        file_sha256: digest.clone().filter(|_| digests.file),
+        image_sha256: digest.filter(|_| digests.image),
+    }))
 }
 
 /// A compressed image, decoded in order. The last chunk is held back until
 /// the next one shows whether it ends the image, so the tail table area is
 /// known even when the size was not.
-fn produce_stream(image: &Image, digests: Digests, send: &dyn Fn(Result<Msg>) -> bool, recycle: &std::sync::mpsc::Receiver<AlignedBuf>) -> Result<Option<Msg>> {
+fn produce_stream(
+    image: &Image,
+    digests: Digests,
+    send: &dyn Fn(Result<Msg>) -> bool,
+    recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
+) -> Result<Option<Msg>> {
     let input = File::open(&image.path)?;
-    let mut file_hash = crate::io::hash::HashReader::new(std::io::BufReader::with_capacity(1 << 20, input));
+    let mut file_hash =
+        crate::io::hash::HashReader::new(std::io::BufReader::with_capacity(1 << 20, input));
     let mut image_hash = digests.image.then(Sha256::new);
     let mut dec = decompress::decoder(image.format, &mut file_hash)?;
     let corrupt = |e: std::io::Error, at: u64| {
@@ -314,7 +403,12 @@ fn produce_stream(image: &Image, digests: Digests, send: &dyn Fn(Result<Msg>) ->
     let mut pos = 0u64;
     let flush = |(offset, buf, len): (u64, AlignedBuf, usize), end: Option<u64>| -> bool {
         let spans = split(&buf[..len], offset, Forced { end });
-        send(Ok(Msg::Batch(Batch { offset, buf, len, spans })))
+        send(Ok(Msg::Batch(Batch {
+            offset,
+            buf,
+            len,
+            spans,
+        })))
     };
     loop {
         let mut buf = buffer(recycle);
@@ -388,10 +482,20 @@ mod tests {
     fn zero_blocks_become_zero_spans_except_in_table_areas() {
         let mut buf = vec![0u8; CHUNK];
         buf[(2 << 20) + 10] = 1; // one data block at 2 MiB
-        let forced = Forced { end: Some(100 << 20) };
+        let forced = Forced {
+            end: Some(100 << 20),
+        };
         let spans = split(&buf, 0, forced);
         let one_mib = TABLE_AREA as usize;
-        assert_eq!(kinds(&spans), vec![(0, one_mib, true), (one_mib, 2 << 20, false), (2 << 20, (2 << 20) + BLOCK, true), ((2 << 20) + BLOCK, CHUNK, false)]);
+        assert_eq!(
+            kinds(&spans),
+            vec![
+                (0, one_mib, true),
+                (one_mib, 2 << 20, false),
+                (2 << 20, (2 << 20) + BLOCK, true),
+                ((2 << 20) + BLOCK, CHUNK, false)
+            ]
+        );
         // The last MiB of the image is data even when zero.
         let spans = split(&buf, (100 << 20) - CHUNK as u64, forced);
         assert_eq!(kinds(&spans).last(), Some(&(CHUNK - one_mib, CHUNK, true)));
@@ -401,15 +505,29 @@ mod tests {
     fn the_head_area_is_its_own_span() {
         let buf = vec![7u8; 2 << 20];
         let spans = split(&buf, 0, Forced { end: None });
-        assert_eq!(kinds(&spans), vec![(0, 1 << 20, true), (1 << 20, 2 << 20, true)]);
-        let Span::Data { sha256, .. } = &spans[0] else { panic!() };
-        assert_eq!(hex::encode(sha256), crate::io::hash::sha256_hex(&buf[..1 << 20]));
+        assert_eq!(
+            kinds(&spans),
+            vec![(0, 1 << 20, true), (1 << 20, 2 << 20, true)]
+        );
+        let Span::Data { sha256, .. } = &spans[0] else {
+            panic!()
+        };
+        assert_eq!(
+            hex::encode(sha256),
+            crate::io::hash::sha256_hex(&buf[..1 << 20])
+        );
     }
 
     #[test]
     fn a_short_last_block_is_compared_as_it_is() {
         let buf = vec![0u8; 5000];
-        let spans = split(&buf, 8 << 20, Forced { end: Some(100 << 20) });
+        let spans = split(
+            &buf,
+            8 << 20,
+            Forced {
+                end: Some(100 << 20),
+            },
+        );
         assert_eq!(kinds(&spans), vec![(0, 5000, false)]);
     }
 

@@ -63,9 +63,17 @@ fn groups(records: &[Record]) -> Vec<std::ops::Range<usize>> {
 
 /// Reads back every record from `target` and compares digests; on a
 /// mismatch, re-reads the image to name the first differing block.
-pub fn verify(image: &Image, image_size: u64, target: &Path, name: &str, records: &[Record], bar: &ProgressBar) -> Result<Verified> {
+pub fn verify(
+    image: &Image,
+    image_size: u64,
+    target: &Path,
+    name: &str,
+    records: &[Record],
+    bar: &ProgressBar,
+) -> Result<Verified> {
     let started = Instant::now();
-    let disk = DiskFile::open_read(target).map_err(|e| anyhow!("opening {name} to read it back: {e}"))?;
+    let disk =
+        DiskFile::open_read(target).map_err(|e| anyhow!("opening {name} to read it back: {e}"))?;
     let groups = groups(records);
     let (tx, rx) = mpsc::sync_channel::<Result<(std::ops::Range<usize>, AlignedBuf)>>(3);
     let (back_tx, back_rx) = mpsc::channel::<AlignedBuf>();
@@ -76,10 +84,17 @@ pub fn verify(image: &Image, image_size: u64, target: &Path, name: &str, records
                 let first = &records[g.start];
                 let last = &records[g.end - 1];
                 let len = (last.offset + last.len - first.offset) as usize;
-                let mut buf = back_rx.try_recv().unwrap_or_else(|_| AlignedBuf::new(CHUNK));
+                let mut buf = back_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| AlignedBuf::new(CHUNK));
                 let r = disk_ref
                     .read_exact_at(&mut buf[..len], first.offset)
-                    .map_err(|e| anyhow!("reading {name} back at byte {} ({len} bytes): {e}", first.offset));
+                    .map_err(|e| {
+                        anyhow!(
+                            "reading {name} back at byte {} ({len} bytes): {e}",
+                            first.offset
+                        )
+                    });
                 let failed = r.is_err();
                 if tx.send(r.map(|()| (g, buf))).is_err() || failed {
                     return;
@@ -104,12 +119,22 @@ pub fn verify(image: &Image, image_size: u64, target: &Path, name: &str, records
         }
         Ok(bytes)
     })?;
-    Ok(Verified { bytes, elapsed: started.elapsed(), direct_io: disk.uses_direct_io() })
+    Ok(Verified {
+        bytes,
+        elapsed: started.elapsed(),
+        direct_io: disk.uses_direct_io(),
+    })
 }
 
 /// Compares a failing range block by block with the image.
 fn locate(image: &Image, image_size: u64, name: &str, r: &Record, got: &[u8]) -> Mismatch {
-    let mut m = Mismatch { target: name.to_string(), offset: r.offset, range_start: r.offset, checked: r.len, differing: 0 };
+    let mut m = Mismatch {
+        target: name.to_string(),
+        offset: r.offset,
+        range_start: r.offset,
+        checked: r.len,
+        differing: 0,
+    };
     // The partition-table zeros past the image's end are not in the image.
     let want = if r.offset >= image_size {
         Ok(vec![0u8; r.len as usize])
@@ -136,13 +161,23 @@ mod tests {
     use super::*;
 
     fn rec(offset: u64, len: u64) -> Record {
-        Record { offset, len, sha256: [0; 32] }
+        Record {
+            offset,
+            len,
+            sha256: [0; 32],
+        }
     }
 
     #[test]
     fn contiguous_records_are_read_together_up_to_a_chunk() {
         let c = CHUNK as u64;
-        let recs = [rec(0, 4096), rec(4096, 4096), rec(1 << 20, 4096), rec(2 << 20, c), rec(2 << 20 | c, 4096)];
+        let recs = [
+            rec(0, 4096),
+            rec(4096, 4096),
+            rec(1 << 20, 4096),
+            rec(2 << 20, c),
+            rec(2 << 20 | c, 4096),
+        ];
         assert_eq!(groups(&recs), vec![0..2, 2..3, 3..4, 4..5]);
         assert!(groups(&[]).is_empty());
     }

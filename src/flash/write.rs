@@ -89,15 +89,24 @@ impl Writer<'_> {
         if let Some(size) = self.opts.target_size
             && end > size
         {
-            return Err(TooSmall { target: self.name.to_string(), offset: size, target_size: size }.into());
+            return Err(TooSmall {
+                target: self.name.to_string(),
+                offset: size,
+                target_size: size,
+            }
+            .into());
         }
         Ok(())
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.target
-            .write_all_at(buf, offset)
-            .map_err(|e| anyhow!("writing {} at byte {offset} ({} bytes): {e}", self.name, buf.len()))
+        self.target.write_all_at(buf, offset).map_err(|e| {
+            anyhow!(
+                "writing {} at byte {offset} ({} bytes): {e}",
+                self.name,
+                buf.len()
+            )
+        })
     }
 
     fn data(&mut self, buf: &[u8], offset: u64, sha256: [u8; 32]) -> Result<()> {
@@ -105,14 +114,20 @@ impl Writer<'_> {
         self.fits(offset + buf.len() as u64)?;
         if offset < TABLE_AREA {
             // Spans never cross TABLE_AREA, so this one lies inside the head.
-            let head = self.head.get_or_insert_with(|| AlignedBuf::new(TABLE_AREA as usize));
+            let head = self
+                .head
+                .get_or_insert_with(|| AlignedBuf::new(TABLE_AREA as usize));
             head[offset as usize..offset as usize + buf.len()].copy_from_slice(buf);
             self.head_len = self.head_len.max(offset as usize + buf.len());
         } else {
             self.write_at(buf, offset)?;
         }
         self.out.data_bytes += buf.len() as u64;
-        self.out.records.push(Record { offset, len: buf.len() as u64, sha256 });
+        self.out.records.push(Record {
+            offset,
+            len: buf.len() as u64,
+            sha256,
+        });
         Ok(())
     }
 
@@ -133,9 +148,15 @@ impl Writer<'_> {
     /// devices, NVMe and SCSI disks with WRITE SAME), else written, else, with
     /// `--skip-holes`, left alone.
     fn flush_zeros(&mut self) -> Result<()> {
-        let Some((a, b)) = self.zeros.take() else { return Ok(()) };
+        let Some((a, b)) = self.zeros.take() else {
+            return Ok(());
+        };
         if self.punch_works {
-            match self.target.punch(a, b - a).map_err(|e| anyhow!("zeroing {} at byte {a} ({} bytes): {e}", self.name, b - a))? {
+            match self
+                .target
+                .punch(a, b - a)
+                .map_err(|e| anyhow!("zeroing {} at byte {a} ({} bytes): {e}", self.name, b - a))?
+            {
                 Zeroing::Punched => {
                     self.out.punched_bytes += b - a;
                     return Ok(());
@@ -172,8 +193,16 @@ impl Writer<'_> {
             let zeros = &self.zero_buf.as_ref().expect("allocated above").0;
             self.write_at(&zeros[..n], at)?;
             if record {
-                let sha256 = if n == CHUNK { zero_digest } else { Sha256::digest(&zeros[..n]).into() };
-                self.out.records.push(Record { offset: at, len: n as u64, sha256 });
+                let sha256 = if n == CHUNK {
+                    zero_digest
+                } else {
+                    Sha256::digest(&zeros[..n]).into()
+                };
+                self.out.records.push(Record {
+                    offset: at,
+                    len: n as u64,
+                    sha256,
+                });
             }
         }
         Ok(())
@@ -182,8 +211,12 @@ impl Writer<'_> {
     fn batch(&mut self, b: &Batch) -> Result<()> {
         for span in &b.spans {
             match *span {
-                Span::Data { start, end, sha256 } => self.data(&b.buf[start..end], b.offset + start as u64, sha256)?,
-                Span::Zero { start, end } => self.zero(b.offset + start as u64, (end - start) as u64)?,
+                Span::Data { start, end, sha256 } => {
+                    self.data(&b.buf[start..end], b.offset + start as u64, sha256)?
+                }
+                Span::Zero { start, end } => {
+                    self.zero(b.offset + start as u64, (end - start) as u64)?
+                }
             }
         }
         Ok(())
@@ -192,7 +225,12 @@ impl Writer<'_> {
 
 /// Checks a digest computed on the way against the one published beside the
 /// image. Runs before the first MiB is written.
-fn check(expected: &Option<Expected>, got: &Option<String>, image: &Image, what: &str) -> Result<()> {
+fn check(
+    expected: &Option<Expected>,
+    got: &Option<String>,
+    image: &Image,
+    what: &str,
+) -> Result<()> {
     if let (Some(want), Some(got)) = (expected, got)
         && want.sha256 != *got
     {
@@ -208,9 +246,18 @@ fn check(expected: &Option<Expected>, got: &Option<String>, image: &Image, what:
 
 /// Writes `image` to `target` (named `name` in messages) in the order the
 /// module documentation gives.
-pub fn write(image: &Image, target: &DiskFile, name: &str, opts: WriteOptions, bar: &ProgressBar) -> Result<Written> {
+pub fn write(
+    image: &Image,
+    target: &DiskFile,
+    name: &str,
+    opts: WriteOptions,
+    bar: &ProgressBar,
+) -> Result<Written> {
     let started = Instant::now();
-    let digests = Digests { file: image.file_sha256.is_some(), image: image.file_sha256.is_none() && image.image_sha256.is_some() };
+    let digests = Digests {
+        file: image.file_sha256.is_some(),
+        image: image.file_sha256.is_none() && image.image_sha256.is_some(),
+    };
     let mut w = Writer {
         target,
         name,
@@ -230,7 +277,9 @@ pub fn write(image: &Image, target: &DiskFile, name: &str, opts: WriteOptions, b
         // stops the producer at its next send.
         let rx = rx;
         loop {
-            let msg = rx.recv().map_err(|_| anyhow!("reading the image stopped unexpectedly"))??;
+            let msg = rx
+                .recv()
+                .map_err(|_| anyhow!("reading the image stopped unexpectedly"))??;
             match msg {
                 Msg::Batch(b) => {
                     w.batch(&b)?;
@@ -241,15 +290,29 @@ pub fn write(image: &Image, target: &DiskFile, name: &str, opts: WriteOptions, b
                     w.zero(offset, len)?;
                     bar.inc(len);
                 }
-                Msg::End { size, file_sha256, image_sha256 } => return Ok((size, file_sha256, image_sha256)),
+                Msg::End {
+                    size,
+                    file_sha256,
+                    image_sha256,
+                } => return Ok((size, file_sha256, image_sha256)),
             }
         }
     })?;
     let (size, file_sha256, image_sha256) = end;
     w.flush_zeros()?;
     w.out.size = size;
-    check(&image.file_sha256, &file_sha256, image, "sha256 of the file")?;
-    check(&image.image_sha256, &image_sha256, image, "sha256 of the raw image")?;
+    check(
+        &image.file_sha256,
+        &file_sha256,
+        image,
+        "sha256 of the file",
+    )?;
+    check(
+        &image.image_sha256,
+        &image_sha256,
+        image,
+        "sha256 of the raw image",
+    )?;
 
     match opts.target_size {
         // A larger disk keeps whatever its old last MiB held: a GPT's backup
@@ -265,14 +328,20 @@ pub fn write(image: &Image, target: &DiskFile, name: &str, opts: WriteOptions, b
         }
         Some(_) => {}
         // dd-style: a file target ends where the image does.
-        None => target.set_len(size).map_err(|e| anyhow!("setting the length of {name}: {e}"))?,
+        None => target
+            .set_len(size)
+            .map_err(|e| anyhow!("setting the length of {name}: {e}"))?,
     }
-    target.sync().map_err(|e| anyhow!("flushing {name} (fsync): {e}"))?;
+    target
+        .sync()
+        .map_err(|e| anyhow!("flushing {name} (fsync): {e}"))?;
 
     if let Some(head) = &w.head {
         // One write; aligned (O_DIRECT) unless the image is shorter than 1 MiB.
         w.write_at(&head[..w.head_len], 0)?;
-        target.sync().map_err(|e| anyhow!("flushing {name} after writing its first MiB (fsync): {e}"))?;
+        target
+            .sync()
+            .map_err(|e| anyhow!("flushing {name} after writing its first MiB (fsync): {e}"))?;
     }
     w.out.records.sort_by_key(|r| r.offset);
     w.out.direct_io = target.uses_direct_io();

@@ -34,26 +34,58 @@ pub struct Entry {
 /// One change to the filesystem. Parents must exist (use `Mkdir` first).
 #[derive(Debug, Clone)]
 pub enum Op {
-    Write { path: String, data: Vec<u8>, mode: u32, uid: u32, gid: u32 },
+    Write {
+        path: String,
+        data: Vec<u8>,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    },
     /// A host file copied in without loading it into memory.
-    Copy { path: String, from: PathBuf, mode: u32, uid: u32, gid: u32 },
-    Mkdir { path: String, mode: u32, uid: u32, gid: u32 },
-    Symlink { path: String, target: String },
+    Copy {
+        path: String,
+        from: PathBuf,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    },
+    Mkdir {
+        path: String,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    },
+    Symlink {
+        path: String,
+        target: String,
+    },
     /// Within the filesystem, keeping the inode (debugfs `ln` + `unlink`).
-    Rename { from: String, to: String },
-    Remove { path: String },
+    Rename {
+        from: String,
+        to: String,
+    },
+    Remove {
+        path: String,
+    },
 }
 
 fn check_path(p: &str) -> Result<()> {
-    if !p.starts_with('/') || p.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c.is_control()) {
-        bail!("internal: path `{p}` cannot be passed to debugfs (must be absolute, without spaces or quotes)");
+    if !p.starts_with('/')
+        || p.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c.is_control())
+    {
+        bail!(
+            "internal: path `{p}` cannot be passed to debugfs (must be absolute, without spaces or quotes)"
+        );
     }
     Ok(())
 }
 
 impl Ext4 {
     pub fn new(image: &Path, offset: u64) -> Ext4 {
-        Ext4 { image: image.to_path_buf(), offset }
+        Ext4 {
+            image: image.to_path_buf(),
+            offset,
+        }
     }
 
     /// The name e2fsprogs tools accept for a filesystem inside an image.
@@ -75,7 +107,10 @@ impl Ext4 {
         if let Some(f) = &script_file {
             cmd.arg("-f").arg(f.path());
         }
-        cmd.arg(self.device()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.arg(self.device())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let out = cmd.output().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 anyhow::anyhow!("debugfs not found: install e2fsprogs (scripts/setup does)")
@@ -95,17 +130,24 @@ impl Ext4 {
         Ok((out.stdout, stderr))
     }
 
-    /// A file's bytes, or None when it does not exist.
-    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+    /// One debugfs request about `path` (`cat`, `stat`, `ls -p`, ...): its
+    /// output, or None when the path does not exist; any other complaint is
+    /// an error.
+    fn query(&self, request: &str, path: &str, extra: &str) -> Result<Option<Vec<u8>>> {
         check_path(path)?;
-        let (out, err) = self.run(&["-R", &format!("cat \"{path}\"")], None)?;
+        let (out, err) = self.run(&["-R", &format!("{request} \"{path}\"{extra}")], None)?;
         if err.contains("File not found") {
             return Ok(None);
         }
         if !err.is_empty() {
-            bail!("reading {path} from the root filesystem: {err}");
+            bail!("debugfs `{request}` of {path} in the root filesystem: {err}");
         }
         Ok(Some(out))
+    }
+
+    /// A file's bytes, or None when it does not exist.
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        self.query("cat", path, "")
     }
 
     /// Several files in one debugfs run (each run opens the whole filesystem).
@@ -117,19 +159,32 @@ impl Ext4 {
         let mut script = String::new();
         for (i, p) in paths.iter().enumerate() {
             check_path(p)?;
-            script.push_str(&format!("dump \"{p}\" \"{}\"\n", dir.path().join(i.to_string()).display()));
+            script.push_str(&format!(
+                "dump \"{p}\" \"{}\"\n",
+                dir.path().join(i.to_string()).display()
+            ));
         }
         let (_, err) = self.run(&[], Some(&script))?;
-        let real_errors: Vec<&str> = err.lines().filter(|l| !l.contains("File not found")).collect();
+        let real_errors: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.contains("File not found"))
+            .collect();
         if !real_errors.is_empty() {
-            bail!("reading from the root filesystem: {}", real_errors.join("; "));
+            bail!(
+                "reading from the root filesystem: {}",
+                real_errors.join("; ")
+            );
         }
         paths
             .iter()
             .enumerate()
             .map(|(i, _)| {
                 let f = dir.path().join(i.to_string());
-                if f.exists() { Ok(Some(std::fs::read(f)?)) } else { Ok(None) }
+                if f.exists() {
+                    Ok(Some(std::fs::read(f)?))
+                } else {
+                    Ok(None)
+                }
             })
             .collect()
     }
@@ -137,27 +192,16 @@ impl Ext4 {
     /// Copies a file out to `dest` without holding it in memory; false when
     /// it does not exist.
     pub fn dump(&self, path: &str, dest: &Path) -> Result<bool> {
-        check_path(path)?;
-        let (_, err) = self.run(&["-R", &format!("dump \"{path}\" \"{}\"", dest.display())], None)?;
-        if err.contains("File not found") {
-            return Ok(false);
-        }
-        if !err.is_empty() {
-            bail!("copying {path} out of the root filesystem: {err}");
-        }
-        Ok(true)
+        Ok(self
+            .query("dump", path, &format!(" \"{}\"", dest.display()))?
+            .is_some())
     }
 
     /// A directory's entries (without `.` and `..`), or None when it does not exist.
     pub fn list(&self, dir: &str) -> Result<Option<Vec<Entry>>> {
-        check_path(dir)?;
-        let (out, err) = self.run(&["-R", &format!("ls -p \"{dir}\"")], None)?;
-        if err.contains("File not found") {
+        let Some(out) = self.query("ls -p", dir, "")? else {
             return Ok(None);
-        }
-        if !err.is_empty() {
-            bail!("listing {dir} in the root filesystem: {err}");
-        }
+        };
         // `/inode/mode/uid/gid/name/size/`; mode is octal with the type bits.
         let text = String::from_utf8_lossy(&out);
         let mut entries = Vec::new();
@@ -173,21 +217,20 @@ impl Ext4 {
                 0o120000 => Kind::Symlink,
                 _ => Kind::Other,
             };
-            entries.push(Entry { name: f[4].to_string(), kind, size: f.get(5).and_then(|s| s.parse().ok()).unwrap_or(0) });
+            entries.push(Entry {
+                name: f[4].to_string(),
+                kind,
+                size: f.get(5).and_then(|s| s.parse().ok()).unwrap_or(0),
+            });
         }
         Ok(Some(entries))
     }
 
     /// A symlink's target, or None when `path` is not a symlink.
     pub fn readlink(&self, path: &str) -> Result<Option<String>> {
-        check_path(path)?;
-        let (out, err) = self.run(&["-R", &format!("stat \"{path}\"")], None)?;
-        if err.contains("File not found") {
+        let Some(out) = self.query("stat", path, "")? else {
             return Ok(None);
-        }
-        if !err.is_empty() {
-            bail!("reading {path} in the root filesystem: {err}");
-        }
+        };
         let text = String::from_utf8_lossy(&out);
         if !text.contains("Type: symlink") {
             return Ok(None);
@@ -196,8 +239,9 @@ impl Ext4 {
             return Ok(rest.split('"').next().map(String::from));
         }
         // A target longer than 60 bytes lives in a data block; `cat` prints it.
-        let (out, _) = self.run(&["-R", &format!("cat \"{path}\"")], None)?;
-        Ok(Some(String::from_utf8_lossy(&out).to_string()))
+        Ok(self
+            .query("cat", path, "")?
+            .map(|t| String::from_utf8_lossy(&t).into_owned()))
     }
 
     /// Applies changes in one debugfs run. A directory several parts of a
@@ -222,7 +266,13 @@ impl Ext4 {
         let mut script = String::new();
         for (i, op) in ops.iter().enumerate() {
             match op {
-                Op::Write { path, data, mode, uid, gid } => {
+                Op::Write {
+                    path,
+                    data,
+                    mode,
+                    uid,
+                    gid,
+                } => {
                     check_path(path)?;
                     let src = dir.path().join(i.to_string());
                     std::fs::write(&src, data)?;
@@ -232,10 +282,19 @@ impl Ext4 {
                         0o100000 | mode
                     ));
                 }
-                Op::Copy { path, from, mode, uid, gid } => {
+                Op::Copy {
+                    path,
+                    from,
+                    mode,
+                    uid,
+                    gid,
+                } => {
                     check_path(path)?;
                     if from.to_string_lossy().contains(['"', '\n']) {
-                        bail!("internal: host path {} cannot be passed to debugfs", from.display());
+                        bail!(
+                            "internal: host path {} cannot be passed to debugfs",
+                            from.display()
+                        );
                     }
                     script.push_str(&format!(
                         "write \"{}\" \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
@@ -243,7 +302,12 @@ impl Ext4 {
                         0o100000 | mode
                     ));
                 }
-                Op::Mkdir { path, mode, uid, gid } => {
+                Op::Mkdir {
+                    path,
+                    mode,
+                    uid,
+                    gid,
+                } => {
                     check_path(path)?;
                     script.push_str(&format!(
                         "mkdir \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
@@ -257,7 +321,10 @@ impl Ext4 {
                 }
                 Op::Symlink { path, target } => {
                     check_path(path)?;
-                    if target.is_empty() || target.contains(|c: char| c.is_whitespace() || c == '"' || c.is_control()) {
+                    if target.is_empty()
+                        || target
+                            .contains(|c: char| c.is_whitespace() || c == '"' || c.is_control())
+                    {
                         bail!("internal: symlink target `{target}` cannot be passed to debugfs");
                     }
                     script.push_str(&format!("symlink \"{path}\" \"{target}\"\n"));
@@ -268,9 +335,14 @@ impl Ext4 {
                 }
             }
         }
-        let (_, err) = self.run(&["-w"], Some(&script)).context("writing to the root filesystem")?;
+        let (_, err) = self
+            .run(&["-w"], Some(&script))
+            .context("writing to the root filesystem")?;
         if !err.is_empty() {
-            bail!("writing to the root filesystem in {} failed: {err}", self.image.display());
+            bail!(
+                "writing to the root filesystem in {} failed: {err}",
+                self.image.display()
+            );
         }
         Ok(())
     }
@@ -279,7 +351,10 @@ impl Ext4 {
     /// (a new file's directory is created when missing).
     pub fn replace(&self, path: &str, data: &[u8], default_mode: u32) -> Result<()> {
         let (mode, uid, gid) = self.owner(path)?.unwrap_or((default_mode, 0, 0));
-        let parent = path.rsplit_once('/').map(|(d, _)| d).filter(|d| !d.is_empty());
+        let parent = path
+            .rsplit_once('/')
+            .map(|(d, _)| d)
+            .filter(|d| !d.is_empty());
         let mut ops = match parent {
             Some(dir) => self.missing_dirs(&[dir])?,
             None => Vec::new(),
@@ -287,20 +362,21 @@ impl Ext4 {
         if self.read(path)?.is_some() {
             ops.push(Op::Remove { path: path.into() });
         }
-        ops.push(Op::Write { path: path.into(), data: data.to_vec(), mode, uid, gid });
+        ops.push(Op::Write {
+            path: path.into(),
+            data: data.to_vec(),
+            mode,
+            uid,
+            gid,
+        });
         self.apply(&ops)
     }
 
     /// Permission bits, uid and gid of a path.
     pub fn owner(&self, path: &str) -> Result<Option<(u32, u32, u32)>> {
-        check_path(path)?;
-        let (out, err) = self.run(&["-R", &format!("stat \"{path}\"")], None)?;
-        if err.contains("File not found") {
+        let Some(out) = self.query("stat", path, "")? else {
             return Ok(None);
-        }
-        if !err.is_empty() {
-            bail!("reading {path} in the root filesystem: {err}");
-        }
+        };
         let text = String::from_utf8_lossy(&out);
         let field = |name: &str| -> Option<u32> {
             let rest = text.split(name).nth(1)?;
@@ -329,7 +405,12 @@ impl Ext4 {
                     continue;
                 }
                 if self.list(&prefix)?.is_none() {
-                    ops.push(Op::Mkdir { path: prefix.clone(), mode: 0o755, uid: 0, gid: 0 });
+                    ops.push(Op::Mkdir {
+                        path: prefix.clone(),
+                        mode: 0o755,
+                        uid: 0,
+                        gid: 0,
+                    });
                     planned.push(prefix.clone());
                 }
             }
@@ -339,9 +420,17 @@ impl Ext4 {
 
     /// Free space, from the superblock.
     pub fn free_bytes(&self) -> Result<u64> {
-        let out = Command::new("dumpe2fs").arg("-h").arg(self.device()).output().context("running dumpe2fs")?;
+        let out = Command::new("dumpe2fs")
+            .arg("-h")
+            .arg(self.device())
+            .output()
+            .context("running dumpe2fs")?;
         if !out.status.success() {
-            bail!("dumpe2fs failed on {}: {}", self.device(), String::from_utf8_lossy(&out.stderr).trim());
+            bail!(
+                "dumpe2fs failed on {}: {}",
+                self.device(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
         }
         let text = String::from_utf8_lossy(&out.stdout);
         let field = |name: &str| -> Result<u64> {
@@ -351,12 +440,5 @@ impl Ext4 {
                 .with_context(|| format!("dumpe2fs printed no `{name}`"))
         };
         Ok(field("Free blocks:")? * field("Block size:")?)
-    }
-
-    /// Runs `e2fsck -fn`: true when the filesystem is clean.
-    pub fn check(&self) -> Result<(bool, String)> {
-        let out = Command::new("e2fsck").args(["-fn"]).arg(self.device()).output().context("running e2fsck")?;
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        Ok((out.status.success(), text))
     }
 }

@@ -19,7 +19,11 @@ impl Fat {
     pub fn open(file: File, start: u64, size: u64) -> Result<Fat> {
         let slice = StreamSlice::new(BufStream::new(file), start, start + size)?;
         let fs = fatfs::FileSystem::new(slice, fatfs::FsOptions::new().update_accessed_date(false))
-            .map_err(|e| anyhow::anyhow!("the boot partition at byte {start} is not a readable FAT filesystem: {e}"))?;
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "the boot partition at byte {start} is not a readable FAT filesystem: {e}"
+                )
+            })?;
         Ok(Fat { fs })
     }
 
@@ -27,7 +31,8 @@ impl Fat {
         match self.fs.root_dir().open_file(path) {
             Ok(mut f) => {
                 let mut buf = Vec::new();
-                f.read_to_end(&mut buf).with_context(|| format!("reading {path} from the boot partition"))?;
+                f.read_to_end(&mut buf)
+                    .with_context(|| format!("reading {path} from the boot partition"))?;
                 Ok(Some(buf))
             }
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
@@ -48,13 +53,16 @@ impl Fat {
     pub fn write(&self, path: &str, data: &[u8]) -> Result<()> {
         let mut f = self.fs.root_dir().create_file(path).map_err(|e| {
             if e.kind() == ErrorKind::NotFound {
-                anyhow::anyhow!("cannot write {path} on the boot partition: its directory does not exist")
+                anyhow::anyhow!(
+                    "cannot write {path} on the boot partition: its directory does not exist"
+                )
             } else {
                 anyhow::anyhow!("cannot write {path} on the boot partition: {e}")
             }
         })?;
         f.truncate()?;
-        f.write_all(data).with_context(|| format!("writing {path} on the boot partition (is it full?)"))?;
+        f.write_all(data)
+            .with_context(|| format!("writing {path} on the boot partition (is it full?)"))?;
         f.flush()?;
         Ok(())
     }

@@ -16,7 +16,10 @@ const GPT_TAIL: u64 = 33 * SECTOR;
 /// Adds at least `extra` bytes to the root partition and its filesystem.
 /// Returns the new layout.
 pub fn grow_root(image: &Path, layout: &Layout, extra: u64) -> Result<Layout> {
-    let root = layout.root().context("the image has no ext4 root partition to grow")?.clone();
+    let root = layout
+        .root()
+        .context("the image has no ext4 root partition to grow")?
+        .clone();
     if layout.partitions.iter().any(|p| p.start > root.start) {
         bail!("the root partition is not the last one on the image, so it cannot grow in place");
     }
@@ -32,22 +35,30 @@ pub fn grow_root(image: &Path, layout: &Layout, extra: u64) -> Result<Layout> {
     drop(f);
     let mut f = File::open(image)?;
     let new_layout = Layout::read(&mut f)?;
-    let new_root = new_layout.root().context("root partition lost while growing")?;
+    let new_root = new_layout
+        .root()
+        .context("root partition lost while growing")?;
     resize_ext4(image, new_root.start, new_root.size)?;
     Ok(new_layout)
 }
 
 fn grow_mbr(f: &mut File, root_start: u64, new_size: u64) -> Result<()> {
     f.seek(SeekFrom::Start(0))?;
-    let mut mbr = mbrman::MBR::read_from(f, SECTOR as u32).map_err(|e| anyhow::anyhow!("reading the MBR: {e}"))?;
+    let mut mbr = mbrman::MBR::read_from(f, SECTOR as u32)
+        .map_err(|e| anyhow::anyhow!("reading the MBR: {e}"))?;
     let start_lba = (root_start / SECTOR) as u32;
-    let idx = mbr.iter().find(|(_, p)| p.starting_lba == start_lba && p.is_used()).map(|(i, _)| i);
+    let idx = mbr
+        .iter()
+        .find(|(_, p)| p.starting_lba == start_lba && p.is_used())
+        .map(|(i, _)| i);
     let Some(idx) = idx else {
         bail!("the root partition is a logical partition; nasforge grows only primary partitions");
     };
     let sectors = new_size / SECTOR - start_lba as u64;
     mbr[idx].sectors = u32::try_from(sectors).context("an MBR partition cannot exceed 2 TiB")?;
-    mbr.header.write_into(f).map_err(|e| anyhow::anyhow!("writing the MBR: {e}"))?;
+    mbr.header
+        .write_into(f)
+        .map_err(|e| anyhow::anyhow!("writing the MBR: {e}"))?;
     Ok(())
 }
 
@@ -58,10 +69,14 @@ fn grow_gpt(f: &mut File, root_number: u32, old_size: u64, new_size: u64) -> Res
         .map_err(|e| anyhow::anyhow!("reading the GPT: {e}"))?;
     let mut parts = disk.take_partitions();
     let last_usable = (new_size - GPT_TAIL) / SECTOR - 1;
-    let p = parts.get_mut(&root_number).context("root partition missing from the GPT")?;
+    let p = parts
+        .get_mut(&root_number)
+        .context("root partition missing from the GPT")?;
     p.last_lba = last_usable;
-    disk.update_partitions(parts).map_err(|e| anyhow::anyhow!("updating the GPT: {e}"))?;
-    disk.write_inplace().map_err(|e| anyhow::anyhow!("writing the GPT: {e}"))?;
+    disk.update_partitions(parts)
+        .map_err(|e| anyhow::anyhow!("updating the GPT: {e}"))?;
+    disk.write_inplace()
+        .map_err(|e| anyhow::anyhow!("writing the GPT: {e}"))?;
     drop(disk);
     // The old backup header now sits inside the root partition; clear it so
     // no tool ever mistakes it for a second table.
@@ -87,7 +102,11 @@ fn grow_gpt(f: &mut File, root_number: u32, old_size: u64, new_size: u64) -> Res
 /// its last mount, and a check is what makes the resize safe.
 fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
     let dev = format!("{}?offset={offset}", image.display());
-    let out = Command::new("e2fsck").args(["-fp"]).arg(&dev).output().context("running e2fsck")?;
+    let out = Command::new("e2fsck")
+        .args(["-fp"])
+        .arg(&dev)
+        .output()
+        .context("running e2fsck")?;
     // 0: clean, 1: errors corrected. Anything else means the image is damaged.
     if !matches!(out.status.code(), Some(0 | 1)) {
         bail!(
@@ -103,10 +122,16 @@ fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
     forbid_ftruncate(&mut cmd);
     let out = cmd.output().context("running resize2fs")?;
     if !out.status.success() {
-        bail!("resize2fs failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "resize2fs failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     if std::fs::metadata(image)?.len() != image_len {
-        bail!("resize2fs changed the length of {}; the image is damaged", image.display());
+        bail!(
+            "resize2fs changed the length of {}; the image is damaged",
+            image.display()
+        );
     }
     Ok(())
 }
@@ -130,21 +155,63 @@ fn forbid_ftruncate(cmd: &mut Command) {
     const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
     // struct seccomp_data: int nr at 0, __u32 arch at 4.
     let filter = [
-        libc::sock_filter { code: LD, jt: 0, jf: 0, k: 4 },
-        libc::sock_filter { code: JEQ, jt: 1, jf: 0, k: AUDIT_ARCH },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: libc::SECCOMP_RET_ALLOW },
-        libc::sock_filter { code: LD, jt: 0, jf: 0, k: 0 },
-        libc::sock_filter { code: JEQ, jt: 0, jf: 1, k: libc::SYS_ftruncate as u32 },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32 },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: libc::SECCOMP_RET_ALLOW },
+        libc::sock_filter {
+            code: LD,
+            jt: 0,
+            jf: 0,
+            k: 4,
+        },
+        libc::sock_filter {
+            code: JEQ,
+            jt: 1,
+            jf: 0,
+            k: AUDIT_ARCH,
+        },
+        libc::sock_filter {
+            code: RET,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+        libc::sock_filter {
+            code: LD,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: JEQ,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_ftruncate as u32,
+        },
+        libc::sock_filter {
+            code: RET,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+        libc::sock_filter {
+            code: RET,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
     ];
     // SAFETY: between fork and exec only two prctl calls run, both
     // async-signal-safe; the filter outlives them (it is moved into the closure).
     unsafe {
         cmd.pre_exec(move || {
-            let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &prog as *const libc::sock_fprog,
+                ) != 0
             {
                 return Err(std::io::Error::last_os_error());
             }

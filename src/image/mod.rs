@@ -18,9 +18,14 @@ pub struct Image {
 
 impl Image {
     pub fn open(path: &Path) -> Result<Image> {
-        let mut f = File::open(path).with_context(|| format!("opening image {}", path.display()))?;
-        let layout = Layout::read(&mut f).with_context(|| format!("reading the partition table of {}", path.display()))?;
-        Ok(Image { path: path.to_path_buf(), layout })
+        let mut f =
+            File::open(path).with_context(|| format!("opening image {}", path.display()))?;
+        let layout = Layout::read(&mut f)
+            .with_context(|| format!("reading the partition table of {}", path.display()))?;
+        Ok(Image {
+            path: path.to_path_buf(),
+            layout,
+        })
     }
 
     pub fn reload(&mut self) -> Result<()> {
@@ -38,8 +43,13 @@ impl Image {
 
     /// The FAT boot partition, opened read-write when `write` is set.
     pub fn fat(&self, write: bool) -> Result<Option<fat::Fat>> {
-        let Some(p) = self.boot() else { return Ok(None) };
-        let f = OpenOptions::new().read(true).write(write).open(&self.path)?;
+        let Some(p) = self.boot() else {
+            return Ok(None);
+        };
+        let f = OpenOptions::new()
+            .read(true)
+            .write(write)
+            .open(&self.path)?;
         Ok(Some(fat::Fat::open(f, p.start, p.size)?))
     }
 

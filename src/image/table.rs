@@ -87,14 +87,24 @@ impl Layout {
         file.seek(SeekFrom::Start(0))?;
         file.read_exact(&mut mbr)?;
         if mbr[510..512] != [0x55, 0xaa] {
-            bail!("no partition table: the first sector has no MBR boot signature (55 aa); is this a disk image?");
+            bail!(
+                "no partition table: the first sector has no MBR boot signature (55 aa); is this a disk image?"
+            );
         }
         let protective = (0..4).any(|i| mbr[446 + i * 16 + 4] == 0xee);
-        let mut layout = if protective { read_gpt(file, disk_size)? } else { read_mbr(file, disk_size)? };
+        let mut layout = if protective {
+            read_gpt(file, disk_size)?
+        } else {
+            read_mbr(file, disk_size)?
+        };
         layout.partitions.sort_by_key(|p| p.start);
         for w in layout.partitions.windows(2) {
             if w[0].end() > w[1].start {
-                bail!("corrupt partition table: partitions {} and {} overlap", w[0].number, w[1].number);
+                bail!(
+                    "corrupt partition table: partitions {} and {} overlap",
+                    w[0].number,
+                    w[1].number
+                );
             }
         }
         for p in &mut layout.partitions {
@@ -118,13 +128,20 @@ impl Layout {
     pub fn boot(&self) -> Option<&Partition> {
         let fat = self.partitions.iter().filter(|p| {
             p.fs == Fs::Fat
-                && (p.type_id.parse::<TypeByte>().is_ok_and(|t| MBR_FAT.contains(&t.0))
+                && (p
+                    .type_id
+                    .parse::<TypeByte>()
+                    .is_ok_and(|t| MBR_FAT.contains(&t.0))
                     || p.type_id.eq_ignore_ascii_case(GPT_ESP)
                     || p.type_id.eq_ignore_ascii_case(GPT_BASIC_DATA))
         });
         let fat: Vec<_> = fat.collect();
         fat.iter()
-            .find(|p| p.label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case("bootfs") || l.eq_ignore_ascii_case("raspifirm")))
+            .find(|p| {
+                p.label.as_deref().is_some_and(|l| {
+                    l.eq_ignore_ascii_case("bootfs") || l.eq_ignore_ascii_case("raspifirm")
+                })
+            })
             .or(fat.first())
             .copied()
     }
@@ -132,9 +149,17 @@ impl Layout {
     /// The ext4 root: the labels Raspberry Pi OS, Debian and Armbian use first,
     /// else the largest ext4 partition.
     pub fn root(&self) -> Option<&Partition> {
-        let ext: Vec<_> = self.partitions.iter().filter(|p| p.fs == Fs::Ext4).collect();
+        let ext: Vec<_> = self
+            .partitions
+            .iter()
+            .filter(|p| p.fs == Fs::Ext4)
+            .collect();
         ext.iter()
-            .find(|p| p.label.as_deref().is_some_and(|l| ["rootfs", "armbi_root", "RASPIROOT"].contains(&l)))
+            .find(|p| {
+                p.label
+                    .as_deref()
+                    .is_some_and(|l| ["rootfs", "armbi_root", "RASPIROOT"].contains(&l))
+            })
             .or(ext.iter().max_by_key(|p| p.size))
             .copied()
     }
@@ -145,13 +170,17 @@ struct TypeByte(u8);
 impl std::str::FromStr for TypeByte {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
-        s.strip_prefix("0x").and_then(|h| u8::from_str_radix(h, 16).ok()).map(TypeByte).ok_or(())
+        s.strip_prefix("0x")
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .map(TypeByte)
+            .ok_or(())
     }
 }
 
 fn read_mbr(file: &mut File, disk_size: u64) -> Result<Layout> {
     file.seek(SeekFrom::Start(0))?;
-    let mbr = mbrman::MBR::read_from(file, SECTOR as u32).map_err(|e| anyhow::anyhow!("corrupt MBR partition table: {e}"))?;
+    let mbr = mbrman::MBR::read_from(file, SECTOR as u32)
+        .map_err(|e| anyhow::anyhow!("corrupt MBR partition table: {e}"))?;
     let partitions: Vec<Partition> = mbr
         .iter()
         .filter(|(_, p)| p.is_used() && !p.is_extended())
@@ -183,7 +212,9 @@ fn read_gpt(file: &mut File, disk_size: u64) -> Result<Layout> {
         .open_from_device(file as &mut File)
         .map_err(|e| anyhow::anyhow!("corrupt GPT partition table: {e}"))?;
     if disk.primary_header().is_err() {
-        bail!("corrupt GPT partition table: the primary header is damaged (only the backup is readable); repair it with `sgdisk -e` first");
+        bail!(
+            "corrupt GPT partition table: the primary header is damaged (only the backup is readable); repair it with `sgdisk -e` first"
+        );
     }
     let partitions = disk
         .partitions()
@@ -199,18 +230,26 @@ fn read_gpt(file: &mut File, disk_size: u64) -> Result<Layout> {
             label: None,
         })
         .collect();
-    Ok(Layout { kind: TableKind::Gpt, disk_id: disk.guid().to_string(), disk_size, partitions })
+    Ok(Layout {
+        kind: TableKind::Gpt,
+        disk_id: disk.guid().to_string(),
+        disk_size,
+        partitions,
+    })
 }
 
 fn read_at(file: &mut File, offset: u64, len: usize) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; len];
     file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(&mut buf).with_context(|| format!("reading {len} bytes at offset {offset}"))?;
+    file.read_exact(&mut buf)
+        .with_context(|| format!("reading {len} bytes at offset {offset}"))?;
     Ok(buf)
 }
 
 fn text_field(bytes: &[u8]) -> Option<String> {
-    let s = String::from_utf8_lossy(bytes).trim_end_matches(['\0', ' ']).to_string();
+    let s = String::from_utf8_lossy(bytes)
+        .trim_end_matches(['\0', ' '])
+        .to_string();
     (!s.is_empty() && s != "NO NAME").then_some(s)
 }
 

@@ -41,10 +41,16 @@ const XZ_THREAD_MEMORY: u64 = 48 << 20;
 /// A reader of the decompressed bytes. Truncated or corrupt input surfaces
 /// as an error from `read` (liblzma: "premature eof"; flate2: UnexpectedEof),
 /// never as a short, silently accepted image.
-pub fn decoder<'a, R: Read + Send + 'a>(format: Format, input: R) -> io::Result<Box<dyn Read + Send + 'a>> {
+pub fn decoder<'a, R: Read + Send + 'a>(
+    format: Format,
+    input: R,
+) -> io::Result<Box<dyn Read + Send + 'a>> {
     Ok(match format {
         Format::Raw => Box::new(input),
-        Format::Xz => Box::new(XzStreams::new(io::BufReader::with_capacity(1 << 20, input))?),
+        Format::Xz => Box::new(XzStreams::new(io::BufReader::with_capacity(
+            1 << 20,
+            input,
+        ))?),
         Format::Gz => Box::new(flate2::read::MultiGzDecoder::new(input)),
     })
 }
@@ -70,14 +76,18 @@ struct XzStreams<R: io::BufRead> {
 
 impl<R: io::BufRead> XzStreams<R> {
     fn new(input: R) -> io::Result<Self> {
-        Ok(XzStreams { current: Some(liblzma::bufread::XzDecoder::new_stream(input, xz_stream()?)) })
+        Ok(XzStreams {
+            current: Some(liblzma::bufread::XzDecoder::new_stream(input, xz_stream()?)),
+        })
     }
 }
 
 impl<R: io::BufRead> Read for XzStreams<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            let Some(dec) = self.current.as_mut() else { return Ok(0) };
+            let Some(dec) = self.current.as_mut() else {
+                return Ok(0);
+            };
             let n = dec.read(buf)?;
             if n > 0 || buf.is_empty() {
                 return Ok(n);
@@ -94,8 +104,14 @@ impl<R: io::BufRead> Read for XzStreams<R> {
                 }
                 input.consume(zeros);
             }
-            if !input.fill_buf()?.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "data after the end of the xz stream is not another xz stream"));
+            if !input
+                .fill_buf()?
+                .starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00])
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "data after the end of the xz stream is not another xz stream",
+                ));
             }
             self.current = Some(liblzma::bufread::XzDecoder::new_stream(input, xz_stream()?));
         }
@@ -108,7 +124,12 @@ impl<R: io::BufRead> Read for XzStreams<R> {
 /// before a single byte is decoded.
 pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
     use std::os::unix::fs::FileExt;
-    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("not a complete xz file: {what} (truncated or corrupt?)"));
+    let bad = |what: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not a complete xz file: {what} (truncated or corrupt?)"),
+        )
+    };
     let mut pos = file.metadata()?.len();
     if !pos.is_multiple_of(4) {
         return Err(bad("its size is not a multiple of 4"));
@@ -131,7 +152,9 @@ pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
             return Err(bad("no stream footer at its end"));
         }
         let index_size = (u32::from_le_bytes(footer[4..8].try_into().unwrap()) as u64 + 1) * 4;
-        let index_start = (pos - 12).checked_sub(index_size).ok_or_else(|| bad("index larger than the file"))?;
+        let index_start = (pos - 12)
+            .checked_sub(index_size)
+            .ok_or_else(|| bad("index larger than the file"))?;
         let mut index = vec![0u8; index_size as usize];
         file.read_exact_at(&mut index, index_start)?;
         if index[0] != 0 {
@@ -155,10 +178,16 @@ pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
         for _ in 0..records {
             let unpadded = varint(&mut at)?;
             let uncompressed = varint(&mut at)?;
-            blocks = blocks.checked_add(unpadded.next_multiple_of(4)).ok_or_else(|| bad("index sizes overflow"))?;
-            total = total.checked_add(uncompressed).ok_or_else(|| bad("index sizes overflow"))?;
+            blocks = blocks
+                .checked_add(unpadded.next_multiple_of(4))
+                .ok_or_else(|| bad("index sizes overflow"))?;
+            total = total
+                .checked_add(uncompressed)
+                .ok_or_else(|| bad("index sizes overflow"))?;
         }
-        let start = index_start.checked_sub(blocks + 12).ok_or_else(|| bad("blocks larger than the file"))?;
+        let start = index_start
+            .checked_sub(blocks + 12)
+            .ok_or_else(|| bad("blocks larger than the file"))?;
         let mut header = [0u8; 6];
         file.read_exact_at(&mut header, start)?;
         if header != [0xfd, b'7', b'z', b'X', b'Z', 0x00] {
@@ -179,7 +208,9 @@ mod tests {
     use std::io::Write;
 
     fn roundtrip(format: Format) -> Vec<u8> {
-        let data: Vec<u8> = (0..300_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let data: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         let mut packed = Vec::new();
         match format {
             Format::Xz => {
@@ -195,7 +226,10 @@ mod tests {
             Format::Raw => unreachable!(),
         }
         let mut out = Vec::new();
-        decoder(format, &packed[..]).unwrap().read_to_end(&mut out).unwrap();
+        decoder(format, &packed[..])
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
         assert_eq!(out, data);
         packed
     }
@@ -206,8 +240,15 @@ mod tests {
             let packed = roundtrip(format);
             let cut = &packed[..packed.len() / 2];
             let mut out = Vec::new();
-            let err = decoder(format, cut).unwrap().read_to_end(&mut out).unwrap_err();
-            assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{format:?}: {err}");
+            let err = decoder(format, cut)
+                .unwrap()
+                .read_to_end(&mut out)
+                .unwrap_err();
+            assert_eq!(
+                err.kind(),
+                io::ErrorKind::UnexpectedEof,
+                "{format:?}: {err}"
+            );
         }
     }
 
@@ -220,7 +261,13 @@ mod tests {
                 *b ^= 0x5a;
             }
             let mut out = Vec::new();
-            assert!(decoder(format, &packed[..]).unwrap().read_to_end(&mut out).is_err(), "{format:?}");
+            assert!(
+                decoder(format, &packed[..])
+                    .unwrap()
+                    .read_to_end(&mut out)
+                    .is_err(),
+                "{format:?}"
+            );
         }
     }
 
@@ -237,12 +284,18 @@ mod tests {
         both.extend_from_slice(&[0u8; 8]);
         both.extend(pack(b"second stream"));
         let mut out = Vec::new();
-        decoder(Format::Xz, &both[..]).unwrap().read_to_end(&mut out).unwrap();
+        decoder(Format::Xz, &both[..])
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
         assert_eq!(out, b"first stream second stream");
 
         let mut junk = pack(b"data");
         junk.extend_from_slice(b"garbage!");
-        let err = decoder(Format::Xz, &junk[..]).unwrap().read_to_end(&mut Vec::new()).unwrap_err();
+        let err = decoder(Format::Xz, &junk[..])
+            .unwrap()
+            .read_to_end(&mut Vec::new())
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
     }
 
@@ -263,7 +316,12 @@ mod tests {
         // Multi-threaded encoding makes several blocks; two streams and
         // stream padding between them, as `cat a.xz b.xz` or pixz make.
         for part in [&data[..1_000_000], &data[1_000_000..]] {
-            let stream = liblzma::stream::MtStreamBuilder::new().threads(2).block_size(300_000).preset(1).encoder().unwrap();
+            let stream = liblzma::stream::MtStreamBuilder::new()
+                .threads(2)
+                .block_size(300_000)
+                .preset(1)
+                .encoder()
+                .unwrap();
             let mut e = liblzma::write::XzEncoder::new_stream(&mut packed, stream);
             e.write_all(part).unwrap();
             e.finish().unwrap();

@@ -35,7 +35,8 @@ unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     pub fn new(len: usize) -> AlignedBuf {
-        let layout = Layout::from_size_align(len.max(ALIGN).next_multiple_of(ALIGN), ALIGN).expect("valid layout");
+        let layout = Layout::from_size_align(len.max(ALIGN).next_multiple_of(ALIGN), ALIGN)
+            .expect("valid layout");
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
@@ -45,7 +46,8 @@ impl AlignedBuf {
     }
 
     fn layout(&self) -> Layout {
-        Layout::from_size_align(self.len.max(ALIGN).next_multiple_of(ALIGN), ALIGN).expect("valid layout")
+        Layout::from_size_align(self.len.max(ALIGN).next_multiple_of(ALIGN), ALIGN)
+            .expect("valid layout")
     }
 }
 
@@ -72,7 +74,9 @@ impl DerefMut for AlignedBuf {
 }
 
 fn aligned(buf: &[u8], offset: u64) -> bool {
-    (buf.as_ptr() as usize).is_multiple_of(ALIGN) && buf.len().is_multiple_of(ALIGN) && offset.is_multiple_of(ALIGN as u64)
+    (buf.as_ptr() as usize).is_multiple_of(ALIGN)
+        && buf.len().is_multiple_of(ALIGN)
+        && offset.is_multiple_of(ALIGN as u64)
 }
 
 /// How zero ranges can be produced without writing zeros.
@@ -105,20 +109,45 @@ impl DiskFile {
     pub fn open(path: &Path, create: bool) -> io::Result<DiskFile> {
         let is_bdev = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device());
         let excl = if is_bdev { libc::O_EXCL } else { 0 };
-        let buffered = OpenOptions::new().read(true).write(true).create(create && !is_bdev).truncate(false).custom_flags(excl).open(path)?;
+        let buffered = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create && !is_bdev)
+            .truncate(false)
+            .custom_flags(excl)
+            .open(path)?;
         let block_device = buffered.metadata()?.file_type().is_block_device();
-        let direct = OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(path).ok();
+        let direct = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .ok();
         let direct_ok = AtomicBool::new(direct.is_some());
-        Ok(DiskFile { direct, buffered, direct_ok, block_device })
+        Ok(DiskFile {
+            direct,
+            buffered,
+            direct_ok,
+            block_device,
+        })
     }
 
     /// Opens `path` read-only (for reading a target back).
     pub fn open_read(path: &Path) -> io::Result<DiskFile> {
         let buffered = File::open(path)?;
         let block_device = buffered.metadata()?.file_type().is_block_device();
-        let direct = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok();
+        let direct = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .ok();
         let direct_ok = AtomicBool::new(direct.is_some());
-        Ok(DiskFile { direct, buffered, direct_ok, block_device })
+        Ok(DiskFile {
+            direct,
+            buffered,
+            direct_ok,
+            block_device,
+        })
     }
 
     pub fn is_block_device(&self) -> bool {
@@ -138,7 +167,11 @@ impl DiskFile {
     }
 
     fn direct_for(&self, buf: &[u8], offset: u64) -> Option<&File> {
-        if aligned(buf, offset) && self.direct_ok.load(Ordering::Relaxed) { self.direct.as_ref() } else { None }
+        if aligned(buf, offset) && self.direct_ok.load(Ordering::Relaxed) {
+            self.direct.as_ref()
+        } else {
+            None
+        }
     }
 
     /// An O_DIRECT transfer the target refused with EINVAL (alignment it did
@@ -184,7 +217,12 @@ impl DiskFile {
     pub fn drop_cache(&self, offset: u64, len: u64) {
         // SAFETY: advisory call on a valid descriptor.
         unsafe {
-            libc::posix_fadvise(self.buffered.as_raw_fd(), offset as libc::off_t, len as libc::off_t, libc::POSIX_FADV_DONTNEED);
+            libc::posix_fadvise(
+                self.buffered.as_raw_fd(),
+                offset as libc::off_t,
+                len as libc::off_t,
+                libc::POSIX_FADV_DONTNEED,
+            );
         }
     }
 
@@ -209,7 +247,9 @@ impl DiskFile {
         let e = io::Error::last_os_error();
         match e.raw_os_error() {
             // Not supported here, or (block devices) not offloaded / not aligned.
-            Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) | Some(libc::ENODEV) => Ok(Zeroing::Unsupported),
+            Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) | Some(libc::ENODEV) => {
+                Ok(Zeroing::Unsupported)
+            }
             _ => Err(e),
         }
     }
@@ -250,7 +290,9 @@ mod tests {
         let path = dir.path().join("disk");
         let f = DiskFile::open(&path, true).unwrap();
         let mut big = AlignedBuf::new(64 * 1024);
-        big.iter_mut().enumerate().for_each(|(i, b)| *b = (i % 253) as u8);
+        big.iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i % 253) as u8);
         f.write_all_at(&big, 8192).unwrap();
         f.write_all_at(b"tail", 8192 + 64 * 1024).unwrap();
         f.sync().unwrap();

@@ -21,7 +21,10 @@ pub struct HashReader<R> {
 
 impl<R: Read> HashReader<R> {
     pub fn new(inner: R) -> Self {
-        HashReader { inner, hasher: Sha256::new() }
+        HashReader {
+            inner,
+            hasher: Sha256::new(),
+        }
     }
 
     pub fn digest_hex(self) -> String {

@@ -20,12 +20,17 @@ pub fn unpack(source: &Path, work: &File, sha256: Option<&str>) -> Result<decomp
     let mut src = File::open(source).with_context(|| format!("opening {}", source.display()))?;
     let format = decompress::Format::sniff(&mut src)?;
     let len = src.metadata()?.len();
-    let what = if format == decompress::Format::Raw { "copy" } else { "decompress" };
+    let what = if format == decompress::Format::Raw {
+        "copy"
+    } else {
+        "decompress"
+    };
     let bar = progress::bytes(len, what);
     let digest = match format {
         decompress::Format::Raw => {
             let mut hasher = sha256.map(|_| Sha256::new());
-            sparse::copy_file(&src, work, hasher.as_mut(), |n| bar.inc(n)).with_context(|| format!("copying {}", source.display()))?;
+            sparse::copy_file(&src, work, hasher.as_mut(), |n| bar.inc(n))
+                .with_context(|| format!("copying {}", source.display()))?;
             hasher.map(|h| hash::hex(&h.finalize()))
         }
         _ => {
@@ -42,8 +47,12 @@ pub fn unpack(source: &Path, work: &File, sha256: Option<&str>) -> Result<decomp
     };
     bar.finish_and_clear();
     if let (Some(want), Some(got)) = (sha256, digest)
-        && want != got {
-            bail!("sha256 mismatch for base image {}:\n  expected {want} (from the recipe)\n       got {got}", source.display());
-        }
+        && want != got
+    {
+        bail!(
+            "sha256 mismatch for base image {}:\n  expected {want} (from the recipe)\n       got {got}",
+            source.display()
+        );
+    }
     Ok(format)
 }

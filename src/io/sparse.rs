@@ -24,10 +24,6 @@ impl<'a> SparseWriter<'a> {
         SparseWriter { file, pos: 0 }
     }
 
-    pub fn position(&self) -> u64 {
-        self.pos
-    }
-
     /// Moves forward over zeros the caller knows about (a hole in the source).
     pub fn skip(&mut self, len: u64) {
         self.pos += len;
@@ -65,7 +61,11 @@ impl<'a> SparseWriter<'a> {
 }
 
 /// Copies a stream into an empty file, sparsely. Returns the bytes copied.
-pub fn copy_stream(mut src: impl Read, dst: &File, mut progress: impl FnMut(u64)) -> io::Result<u64> {
+pub fn copy_stream(
+    mut src: impl Read,
+    dst: &File,
+    mut progress: impl FnMut(u64),
+) -> io::Result<u64> {
     let mut w = SparseWriter::new(dst);
     let mut buf = vec![0u8; CHUNK];
     loop {
@@ -116,9 +116,13 @@ pub fn copy_file(
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(CHUNK as u64) as usize;
-                    src.read_exact_at(&mut buf[..n], start + done).map_err(|e| {
-                        io::Error::new(e.kind(), format!("reading the source image at byte {}: {e}", start + done))
-                    })?;
+                    src.read_exact_at(&mut buf[..n], start + done)
+                        .map_err(|e| {
+                            io::Error::new(
+                                e.kind(),
+                                format!("reading the source image at byte {}: {e}", start + done),
+                            )
+                        })?;
                     if let Some(h) = hasher.as_deref_mut() {
                         h.update(&buf[..n]);
                     }
@@ -153,7 +157,11 @@ fn lseek(file: &File, offset: u64, whence: libc::c_int) -> io::Result<Option<u64
         return Ok(Some(r as u64));
     }
     let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::ENXIO) { Ok(None) } else { Err(e) }
+    if e.raw_os_error() == Some(libc::ENXIO) {
+        Ok(None)
+    } else {
+        Err(e)
+    }
 }
 
 /// The file's data and hole regions in order. Filesystems without
@@ -170,7 +178,10 @@ pub fn regions(file: &File) -> io::Result<Vec<Region>> {
             Err(e) => return Err(e),
         };
         if data > pos {
-            out.push(Region::Hole { start: pos, len: data - pos });
+            out.push(Region::Hole {
+                start: pos,
+                len: data - pos,
+            });
         }
         if data >= size {
             break;
@@ -181,7 +192,10 @@ pub fn regions(file: &File) -> io::Result<Vec<Region>> {
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => size,
             Err(e) => return Err(e),
         };
-        out.push(Region::Data { start: data, len: hole - data });
+        out.push(Region::Data {
+            start: data,
+            len: hole - data,
+        });
         pos = hole;
     }
     Ok(out)
@@ -205,7 +219,11 @@ mod tests {
         let n = copy_stream(&data[..], &dst, |_| {}).unwrap();
         assert_eq!(n, data.len() as u64);
         assert_eq!(dst.metadata().unwrap().len(), data.len() as u64);
-        assert!(allocated(&dst) <= 64 * 1024, "only the one data block is allocated: {}", allocated(&dst));
+        assert!(
+            allocated(&dst) <= 64 * 1024,
+            "only the one data block is allocated: {}",
+            allocated(&dst)
+        );
         let mut back = vec![0u8; data.len()];
         dst.read_exact_at(&mut back, 0).unwrap();
         assert_eq!(back, data);
@@ -217,18 +235,25 @@ mod tests {
         let mut src = tempfile::tempfile().unwrap();
         src.set_len(16 * CHUNK as u64).unwrap();
         src.write_all_at(b"head", 0).unwrap();
-        src.write_all_at(&[7u8; 3 * BLOCK], 9 * CHUNK as u64).unwrap();
+        src.write_all_at(&[7u8; 3 * BLOCK], 9 * CHUNK as u64)
+            .unwrap();
         src.flush().unwrap();
         let dst = tempfile::tempfile().unwrap();
         let mut h = Sha256::new();
         copy_file(&src, &dst, Some(&mut h), |_| {}).unwrap();
         let mut whole = vec![0u8; 16 * CHUNK];
         src.read_exact_at(&mut whole, 0).unwrap();
-        assert_eq!(hex::encode(h.finalize()), super::super::hash::sha256_hex(&whole));
+        assert_eq!(
+            hex::encode(h.finalize()),
+            super::super::hash::sha256_hex(&whole)
+        );
         let mut back = vec![0u8; 16 * CHUNK];
         dst.read_exact_at(&mut back, 0).unwrap();
         assert_eq!(back, whole);
-        assert_eq!(super::super::hash::hash_file(&dst, |_| {}).unwrap(), super::super::hash::sha256_hex(&whole));
+        assert_eq!(
+            super::super::hash::hash_file(&dst, |_| {}).unwrap(),
+            super::super::hash::sha256_hex(&whole)
+        );
     }
 
     #[test]

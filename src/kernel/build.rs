@@ -39,7 +39,10 @@ pub enum KernelSource {
     /// A tarball to download; always with its sha256.
     Url { url: String, sha256: String },
     /// A tarball on this machine; checked when a sha256 is given.
-    Tarball { path: PathBuf, sha256: Option<String> },
+    Tarball {
+        path: PathBuf,
+        sha256: Option<String>,
+    },
     /// An unpacked kernel tree on this machine (built out of tree, unchanged).
     Tree(PathBuf),
 }
@@ -73,11 +76,13 @@ impl FragmentRef {
     pub fn load(&self) -> Result<Fragment> {
         match self {
             FragmentRef::Bundled(n) => {
-                let text = fragments::bundled(n).with_context(|| format!("no bundled kernel fragment `{n}`"))?;
+                let text = fragments::bundled(n)
+                    .with_context(|| format!("no bundled kernel fragment `{n}`"))?;
                 Fragment::parse(&format!("{n}.config"), text)
             }
             FragmentRef::File(p) => {
-                let text = fs::read_to_string(p).with_context(|| format!("reading kernel fragment {}", p.display()))?;
+                let text = fs::read_to_string(p)
+                    .with_context(|| format!("reading kernel fragment {}", p.display()))?;
                 Fragment::parse(&p.display().to_string(), &text)
             }
         }
@@ -108,8 +113,9 @@ pub struct BoardKernel {
 }
 
 pub fn board_kernel(board: Model) -> BoardKernel {
-    let all: std::collections::BTreeMap<String, BoardKernel> = toml::from_str(include_str!("../../kernel-configs/boards.toml"))
-        .unwrap_or_else(|e| panic!("kernel-configs/boards.toml is invalid: {e}"));
+    let all: std::collections::BTreeMap<String, BoardKernel> =
+        toml::from_str(include_str!("../../kernel-configs/boards.toml"))
+            .unwrap_or_else(|e| panic!("kernel-configs/boards.toml is invalid: {e}"));
     all.get(board.name()).cloned().unwrap_or_default()
 }
 
@@ -120,7 +126,9 @@ pub fn remedy(board: Model, require: &[Capability]) -> String {
     let Some(defconfig) = &b.defconfig else {
         return format!(
             "nasforge cannot build a kernel for {board}: {}",
-            b.unverified.as_deref().unwrap_or("no defconfig is known for it")
+            b.unverified
+                .as_deref()
+                .unwrap_or("no defconfig is known for it")
         );
     };
     let frags: Vec<String> = b.fragments.iter().map(|f| format!("\"{f}\"")).collect();
@@ -130,7 +138,9 @@ pub fn remedy(board: Model, require: &[Capability]) -> String {
         "To build a kernel that has them, add to the recipe:\n\n[kernel]\nrequire = [{}]\nbuild = {{ source = \"{source}\", sha256 = \"<sha256 of that file>\", defconfig = \"{defconfig}\", fragments = [{}] }}\n\nwhere the source is {}; or `source = \"path/to/linux\"` for a kernel tree on this machine (no sha256). Then `nasforge kernel build RECIPE` builds it (cached) and `nasforge build RECIPE` installs it beside the stock kernel.",
         req.join(", "),
         frags.join(", "),
-        b.tree.as_deref().unwrap_or("the kernel tree for this board"),
+        b.tree
+            .as_deref()
+            .unwrap_or("the kernel tree for this board"),
     )
 }
 
@@ -168,7 +178,9 @@ impl Built {
     }
     /// `lib/modules/<release>` after modules_install and depmod.
     pub fn modules(&self) -> PathBuf {
-        self.dir.join("modules/lib/modules").join(&self.info.release)
+        self.dir
+            .join("modules/lib/modules")
+            .join(&self.info.release)
     }
     pub fn config(&self) -> PathBuf {
         self.dir.join("config")
@@ -193,9 +205,20 @@ impl Built {
 
     /// Opens a cached build.
     pub fn open(dir: &Path) -> Result<Built> {
-        let text = fs::read_to_string(dir.join("result.json")).with_context(|| format!("reading {}/result.json", dir.display()))?;
-        let info: BuildInfo = serde_json::from_str(&text).with_context(|| format!("{}/result.json is damaged; delete the directory", dir.display()))?;
-        Ok(Built { dir: dir.to_path_buf(), info, cached: true, timings: vec![] })
+        let text = fs::read_to_string(dir.join("result.json"))
+            .with_context(|| format!("reading {}/result.json", dir.display()))?;
+        let info: BuildInfo = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}/result.json is damaged; delete the directory",
+                dir.display()
+            )
+        })?;
+        Ok(Built {
+            dir: dir.to_path_buf(),
+            info,
+            cached: true,
+            timings: vec![],
+        })
     }
 
     /// The capability report of this kernel, failing like the image check
@@ -207,14 +230,23 @@ impl Built {
         let missing: Vec<String> = required
             .iter()
             .filter(|c| !report.capabilities[c].ok)
-            .map(|c| format!("{c} (missing {})", report.capabilities[c].missing.join(", ")))
+            .map(|c| {
+                format!(
+                    "{c} (missing {})",
+                    report.capabilities[c].missing.join(", ")
+                )
+            })
             .collect();
         if !missing.is_empty() {
             bail!(
                 "the kernel built by `[kernel] build` ({}) lacks {}; add the fragments that provide them (bundled: {})",
                 self.info.release,
                 missing.join(" and "),
-                fragments::BUNDLED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                fragments::BUNDLED
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         Ok(report)
@@ -227,7 +259,11 @@ fn say(label: &str, msg: impl AsRef<str>) {
 
 /// The cross compiler prefix: none on an arm64 host.
 fn cross_compile() -> &'static str {
-    if std::env::consts::ARCH == "aarch64" { "" } else { "aarch64-linux-gnu-" }
+    if std::env::consts::ARCH == "aarch64" {
+        ""
+    } else {
+        "aarch64-linux-gnu-"
+    }
 }
 
 /// Where a tool is: in PATH, or in the sbin directories a non-root PATH
@@ -246,7 +282,16 @@ fn in_path(name: &str) -> bool {
 
 fn check_tools() -> Result<()> {
     let cc = format!("{}gcc", cross_compile());
-    let needed = ["make", "gcc", cc.as_str(), "bc", "bison", "flex", "tar", "depmod"];
+    let needed = [
+        "make",
+        "gcc",
+        cc.as_str(),
+        "bc",
+        "bison",
+        "flex",
+        "tar",
+        "depmod",
+    ];
     let missing: Vec<&str> = needed.iter().copied().filter(|t| !in_path(t)).collect();
     if !missing.is_empty() {
         bail!(
@@ -268,7 +313,9 @@ fn tree_digest(root: &Path) -> Result<String> {
     let mut files = Vec::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
-        for e in fs::read_dir(root.join(&rel)).with_context(|| format!("reading {}", root.join(&rel).display()))? {
+        for e in fs::read_dir(root.join(&rel))
+            .with_context(|| format!("reading {}", root.join(&rel).display()))?
+        {
             let e = e?;
             let name = e.file_name();
             if rel.as_os_str().is_empty() && name == ".git" {
@@ -316,13 +363,24 @@ impl Lock {
         if let Some(d) = path.parent() {
             fs::create_dir_all(d)?;
         }
-        let f = fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
         use std::os::fd::AsRawFd;
         // SAFETY: flock on a descriptor this struct owns.
         if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            say("kernel", format!("waiting for another nasforge using {}", path.display()));
+            say(
+                "kernel",
+                format!("waiting for another nasforge using {}", path.display()),
+            );
             if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                bail!("cannot lock {}: {}", path.display(), std::io::Error::last_os_error());
+                bail!(
+                    "cannot lock {}: {}",
+                    path.display(),
+                    std::io::Error::last_os_error()
+                );
             }
         }
         Ok(Lock(f))
@@ -346,27 +404,48 @@ fn source_digest(spec: &BuildSpec, cache: &Path) -> Result<(String, Option<PathB
         KernelSource::Url { url, sha256 } => {
             let cached = crate::fetch::cached_path(cache, url, sha256).is_file();
             let p = crate::fetch::fetch(url, sha256, cache)?;
-            say("kernel", format!("source {url}{}", if cached { " (cached)" } else { "" }));
+            say(
+                "kernel",
+                format!("source {url}{}", if cached { " (cached)" } else { "" }),
+            );
             (sha256.clone(), Some(p))
         }
         KernelSource::Tarball { path, sha256 } => {
             if !path.is_file() {
-                bail!("kernel source {} does not exist (`[kernel] build` source is relative to the recipe)", path.display());
+                bail!(
+                    "kernel source {} does not exist (`[kernel] build` source is relative to the recipe)",
+                    path.display()
+                );
             }
             let got = sha256_file(path)?;
             if let Some(want) = sha256
-                && *want != got {
-                    bail!("sha256 mismatch for kernel source {}:\n  expected {want} (from the recipe)\n       got {got}", path.display());
-                }
+                && *want != got
+            {
+                bail!(
+                    "sha256 mismatch for kernel source {}:\n  expected {want} (from the recipe)\n       got {got}",
+                    path.display()
+                );
+            }
             (got, Some(path.clone()))
         }
         KernelSource::Tree(dir) => {
             if !dir.join("Makefile").is_file() || !dir.join("Kconfig").is_file() {
-                bail!("{} is not a kernel source tree (no Makefile and Kconfig at its top)", dir.display());
+                bail!(
+                    "{} is not a kernel source tree (no Makefile and Kconfig at its top)",
+                    dir.display()
+                );
             }
             let t = Instant::now();
             let d = tree_digest(dir)?;
-            say("kernel", format!("source tree {} (digest {} in {:.1}s)", dir.display(), &d[..12], t.elapsed().as_secs_f64()));
+            say(
+                "kernel",
+                format!(
+                    "source tree {} (digest {} in {:.1}s)",
+                    dir.display(),
+                    &d[..12],
+                    t.elapsed().as_secs_f64()
+                ),
+            );
             (d, None)
         }
     })
@@ -387,7 +466,10 @@ fn unpack(tarball: &Path, digest: &str, cache: &Path) -> Result<(PathBuf, Lock)>
                 return Ok(p);
             }
         }
-        bail!("{} does not hold a kernel source tree (no directory with a Makefile and Kconfig)", tarball.display())
+        bail!(
+            "{} does not hold a kernel source tree (no directory with a Makefile and Kconfig)",
+            tarball.display()
+        )
     };
     if done.is_dir() {
         return Ok((find_top(&done)?, lock));
@@ -409,11 +491,18 @@ fn unpack(tarball: &Path, digest: &str, cache: &Path) -> Result<(PathBuf, Lock)>
         .context("running tar")?;
     if !out.status.success() {
         let _ = fs::remove_dir_all(&partial);
-        bail!("unpacking {} failed: {}", tarball.display(), String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "unpacking {} failed: {}",
+            tarball.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     find_top(&partial)?;
     fs::rename(&partial, &done)?;
-    say("kernel", format!("unpacked in {:.1}s", t.elapsed().as_secs_f64()));
+    say(
+        "kernel",
+        format!("unpacked in {:.1}s", t.elapsed().as_secs_f64()),
+    );
     Ok((find_top(&done)?, lock))
 }
 
@@ -431,11 +520,23 @@ fn prepare_source(spec: &BuildSpec, cache: &Path, known: Option<&str>) -> Result
     match tarball {
         Some(t) => {
             let (tree, lock) = unpack(&t, &digest, cache)?;
-            Ok(Source { tree, digest, describe, _lock: Some(lock) })
+            Ok(Source {
+                tree,
+                digest,
+                describe,
+                _lock: Some(lock),
+            })
         }
         None => {
-            let KernelSource::Tree(tree) = &spec.source else { unreachable!() };
-            Ok(Source { tree: tree.clone(), digest, describe, _lock: None })
+            let KernelSource::Tree(tree) = &spec.source else {
+                unreachable!()
+            };
+            Ok(Source {
+                tree: tree.clone(),
+                digest,
+                describe,
+                _lock: None,
+            })
         }
     }
 }
@@ -445,14 +546,19 @@ fn prepare_source(spec: &BuildSpec, cache: &Path, known: Option<&str>) -> Result
 /// do not change it.
 pub fn cache_key(source_digest: &str, spec: &BuildSpec) -> Result<String> {
     let mut h = Sha256::new();
-    h.update(format!("{FORMAT}\nsource {source_digest}\narch {ARCH}\nlocalversion {LOCALVERSION}\n"));
+    h.update(format!(
+        "{FORMAT}\nsource {source_digest}\narch {ARCH}\nlocalversion {LOCALVERSION}\n"
+    ));
     match &spec.defconfig {
         Defconfig::Target(t) => h.update(format!("defconfig {t}\n")),
         Defconfig::File(p) => h.update(format!("defconfig-file {}\n", sha256_file(p)?)),
     }
     for f in &spec.fragments {
         let frag = f.load()?;
-        h.update(format!("fragment {}\n", frag.name.rsplit('/').next().unwrap_or(&frag.name)));
+        h.update(format!(
+            "fragment {}\n",
+            frag.name.rsplit('/').next().unwrap_or(&frag.name)
+        ));
         for s in &frag.settings {
             h.update(s.render());
             h.update("\n");
@@ -511,9 +617,15 @@ impl Make<'_> {
         let (reader, writer) = std::io::pipe()?;
         let mut cmd = self.command(args);
         cmd.stdout(writer.try_clone()?).stderr(writer);
-        let mut child = cmd.spawn().context("running make (is it installed? scripts/setup installs it)")?;
+        let mut child = cmd
+            .spawn()
+            .context("running make (is it installed? scripts/setup installs it)")?;
         drop(cmd);
-        let bar = if progress { Some(Progress::new(what)) } else { None };
+        let bar = if progress {
+            Some(Progress::new(what))
+        } else {
+            None
+        };
         let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
         for line in BufReader::new(reader).lines() {
             let line = line.unwrap_or_default();
@@ -532,7 +644,11 @@ impl Make<'_> {
         }
         self.log.flush()?;
         if !status.success() {
-            bail!("`make {}` failed ({what}); the last lines:\n{}", args.join(" "), tail.into_iter().collect::<Vec<_>>().join("\n"));
+            bail!(
+                "`make {}` failed ({what}); the last lines:\n{}",
+                args.join(" "),
+                tail.into_iter().collect::<Vec<_>>().join("\n")
+            );
         }
         Ok(())
     }
@@ -540,7 +656,11 @@ impl Make<'_> {
     fn output(&self, args: &[&str]) -> Result<String> {
         let out = self.command(args).output().context("running make")?;
         if !out.status.success() {
-            bail!("`make {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+            bail!(
+                "`make {}` failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
@@ -560,28 +680,51 @@ impl Progress {
     fn new(what: &str) -> Progress {
         let tty = std::io::stderr().is_terminal();
         let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("valid template"));
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                .expect("valid template"),
+        );
         if tty {
             bar.enable_steady_tick(Duration::from_millis(200));
         }
-        Progress { bar, tty, start: Instant::now(), last_print: std::cell::Cell::new(Instant::now()), steps: std::cell::Cell::new(0), what: what.to_string() }
+        Progress {
+            bar,
+            tty,
+            start: Instant::now(),
+            last_print: std::cell::Cell::new(Instant::now()),
+            steps: std::cell::Cell::new(0),
+            what: what.to_string(),
+        }
     }
 
     fn line(&self, line: &str) {
         // kbuild's quiet lines: "  CC      drivers/ata/ahci.o"
         let t = line.trim_start();
         let verb = t.split_whitespace().next().unwrap_or("");
-        let is_step = line.starts_with("  ") && !verb.is_empty() && verb.len() <= 8 && verb.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '[' || c == ']');
+        let is_step = line.starts_with("  ")
+            && !verb.is_empty()
+            && verb.len() <= 8
+            && verb.chars().all(|c| {
+                c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '[' || c == ']'
+            });
         if !is_step {
             return;
         }
         self.steps.set(self.steps.get() + 1);
-        let msg = format!("{}: {} steps, {}", self.what, self.steps.get(), t.split_whitespace().collect::<Vec<_>>().join(" "));
+        let msg = format!(
+            "{}: {} steps, {}",
+            self.what,
+            self.steps.get(),
+            t.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
         if self.tty {
             self.bar.set_message(msg);
         } else if self.last_print.get().elapsed() >= Duration::from_secs(60) {
             self.last_print.set(Instant::now());
-            say("kernel", format!("{msg} ({}s)", self.start.elapsed().as_secs()));
+            say(
+                "kernel",
+                format!("{msg} ({}s)", self.start.elapsed().as_secs()),
+            );
         }
     }
 
@@ -601,7 +744,9 @@ pub struct Configured {
 }
 
 fn defconfig_name_ok(t: &str) -> bool {
-    t.ends_with("config") && t.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    t.ends_with("config")
+        && t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
 }
 
 /// `make <defconfig>`, merge, `make olddefconfig`, verify. The `.config`
@@ -611,22 +756,43 @@ fn configure(spec: &BuildSpec, make: &mut Make, frags: &[Fragment]) -> Result<Co
     let base = match &spec.defconfig {
         Defconfig::Target(t) => {
             if !defconfig_name_ok(t) {
-                bail!("`{t}` is not a defconfig make target (expected a name like bcm2712_defconfig)");
+                bail!(
+                    "`{t}` is not a defconfig make target (expected a name like bcm2712_defconfig)"
+                );
             }
-            if t.ends_with("_defconfig") && !make.src.join("arch").join(ARCH).join("configs").join(t).is_file() {
-                let mut have: Vec<String> = fs::read_dir(make.src.join("arch").join(ARCH).join("configs"))
-                    .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-                    .unwrap_or_default();
+            if t.ends_with("_defconfig")
+                && !make
+                    .src
+                    .join("arch")
+                    .join(ARCH)
+                    .join("configs")
+                    .join(t)
+                    .is_file()
+            {
+                let mut have: Vec<String> =
+                    fs::read_dir(make.src.join("arch").join(ARCH).join("configs"))
+                        .map(|d| {
+                            d.filter_map(|e| e.ok())
+                                .map(|e| e.file_name().to_string_lossy().into_owned())
+                                .collect()
+                        })
+                        .unwrap_or_default();
                 have.sort();
                 bail!(
                     "this kernel tree has no arch/{ARCH}/configs/{t}; it has: {}. (bcm27xx defconfigs exist only in raspberrypi/linux)",
-                    if have.is_empty() { "none".to_string() } else { have.join(", ") }
+                    if have.is_empty() {
+                        "none".to_string()
+                    } else {
+                        have.join(", ")
+                    }
                 );
             }
             make.run("defconfig", &[t], false)?;
             fs::read_to_string(&obj_config).context("reading the defconfig's .config")?
         }
-        Defconfig::File(p) => fs::read_to_string(p).with_context(|| format!("reading config file {}", p.display()))?,
+        Defconfig::File(p) => {
+            fs::read_to_string(p).with_context(|| format!("reading config file {}", p.display()))?
+        }
     };
     let merged = fragments::merge(&base, frags);
     for r in &merged.redefinitions {
@@ -648,14 +814,23 @@ fn configure(spec: &BuildSpec, make: &mut Make, frags: &[Fragment]) -> Result<Co
         writeln!(make.log, "nasforge: Kconfig reader: {w}")?;
     }
     let dropped = fragments::verify(&merged.requested, &Config::parse(&final_text), &kconfig);
-    Ok(Configured { config: final_text, redefinitions: merged.redefinitions, dropped, kconfig_warnings: kconfig.warnings })
+    Ok(Configured {
+        config: final_text,
+        redefinitions: merged.redefinitions,
+        dropped,
+        kconfig_warnings: kconfig.warnings,
+    })
 }
 
 /// Configures without compiling: `nasforge kernel build --config-only`, and
 /// the fragment checks on a real tree.
 pub fn check_config(spec: &BuildSpec, cache: &Path) -> Result<Configured> {
     check_tools()?;
-    let frags = spec.fragments.iter().map(FragmentRef::load).collect::<Result<Vec<_>>>()?;
+    let frags = spec
+        .fragments
+        .iter()
+        .map(FragmentRef::load)
+        .collect::<Result<Vec<_>>>()?;
     let src = prepare_source(spec, cache, None)?;
     let work = tempfile::tempdir_in({
         let d = kernels_dir(cache).join("work");
@@ -663,21 +838,40 @@ pub fn check_config(spec: &BuildSpec, cache: &Path) -> Result<Configured> {
         d
     })?;
     let log = fs::File::create(work.path().join("config.log"))?;
-    let mut make = Make { src: &src.tree, obj: work.path(), log };
+    let mut make = Make {
+        src: &src.tree,
+        obj: work.path(),
+        log,
+    };
     configure(spec, &mut make, &frags)
 }
 
 /// Builds (or finds in the cache) the kernel `spec` describes.
 pub fn build(spec: &BuildSpec, cache: &Path) -> Result<Built> {
     let total = Instant::now();
-    let frags = spec.fragments.iter().map(FragmentRef::load).collect::<Result<Vec<_>>>()?;
+    let frags = spec
+        .fragments
+        .iter()
+        .map(FragmentRef::load)
+        .collect::<Result<Vec<_>>>()?;
     let (digest, done) = locate(spec, cache)?;
-    let key = done.file_name().expect("a key").to_string_lossy().into_owned();
-    let _lock = Lock::take(&kernels_dir(cache).join("builds").join(format!("{key}.lock")))?;
+    let key = done
+        .file_name()
+        .expect("a key")
+        .to_string_lossy()
+        .into_owned();
+    let _lock = Lock::take(
+        &kernels_dir(cache)
+            .join("builds")
+            .join(format!("{key}.lock")),
+    )?;
     if done.join("result.json").is_file() {
         let mut b = Built::open(&done)?;
         b.timings.push(("kernel (cached)", total.elapsed()));
-        say("kernel", format!("{} from the cache ({})", b.info.release, done.display()));
+        say(
+            "kernel",
+            format!("{} from the cache ({})", b.info.release, done.display()),
+        );
         return Ok(b);
     }
     check_tools()?;
@@ -686,7 +880,9 @@ pub fn build(spec: &BuildSpec, cache: &Path) -> Result<Built> {
     let src = prepare_source(spec, cache, Some(&digest))?;
     timings.push(("kernel source", t.elapsed()));
 
-    let staging = kernels_dir(cache).join("builds").join(format!("{key}.partial"));
+    let staging = kernels_dir(cache)
+        .join("builds")
+        .join(format!("{key}.partial"));
     if staging.exists() {
         fs::remove_dir_all(&staging)?;
     }
@@ -697,11 +893,31 @@ pub fn build(spec: &BuildSpec, cache: &Path) -> Result<Built> {
     fs::create_dir_all(&obj)?;
     let log_path = staging.join("build.log");
     let log = fs::File::create(&log_path)?;
-    let mut make = Make { src: &src.tree, obj: &obj, log };
-    let with_log = |e: anyhow::Error| e.context(format!("kernel build failed; full log: {}", log_path.display()));
+    let mut make = Make {
+        src: &src.tree,
+        obj: &obj,
+        log,
+    };
+    let with_log = |e: anyhow::Error| {
+        e.context(format!(
+            "kernel build failed; full log: {}",
+            log_path.display()
+        ))
+    };
 
     let t = Instant::now();
-    say("kernel", format!("configuring {} + {}", spec.defconfig, frags.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(" + ")));
+    say(
+        "kernel",
+        format!(
+            "configuring {} + {}",
+            spec.defconfig,
+            frags
+                .iter()
+                .map(|f| f.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" + ")
+        ),
+    );
     let configured = configure(spec, &mut make, &frags).map_err(with_log)?;
     if !configured.dropped.is_empty() {
         return Err(with_log(anyhow::anyhow!(
@@ -715,7 +931,9 @@ pub fn build(spec: &BuildSpec, cache: &Path) -> Result<Built> {
     let final_config = Config::parse(&configured.config);
     let modules = final_config.get("MODULES") == "y";
 
-    let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let jobs = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let j = format!("-j{jobs}");
     let mut targets = vec![j.as_str(), "Image"];
     if modules {
@@ -723,28 +941,54 @@ pub fn build(spec: &BuildSpec, cache: &Path) -> Result<Built> {
     }
     targets.push("dtbs");
     let t = Instant::now();
-    say("kernel", format!("compiling {release}: make {} (log: {})", targets.join(" "), log_path.display()));
+    say(
+        "kernel",
+        format!(
+            "compiling {release}: make {} (log: {})",
+            targets.join(" "),
+            log_path.display()
+        ),
+    );
     make.run("compiling", &targets, true).map_err(with_log)?;
     let compile = t.elapsed();
     timings.push(("kernel compile", compile));
-    say("kernel", format!("compiled in {:.0}s", compile.as_secs_f64()));
+    say(
+        "kernel",
+        format!("compiled in {:.0}s", compile.as_secs_f64()),
+    );
 
     let t = Instant::now();
     let mod_root = staging.join("modules");
     if modules {
         let path = format!("INSTALL_MOD_PATH={}", mod_root.display());
         // depmod is run below, explicitly, on the staging directory.
-        make.run("modules_install", &["INSTALL_MOD_STRIP=1", "DEPMOD=true", &path, "modules_install"], false).map_err(with_log)?;
+        make.run(
+            "modules_install",
+            &[
+                "INSTALL_MOD_STRIP=1",
+                "DEPMOD=true",
+                &path,
+                "modules_install",
+            ],
+            false,
+        )
+        .map_err(with_log)?;
     }
     let mod_dir = mod_root.join("lib/modules").join(&release);
     fs::create_dir_all(&mod_dir)?;
     for link in ["build", "source"] {
         let p = mod_dir.join(link);
-        if p.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+        if p.symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
             fs::remove_file(&p)?;
         }
     }
-    for f in ["modules.builtin", "modules.builtin.modinfo", "modules.order"] {
+    for f in [
+        "modules.builtin",
+        "modules.builtin.modinfo",
+        "modules.order",
+    ] {
         if !mod_dir.join(f).exists() && obj.join(f).is_file() {
             fs::copy(obj.join(f), mod_dir.join(f))?;
         }
@@ -758,17 +1002,30 @@ pub fn build(spec: &BuildSpec, cache: &Path) -> Result<Built> {
         .output()
         .context("running depmod")?;
     if !out.status.success() {
-        return Err(with_log(anyhow::anyhow!("depmod -b {} {release} failed: {}", mod_root.display(), String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(with_log(anyhow::anyhow!(
+            "depmod -b {} {release} failed: {}",
+            mod_root.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
     let dtbs = staging.join("dtbs");
     let path = format!("INSTALL_DTBS_PATH={}", dtbs.display());
-    make.run("dtbs_install", &[&path, "dtbs_install"], false).map_err(with_log)?;
+    make.run("dtbs_install", &[&path, "dtbs_install"], false)
+        .map_err(with_log)?;
     fs::create_dir_all(&dtbs)?;
-    let readme = src.tree.join("arch").join(ARCH).join("boot/dts/overlays/README");
+    let readme = src
+        .tree
+        .join("arch")
+        .join(ARCH)
+        .join("boot/dts/overlays/README");
     if readme.is_file() && dtbs.join("overlays").is_dir() {
         fs::copy(&readme, dtbs.join("overlays/README"))?;
     }
-    fs::copy(obj.join("arch").join(ARCH).join("boot/Image"), staging.join("Image")).context("copying the built Image")?;
+    fs::copy(
+        obj.join("arch").join(ARCH).join("boot/Image"),
+        staging.join("Image"),
+    )
+    .context("copying the built Image")?;
     fs::copy(obj.join(".config"), staging.join("config"))?;
     fs::copy(obj.join("System.map"), staging.join("System.map"))?;
     timings.push(("kernel install", t.elapsed()));
@@ -782,14 +1039,30 @@ pub fn build(spec: &BuildSpec, cache: &Path) -> Result<Built> {
         modules,
         compile_seconds: compile.as_secs_f64(),
     };
-    fs::write(staging.join("result.json"), serde_json::to_string_pretty(&info)?)?;
+    fs::write(
+        staging.join("result.json"),
+        serde_json::to_string_pretty(&info)?,
+    )?;
     drop(make);
     fs::rename(&staging, &done)?;
     // The objects are gigabytes for a full defconfig; the result is all
     // that is needed from here on.
     let _ = fs::remove_dir_all(&obj);
-    say("kernel", format!("built {} in {:.0}s ({})", info.release, total.elapsed().as_secs_f64(), done.display()));
-    Ok(Built { dir: done, info, cached: false, timings })
+    say(
+        "kernel",
+        format!(
+            "built {} in {:.0}s ({})",
+            info.release,
+            total.elapsed().as_secs_f64(),
+            done.display()
+        ),
+    );
+    Ok(Built {
+        dir: done,
+        info,
+        cached: false,
+        timings,
+    })
 }
 
 /// `nasforge kernel build RECIPE [--config-only]`: the report it prints.
@@ -798,7 +1071,14 @@ pub fn command(recipe: &crate::recipe::Recipe, cache: &Path, config_only: bool) 
         bail!(
             "{} has no `[kernel] build`; {}",
             recipe.file.display(),
-            remedy(recipe.board, if recipe.kernel.require.is_empty() { &[Capability::Sata, Capability::Md] } else { &recipe.kernel.require })
+            remedy(
+                recipe.board,
+                if recipe.kernel.require.is_empty() {
+                    &[Capability::Sata, Capability::Md]
+                } else {
+                    &recipe.kernel.require
+                }
+            )
         );
     };
     if config_only {
@@ -806,22 +1086,48 @@ pub fn command(recipe: &crate::recipe::Recipe, cache: &Path, config_only: bool) 
         if !c.dropped.is_empty() {
             bail!("{}", fragments::report(&c.dropped));
         }
-        let n: usize = spec.fragments.iter().map(|f| f.load().map(|f| f.settings.len()).unwrap_or(0)).sum();
-        return Ok(format!("{}: all {n} fragment options are in the final .config\n", spec.defconfig));
+        let n: usize = spec
+            .fragments
+            .iter()
+            .map(|f| f.load().map(|f| f.settings.len()).unwrap_or(0))
+            .sum();
+        return Ok(format!(
+            "{}: all {n} fragment options are in the final .config\n",
+            spec.defconfig
+        ));
     }
     let built = build(spec, cache)?;
-    let required: Vec<Capability> = if recipe.kernel.require.is_empty() { Capability::ALL.to_vec() } else { recipe.kernel.require.clone() };
+    let required: Vec<Capability> = if recipe.kernel.require.is_empty() {
+        Capability::ALL.to_vec()
+    } else {
+        recipe.kernel.require.clone()
+    };
     let extras = super::board_extras(recipe.board);
     let report = built.files().report(&extras);
-    let caps: Vec<String> = required.iter().map(|c| report.describe(*c, &extras)).collect();
+    let caps: Vec<String> = required
+        .iter()
+        .map(|c| report.describe(*c, &extras))
+        .collect();
     let mut out = format!("kernel {}: {}\n", built.info.release, caps.join(", "));
-    out.push_str(&format!("  built from {} with {} + {}\n", built.info.source, built.info.defconfig, built.info.fragments.join(" + ")));
-    out.push_str(&format!("  in {}{}\n", built.dir.display(), if built.cached { " (cached)" } else { "" }));
+    out.push_str(&format!(
+        "  built from {} with {} + {}\n",
+        built.info.source,
+        built.info.defconfig,
+        built.info.fragments.join(" + ")
+    ));
+    out.push_str(&format!(
+        "  in {}{}\n",
+        built.dir.display(),
+        if built.cached { " (cached)" } else { "" }
+    ));
     for (phase, d) in &built.timings {
         out.push_str(&format!("  {phase:>18}  {:.1}s\n", d.as_secs_f64()));
     }
     if built.cached {
-        out.push_str(&format!("  {:>18}  {:.1}s (when it was built)\n", "kernel compile", built.info.compile_seconds));
+        out.push_str(&format!(
+            "  {:>18}  {:.1}s (when it was built)\n",
+            "kernel compile", built.info.compile_seconds
+        ));
     }
     built.check(recipe.board, &recipe.kernel.require)?;
     Ok(out)
@@ -835,13 +1141,22 @@ mod tests {
     fn every_board_has_kernel_data_and_named_fragments_exist() {
         for m in Model::ALL {
             let b = board_kernel(m);
-            assert!(b.defconfig.is_some() != b.unverified.is_some(), "{m}: exactly one of defconfig/unverified");
+            assert!(
+                b.defconfig.is_some() != b.unverified.is_some(),
+                "{m}: exactly one of defconfig/unverified"
+            );
             for f in &b.fragments {
                 assert!(fragments::bundled(f).is_some(), "{m}: unknown fragment {f}");
             }
         }
-        assert_eq!(board_kernel(Model::Pi5).defconfig.as_deref(), Some("bcm2712_defconfig"));
-        assert_eq!(board_kernel(Model::Cm4).defconfig.as_deref(), Some("bcm2711_defconfig"));
+        assert_eq!(
+            board_kernel(Model::Pi5).defconfig.as_deref(),
+            Some("bcm2712_defconfig")
+        );
+        assert_eq!(
+            board_kernel(Model::Cm4).defconfig.as_deref(),
+            Some("bcm2711_defconfig")
+        );
     }
 
     #[test]
@@ -850,7 +1165,10 @@ mod tests {
         assert!(r.contains("[kernel]\nrequire = [\"sata\", \"md\"]\nbuild = { source = \"https://github.com/raspberrypi/linux/archive/<commit>.tar.gz\", sha256 = \"<sha256 of that file>\", defconfig = \"bcm2712_defconfig\", fragments = [\"sata\", \"md-raid\", \"nas\"] }"), "{r}");
         let r = remedy(Model::Rock5b, &[Capability::Sata]);
         assert!(r.contains("defconfig = \"defconfig\", fragments = [\"sata\", \"md-raid\", \"nas\", \"rockchip-sata\"]"), "{r}");
-        assert!(remedy(Model::GenericArm64, &[]).starts_with("nasforge cannot build a kernel for generic-arm64"));
+        assert!(
+            remedy(Model::GenericArm64, &[])
+                .starts_with("nasforge cannot build a kernel for generic-arm64")
+        );
     }
 
     #[test]
@@ -860,7 +1178,10 @@ mod tests {
         let spec = |defconfig: &str| BuildSpec {
             source: KernelSource::Tree(dir.path().into()),
             defconfig: Defconfig::Target(defconfig.into()),
-            fragments: vec![FragmentRef::Bundled("sata".into()), FragmentRef::File(f.clone())],
+            fragments: vec![
+                FragmentRef::Bundled("sata".into()),
+                FragmentRef::File(f.clone()),
+            ],
         };
         fs::write(&f, "# why\nCONFIG_A=y\n").unwrap();
         let k1 = cache_key("abc", &spec("defconfig")).unwrap();
@@ -884,6 +1205,10 @@ mod tests {
         assert_ne!(one, two);
         fs::create_dir_all(d.path().join(".git")).unwrap();
         fs::write(d.path().join(".git/HEAD"), "x").unwrap();
-        assert_eq!(tree_digest(d.path()).unwrap(), two, "top-level .git is not part of the source");
+        assert_eq!(
+            tree_digest(d.path()).unwrap(),
+            two,
+            "top-level .git is not part of the source"
+        );
     }
 }

@@ -21,7 +21,12 @@ pub enum Capability {
 }
 
 impl Capability {
-    pub const ALL: [Capability; 4] = [Capability::Sata, Capability::Md, Capability::Nfsd, Capability::Uas];
+    pub const ALL: [Capability; 4] = [
+        Capability::Sata,
+        Capability::Md,
+        Capability::Nfsd,
+        Capability::Uas,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -36,7 +41,13 @@ impl Capability {
     pub fn modules(self) -> Vec<Vec<&'static str>> {
         match self {
             Capability::Sata => vec![vec!["libata"], vec!["ahci"]],
-            Capability::Md => vec![vec!["md_mod"], vec!["raid0"], vec!["raid1"], vec!["raid10"], vec!["raid456"]],
+            Capability::Md => vec![
+                vec!["md_mod"],
+                vec!["raid0"],
+                vec!["raid1"],
+                vec!["raid10"],
+                vec!["raid456"],
+            ],
             Capability::Nfsd => vec![vec!["nfsd"]],
             Capability::Uas => vec![vec!["uas"]],
         }
@@ -136,13 +147,26 @@ impl KernelFiles {
         let mut builtin = std::collections::BTreeSet::new();
         let mut loadable = std::collections::BTreeSet::new();
         if let Some(b) = &self.modules_builtin {
-            builtin.extend(b.lines().map(str::trim).filter(|l| !l.is_empty()).map(module_name));
+            builtin.extend(
+                b.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(module_name),
+            );
         }
         if let Some(d) = &self.modules_dep {
-            loadable.extend(d.lines().filter_map(|l| l.split_once(':')).map(|(m, _)| module_name(m)));
+            loadable.extend(
+                d.lines()
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(m, _)| module_name(m)),
+            );
         }
         let from_modules = self.modules_builtin.is_some() || self.modules_dep.is_some();
-        let config = self.config.as_deref().map(config_values).unwrap_or_default();
+        let config = self
+            .config
+            .as_deref()
+            .map(config_values)
+            .unwrap_or_default();
 
         let presence = |module: &str| -> Presence {
             if from_modules {
@@ -165,9 +189,17 @@ impl KernelFiles {
         let mut modules = BTreeMap::new();
         let mut capabilities = BTreeMap::new();
         for cap in Capability::ALL {
-            let mut groups: Vec<Vec<String>> =
-                cap.modules().into_iter().map(|g| g.into_iter().map(String::from).collect()).collect();
-            groups.extend(extra.iter().filter(|(c, _)| *c == cap).map(|(_, g)| g.clone()));
+            let mut groups: Vec<Vec<String>> = cap
+                .modules()
+                .into_iter()
+                .map(|g| g.into_iter().map(String::from).collect())
+                .collect();
+            groups.extend(
+                extra
+                    .iter()
+                    .filter(|(c, _)| *c == cap)
+                    .map(|(_, g)| g.clone()),
+            );
             let mut missing = Vec::new();
             for group in groups {
                 let found = group.iter().any(|m| presence(m) != Presence::Absent);
@@ -178,7 +210,13 @@ impl KernelFiles {
                     missing.push(group.join("|"));
                 }
             }
-            capabilities.insert(cap, CapabilityReport { ok: missing.is_empty(), missing });
+            capabilities.insert(
+                cap,
+                CapabilityReport {
+                    ok: missing.is_empty(),
+                    missing,
+                },
+            );
         }
         KernelReport {
             version: self.version.clone(),
@@ -193,10 +231,32 @@ impl KernelReport {
     /// `sata ✓ (ahci=m, libata=m)`-style summary of one capability.
     pub fn describe(&self, cap: Capability, extra: &[(Capability, Vec<String>)]) -> String {
         let c = &self.capabilities[&cap];
-        let mut names: Vec<String> = cap.modules().into_iter().flatten().map(String::from).collect();
-        names.extend(extra.iter().filter(|(x, _)| *x == cap).flat_map(|(_, g)| g.iter().cloned()));
-        let detail: Vec<String> =
-            names.iter().map(|m| format!("{}={}", m, self.modules.get(m).copied().unwrap_or(Presence::Absent).symbol())).collect();
+        let mut names: Vec<String> = cap
+            .modules()
+            .into_iter()
+            .flatten()
+            .map(String::from)
+            .collect();
+        names.extend(
+            extra
+                .iter()
+                .filter(|(x, _)| *x == cap)
+                .flat_map(|(_, g)| g.iter().cloned()),
+        );
+        let detail: Vec<String> = names
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}={}",
+                    m,
+                    self.modules
+                        .get(m)
+                        .copied()
+                        .unwrap_or(Presence::Absent)
+                        .symbol()
+                )
+            })
+            .collect();
         let mark = if c.ok { "✓" } else { "✗" };
         format!("{cap} {mark} ({})", detail.join(", "))
     }
@@ -226,7 +286,10 @@ mod tests {
         assert!(r.capabilities[&Capability::Sata].ok);
         assert!(r.capabilities[&Capability::Md].ok);
         assert!(!r.capabilities[&Capability::Uas].ok);
-        assert_eq!(r.describe(Capability::Sata, &[]), "sata ✓ (libata=m, ahci=m)");
+        assert_eq!(
+            r.describe(Capability::Sata, &[]),
+            "sata ✓ (libata=m, ahci=m)"
+        );
     }
 
     #[test]
@@ -241,8 +304,14 @@ mod tests {
     fn absent_drivers_are_named() {
         let dep = "kernel/drivers/md/md-mod.ko:\nkernel/drivers/md/raid1.ko:\n";
         let r = files(Some(""), Some(dep), None).report(&[]);
-        assert_eq!(r.capabilities[&Capability::Sata].missing, vec!["libata", "ahci"]);
-        assert_eq!(r.capabilities[&Capability::Md].missing, vec!["raid0", "raid10", "raid456"]);
+        assert_eq!(
+            r.capabilities[&Capability::Sata].missing,
+            vec!["libata", "ahci"]
+        );
+        assert_eq!(
+            r.capabilities[&Capability::Md].missing,
+            vec!["raid0", "raid10", "raid456"]
+        );
     }
 
     #[test]
@@ -257,10 +326,21 @@ mod tests {
 
     #[test]
     fn board_extras_add_alternatives() {
-        let extra = vec![(Capability::Sata, vec!["ahci_platform".to_string(), "ahci_dwc".to_string()])];
+        let extra = vec![(
+            Capability::Sata,
+            vec!["ahci_platform".to_string(), "ahci_dwc".to_string()],
+        )];
         let r = files(Some(""), Some(DEP_RPI), None).report(&extra);
-        assert_eq!(r.capabilities[&Capability::Sata].missing, vec!["ahci_platform|ahci_dwc"]);
+        assert_eq!(
+            r.capabilities[&Capability::Sata].missing,
+            vec!["ahci_platform|ahci_dwc"]
+        );
         let dep = format!("{DEP_RPI}kernel/drivers/ata/ahci_dwc.ko:\n");
-        assert!(files(Some(""), Some(&dep), None).report(&extra).capabilities[&Capability::Sata].ok);
+        assert!(
+            files(Some(""), Some(&dep), None)
+                .report(&extra)
+                .capabilities[&Capability::Sata]
+                .ok
+        );
     }
 }

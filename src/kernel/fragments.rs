@@ -15,10 +15,19 @@ use std::fmt;
 /// The fragments that ship with nasforge, by the name a recipe uses.
 pub const BUNDLED: &[(&str, &str)] = &[
     ("sata", include_str!("../../kernel-configs/sata.config")),
-    ("md-raid", include_str!("../../kernel-configs/md-raid.config")),
+    (
+        "md-raid",
+        include_str!("../../kernel-configs/md-raid.config"),
+    ),
     ("nas", include_str!("../../kernel-configs/nas.config")),
-    ("rockchip-sata", include_str!("../../kernel-configs/rockchip-sata.config")),
-    ("qemu-virt", include_str!("../../kernel-configs/qemu-virt.config")),
+    (
+        "rockchip-sata",
+        include_str!("../../kernel-configs/rockchip-sata.config"),
+    ),
+    (
+        "qemu-virt",
+        include_str!("../../kernel-configs/qemu-virt.config"),
+    ),
 ];
 
 pub fn bundled(name: &str) -> Option<&'static str> {
@@ -38,7 +47,11 @@ pub struct Setting {
 impl Setting {
     /// The line as it appears in a `.config`.
     pub fn render(&self) -> String {
-        if self.value == "n" { format!("# CONFIG_{} is not set", self.symbol) } else { format!("CONFIG_{}={}", self.symbol, self.value) }
+        if self.value == "n" {
+            format!("# CONFIG_{} is not set", self.symbol)
+        } else {
+            format!("CONFIG_{}={}", self.symbol, self.value)
+        }
     }
 }
 
@@ -57,7 +70,8 @@ fn valid_value(v: &str) -> bool {
     matches!(v, "y" | "m" | "n")
         || (v.len() >= 2 && v.starts_with('"') && v.ends_with('"'))
         || v.parse::<i64>().is_ok()
-        || v.strip_prefix("0x").is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+        || v.strip_prefix("0x")
+            .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 impl Fragment {
@@ -69,7 +83,10 @@ impl Fragment {
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let l = raw.trim();
-            let parsed = if let Some(sym) = l.strip_prefix("# CONFIG_").and_then(|r| r.strip_suffix(" is not set")) {
+            let parsed = if let Some(sym) = l
+                .strip_prefix("# CONFIG_")
+                .and_then(|r| r.strip_suffix(" is not set"))
+            {
                 Some((sym, "n"))
             } else if l.is_empty() || l.starts_with('#') {
                 None
@@ -89,10 +106,17 @@ impl Fragment {
                 continue;
             }
             if let Some(prev) = settings.iter().find(|s| s.symbol == sym) {
-                errors.push(format!("{name}:{n}: CONFIG_{sym} is already set on line {}", prev.line));
+                errors.push(format!(
+                    "{name}:{n}: CONFIG_{sym} is already set on line {}",
+                    prev.line
+                ));
                 continue;
             }
-            settings.push(Setting { symbol: sym.to_string(), value: value.to_string(), line: n });
+            settings.push(Setting {
+                symbol: sym.to_string(),
+                value: value.to_string(),
+                line: n,
+            });
         }
         if !errors.is_empty() {
             bail!("{}", errors.join("\n"));
@@ -100,7 +124,10 @@ impl Fragment {
         if settings.is_empty() {
             bail!("{name} sets no options");
         }
-        Ok(Fragment { name: name.to_string(), settings })
+        Ok(Fragment {
+            name: name.to_string(),
+            settings,
+        })
     }
 }
 
@@ -138,7 +165,9 @@ fn line_symbol(l: &str) -> Option<&str> {
     if let Some(r) = l.strip_prefix("# CONFIG_") {
         return r.strip_suffix(" is not set");
     }
-    l.strip_prefix("CONFIG_").and_then(|r| r.split_once('=')).map(|(k, _)| k)
+    l.strip_prefix("CONFIG_")
+        .and_then(|r| r.split_once('='))
+        .map(|(k, _)| k)
 }
 
 /// merge_config.sh's merge: each fragment setting removes the symbol's
@@ -150,7 +179,10 @@ pub fn merge(base: &str, fragments: &[Fragment]) -> Merged {
     for f in fragments {
         for s in &f.settings {
             let new = s.render();
-            if let Some(pos) = lines.iter().position(|l| line_symbol(l) == Some(s.symbol.as_str())) {
+            if let Some(pos) = lines
+                .iter()
+                .position(|l| line_symbol(l) == Some(s.symbol.as_str()))
+            {
                 let previous = lines.remove(pos);
                 if previous.trim() != new {
                     redefinitions.push(Redefinition {
@@ -163,12 +195,23 @@ pub fn merge(base: &str, fragments: &[Fragment]) -> Merged {
                 }
             }
             lines.push(new);
-            requested.insert(s.symbol.clone(), Requested { value: s.value.clone(), fragment: f.name.clone(), line: s.line });
+            requested.insert(
+                s.symbol.clone(),
+                Requested {
+                    value: s.value.clone(),
+                    fragment: f.name.clone(),
+                    line: s.line,
+                },
+            );
         }
     }
     let mut text = lines.join("\n");
     text.push('\n');
-    Merged { text, requested, redefinitions }
+    Merged {
+        text,
+        requested,
+        redefinitions,
+    }
 }
 
 /// A fragment value that is not in the final `.config`.
@@ -207,30 +250,63 @@ pub struct UnmetDep {
 
 impl fmt::Display for Dropped {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let req = if self.requested == "n" { " is not set".to_string() } else { format!("={}", self.requested) };
-        let got = if self.actual == "n" { "off".to_string() } else { self.actual.clone() };
-        write!(f, "CONFIG_{}{req} ({}:{}) ", self.symbol, self.fragment, self.line)?;
+        let req = if self.requested == "n" {
+            " is not set".to_string()
+        } else {
+            format!("={}", self.requested)
+        };
+        let got = if self.actual == "n" {
+            "off".to_string()
+        } else {
+            self.actual.clone()
+        };
+        write!(
+            f,
+            "CONFIG_{}{req} ({}:{}) ",
+            self.symbol, self.fragment, self.line
+        )?;
         match &self.why {
-            Why::Unknown => write!(f, "does not exist in this kernel: no `config {}` in its Kconfig files (misspelt, or not in this version)", self.symbol),
+            Why::Unknown => write!(
+                f,
+                "does not exist in this kernel: no `config {}` in its Kconfig files (misspelt, or not in this version)",
+                self.symbol
+            ),
             Why::Depends(deps) => {
                 write!(f, "was dropped (final value: {got}): it depends on ")?;
                 let parts: Vec<String> = deps
                     .iter()
                     .map(|d| {
-                        let vals: Vec<String> = d.values.iter().map(|(s, v)| format!("{s}={v}")).collect();
-                        format!("{} [{}] ({})", d.expr, d.origin, if vals.is_empty() { "false".into() } else { vals.join(", ") })
+                        let vals: Vec<String> =
+                            d.values.iter().map(|(s, v)| format!("{s}={v}")).collect();
+                        format!(
+                            "{} [{}] ({})",
+                            d.expr,
+                            d.origin,
+                            if vals.is_empty() {
+                                "false".into()
+                            } else {
+                                vals.join(", ")
+                            }
+                        )
                     })
                     .collect();
                 write!(f, "{}", parts.join(" and "))
             }
             Why::NoPrompt { selected_by } => {
-                write!(f, "cannot be set directly (final value: {got}): it has no prompt and only `select` turns it on")?;
+                write!(
+                    f,
+                    "cannot be set directly (final value: {got}): it has no prompt and only `select` turns it on"
+                )?;
                 if !selected_by.is_empty() {
                     write!(f, ", from {}", selected_by.join(", "))?;
                 }
                 Ok(())
             }
-            Why::Selected { by } => write!(f, "was overridden (final value: {got}): it is selected by {}", by.join(", ")),
+            Why::Selected { by } => write!(
+                f,
+                "was overridden (final value: {got}): it is selected by {}",
+                by.join(", ")
+            ),
             Why::Other => write!(f, "ended up {got} (a choice, range or default decided it)"),
         }
     }
@@ -243,7 +319,11 @@ fn same(requested: &str, actual: &str) -> bool {
 
 /// Compares the final `.config` with what the fragments asked for and
 /// explains every difference from the tree's Kconfig.
-pub fn verify(requested: &BTreeMap<String, Requested>, final_config: &Config, kconfig: &Kconfig) -> Vec<Dropped> {
+pub fn verify(
+    requested: &BTreeMap<String, Requested>,
+    final_config: &Config,
+    kconfig: &Kconfig,
+) -> Vec<Dropped> {
     let mut out = Vec::new();
     for (sym, req) in requested {
         let actual = final_config.get(sym).to_string();
@@ -251,13 +331,22 @@ pub fn verify(requested: &BTreeMap<String, Requested>, final_config: &Config, kc
             continue;
         }
         let why = explain(sym, &req.value, &actual, final_config, kconfig);
-        out.push(Dropped { symbol: sym.clone(), requested: req.value.clone(), actual, fragment: req.fragment.clone(), line: req.line, why });
+        out.push(Dropped {
+            symbol: sym.clone(),
+            requested: req.value.clone(),
+            actual,
+            fragment: req.fragment.clone(),
+            line: req.line,
+            why,
+        });
     }
     out
 }
 
 fn explain(sym: &str, requested: &str, actual: &str, cfg: &Config, k: &Kconfig) -> Why {
-    let Some(defs) = k.defs.get(sym) else { return Why::Unknown };
+    let Some(defs) = k.defs.get(sym) else {
+        return Why::Unknown;
+    };
     let want = match requested {
         "y" => Tri::Y,
         "m" => Tri::M,
@@ -274,7 +363,10 @@ fn explain(sym: &str, requested: &str, actual: &str, cfg: &Config, k: &Kconfig) 
             .get(sym)
             .map(|v| {
                 v.iter()
-                    .filter(|s| cfg.tri(&s.by) != Tri::N && s.cond.as_ref().is_none_or(|c| c.eval(cfg) != Tri::N))
+                    .filter(|s| {
+                        cfg.tri(&s.by) != Tri::N
+                            && s.cond.as_ref().is_none_or(|c| c.eval(cfg) != Tri::N)
+                    })
                     .map(|s| format!("{}={}", s.by, cfg.get(&s.by)))
                     .collect()
             })
@@ -289,26 +381,41 @@ fn explain(sym: &str, requested: &str, actual: &str, cfg: &Config, k: &Kconfig) 
     if want > actual_tri || want == Tri::Y {
         // Unmet dependencies of the definition that fails the fewest.
         let unmet = k.unmet(sym, want, cfg);
-        if let Some((_, failing)) = unmet.iter().filter(|(_, f)| !f.is_empty()).min_by_key(|(_, f)| f.len())
-            && unmet.iter().all(|(_, f)| !f.is_empty()) {
-                return Why::Depends(
-                    failing
-                        .iter()
-                        .map(|d| UnmetDep {
-                            expr: d.expr.to_string(),
-                            origin: match &d.origin {
-                                Origin::Own => "its own `depends on`".into(),
-                                Origin::Prompt => "its prompt's `if`".into(),
-                                Origin::If { file, line } => format!("inside `if` at {file}:{line}"),
-                                Origin::Menu { title, file, line } => format!("inside menu \"{title}\" at {file}:{line}"),
-                            },
-                            values: d.expr.symbols().into_iter().map(|s| (s.clone(), cfg.get(&s).to_string())).collect(),
-                        })
-                        .collect(),
-                );
-            }
+        if let Some((_, failing)) = unmet
+            .iter()
+            .filter(|(_, f)| !f.is_empty())
+            .min_by_key(|(_, f)| f.len())
+            && unmet.iter().all(|(_, f)| !f.is_empty())
+        {
+            return Why::Depends(
+                failing
+                    .iter()
+                    .map(|d| UnmetDep {
+                        expr: d.expr.to_string(),
+                        origin: match &d.origin {
+                            Origin::Own => "its own `depends on`".into(),
+                            Origin::Prompt => "its prompt's `if`".into(),
+                            Origin::If { file, line } => format!("inside `if` at {file}:{line}"),
+                            Origin::Menu { title, file, line } => {
+                                format!("inside menu \"{title}\" at {file}:{line}")
+                            }
+                        },
+                        values: d
+                            .expr
+                            .symbols()
+                            .into_iter()
+                            .map(|s| (s.clone(), cfg.get(&s).to_string()))
+                            .collect(),
+                    })
+                    .collect(),
+            );
+        }
         if defs.iter().all(|d| !d.has_prompt) {
-            let selected_by = k.selects.get(sym).map(|v| v.iter().map(|s| s.by.clone()).collect()).unwrap_or_default();
+            let selected_by = k
+                .selects
+                .get(sym)
+                .map(|v| v.iter().map(|s| s.by.clone()).collect())
+                .unwrap_or_default();
             return Why::NoPrompt { selected_by };
         }
     }
@@ -342,13 +449,21 @@ mod tests {
                 // The line above each setting is a comment (its reason), or a
                 // setting that shares the comment above it.
                 let above = lines[s.line - 2].trim();
-                assert!(above.starts_with('#') || above.starts_with("CONFIG_"), "{name}:{}: CONFIG_{} has no comment saying why", s.line, s.symbol);
+                assert!(
+                    above.starts_with('#') || above.starts_with("CONFIG_"),
+                    "{name}:{}: CONFIG_{} has no comment saying why",
+                    s.line,
+                    s.symbol
+                );
             }
             // merge_config.sh greps every line for CONFIG_ names, comments
             // included, so prose must not name them.
             for (i, l) in lines.iter().enumerate() {
                 if l.starts_with('#') && l.contains("CONFIG_") && !l.ends_with("is not set") {
-                    panic!("{name}:{}: a comment names a CONFIG_ symbol, which merge_config.sh would misread", i + 1);
+                    panic!(
+                        "{name}:{}: a comment names a CONFIG_ symbol, which merge_config.sh would misread",
+                        i + 1
+                    );
                 }
             }
         }
@@ -363,19 +478,43 @@ mod tests {
             .collect();
         for cap in crate::kernel::Capability::ALL {
             for group in cap.modules() {
-                let syms: Vec<&str> = group.iter().filter_map(|m| crate::kernel::caps::config_symbol(m)).collect();
-                assert!(syms.iter().any(|s| all.iter().any(|a| a == s)), "{cap}: none of {syms:?} is in sata/md-raid/nas");
+                let syms: Vec<&str> = group
+                    .iter()
+                    .filter_map(|m| crate::kernel::caps::config_symbol(m))
+                    .collect();
+                assert!(
+                    syms.iter().any(|s| all.iter().any(|a| a == s)),
+                    "{cap}: none of {syms:?} is in sata/md-raid/nas"
+                );
             }
         }
     }
 
     #[test]
     fn parse_errors_name_the_line() {
-        let e = Fragment::parse("x.config", "# ok\nCONFIG_A=y\nATA=y\nCONFIG_B=maybe\nCONFIG_A=m\n").unwrap_err().to_string();
-        assert!(e.contains("x.config:3: `ATA=y` is not a Kconfig setting"), "{e}");
-        assert!(e.contains("x.config:4: `maybe` is not a Kconfig value"), "{e}");
-        assert!(e.contains("x.config:5: CONFIG_A is already set on line 2"), "{e}");
-        let f = Fragment::parse("y", "# CONFIG_X is not set\nCONFIG_S=\"a b\"\nCONFIG_H=0x1f\nCONFIG_N=-3\n").unwrap();
+        let e = Fragment::parse(
+            "x.config",
+            "# ok\nCONFIG_A=y\nATA=y\nCONFIG_B=maybe\nCONFIG_A=m\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("x.config:3: `ATA=y` is not a Kconfig setting"),
+            "{e}"
+        );
+        assert!(
+            e.contains("x.config:4: `maybe` is not a Kconfig value"),
+            "{e}"
+        );
+        assert!(
+            e.contains("x.config:5: CONFIG_A is already set on line 2"),
+            "{e}"
+        );
+        let f = Fragment::parse(
+            "y",
+            "# CONFIG_X is not set\nCONFIG_S=\"a b\"\nCONFIG_H=0x1f\nCONFIG_N=-3\n",
+        )
+        .unwrap();
         assert_eq!(f.settings[0].value, "n");
         assert_eq!(f.settings[0].render(), "# CONFIG_X is not set");
         assert_eq!(f.settings[1].render(), "CONFIG_S=\"a b\"");
@@ -388,45 +527,80 @@ mod tests {
         let f2 = Fragment::parse("qemu-virt.config", "CONFIG_ATA=y\n").unwrap();
         let m = merge(base, &[f1, f2]);
         // ATA_X is another symbol: a prefix match must not remove it.
-        assert_eq!(m.text, "CONFIG_A=y\nCONFIG_ATA_X=y\nCONFIG_C=m\nCONFIG_ATA=y\n");
-        assert_eq!(m.requested["ATA"], Requested { value: "y".into(), fragment: "qemu-virt.config".into(), line: 1 });
+        assert_eq!(
+            m.text,
+            "CONFIG_A=y\nCONFIG_ATA_X=y\nCONFIG_C=m\nCONFIG_ATA=y\n"
+        );
+        assert_eq!(
+            m.requested["ATA"],
+            Requested {
+                value: "y".into(),
+                fragment: "qemu-virt.config".into(),
+                line: 1
+            }
+        );
         assert_eq!(m.redefinitions.len(), 2, "{:?}", m.redefinitions);
         assert_eq!(m.redefinitions[0].previous_from, None);
-        assert_eq!(m.redefinitions[1].previous_from.as_deref(), Some("sata.config"));
+        assert_eq!(
+            m.redefinitions[1].previous_from.as_deref(),
+            Some("sata.config")
+        );
     }
 
     fn synthetic_tree() -> Kconfig {
         let files: BTreeMap<&str, &str> = BTreeMap::from([
-            ("Kconfig", "source \"drivers/ata/Kconfig\"\nsource \"drivers/md/Kconfig\"\nconfig PCI\n\tbool \"PCI\"\nconfig BLOCK\n\tbool \"block\"\n"),
+            (
+                "Kconfig",
+                "source \"drivers/ata/Kconfig\"\nsource \"drivers/md/Kconfig\"\nconfig PCI\n\tbool \"PCI\"\nconfig BLOCK\n\tbool \"block\"\n",
+            ),
             (
                 "drivers/ata/Kconfig",
                 "menuconfig ATA\n\ttristate \"ATA\"\n\tdepends on BLOCK\n\tselect SCSI\nif ATA\nconfig SATA_AHCI\n\ttristate \"AHCI\"\n\tdepends on PCI\n\tselect SATA_HOST\nconfig SATA_HOST\n\tbool\nendif\nconfig SCSI\n\ttristate \"SCSI\"\n",
             ),
-            ("drivers/md/Kconfig", "menuconfig MD\n\tbool \"md\"\nif MD\nconfig BLK_DEV_MD\n\ttristate \"md core\"\nconfig MD_RAID456\n\ttristate \"raid456\"\n\tdepends on BLK_DEV_MD\nendif\n"),
+            (
+                "drivers/md/Kconfig",
+                "menuconfig MD\n\tbool \"md\"\nif MD\nconfig BLK_DEV_MD\n\ttristate \"md core\"\nconfig MD_RAID456\n\ttristate \"raid456\"\n\tdepends on BLK_DEV_MD\nendif\n",
+            ),
         ]);
-        Kconfig::load(&|p: &str| files.get(p).map(|s| s.to_string()), "Kconfig", "arm64")
+        Kconfig::load(
+            &|p: &str| files.get(p).map(|s| s.to_string()),
+            "Kconfig",
+            "arm64",
+        )
     }
 
     #[test]
     fn a_fragment_option_whose_dependency_is_off_is_reported_by_name() {
         let k = synthetic_tree();
         assert!(k.warnings.is_empty(), "{:?}", k.warnings);
-        let frag = Fragment::parse("sata.config", "CONFIG_ATA=m\nCONFIG_SATA_AHCI=m\nCONFIG_MD_RAID456=m\nCONFIG_NOT_A_THING=y\n").unwrap();
+        let frag = Fragment::parse(
+            "sata.config",
+            "CONFIG_ATA=m\nCONFIG_SATA_AHCI=m\nCONFIG_MD_RAID456=m\nCONFIG_NOT_A_THING=y\n",
+        )
+        .unwrap();
         let merged = merge("CONFIG_BLOCK=y\n# CONFIG_PCI is not set\n", &[frag]);
         // What olddefconfig leaves: AHCI dropped (no PCI), RAID456 dropped
         // (no BLK_DEV_MD, and MD off around it), the unknown one ignored.
-        let after = Config::parse("CONFIG_BLOCK=y\n# CONFIG_PCI is not set\nCONFIG_ATA=m\nCONFIG_SCSI=m\n# CONFIG_MD is not set\n");
+        let after = Config::parse(
+            "CONFIG_BLOCK=y\n# CONFIG_PCI is not set\nCONFIG_ATA=m\nCONFIG_SCSI=m\n# CONFIG_MD is not set\n",
+        );
         let dropped = verify(&merged.requested, &after, &k);
         let names: Vec<&str> = dropped.iter().map(|d| d.symbol.as_str()).collect();
         assert_eq!(names, vec!["MD_RAID456", "NOT_A_THING", "SATA_AHCI"]);
         let text = report(&dropped);
-        assert!(text.starts_with("3 kernel options from the fragments did not survive"), "{text}");
+        assert!(
+            text.starts_with("3 kernel options from the fragments did not survive"),
+            "{text}"
+        );
         assert!(
             text.contains("CONFIG_SATA_AHCI=m (sata.config:2) was dropped (final value: off): it depends on PCI [its own `depends on`] (PCI=n)"),
             "{text}"
         );
         assert!(text.contains("CONFIG_MD_RAID456=m (sata.config:3) was dropped (final value: off): it depends on MD [inside `if` at drivers/md/Kconfig:3] (MD=n) and BLK_DEV_MD [its own `depends on`] (BLK_DEV_MD=n)"), "{text}");
-        assert!(text.contains("CONFIG_NOT_A_THING=y (sata.config:4) does not exist in this kernel"), "{text}");
+        assert!(
+            text.contains("CONFIG_NOT_A_THING=y (sata.config:4) does not exist in this kernel"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -434,10 +608,16 @@ mod tests {
         let k = synthetic_tree();
         let frag = Fragment::parse("f", "CONFIG_SATA_AHCI=y\n").unwrap();
         let merged = merge("", &[frag]);
-        let after = Config::parse("CONFIG_BLOCK=y\nCONFIG_PCI=y\nCONFIG_ATA=m\nCONFIG_SATA_AHCI=m\n");
+        let after =
+            Config::parse("CONFIG_BLOCK=y\nCONFIG_PCI=y\nCONFIG_ATA=m\nCONFIG_SATA_AHCI=m\n");
         let d = verify(&merged.requested, &after, &k);
         assert_eq!(d.len(), 1);
-        assert!(d[0].to_string().contains("was dropped (final value: m): it depends on ATA [inside `if`"), "{}", d[0]);
+        assert!(
+            d[0].to_string()
+                .contains("was dropped (final value: m): it depends on ATA [inside `if`"),
+            "{}",
+            d[0]
+        );
     }
 
     #[test]
@@ -449,7 +629,12 @@ mod tests {
         let d = verify(&merged.requested, &after, &k);
         assert_eq!(d.len(), 2, "{d:?}");
         assert!(d[1].to_string().contains("CONFIG_SCSI is not set (f:1) was overridden (final value: y): it is selected by ATA=y"), "{}", d[1]);
-        assert!(d[0].to_string().contains("CONFIG_SATA_HOST=y (f:2) cannot be set directly"), "{}", d[0]);
+        assert!(
+            d[0].to_string()
+                .contains("CONFIG_SATA_HOST=y (f:2) cannot be set directly"),
+            "{}",
+            d[0]
+        );
         assert!(d[0].to_string().contains("from SATA_AHCI"), "{}", d[0]);
     }
 

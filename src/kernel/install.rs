@@ -54,7 +54,11 @@ fn walk(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
             if t.is_dir() {
                 stack.push(p);
             } else if t.is_file() {
-                let rel = p.strip_prefix(dir).expect("under dir").to_string_lossy().into_owned();
+                let rel = p
+                    .strip_prefix(dir)
+                    .expect("under dir")
+                    .to_string_lossy()
+                    .into_owned();
                 out.push((rel, p));
             }
         }
@@ -73,24 +77,44 @@ fn check_name(rel: &str) -> Result<()> {
 /// debugfs ops that copy `src` (a directory) to `dest` on the root
 /// filesystem; `dest`'s parent must exist.
 fn copy_tree_ops(src: &Path, dest: &str, ops: &mut Vec<Op>) -> Result<usize> {
-    ops.push(Op::Mkdir { path: dest.to_string(), mode: 0o755, uid: 0, gid: 0 });
+    ops.push(Op::Mkdir {
+        path: dest.to_string(),
+        mode: 0o755,
+        uid: 0,
+        gid: 0,
+    });
     let files = walk(src)?;
     let mut dirs = std::collections::BTreeSet::new();
     for (rel, _) in &files {
         let mut acc = String::new();
         let parts: Vec<&str> = rel.split('/').collect();
         for p in &parts[..parts.len() - 1] {
-            acc = if acc.is_empty() { p.to_string() } else { format!("{acc}/{p}") };
+            acc = if acc.is_empty() {
+                p.to_string()
+            } else {
+                format!("{acc}/{p}")
+            };
             dirs.insert(acc.clone());
         }
     }
     for d in &dirs {
         check_name(d)?;
-        ops.push(Op::Mkdir { path: format!("{dest}/{d}"), mode: 0o755, uid: 0, gid: 0 });
+        ops.push(Op::Mkdir {
+            path: format!("{dest}/{d}"),
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+        });
     }
     for (rel, full) in &files {
         check_name(rel)?;
-        ops.push(Op::Copy { path: format!("{dest}/{rel}"), from: full.clone(), mode: 0o644, uid: 0, gid: 0 });
+        ops.push(Op::Copy {
+            path: format!("{dest}/{rel}"),
+            from: full.clone(),
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+        });
     }
     Ok(files.len())
 }
@@ -98,18 +122,20 @@ fn copy_tree_ops(src: &Path, dest: &str, ops: &mut Vec<Op>) -> Result<usize> {
 /// `/lib/modules`, or `/usr/lib/modules` when /lib is merged-/usr's link.
 fn modules_base(root: &Ext4) -> Result<String> {
     if let Some(target) = root.readlink("/lib")?
-        && target.trim_start_matches('/') == "usr/lib" {
-            return Ok("/usr/lib/modules".into());
-        }
+        && target.trim_start_matches('/') == "usr/lib"
+    {
+        return Ok("/usr/lib/modules".into());
+    }
     if root.list("/lib/modules")?.is_some() {
         return Ok("/lib/modules".into());
     }
     if root.list("/usr/lib/modules")?.is_some() {
         return Ok("/usr/lib/modules".into());
     }
-    bail!("the root filesystem has neither /lib/modules nor /usr/lib/modules; is it a Debian-style system?")
+    bail!(
+        "the root filesystem has neither /lib/modules nor /usr/lib/modules; is it a Debian-style system?"
+    )
 }
-
 
 fn root_files(root: &Ext4, built: &Built, part: &str) -> Result<(Vec<Op>, Vec<Change>)> {
     let release = &built.info.release;
@@ -129,7 +155,10 @@ fn root_files(root: &Ext4, built: &Built, part: &str) -> Result<(Vec<Op>, Vec<Ch
         why: "[kernel] build: the built kernel's modules (depmod run on the build host)".into(),
         details: vec![format!("{n} files")],
     }];
-    for (name, src) in [("config", built.config()), ("System.map", built.system_map())] {
+    for (name, src) in [
+        ("config", built.config()),
+        ("System.map", built.system_map()),
+    ] {
         let path = format!("/boot/{name}-{release}");
         if root.read(&path)?.is_some() {
             bail!("the image already has {path}; nasforge does not overwrite it");
@@ -142,13 +171,20 @@ fn root_files(root: &Ext4, built: &Built, part: &str) -> Result<(Vec<Op>, Vec<Ch
             why: "[kernel] build".into(),
             details: vec![],
         });
-        ops.push(Op::Write { path, data, mode: 0o644, uid: 0, gid: 0 });
+        ops.push(Op::Write {
+            path,
+            data,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+        });
     }
     Ok((ops, changes))
 }
 
 fn partition_name(p: Option<&crate::image::Partition>, role: &str) -> String {
-    p.and_then(|p| p.label.clone()).unwrap_or_else(|| role.to_string())
+    p.and_then(|p| p.label.clone())
+        .unwrap_or_else(|| role.to_string())
 }
 
 /// Installs `built` into `image` for `board`. Call `super::installed` and
@@ -163,16 +199,22 @@ pub fn install(image: &Image, board: Model, built: &Built) -> Result<Installed> 
 
 fn raspberry_pi(image: &Image, board: Model, built: &Built) -> Result<Installed> {
     let info = board.info();
-    let section = info.section.clone().context("board data without a config.txt section")?;
+    let section = info
+        .section
+        .clone()
+        .context("board data without a config.txt section")?;
     let boot = image.boot().context("no boot partition")?.clone();
     let bootfs = partition_name(Some(&boot), "boot");
-    let root = image.ext4().context("the image has no ext4 root filesystem for the kernel's modules")?;
+    let root = image
+        .ext4()
+        .context("the image has no ext4 root filesystem for the kernel's modules")?;
     let rootfs = partition_name(image.root(), "root");
     let mut out = Installed::default();
 
     // What goes to the boot partition: the kernel, broadcom/*.dtb to the
     // top, overlays/* to overlays/.
-    let kernel = fs::read(built.image()).with_context(|| format!("reading {}", built.image().display()))?;
+    let kernel =
+        fs::read(built.image()).with_context(|| format!("reading {}", built.image().display()))?;
     let dtbs = built.dtbs();
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     for (rel, full) in walk(&dtbs.join("broadcom"))? {
@@ -206,16 +248,23 @@ fn raspberry_pi(image: &Image, board: Model, built: &Built) -> Result<Installed>
     for (rel, full) in &files {
         let new = fs::read(full)?;
         need += new.len() as u64;
-        if let Some(old) = if rel.starts_with("overlays/") && !has_dir("overlays") { None } else { fat.read(rel)? }
-            && old != new {
-                need += old.len() as u64;
-                replaced.push((rel.clone(), old));
-            }
+        if let Some(old) = if rel.starts_with("overlays/") && !has_dir("overlays") {
+            None
+        } else {
+            fat.read(rel)?
+        } && old != new
+        {
+            need += old.len() as u64;
+            replaced.push((rel.clone(), old));
+        }
     }
     if let Some(old) = fat.read(RPI_KERNEL)?
-        && old != kernel {
-            out.warnings.push(format!("{bootfs}:/{RPI_KERNEL} from an earlier nasforge kernel is replaced"));
-        }
+        && old != kernel
+    {
+        out.warnings.push(format!(
+            "{bootfs}:/{RPI_KERNEL} from an earlier nasforge kernel is replaced"
+        ));
+    }
     let free = fat.free_bytes()?;
     if need > free {
         bail!(
@@ -251,7 +300,10 @@ fn raspberry_pi(image: &Image, board: Model, built: &Built) -> Result<Installed>
         }
         let out = mtools("mmd", d)?;
         if !out.status.success() {
-            bail!("creating {d}/ on the boot partition failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+            bail!(
+                "creating {d}/ on the boot partition failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
         }
     }
 
@@ -264,7 +316,10 @@ fn raspberry_pi(image: &Image, board: Model, built: &Built) -> Result<Installed>
         file: format!("{bootfs}:/{RPI_KERNEL}"),
         before_sha256: None,
         after_sha256: Some(sha256_hex(&kernel)),
-        why: format!("[kernel] build: kernel {} ({})", built.info.release, built.info.defconfig),
+        why: format!(
+            "[kernel] build: kernel {} ({})",
+            built.info.release, built.info.defconfig
+        ),
         details: vec![],
     });
     let mut written = 0;
@@ -273,9 +328,14 @@ fn raspberry_pi(image: &Image, board: Model, built: &Built) -> Result<Installed>
         written += 1;
     }
     if written > 0 {
-        let mut details = vec![format!("{written} device trees and overlays from the build")];
+        let mut details = vec![format!(
+            "{written} device trees and overlays from the build"
+        )];
         if !replaced.is_empty() {
-            details.push(format!("{} stock files that differed are kept in {RPI_STOCK_DIR}/", replaced.len()));
+            details.push(format!(
+                "{} stock files that differed are kept in {RPI_STOCK_DIR}/",
+                replaced.len()
+            ));
         }
         out.changes.push(Change {
             file: format!("{bootfs}:/*.dtb, overlays/"),
@@ -286,8 +346,12 @@ fn raspberry_pi(image: &Image, board: Model, built: &Built) -> Result<Installed>
         });
     }
 
-    let before = fat.read("config.txt")?.context("the boot partition has no config.txt")?;
-    let mut config = ConfigTxt::parse(&String::from_utf8(before.clone()).context("config.txt is not UTF-8 text")?);
+    let before = fat
+        .read("config.txt")?
+        .context("the boot partition has no config.txt")?;
+    let mut config = ConfigTxt::parse(
+        &String::from_utf8(before.clone()).context("config.txt is not UTF-8 text")?,
+    );
     let edits = config.set(&format!("kernel={RPI_KERNEL}"), &info.filters, &section);
     let after = config.render();
     if after.as_bytes() != before.as_slice() {
@@ -305,19 +369,26 @@ fn raspberry_pi(image: &Image, board: Model, built: &Built) -> Result<Installed>
 }
 
 fn armbian(image: &Image, board: Model, built: &Built) -> Result<Installed> {
-    let root = image.ext4().with_context(|| format!("{board} needs an ext4 root filesystem, but the image has none"))?;
+    let root = image.ext4().with_context(|| {
+        format!("{board} needs an ext4 root filesystem, but the image has none")
+    })?;
     let part = partition_name(image.root(), "root");
     let release = &built.info.release;
     let mut out = Installed::default();
 
-    let env = root.read("/boot/armbianEnv.txt")?.map(|b| crate::boot::armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&b)));
-    let fdtfile = env.as_ref().and_then(|e| e.get("fdtfile").map(String::from));
+    let env = root
+        .read("/boot/armbianEnv.txt")?
+        .map(|b| crate::boot::armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&b)));
+    let fdtfile = env
+        .as_ref()
+        .and_then(|e| e.get("fdtfile").map(String::from));
     if let Some(f) = &fdtfile
-        && !built.dtbs().join(f).is_file() {
-            bail!(
-                "armbianEnv.txt loads the device tree {f}, and the built kernel has no {f}: the source tree does not support this board, or the defconfig leaves its SoC out"
-            );
-        }
+        && !built.dtbs().join(f).is_file()
+    {
+        bail!(
+            "armbianEnv.txt loads the device tree {f}, and the built kernel has no {f}: the source tree does not support this board, or the defconfig leaves its SoC out"
+        );
+    }
     let vmlinuz = format!("/boot/vmlinuz-{release}");
     let dtb_dir = format!("/boot/dtb-{release}");
     for p in [&vmlinuz, &dtb_dir] {
@@ -330,17 +401,38 @@ fn armbian(image: &Image, board: Model, built: &Built) -> Result<Installed> {
     out.changes.push(Change {
         file: format!("{part}:{vmlinuz}"),
         before_sha256: None,
-        after_sha256: Some(crate::io::hash::hash_file(&fs::File::open(built.image())?, |_| {})?),
-        why: format!("[kernel] build: kernel {release} ({})", built.info.defconfig),
+        after_sha256: Some(crate::io::hash::hash_file(
+            &fs::File::open(built.image())?,
+            |_| {},
+        )?),
+        why: format!(
+            "[kernel] build: kernel {release} ({})",
+            built.info.defconfig
+        ),
         details: vec![],
     });
-    ops.push(Op::Copy { path: vmlinuz.clone(), from: built.image(), mode: 0o644, uid: 0, gid: 0 });
+    ops.push(Op::Copy {
+        path: vmlinuz.clone(),
+        from: built.image(),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+    });
     // Only the board's vendor directory: a mainline `defconfig` builds the
     // device trees of every arm64 SoC family, which this board never loads.
     let n = match fdtfile.as_deref().and_then(|f| f.split_once('/')) {
         Some((vendor, _)) => {
-            ops.push(Op::Mkdir { path: dtb_dir.clone(), mode: 0o755, uid: 0, gid: 0 });
-            copy_tree_ops(&built.dtbs().join(vendor), &format!("{dtb_dir}/{vendor}"), &mut ops)?
+            ops.push(Op::Mkdir {
+                path: dtb_dir.clone(),
+                mode: 0o755,
+                uid: 0,
+                gid: 0,
+            });
+            copy_tree_ops(
+                &built.dtbs().join(vendor),
+                &format!("{dtb_dir}/{vendor}"),
+                &mut ops,
+            )?
         }
         None => copy_tree_ops(&built.dtbs(), &dtb_dir, &mut ops)?,
     };
@@ -349,62 +441,96 @@ fn armbian(image: &Image, board: Model, built: &Built) -> Result<Installed> {
     // which a mainline build lacks: carry the stock ones over.
     let mut carried = 0;
     if let Some(f) = &fdtfile
-        && let Some((vendor, _)) = f.split_once('/') {
-            let stock = format!("/boot/dtb/{vendor}/overlay");
-            let new_dir = built.dtbs().join(vendor).join("overlay");
-            if let Some(entries) = root.list(&stock)? {
-                let wanted: Vec<String> = entries
-                    .into_iter()
-                    .filter(|e| e.kind == crate::image::ext4::Kind::File && !new_dir.join(&e.name).exists())
-                    .map(|e| e.name)
-                    .collect();
-                if !wanted.is_empty() {
-                    if !new_dir.is_dir() {
-                        ops.push(Op::Mkdir { path: format!("{dtb_dir}/{vendor}/overlay"), mode: 0o755, uid: 0, gid: 0 });
+        && let Some((vendor, _)) = f.split_once('/')
+    {
+        let stock = format!("/boot/dtb/{vendor}/overlay");
+        let new_dir = built.dtbs().join(vendor).join("overlay");
+        if let Some(entries) = root.list(&stock)? {
+            let wanted: Vec<String> = entries
+                .into_iter()
+                .filter(|e| {
+                    e.kind == crate::image::ext4::Kind::File && !new_dir.join(&e.name).exists()
+                })
+                .map(|e| e.name)
+                .collect();
+            if !wanted.is_empty() {
+                if !new_dir.is_dir() {
+                    ops.push(Op::Mkdir {
+                        path: format!("{dtb_dir}/{vendor}/overlay"),
+                        mode: 0o755,
+                        uid: 0,
+                        gid: 0,
+                    });
+                }
+                let paths: Vec<String> = wanted.iter().map(|n| format!("{stock}/{n}")).collect();
+                for (name, data) in wanted.iter().zip(root.read_many(&paths)?) {
+                    if let Some(data) = data {
+                        ops.push(Op::Write {
+                            path: format!("{dtb_dir}/{vendor}/overlay/{name}"),
+                            data,
+                            mode: 0o644,
+                            uid: 0,
+                            gid: 0,
+                        });
+                        carried += 1;
                     }
-                    let paths: Vec<String> = wanted.iter().map(|n| format!("{stock}/{n}")).collect();
-                    for (name, data) in wanted.iter().zip(root.read_many(&paths)?) {
-                        if let Some(data) = data {
-                            ops.push(Op::Write { path: format!("{dtb_dir}/{vendor}/overlay/{name}"), data, mode: 0o644, uid: 0, gid: 0 });
-                            carried += 1;
-                        }
-                    }
-                    out.warnings.push(format!(
+                }
+                out.warnings.push(format!(
                         "{carried} device-tree overlays were carried over from the stock kernel's {stock}; they apply only if the new device trees keep the labels they refer to"
                     ));
-                }
             }
         }
+    }
     out.changes.push(Change {
         file: format!("{part}:{dtb_dir}"),
         before_sha256: None,
         after_sha256: None,
         why: "[kernel] build: device trees of the built kernel".into(),
-        details: vec![format!("{n} files from the build, {carried} overlays carried over")],
+        details: vec![format!(
+            "{n} files from the build, {carried} overlays carried over"
+        )],
     });
-    root.apply(&ops).map_err(|e| e.context("installing the kernel (is the root filesystem full? `[output] grow` adds room)"))?;
+    root.apply(&ops).map_err(|e| {
+        e.context("installing the kernel (is the root filesystem full? `[output] grow` adds room)")
+    })?;
 
     // Point the names U-Boot loads at the new kernel, keeping the old ones.
     let mut link_ops = Vec::new();
-    for (link, target) in [("/boot/Image", format!("vmlinuz-{release}")), ("/boot/dtb", format!("dtb-{release}"))] {
+    for (link, target) in [
+        ("/boot/Image", format!("vmlinuz-{release}")),
+        ("/boot/dtb", format!("dtb-{release}")),
+    ] {
         let old = root.readlink(link)?;
         match &old {
-            Some(_) => link_ops.push(Op::Remove { path: link.to_string() }),
+            Some(_) => link_ops.push(Op::Remove {
+                path: link.to_string(),
+            }),
             None if root.owner(link)?.is_some() => {
                 // A real file or directory: keep it under another name.
                 let kept = format!("{link}.stock");
-                root.apply(&[Op::Rename { from: link.to_string(), to: kept.clone() }])?;
-                out.warnings.push(format!("{link} was not a link; the stock one is kept as {kept}"));
+                root.apply(&[Op::Rename {
+                    from: link.to_string(),
+                    to: kept.clone(),
+                }])?;
+                out.warnings.push(format!(
+                    "{link} was not a link; the stock one is kept as {kept}"
+                ));
             }
             None => {}
         }
-        link_ops.push(Op::Symlink { path: link.to_string(), target: target.clone() });
+        link_ops.push(Op::Symlink {
+            path: link.to_string(),
+            target: target.clone(),
+        });
         out.changes.push(Change {
             file: format!("{part}:{link}"),
             before_sha256: None,
             after_sha256: None,
             why: "[kernel] build: U-Boot loads the built kernel".into(),
-            details: vec![format!("-> {target} (was {})", old.as_deref().unwrap_or("a file"))],
+            details: vec![format!(
+                "-> {target} (was {})",
+                old.as_deref().unwrap_or("a file")
+            )],
         });
     }
     root.apply(&link_ops)?;
@@ -438,17 +564,28 @@ pub fn install_checked(
             booted.reason
         );
     }
-    let caps: Vec<super::Capability> = if require.is_empty() { vec![super::Capability::Sata, super::Capability::Md] } else { require.to_vec() };
+    let caps: Vec<super::Capability> = if require.is_empty() {
+        vec![super::Capability::Sata, super::Capability::Md]
+    } else {
+        require.to_vec()
+    };
     let extras = super::board_extras(board);
     let report = if require.is_empty() {
-        kernels.iter().find(|k| k.version == built.info.release).map(|k| k.report(&extras)).context("the installed kernel's modules are missing")?
+        kernels
+            .iter()
+            .find(|k| k.version == built.info.release)
+            .map(|k| k.report(&extras))
+            .context("the installed kernel's modules are missing")?
     } else {
         super::require(board, &booted, &kernels, require)?
     };
     let summary = format!(
         "{board} boots {}: {}",
         built.info.release,
-        caps.iter().map(|c| report.describe(*c, &extras)).collect::<Vec<_>>().join(", ")
+        caps.iter()
+            .map(|c| report.describe(*c, &extras))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok((installed, booted, summary))
 }

@@ -49,9 +49,10 @@ impl Config {
                     values.insert(sym.to_string(), "n".to_string());
                 }
             } else if let Some(rest) = l.strip_prefix("CONFIG_")
-                && let Some((k, v)) = rest.split_once('=') {
-                    values.insert(k.to_string(), v.to_string());
-                }
+                && let Some((k, v)) = rest.split_once('=')
+            {
+                values.insert(k.to_string(), v.to_string());
+            }
         }
         Config { values }
     }
@@ -248,7 +249,11 @@ fn tokenize(s: &str) -> Result<Vec<Tok>> {
 /// Parses a Kconfig expression (`A && (B || !C)`, `X = "y"`, `FOO != 0`).
 pub fn parse_expr(s: &str) -> Result<Expr> {
     let toks = tokenize(s)?;
-    let mut p = Parser { toks: &toks, at: 0, src: s };
+    let mut p = Parser {
+        toks: &toks,
+        at: 0,
+        src: s,
+    };
     let e = p.or()?;
     if p.at != toks.len() {
         bail!("trailing input in Kconfig expression `{s}`");
@@ -308,8 +313,15 @@ impl Parser<'_> {
             }
             Some(Tok::Word(w)) => {
                 self.at += 1;
-                let numeric = w.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '-');
-                Ok(if numeric { Expr::Const(w) } else { Expr::Sym(w) })
+                let numeric = w
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit() || c == '-');
+                Ok(if numeric {
+                    Expr::Const(w)
+                } else {
+                    Expr::Sym(w)
+                })
             }
             Some(Tok::Str(s)) => {
                 self.at += 1;
@@ -419,7 +431,11 @@ pub enum Origin {
     /// An enclosing `if EXPR` block.
     If { file: String, line: usize },
     /// An enclosing `menu` (or `choice`) with its own `depends on`.
-    Menu { title: String, file: String, line: usize },
+    Menu {
+        title: String,
+        file: String,
+        line: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -457,8 +473,17 @@ pub struct Kconfig {
 #[derive(Debug, Clone)]
 enum Block {
     If(Dependency),
-    Menu { title: String, file: String, line: usize, deps: Vec<Expr> },
-    Choice { file: String, line: usize, deps: Vec<Expr> },
+    Menu {
+        title: String,
+        file: String,
+        line: usize,
+        deps: Vec<Expr>,
+    },
+    Choice {
+        file: String,
+        line: usize,
+        deps: Vec<Expr>,
+    },
 }
 
 /// What the current line's keywords attach to.
@@ -502,7 +527,13 @@ fn prompt_condition(rest: &str) -> (bool, Option<&str>) {
                 escaped = true;
             } else if c == q {
                 let after = rest[i + 1..].trim();
-                return (true, after.strip_prefix("if").map(str::trim).filter(|s| !s.is_empty()));
+                return (
+                    true,
+                    after
+                        .strip_prefix("if")
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty()),
+                );
             }
         }
         return (true, None);
@@ -513,7 +544,10 @@ fn prompt_condition(rest: &str) -> (bool, Option<&str>) {
 /// `SYM if COND` of a select/imply line.
 fn select_target(rest: &str) -> (String, Option<&str>) {
     let (sym, after) = split_word(rest);
-    let cond = after.strip_prefix("if").map(str::trim).filter(|s| !s.is_empty());
+    let cond = after
+        .strip_prefix("if")
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
     (sym.to_string(), cond)
 }
 
@@ -531,21 +565,35 @@ impl Kconfig {
         let mut stack = Vec::new();
         k.file(load, root, arch, &mut stack, 0);
         if !stack.is_empty() {
-            k.warnings.push(format!("{} unclosed if/menu/choice block(s) at the end of {root}", stack.len()));
+            k.warnings.push(format!(
+                "{} unclosed if/menu/choice block(s) at the end of {root}",
+                stack.len()
+            ));
         }
         k
     }
 
-    fn file(&mut self, load: &dyn Fn(&str) -> Option<String>, path: &str, arch: &str, stack: &mut Vec<Block>, depth: usize) {
+    fn file(
+        &mut self,
+        load: &dyn Fn(&str) -> Option<String>,
+        path: &str,
+        arch: &str,
+        stack: &mut Vec<Block>,
+        depth: usize,
+    ) {
         if depth > 64 {
-            self.warnings.push(format!("{path}: `source` nested too deeply"));
+            self.warnings
+                .push(format!("{path}: `source` nested too deeply"));
             return;
         }
         let Some(text) = load(path) else {
             self.warnings.push(format!("cannot read {path}"));
             return;
         };
-        let dir = path.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
+        let dir = path
+            .rsplit_once('/')
+            .map(|(d, _)| d.to_string())
+            .unwrap_or_default();
         // Join continuation lines, keeping the first line's number.
         let mut lines: Vec<(usize, String)> = Vec::new();
         let mut pending: Option<(usize, String)> = None;
@@ -588,44 +636,95 @@ impl Kconfig {
                     cur = Current::Entry(sym, idx);
                 }
                 "choice" => {
-                    stack.push(Block::Choice { file: path.to_string(), line: n, deps: vec![] });
+                    stack.push(Block::Choice {
+                        file: path.to_string(),
+                        line: n,
+                        deps: vec![],
+                    });
                     cur = Current::Choice;
                 }
                 "endchoice" => {
-                    pop(stack, |b| matches!(b, Block::Choice { .. }), &mut self.warnings, path, n, kw);
+                    pop(
+                        stack,
+                        |b| matches!(b, Block::Choice { .. }),
+                        &mut self.warnings,
+                        path,
+                        n,
+                        kw,
+                    );
                     cur = Current::None;
                 }
                 "menu" => {
                     let title = rest.trim_matches('"').to_string();
-                    stack.push(Block::Menu { title, file: path.to_string(), line: n, deps: vec![] });
+                    stack.push(Block::Menu {
+                        title,
+                        file: path.to_string(),
+                        line: n,
+                        deps: vec![],
+                    });
                     cur = Current::Menu;
                 }
                 "endmenu" => {
-                    pop(stack, |b| matches!(b, Block::Menu { .. }), &mut self.warnings, path, n, kw);
+                    pop(
+                        stack,
+                        |b| matches!(b, Block::Menu { .. }),
+                        &mut self.warnings,
+                        path,
+                        n,
+                        kw,
+                    );
                     cur = Current::None;
                 }
                 "if" => {
                     match parse_expr(rest) {
-                        Ok(expr) => stack.push(Block::If(Dependency { expr, origin: Origin::If { file: path.to_string(), line: n } })),
+                        Ok(expr) => stack.push(Block::If(Dependency {
+                            expr,
+                            origin: Origin::If {
+                                file: path.to_string(),
+                                line: n,
+                            },
+                        })),
                         Err(e) => {
                             self.warnings.push(format!("{path}:{n}: {e}"));
-                            stack.push(Block::If(Dependency { expr: Expr::Sym("y".into()), origin: Origin::If { file: path.to_string(), line: n } }));
+                            stack.push(Block::If(Dependency {
+                                expr: Expr::Sym("y".into()),
+                                origin: Origin::If {
+                                    file: path.to_string(),
+                                    line: n,
+                                },
+                            }));
                         }
                     }
                     cur = Current::None;
                 }
                 "endif" => {
-                    pop(stack, |b| matches!(b, Block::If(_)), &mut self.warnings, path, n, kw);
+                    pop(
+                        stack,
+                        |b| matches!(b, Block::If(_)),
+                        &mut self.warnings,
+                        path,
+                        n,
+                        kw,
+                    );
                     cur = Current::None;
                 }
                 "source" | "rsource" | "osource" | "orsource" => {
-                    let mut target = rest.trim().trim_matches('"').replace("$(SRCARCH)", arch).replace("$(ARCH)", arch);
+                    let mut target = rest
+                        .trim()
+                        .trim_matches('"')
+                        .replace("$(SRCARCH)", arch)
+                        .replace("$(ARCH)", arch);
                     if kw.starts_with("rs") || kw.starts_with("ors") {
-                        target = if dir.is_empty() { target } else { format!("{dir}/{target}") };
+                        target = if dir.is_empty() {
+                            target
+                        } else {
+                            format!("{dir}/{target}")
+                        };
                     }
                     if target.contains("$(") || target.contains('*') {
                         if !kw.starts_with('o') {
-                            self.warnings.push(format!("{path}:{n}: cannot follow `{kw} {rest}`"));
+                            self.warnings
+                                .push(format!("{path}:{n}: cannot follow `{kw} {rest}`"));
                         }
                     } else if kw.starts_with('o') && load(&target).is_none() {
                         // optional source, absent: fine
@@ -672,7 +771,10 @@ impl Kconfig {
                     match &cur {
                         Current::Entry(sym, idx) => {
                             if let Some(d) = self.defs.get_mut(sym).and_then(|v| v.get_mut(*idx)) {
-                                d.depends.push(Dependency { expr, origin: Origin::Own });
+                                d.depends.push(Dependency {
+                                    expr,
+                                    origin: Origin::Own,
+                                });
                             }
                         }
                         Current::Menu => {
@@ -688,18 +790,26 @@ impl Kconfig {
                         _ => {}
                     }
                 }
-                "bool" | "tristate" | "string" | "int" | "hex" | "def_bool" | "def_tristate" | "prompt" | "boolean" => {
+                "bool" | "tristate" | "string" | "int" | "hex" | "def_bool" | "def_tristate"
+                | "prompt" | "boolean" => {
                     if let Current::Entry(sym, idx) = &cur {
-                        let (has_prompt, cond) =
-                            if kw.starts_with("def_") { (false, None) } else { prompt_condition(rest) };
+                        let (has_prompt, cond) = if kw.starts_with("def_") {
+                            (false, None)
+                        } else {
+                            prompt_condition(rest)
+                        };
                         let cond = cond.map(parse_expr);
                         if let Some(d) = self.defs.get_mut(sym).and_then(|v| v.get_mut(*idx)) {
                             if kw != "prompt" {
-                                d.kind = Some(kw.trim_start_matches("def_").replace("boolean", "bool"));
+                                d.kind =
+                                    Some(kw.trim_start_matches("def_").replace("boolean", "bool"));
                             }
                             d.has_prompt |= has_prompt;
                             match cond {
-                                Some(Ok(expr)) => d.depends.push(Dependency { expr, origin: Origin::Prompt }),
+                                Some(Ok(expr)) => d.depends.push(Dependency {
+                                    expr,
+                                    origin: Origin::Prompt,
+                                }),
                                 Some(Err(e)) => self.warnings.push(format!("{path}:{n}: {e}")),
                                 None => {}
                             }
@@ -710,7 +820,10 @@ impl Kconfig {
                     if let (Current::Entry(by, _), "select") = (&cur, kw) {
                         let (target, cond) = select_target(rest);
                         let cond = cond.and_then(|c| parse_expr(c).ok());
-                        self.selects.entry(target).or_default().push(Select { by: by.clone(), cond });
+                        self.selects.entry(target).or_default().push(Select {
+                            by: by.clone(),
+                            cond,
+                        });
                     }
                 }
                 _ => {}
@@ -722,12 +835,27 @@ impl Kconfig {
     /// `want` under `cfg`: those that are `n`, and for a tristate asked to be
     /// `y`, those that are only `m` (a bool may be `y` under an `m`
     /// dependency). Empty when there is no definition.
-    pub fn unmet(&self, sym: &str, want: Tri, cfg: &Config) -> Vec<(&Definition, Vec<&Dependency>)> {
-        let Some(defs) = self.defs.get(sym) else { return vec![] };
+    pub fn unmet(
+        &self,
+        sym: &str,
+        want: Tri,
+        cfg: &Config,
+    ) -> Vec<(&Definition, Vec<&Dependency>)> {
+        let Some(defs) = self.defs.get(sym) else {
+            return vec![];
+        };
         defs.iter()
             .map(|d| {
-                let need = if d.kind.as_deref() == Some("tristate") { want.max(Tri::M) } else { Tri::M };
-                let failing: Vec<&Dependency> = d.depends.iter().filter(|dep| dep.expr.eval(cfg) < need).collect();
+                let need = if d.kind.as_deref() == Some("tristate") {
+                    want.max(Tri::M)
+                } else {
+                    Tri::M
+                };
+                let failing: Vec<&Dependency> = d
+                    .depends
+                    .iter()
+                    .filter(|dep| dep.expr.eval(cfg) < need)
+                    .collect();
                 (d, failing)
             })
             .collect()
@@ -739,14 +867,33 @@ fn inherited(stack: &[Block]) -> Vec<Dependency> {
     for b in stack {
         match b {
             Block::If(d) => out.push(d.clone()),
-            Block::Menu { title, file, line, deps } => {
+            Block::Menu {
+                title,
+                file,
+                line,
+                deps,
+            } => {
                 for e in deps {
-                    out.push(Dependency { expr: e.clone(), origin: Origin::Menu { title: title.clone(), file: file.clone(), line: *line } });
+                    out.push(Dependency {
+                        expr: e.clone(),
+                        origin: Origin::Menu {
+                            title: title.clone(),
+                            file: file.clone(),
+                            line: *line,
+                        },
+                    });
                 }
             }
             Block::Choice { file, line, deps } => {
                 for e in deps {
-                    out.push(Dependency { expr: e.clone(), origin: Origin::Menu { title: "choice".into(), file: file.clone(), line: *line } });
+                    out.push(Dependency {
+                        expr: e.clone(),
+                        origin: Origin::Menu {
+                            title: "choice".into(),
+                            file: file.clone(),
+                            line: *line,
+                        },
+                    });
                 }
             }
         }
@@ -754,7 +901,14 @@ fn inherited(stack: &[Block]) -> Vec<Dependency> {
     out
 }
 
-fn pop(stack: &mut Vec<Block>, want: impl Fn(&Block) -> bool, warnings: &mut Vec<String>, path: &str, n: usize, kw: &str) {
+fn pop(
+    stack: &mut Vec<Block>,
+    want: impl Fn(&Block) -> bool,
+    warnings: &mut Vec<String>,
+    path: &str,
+    n: usize,
+    kw: &str,
+) {
     match stack.last() {
         Some(b) if want(b) => {
             stack.pop();
@@ -773,7 +927,8 @@ mod tests {
 
     #[test]
     fn config_reads_set_unset_and_absent() {
-        let c = cfg("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\nCONFIG_S=\"x y\"\nCONFIG_N=32\n");
+        let c =
+            cfg("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\nCONFIG_S=\"x y\"\nCONFIG_N=32\n");
         assert_eq!(c.tri("A"), Tri::Y);
         assert_eq!(c.tri("B"), Tri::N);
         assert_eq!(c.tri("C"), Tri::M);
@@ -796,14 +951,23 @@ mod tests {
         assert_eq!(ev("N < 0x10"), Tri::N);
         assert_eq!(ev("S = \"abc\""), Tri::Y);
         assert_eq!(ev("ARCH_X || COMPILE_TEST"), Tri::N);
-        assert_eq!(parse_expr("A && (B || !C)").unwrap().symbols(), vec!["A", "B", "C"]);
-        assert_eq!(parse_expr("A && (B || !C)").unwrap().to_string(), "A && (B || !C)");
+        assert_eq!(
+            parse_expr("A && (B || !C)").unwrap().symbols(),
+            vec!["A", "B", "C"]
+        );
+        assert_eq!(
+            parse_expr("A && (B || !C)").unwrap().to_string(),
+            "A && (B || !C)"
+        );
     }
 
     #[test]
     fn macros_are_taken_as_true_and_kept_for_display() {
         let e = parse_expr("$(cc-option,-ffunction-sections -fdata-sections) && A").unwrap();
-        assert_eq!(e.to_string(), "$(cc-option,-ffunction-sections -fdata-sections) && A");
+        assert_eq!(
+            e.to_string(),
+            "$(cc-option,-ffunction-sections -fdata-sections) && A"
+        );
         assert_eq!(e.symbols(), vec!["A"]);
         assert_eq!(e.eval(&cfg("CONFIG_A=y\n")), Tri::Y);
         let e = parse_expr("$(success,$(NM) --help | head -n 1 | grep -qi llvm)").unwrap();
@@ -817,15 +981,24 @@ mod tests {
     }
 
     fn tree(files: &[(&str, &str)]) -> Kconfig {
-        let files: BTreeMap<String, String> = files.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let files: BTreeMap<String, String> = files
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Kconfig::load(&|p: &str| files.get(p).cloned(), "Kconfig", "arm64")
     }
 
     #[test]
     fn dependencies_come_from_the_entry_its_blocks_and_sourced_files() {
         let k = tree(&[
-            ("Kconfig", "mainmenu \"x\"\nsource \"drivers/Kconfig\"\nsource \"arch/$(SRCARCH)/Kconfig\"\n"),
-            ("arch/arm64/Kconfig", "config ARM64\n\tdef_bool y\n\tselect OF\n"),
+            (
+                "Kconfig",
+                "mainmenu \"x\"\nsource \"drivers/Kconfig\"\nsource \"arch/$(SRCARCH)/Kconfig\"\n",
+            ),
+            (
+                "arch/arm64/Kconfig",
+                "config ARM64\n\tdef_bool y\n\tselect OF\n",
+            ),
             (
                 "drivers/Kconfig",
                 "menu \"Device Drivers\"\n\tdepends on HAS_IOMEM\n\nmenuconfig ATA\n\ttristate \"ATA\"\n\tdepends on BLOCK\n\thelp\n\t  This text says depends on NOTHING\n\t  and config FAKE.\n\nif ATA\nconfig LEVEL_HELP\n\tbool \"x\"\n\thelp\n\tHelp level with the keyword:\n\tsource to the driver, if you have one.\n\nconfig SATA_AHCI\n\ttristate \"AHCI\"\n\tdepends on PCI\n\tselect SATA_HOST\nconfig HIDDEN\n\tbool\n\tdefault y if PCI\nconfig COND_PROMPT\n\tbool \"cond\" if EXPERT\nendif\nendmenu\n",
@@ -839,24 +1012,48 @@ mod tests {
         assert!(ahci.has_prompt);
         let deps: Vec<String> = ahci.depends.iter().map(|d| d.expr.to_string()).collect();
         assert_eq!(deps, vec!["HAS_IOMEM", "ATA", "PCI"]);
-        assert!(matches!(ahci.depends[0].origin, Origin::Menu { ref title, .. } if title == "Device Drivers"));
-        assert!(matches!(ahci.depends[1].origin, Origin::If { line: 11, .. }));
+        assert!(
+            matches!(ahci.depends[0].origin, Origin::Menu { ref title, .. } if title == "Device Drivers")
+        );
+        assert!(matches!(
+            ahci.depends[1].origin,
+            Origin::If { line: 11, .. }
+        ));
         assert!(matches!(ahci.depends[2].origin, Origin::Own));
         assert!(!k.defs["HIDDEN"][0].has_prompt);
-        assert_eq!(k.defs["COND_PROMPT"][0].depends.last().unwrap().origin, Origin::Prompt);
+        assert_eq!(
+            k.defs["COND_PROMPT"][0].depends.last().unwrap().origin,
+            Origin::Prompt
+        );
         assert_eq!(k.selects["SATA_HOST"][0].by, "SATA_AHCI");
         assert_eq!(k.selects["OF"][0].by, "ARM64");
         let ata = &k.defs["ATA"][0];
-        assert_eq!(ata.depends.iter().map(|d| d.expr.to_string()).collect::<Vec<_>>(), vec!["HAS_IOMEM", "BLOCK"]);
+        assert_eq!(
+            ata.depends
+                .iter()
+                .map(|d| d.expr.to_string())
+                .collect::<Vec<_>>(),
+            vec!["HAS_IOMEM", "BLOCK"]
+        );
 
         let c = cfg("CONFIG_HAS_IOMEM=y\nCONFIG_BLOCK=y\nCONFIG_ATA=m\n");
         let unmet = k.unmet("SATA_AHCI", Tri::M, &c);
-        assert_eq!(unmet[0].1.iter().map(|d| d.expr.to_string()).collect::<Vec<_>>(), vec!["PCI"]);
+        assert_eq!(
+            unmet[0]
+                .1
+                .iter()
+                .map(|d| d.expr.to_string())
+                .collect::<Vec<_>>(),
+            vec!["PCI"]
+        );
     }
 
     #[test]
     fn unbalanced_blocks_and_missing_files_are_warnings_not_failures() {
-        let k = tree(&[("Kconfig", "source \"missing/Kconfig\"\nosource \"also/missing\"\nendif\nconfig A\n\tbool \"a\"\n")]);
+        let k = tree(&[(
+            "Kconfig",
+            "source \"missing/Kconfig\"\nosource \"also/missing\"\nendif\nconfig A\n\tbool \"a\"\n",
+        )]);
         assert_eq!(k.warnings.len(), 2, "{:?}", k.warnings);
         assert!(k.defs.contains_key("A"));
     }

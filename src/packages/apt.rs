@@ -40,12 +40,28 @@ impl AptRoot {
     /// Sets up (or reuses) the root for this architecture, these sources and
     /// these keyrings under `cache/apt/<digest>`; lists already downloaded
     /// for the same inputs are kept.
-    pub fn prepare(cache: &Path, arch: &str, sources: &[Source], keyrings: &[ImageFile], status: &[u8]) -> Result<AptRoot> {
+    pub fn prepare(
+        cache: &Path,
+        arch: &str,
+        sources: &[Source],
+        keyrings: &[ImageFile],
+        status: &[u8],
+    ) -> Result<AptRoot> {
         let mut rendered = String::new();
-        let key_material: String = keyrings.iter().map(|k| format!("{}:{}\n", k.path, sha256_hex(&k.data))).collect();
+        let key_material: String = keyrings
+            .iter()
+            .map(|k| format!("{}:{}\n", k.path, sha256_hex(&k.data)))
+            .collect();
         let keyring_path = |dir: &Path, image_path: &str| -> PathBuf {
-            let idx = keyrings.iter().position(|k| k.path == image_path).expect("keyring read from the image");
-            let ext = if keyrings[idx].data.starts_with(b"-----BEGIN") { "asc" } else { "gpg" };
+            let idx = keyrings
+                .iter()
+                .position(|k| k.path == image_path)
+                .expect("keyring read from the image");
+            let ext = if keyrings[idx].data.starts_with(b"-----BEGIN") {
+                "asc"
+            } else {
+                "gpg"
+            };
             dir.join(format!("etc/apt/keyrings/{idx}.{ext}"))
         };
         let digest = sha256_hex(format!("{arch}\n{sources:?}\n{key_material}").as_bytes());
@@ -60,19 +76,27 @@ impl AptRoot {
             "var/cache/apt/archives/partial",
             "var/lib/dpkg",
         ] {
-            fs::create_dir_all(dir.join(d)).with_context(|| format!("creating {}", dir.join(d).display()))?;
+            fs::create_dir_all(dir.join(d))
+                .with_context(|| format!("creating {}", dir.join(d).display()))?;
         }
         for k in keyrings {
             fs::write(keyring_path(&dir, &k.path), &k.data)?;
         }
         // Sources without Signed-By trust every keyring in trusted.gpg.d, as
         // on the board; those are the image's files of that directory.
-        for k in keyrings.iter().filter(|k| k.path.starts_with("/etc/apt/trusted.gpg.d/")) {
+        for k in keyrings
+            .iter()
+            .filter(|k| k.path.starts_with("/etc/apt/trusted.gpg.d/"))
+        {
             let name = k.path.rsplit('/').next().unwrap_or("key.gpg");
             fs::write(dir.join("etc/apt/trusted.gpg.d").join(name), &k.data)?;
         }
         for s in sources {
-            let keys: Vec<String> = s.signed_by.iter().map(|p| keyring_path(&dir, p).display().to_string()).collect();
+            let keys: Vec<String> = s
+                .signed_by
+                .iter()
+                .map(|p| keyring_path(&dir, p).display().to_string())
+                .collect();
             rendered.push_str(&s.render(&keys));
             rendered.push('\n');
         }
@@ -88,7 +112,9 @@ impl AptRoot {
 
     fn command(&self, program: &str) -> Command {
         let mut c = Command::new(program);
-        c.env("APT_CONFIG", self.dir.join("etc/apt/apt.conf")).env("LC_ALL", "C.UTF-8").env_remove("DEBIAN_FRONTEND");
+        c.env("APT_CONFIG", self.dir.join("etc/apt/apt.conf"))
+            .env("LC_ALL", "C.UTF-8")
+            .env_remove("DEBIAN_FRONTEND");
         c
     }
 
@@ -118,13 +144,26 @@ impl AptRoot {
         if !refresh && self.lists_age().is_some_and(|a| a < LISTS_FRESH_FOR) {
             return Ok(false);
         }
-        let out = self.run("apt-get", &["update", "-q", "-o", "APT::Update::Error-Mode=any"])?;
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        let problems: Vec<&str> = text.lines().filter(|l| l.starts_with("E:") || l.starts_with("W:") || l.starts_with("Err:")).collect();
+        let out = self.run(
+            "apt-get",
+            &["update", "-q", "-o", "APT::Update::Error-Mode=any"],
+        )?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let problems: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("E:") || l.starts_with("W:") || l.starts_with("Err:"))
+            .collect();
         if !out.status.success() || problems.iter().any(|l| !l.starts_with("W:")) {
             // Lists from a failed update must not be trusted next time.
             let _ = fs::remove_dir_all(self.dir.join("var/lib/apt/lists"));
-            bail!("apt could not read the image's package repositories:\n  {}", problems.join("\n  "));
+            bail!(
+                "apt could not read the image's package repositories:\n  {}",
+                problems.join("\n  ")
+            );
         }
         Ok(true)
     }
@@ -132,7 +171,13 @@ impl AptRoot {
     /// The closure apt installs for `packages` without recommends, given
     /// what the image already has.
     pub fn resolve(&self, packages: &[String]) -> Result<Vec<Download>> {
-        let mut args = vec!["install", "--no-install-recommends", "--print-uris", "-y", "-q"];
+        let mut args = vec![
+            "install",
+            "--no-install-recommends",
+            "--print-uris",
+            "-y",
+            "-q",
+        ];
         args.extend(packages.iter().map(String::as_str));
         let out = self.run("apt-get", &args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -144,7 +189,11 @@ impl AptRoot {
                 .chain(stderr.lines())
                 .filter(|l| !l.trim().is_empty())
                 .collect();
-            bail!("apt cannot install {} on this image:\n  {}", packages.join(", "), why.join("\n  "));
+            bail!(
+                "apt cannot install {} on this image:\n  {}",
+                packages.join(", "),
+                why.join("\n  ")
+            );
         }
         parse_print_uris(&stdout)
     }
@@ -156,15 +205,25 @@ impl AptRoot {
         args.extend(names.iter().map(String::as_str));
         let out = self.run("apt-cache", &args)?;
         if !out.status.success() {
-            bail!("apt-cache show failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+            bail!(
+                "apt-cache show failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
         }
         let text = String::from_utf8_lossy(&out.stdout);
         let mut found = Vec::new();
         for d in wanted {
             let stanza = text
                 .split("\n\n")
-                .find(|s| s.lines().any(|l| l.strip_prefix("SHA256: ").is_some_and(|h| h.trim() == d.sha256)))
-                .with_context(|| format!("no index entry for {} with sha256 {}", d.filename, d.sha256))?;
+                .find(|s| {
+                    s.lines().any(|l| {
+                        l.strip_prefix("SHA256: ")
+                            .is_some_and(|h| h.trim() == d.sha256)
+                    })
+                })
+                .with_context(|| {
+                    format!("no index entry for {} with sha256 {}", d.filename, d.sha256)
+                })?;
             found.push(stanza.trim().to_string());
         }
         Ok(found)
@@ -183,12 +242,16 @@ pub fn parse_print_uris(text: &str) -> Result<Vec<Download>> {
             bail!("unexpected line from apt-get --print-uris: {line}");
         };
         let Some(sha256) = hash.strip_prefix("SHA256:") else {
-            bail!("apt gave no SHA256 for {filename} ({hash}); the repository's index lacks SHA256 sums");
+            bail!(
+                "apt gave no SHA256 for {filename} ({hash}); the repository's index lacks SHA256 sums"
+            );
         };
         out.push(Download {
             uri: uri.to_string(),
             filename: filename.to_string(),
-            size: size.parse().with_context(|| format!("bad size in: {line}"))?,
+            size: size
+                .parse()
+                .with_context(|| format!("bad size in: {line}"))?,
             sha256: sha256.to_ascii_lowercase(),
         });
     }
@@ -207,7 +270,9 @@ mod tests {
         assert_eq!(d[0].filename, "zlib1g_1%3a1.2.13.dfsg-1_arm64.deb");
         assert_eq!(d[0].size, 82744);
         assert!(d[0].sha256.starts_with("52b8b8a1"));
-        let e = parse_print_uris("'http://x/a.deb' a.deb 1 MD5Sum:00\n").unwrap_err().to_string();
+        let e = parse_print_uris("'http://x/a.deb' a.deb 1 MD5Sum:00\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no SHA256"), "{e}");
     }
 }

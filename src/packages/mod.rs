@@ -48,10 +48,28 @@ impl Resolved {
         self.debs.iter().map(|d| d.installed_size_kib * 1024).sum()
     }
 
-    /// `+ 23 packages (41.2 MiB): mdadm 4.2-5, samba 2:4.17.12+dfsg-0+deb12u4, ...`
+    /// `+ 23 packages (41.2 MiB): mdadm 4.2-5, samba 2:4.17.12+dfsg-0+deb12u4
+    /// and 21 dependencies` — what was asked for by name, the rest counted
+    /// (the manifest lists every one).
     pub fn summary(&self) -> String {
-        let names: Vec<String> = self.debs.iter().map(|d| format!("{} {}", d.package, d.version)).collect();
-        format!("+ {} packages ({}): {}", self.debs.len(), crate::size::human(self.download_bytes()), names.join(", "))
+        let named: Vec<String> = self
+            .debs
+            .iter()
+            .filter(|d| self.requested.contains(&d.package))
+            .map(|d| format!("{} {}", d.package, d.version))
+            .collect();
+        let others = self.debs.len() - named.len();
+        let rest = if others > 0 {
+            format!(" and {others} dependencies")
+        } else {
+            String::new()
+        };
+        format!(
+            "+ {} packages ({}): {}{rest}",
+            self.debs.len(),
+            crate::size::human(self.download_bytes()),
+            named.join(", ")
+        )
     }
 }
 
@@ -67,7 +85,10 @@ pub struct PackagesSection {
 }
 
 fn field<'a>(stanza: &'a str, name: &str) -> Option<&'a str> {
-    stanza.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
+    stanza
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
 }
 
 /// The image's dpkg architecture: the one dpkg itself is built for.
@@ -77,27 +98,42 @@ fn architecture(status: &str) -> Result<String> {
         .find(|s| field(s, "Package") == Some("dpkg"))
         .and_then(|s| field(s, "Architecture"))
         .map(String::from)
-        .context("the image's /var/lib/dpkg/status has no dpkg entry, so its architecture is unknown")
+        .context(
+            "the image's /var/lib/dpkg/status has no dpkg entry, so its architecture is unknown",
+        )
 }
 
 /// The image's apt sources, with `mirror` applied.
 fn image_sources(root: &Ext4, mirror: Option<&str>) -> Result<Vec<sources::Source>> {
     let mut files = vec!["/etc/apt/sources.list".to_string()];
     if let Some(entries) = root.list("/etc/apt/sources.list.d")? {
-        let mut names: Vec<String> =
-            entries.into_iter().map(|e| e.name).filter(|n| n.ends_with(".list") || n.ends_with(".sources")).collect();
+        let mut names: Vec<String> = entries
+            .into_iter()
+            .map(|e| e.name)
+            .filter(|n| n.ends_with(".list") || n.ends_with(".sources"))
+            .collect();
         names.sort();
-        files.extend(names.into_iter().map(|n| format!("/etc/apt/sources.list.d/{n}")));
+        files.extend(
+            names
+                .into_iter()
+                .map(|n| format!("/etc/apt/sources.list.d/{n}")),
+        );
     }
     let mut all = Vec::new();
     for (path, data) in files.iter().zip(root.read_many(&files)?) {
         let Some(data) = data else { continue };
         let text = String::from_utf8_lossy(&data);
-        let found = if path.ends_with(".sources") { sources::parse_sources(&text, path)? } else { sources::parse_list(&text, path)? };
+        let found = if path.ends_with(".sources") {
+            sources::parse_sources(&text, path)?
+        } else {
+            sources::parse_list(&text, path)?
+        };
         all.extend(found);
     }
     if all.is_empty() {
-        bail!("the image has no apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d/); set `[packages] mirror`");
+        bail!(
+            "the image has no apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d/); set `[packages] mirror`"
+        );
     }
     if let Some(m) = mirror {
         let mut replaced = false;
@@ -106,7 +142,9 @@ fn image_sources(root: &Ext4, mirror: Option<&str>) -> Result<Vec<sources::Sourc
             replaced = true;
         }
         if !replaced {
-            bail!("`[packages] mirror` replaces the image's Debian archive entries (URIs ending in /debian), but it has none");
+            bail!(
+                "`[packages] mirror` replaces the image's Debian archive entries (URIs ending in /debian), but it has none"
+            );
         }
     }
     Ok(all)
@@ -119,7 +157,10 @@ fn image_keyrings(root: &Ext4, sources: &[sources::Source]) -> Result<Vec<ImageF
     for s in sources {
         for k in &s.signed_by {
             match k.strip_prefix("inline:") {
-                Some(block) => out.push(ImageFile { path: k.clone(), data: block.as_bytes().to_vec() }),
+                Some(block) => out.push(ImageFile {
+                    path: k.clone(),
+                    data: block.as_bytes().to_vec(),
+                }),
                 None => wanted.push((k.clone(), s.origin.clone())),
             }
         }
@@ -134,7 +175,10 @@ fn image_keyrings(root: &Ext4, sources: &[sources::Source]) -> Result<Vec<ImageF
     let paths: Vec<String> = wanted.iter().map(|(p, _)| p.clone()).collect();
     for ((path, origin), data) in wanted.iter().zip(root.read_many(&paths)?) {
         match data {
-            Some(data) => out.push(ImageFile { path: path.clone(), data }),
+            Some(data) => out.push(ImageFile {
+                path: path.clone(),
+                data,
+            }),
             None if origin.is_empty() => {}
             None => bail!("{origin}: the keyring {path} it is signed by is missing from the image"),
         }
@@ -144,8 +188,16 @@ fn image_keyrings(root: &Ext4, sources: &[sources::Source]) -> Result<Vec<ImageF
 
 /// Resolves `install` against the image and downloads every package into
 /// the sha256-keyed cache (a rebuild downloads nothing).
-pub fn resolve(root: &Ext4, install: &[String], mirror: Option<&str>, cache: &Path, refresh: bool) -> Result<Resolved> {
-    let status = root.read("/var/lib/dpkg/status")?.context("the image has no /var/lib/dpkg/status: is it a Debian-based image?")?;
+pub fn resolve(
+    root: &Ext4,
+    install: &[String],
+    mirror: Option<&str>,
+    cache: &Path,
+    refresh: bool,
+) -> Result<Resolved> {
+    let status = root
+        .read("/var/lib/dpkg/status")?
+        .context("the image has no /var/lib/dpkg/status: is it a Debian-based image?")?;
     let status_text = String::from_utf8_lossy(&status).into_owned();
     let arch = architecture(&status_text)?;
     let srcs = image_sources(root, mirror)?;
@@ -153,27 +205,43 @@ pub fn resolve(root: &Ext4, install: &[String], mirror: Option<&str>, cache: &Pa
     let apt = AptRoot::prepare(cache, &arch, &srcs, &keyrings, &status)?;
     apt.update(refresh)?;
     let downloads: Vec<Download> = apt.resolve(install)?;
-    let names: Vec<String> = downloads.iter().map(|d| d.filename.split('_').next().unwrap_or("").to_string()).collect();
-    let stanzas = if downloads.is_empty() { vec![] } else { apt.stanzas(&names, &downloads)? };
+    let names: Vec<String> = downloads
+        .iter()
+        .map(|d| d.filename.split('_').next().unwrap_or("").to_string())
+        .collect();
+    let stanzas = if downloads.is_empty() {
+        vec![]
+    } else {
+        apt.stanzas(&names, &downloads)?
+    };
     let bar = crate::io::progress::bytes(downloads.iter().map(|d| d.size).sum(), "packages");
     let mut debs = Vec::new();
     for (d, stanza) in downloads.iter().zip(stanzas) {
-        let local = crate::fetch::fetch(&d.uri, &d.sha256, cache).with_context(|| format!("downloading {}", d.filename))?;
+        let local = crate::fetch::fetch(&d.uri, &d.sha256, cache)
+            .with_context(|| format!("downloading {}", d.filename))?;
         bar.inc(d.size);
         debs.push(Deb {
             package: field(&stanza, "Package").unwrap_or_default().to_string(),
             version: field(&stanza, "Version").unwrap_or_default().to_string(),
-            architecture: field(&stanza, "Architecture").unwrap_or_default().to_string(),
+            architecture: field(&stanza, "Architecture")
+                .unwrap_or_default()
+                .to_string(),
             filename: d.filename.clone(),
             size: d.size,
             sha256: d.sha256.clone(),
-            installed_size_kib: field(&stanza, "Installed-Size").and_then(|v| v.parse().ok()).unwrap_or(0),
+            installed_size_kib: field(&stanza, "Installed-Size")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
             stanza,
             local,
         });
     }
     bar.finish_and_clear();
-    Ok(Resolved { architecture: arch, requested: install.to_vec(), debs })
+    Ok(Resolved {
+        architecture: arch,
+        requested: install.to_vec(),
+        debs,
+    })
 }
 
 /// The flat repository's index: each stanza as the signed archive listed
@@ -201,16 +269,39 @@ pub fn stage(resolved: &Resolved) -> Result<Vec<Op>> {
     for d in &resolved.debs {
         // The cache is trusted only after one more look: the file about to go
         // into the image is the one apt's signed index describes.
-        let file = std::fs::File::open(&d.local).with_context(|| format!("opening {}", d.local.display()))?;
+        let file = std::fs::File::open(&d.local)
+            .with_context(|| format!("opening {}", d.local.display()))?;
         let digest = crate::io::hash::hash_file(&file, |_| {})?;
         if digest != d.sha256 {
-            bail!("cached {} is corrupt (sha256 {digest}, expected {}); delete it and build again", d.local.display(), d.sha256);
+            bail!(
+                "cached {} is corrupt (sha256 {digest}, expected {}); delete it and build again",
+                d.local.display(),
+                d.sha256
+            );
         }
-        ops.push(Op::Copy { path: format!("{STAGE_DIR}/{}", d.filename), from: d.local.clone(), mode: 0o644, uid: 0, gid: 0 });
+        ops.push(Op::Copy {
+            path: format!("{STAGE_DIR}/{}", d.filename),
+            from: d.local.clone(),
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+        });
     }
     let index = packages_index(resolved);
-    ops.push(Op::Write { path: format!("{STAGE_DIR}/Packages"), data: index.into_bytes(), mode: 0o644, uid: 0, gid: 0 });
+    ops.push(Op::Write {
+        path: format!("{STAGE_DIR}/Packages"),
+        data: index.into_bytes(),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+    });
     let manifest = serde_json::to_string_pretty(resolved)?;
-    ops.push(Op::Write { path: format!("{STAGE_DIR}/manifest.json"), data: manifest.into_bytes(), mode: 0o644, uid: 0, gid: 0 });
+    ops.push(Op::Write {
+        path: format!("{STAGE_DIR}/manifest.json"),
+        data: manifest.into_bytes(),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+    });
     Ok(ops)
 }

@@ -24,12 +24,17 @@ pub fn parse_list(text: &str, origin: &str) -> Result<Vec<Source>> {
             continue;
         }
         let mut rest = line;
-        let Some(kind) = rest.split_whitespace().next() else { continue };
+        let Some(kind) = rest.split_whitespace().next() else {
+            continue;
+        };
         if kind == "deb-src" {
             continue;
         }
         if kind != "deb" {
-            bail!("{origin}:{}: `{line}` is not an apt source line (expected `deb URI SUITE COMPONENT...`)", n + 1);
+            bail!(
+                "{origin}:{}: `{line}` is not an apt source line (expected `deb URI SUITE COMPONENT...`)",
+                n + 1
+            );
         }
         rest = rest[kind.len()..].trim_start();
         let mut signed_by = Vec::new();
@@ -68,8 +73,17 @@ pub fn parse_sources(text: &str, origin: &str) -> Result<Vec<Source>> {
         if fields.is_empty() {
             return Ok(());
         }
-        let get = |k: &str| fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(k)).map(|(_, v)| v.as_str());
-        let words = |k: &str| get(k).map(|v| v.split_whitespace().map(String::from).collect::<Vec<_>>()).unwrap_or_default();
+        let get = |k: &str| {
+            fields
+                .iter()
+                .find(|(f, _)| f.eq_ignore_ascii_case(k))
+                .map(|(_, v)| v.as_str())
+        };
+        let words = |k: &str| {
+            get(k)
+                .map(|v| v.split_whitespace().map(String::from).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
         let enabled = get("Enabled").is_none_or(|v| !v.trim().eq_ignore_ascii_case("no"));
         if enabled && words("Types").iter().any(|t| t == "deb") {
             let signed_by = match get("Signed-By") {
@@ -83,7 +97,13 @@ pub fn parse_sources(text: &str, origin: &str) -> Result<Vec<Source>> {
             if uris.is_empty() || suites.is_empty() {
                 bail!("{origin}:{line}: a deb822 stanza needs URIs and Suites");
             }
-            out.push(Source { uris, suites, components: words("Components"), signed_by, origin: format!("{origin}:{line}") });
+            out.push(Source {
+                uris,
+                suites,
+                components: words("Components"),
+                signed_by,
+                origin: format!("{origin}:{line}"),
+            });
         }
         fields.clear();
         Ok(())
@@ -118,7 +138,11 @@ impl Source {
     /// The stanza apt on the build host reads, with keyrings mapped to
     /// copies of the image's own files.
     pub fn render(&self, keyrings: &[String]) -> String {
-        let mut s = format!("Types: deb\nURIs: {}\nSuites: {}\n", self.uris.join(" "), self.suites.join(" "));
+        let mut s = format!(
+            "Types: deb\nURIs: {}\nSuites: {}\n",
+            self.uris.join(" "),
+            self.suites.join(" ")
+        );
         if !self.components.is_empty() {
             s.push_str(&format!("Components: {}\n", self.components.join(" ")));
         }
@@ -131,7 +155,9 @@ impl Source {
     /// The Debian archive entries (URIs ending in `/debian`), which
     /// `[packages] mirror` points elsewhere.
     pub fn is_debian_archive(&self) -> bool {
-        self.uris.iter().any(|u| u.trim_end_matches('/').ends_with("/debian"))
+        self.uris
+            .iter()
+            .any(|u| u.trim_end_matches('/').ends_with("/debian"))
     }
 }
 
@@ -145,7 +171,10 @@ mod tests {
         let s = parse_list(text, "sources.list").unwrap();
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].uris, vec!["http://m.example/debian"]);
-        assert_eq!(s[0].components, vec!["main", "contrib", "non-free-firmware"]);
+        assert_eq!(
+            s[0].components,
+            vec!["main", "contrib", "non-free-firmware"]
+        );
         assert_eq!(s[0].signed_by, vec!["/usr/share/keyrings/a.gpg"]);
         assert_eq!(s[1].origin, "sources.list:5");
         assert!(s[1].is_debian_archive());
@@ -157,14 +186,21 @@ mod tests {
         let s = parse_sources(text, "debian.sources").unwrap();
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].suites, vec!["bookworm", "bookworm-updates"]);
-        assert_eq!(s[0].render(&["/k.gpg".into()]), "Types: deb\nURIs: http://m.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /k.gpg\n");
+        assert_eq!(
+            s[0].render(&["/k.gpg".into()]),
+            "Types: deb\nURIs: http://m.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /k.gpg\n"
+        );
     }
 
     #[test]
     fn malformed_lines_name_file_and_line() {
-        let e = parse_list("deb http://only-uri\n", "x.list").unwrap_err().to_string();
+        let e = parse_list("deb http://only-uri\n", "x.list")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("x.list:1: "), "{e}");
-        let e = parse_sources("Types deb\n", "y.sources").unwrap_err().to_string();
+        let e = parse_sources("Types deb\n", "y.sources")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("y.sources:1: "), "{e}");
     }
 }

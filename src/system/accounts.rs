@@ -22,7 +22,9 @@ pub struct Added {
 }
 
 fn entries(text: &str) -> impl Iterator<Item = Vec<&str>> {
-    text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).map(|l| l.split(':').collect())
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split(':').collect())
 }
 
 fn with_newline(mut s: String) -> String {
@@ -34,7 +36,9 @@ fn with_newline(mut s: String) -> String {
 
 impl Accounts {
     pub fn uid_of(&self, name: &str) -> Option<u32> {
-        entries(&self.passwd).find(|f| f[0] == name).and_then(|f| f.get(2)?.parse().ok())
+        entries(&self.passwd)
+            .find(|f| f[0] == name)
+            .and_then(|f| f.get(2)?.parse().ok())
     }
 
     pub fn has_group(&self, name: &str) -> bool {
@@ -43,35 +47,63 @@ impl Accounts {
 
     /// Adds a user (or, when it exists, updates its password and groups).
     /// `days` is the day number since 1970 for shadow's last-change field.
-    pub fn add_user(&mut self, name: &str, hash: Option<&str>, groups: &[String], days: u64) -> Result<Added> {
+    pub fn add_user(
+        &mut self,
+        name: &str,
+        hash: Option<&str>,
+        groups: &[String],
+        days: u64,
+    ) -> Result<Added> {
         if let Some(uid) = self.uid_of(name) {
-            let f: Vec<&str> = entries(&self.passwd).find(|f| f[0] == name).expect("found above");
+            let f: Vec<&str> = entries(&self.passwd)
+                .find(|f| f[0] == name)
+                .expect("found above");
             let gid = f.get(3).and_then(|g| g.parse().ok()).unwrap_or(uid);
             let home = f.get(5).unwrap_or(&"").to_string();
             if let Some(h) = hash {
                 self.set_password(name, h, days)?;
             }
             self.join_groups(name, groups);
-            return Ok(Added { name: name.into(), uid, gid, home });
+            return Ok(Added {
+                name: name.into(),
+                uid,
+                gid,
+                home,
+            });
         }
-        let used_uids: Vec<u32> = entries(&self.passwd).filter_map(|f| f.get(2)?.parse().ok()).collect();
-        let used_gids: Vec<u32> = entries(&self.group).filter_map(|f| f.get(2)?.parse().ok()).collect();
+        let used_uids: Vec<u32> = entries(&self.passwd)
+            .filter_map(|f| f.get(2)?.parse().ok())
+            .collect();
+        let used_gids: Vec<u32> = entries(&self.group)
+            .filter_map(|f| f.get(2)?.parse().ok())
+            .collect();
         // The same number for uid and the private group, as useradd does when it can.
         let id = (1000..60000).find(|i| !used_uids.contains(i) && !used_gids.contains(i));
-        let Some(id) = id else { bail!("no free user id between 1000 and 60000 in the image") };
+        let Some(id) = id else {
+            bail!("no free user id between 1000 and 60000 in the image")
+        };
         if self.has_group(name) {
-            bail!("the image already has a group named `{name}` but no such user; pick another user name");
+            bail!(
+                "the image already has a group named `{name}` but no such user; pick another user name"
+            );
         }
         let home = format!("/home/{name}");
-        self.passwd = with_newline(std::mem::take(&mut self.passwd)) + &format!("{name}:x:{id}:{id}::{home}:/bin/bash\n");
+        self.passwd = with_newline(std::mem::take(&mut self.passwd))
+            + &format!("{name}:x:{id}:{id}::{home}:/bin/bash\n");
         let pw = hash.unwrap_or("!");
-        self.shadow = with_newline(std::mem::take(&mut self.shadow)) + &format!("{name}:{pw}:{days}:0:99999:7:::\n");
+        self.shadow = with_newline(std::mem::take(&mut self.shadow))
+            + &format!("{name}:{pw}:{days}:0:99999:7:::\n");
         self.group = with_newline(std::mem::take(&mut self.group)) + &format!("{name}:x:{id}:\n");
         if let Some(gs) = self.gshadow.take() {
             self.gshadow = Some(with_newline(gs) + &format!("{name}:!::\n"));
         }
         self.join_groups(name, groups);
-        Ok(Added { name: name.into(), uid: id, gid: id, home })
+        Ok(Added {
+            name: name.into(),
+            uid: id,
+            gid: id,
+            home,
+        })
     }
 
     fn set_password(&mut self, name: &str, hash: &str, days: u64) -> Result<()> {
@@ -92,7 +124,9 @@ impl Accounts {
             })
             .collect();
         if !found {
-            bail!("user `{name}` is in /etc/passwd but not in /etc/shadow; the image's account files disagree");
+            bail!(
+                "user `{name}` is in /etc/passwd but not in /etc/shadow; the image's account files disagree"
+            );
         }
         self.shadow = lines.join("\n") + "\n";
         Ok(())
@@ -106,7 +140,10 @@ impl Accounts {
             for l in text.lines() {
                 let mut f: Vec<String> = l.split(':').map(String::from).collect();
                 if f.len() > member_field && groups.iter().any(|g| *g == f[0]) {
-                    let mut members: Vec<&str> = f[member_field].split(',').filter(|m| !m.is_empty()).collect();
+                    let mut members: Vec<&str> = f[member_field]
+                        .split(',')
+                        .filter(|m| !m.is_empty())
+                        .collect();
                     if !members.contains(&name) {
                         members.push(name);
                     }
@@ -139,11 +176,34 @@ mod tests {
     #[test]
     fn new_user_takes_the_first_free_id_and_joins_groups() {
         let mut a = debian();
-        let added = a.add_user("admin", Some("$6$salt$hash"), &["sudo".into(), "users".into()], 20000).unwrap();
-        assert_eq!(added, Added { name: "admin".into(), uid: 1001, gid: 1001, home: "/home/admin".into() });
-        assert!(a.passwd.ends_with("admin:x:1001:1001::/home/admin:/bin/bash\n"));
-        assert!(a.shadow.ends_with("admin:$6$salt$hash:20000:0:99999:7:::\n"));
-        assert!(a.group.contains("sudo:x:27:pi,admin\n") && a.group.contains("users:x:100:admin\n"));
+        let added = a
+            .add_user(
+                "admin",
+                Some("$6$salt$hash"),
+                &["sudo".into(), "users".into()],
+                20000,
+            )
+            .unwrap();
+        assert_eq!(
+            added,
+            Added {
+                name: "admin".into(),
+                uid: 1001,
+                gid: 1001,
+                home: "/home/admin".into()
+            }
+        );
+        assert!(
+            a.passwd
+                .ends_with("admin:x:1001:1001::/home/admin:/bin/bash\n")
+        );
+        assert!(
+            a.shadow
+                .ends_with("admin:$6$salt$hash:20000:0:99999:7:::\n")
+        );
+        assert!(
+            a.group.contains("sudo:x:27:pi,admin\n") && a.group.contains("users:x:100:admin\n")
+        );
         assert!(a.group.ends_with("admin:x:1001:\n"));
         assert!(a.gshadow.unwrap().contains("sudo:*::pi,admin\n"));
     }
@@ -151,11 +211,17 @@ mod tests {
     #[test]
     fn existing_user_gets_its_password_changed_not_a_duplicate() {
         let mut a = debian();
-        let added = a.add_user("pi", Some("$6$x$y"), &["sudo".into()], 20001).unwrap();
+        let added = a
+            .add_user("pi", Some("$6$x$y"), &["sudo".into()], 20001)
+            .unwrap();
         assert_eq!(added.uid, 1000);
         assert_eq!(a.passwd.lines().filter(|l| l.starts_with("pi:")).count(), 1);
         assert!(a.shadow.contains("pi:$6$x$y:20001:0:99999:7:::"));
-        assert!(a.group.contains("sudo:x:27:pi\n"), "no second membership: {}", a.group);
+        assert!(
+            a.group.contains("sudo:x:27:pi\n"),
+            "no second membership: {}",
+            a.group
+        );
     }
 
     #[test]
@@ -174,8 +240,16 @@ mod tests {
 
     #[test]
     fn files_without_trailing_newline_stay_well_formed() {
-        let mut a = Accounts { passwd: "root:x:0:0::/root:/bin/sh".into(), shadow: "root:*:1:0:99999:7:::".into(), group: "root:x:0:".into(), gshadow: None };
+        let mut a = Accounts {
+            passwd: "root:x:0:0::/root:/bin/sh".into(),
+            shadow: "root:*:1:0:99999:7:::".into(),
+            group: "root:x:0:".into(),
+            gshadow: None,
+        };
         a.add_user("u", None, &[], 1).unwrap();
-        assert_eq!(a.passwd, "root:x:0:0::/root:/bin/sh\nu:x:1000:1000::/home/u:/bin/bash\n");
+        assert_eq!(
+            a.passwd,
+            "root:x:0:0::/root:/bin/sh\nu:x:1000:1000::/home/u:/bin/bash\n"
+        );
     }
 }

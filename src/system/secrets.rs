@@ -10,14 +10,22 @@ use std::io::Read;
 /// verifies; 16 random salt characters as crypt(3) makes them.
 pub fn crypt_password(password: &str) -> Result<String> {
     let mut salt = [0u8; 12];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut salt)).context("reading /dev/urandom for a salt")?;
-    let hash = ShaCrypt::SHA512.hash_password_with_salt(password.as_bytes(), &salt).map_err(|e| anyhow::anyhow!("hashing a password: {e}"))?;
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut salt))
+        .context("reading /dev/urandom for a salt")?;
+    let hash = ShaCrypt::SHA512
+        .hash_password_with_salt(password.as_bytes(), &salt)
+        .map_err(|e| anyhow::anyhow!("hashing a password: {e}"))?;
     Ok(hash.to_string())
 }
 
 /// Whether a string is a crypt(3) hash this tool accepts in `password_hash`.
 pub fn is_crypt_hash(s: &str) -> bool {
-    ["$y$", "$gy$", "$6$", "$5$", "$2b$", "$7$"].iter().any(|p| s.starts_with(p)) && s.len() > 20 && !s.contains(':')
+    ["$y$", "$gy$", "$6$", "$5$", "$2b$", "$7$"]
+        .iter()
+        .any(|p| s.starts_with(p))
+        && s.len() > 20
+        && !s.contains(':')
 }
 
 #[cfg(test)]

@@ -35,7 +35,11 @@ impl Server {
                 });
             }
         });
-        Server { port, requests, behaviour }
+        Server {
+            port,
+            requests,
+            behaviour,
+        }
     }
 
     pub fn url(&self, name: &str) -> String {
@@ -47,7 +51,12 @@ impl Server {
     }
 }
 
-fn serve(stream: TcpStream, root: &std::path::Path, reqs: &Mutex<Vec<String>>, beh: &Behaviour) -> std::io::Result<()> {
+fn serve(
+    stream: TcpStream,
+    root: &std::path::Path,
+    reqs: &Mutex<Vec<String>>,
+    beh: &Behaviour,
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
     loop {
@@ -55,7 +64,12 @@ fn serve(stream: TcpStream, root: &std::path::Path, reqs: &Mutex<Vec<String>>, b
         if reader.read_line(&mut line)? == 0 {
             return Ok(());
         }
-        let path = line.split_whitespace().nth(1).unwrap_or("/").trim_start_matches('/').to_string();
+        let path = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or("/")
+            .trim_start_matches('/')
+            .to_string();
         let mut range: Option<u64> = None;
         loop {
             let mut h = String::new();
@@ -67,7 +81,9 @@ fn serve(stream: TcpStream, root: &std::path::Path, reqs: &Mutex<Vec<String>>, b
                 range = v.trim().trim_end_matches('-').parse().ok();
             }
         }
-        reqs.lock().unwrap().push(format!("GET /{path} range={range:?}"));
+        reqs.lock()
+            .unwrap()
+            .push(format!("GET /{path} range={range:?}"));
         let Ok(body) = std::fs::read(root.join(&path)) else {
             out.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?;
             continue;
@@ -83,7 +99,10 @@ fn serve(stream: TcpStream, root: &std::path::Path, reqs: &Mutex<Vec<String>>, b
                 body.len()
             )
         } else {
-            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\n\r\n", part.len())
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\n\r\n",
+                part.len()
+            )
         };
         out.write_all(head.as_bytes())?;
         let cut = beh.cut_responses.load(Ordering::SeqCst) > 0;

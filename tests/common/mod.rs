@@ -14,8 +14,15 @@ use std::process::{Command, Output};
 pub const MIB: u64 = 1 << 20;
 
 pub fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -113,8 +120,18 @@ impl RpiFixture {
         let table = format!(
             "label: dos\nlabel-id: 0x1234abcd\nunit: sectors\n\nstart={boot_start}, size={boot_sectors}, type=c\nstart={root_start}, size={root_sectors}, type=83\n"
         );
-        let mut child = Command::new("sfdisk").arg("-q").arg(&img).stdin(std::process::Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(table.as_bytes()).unwrap();
+        let mut child = Command::new("sfdisk")
+            .arg("-q")
+            .arg(&img)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(table.as_bytes())
+            .unwrap();
         assert!(child.wait().unwrap().success());
 
         run(Command::new("mkfs.vfat")
@@ -133,8 +150,18 @@ impl RpiFixture {
         fs::write(files.join("kernel_2712.img"), fake_kernel(V2712)).unwrap();
         fs::write(files.join("bcm2712-rpi-5-b.dtb"), vec![0xd0u8; 4096]).unwrap();
         let mut mcopy = Command::new("mcopy");
-        mcopy.env("MTOOLS_SKIP_CHECK", "1").arg("-i").arg(format!("{}@@{}", img.display(), boot_start * 512));
-        for name in ["config.txt", "cmdline.txt", "kernel8.img", "kernel_2712.img", "bcm2712-rpi-5-b.dtb"] {
+        mcopy.env("MTOOLS_SKIP_CHECK", "1").arg("-i").arg(format!(
+            "{}@@{}",
+            img.display(),
+            boot_start * 512
+        ));
+        for name in [
+            "config.txt",
+            "cmdline.txt",
+            "kernel8.img",
+            "kernel_2712.img",
+            "bcm2712-rpi-5-b.dtb",
+        ] {
             mcopy.arg(files.join(name));
         }
         run(mcopy.arg("::"));
@@ -186,7 +213,9 @@ pub fn armbian_image(dir: &Path, overlays: &[&str]) -> PathBuf {
     let root_mib = 96;
     let total = (16 + root_mib + 1) * MIB;
     fs::File::create(&img).unwrap().set_len(total).unwrap();
-    run(Command::new("sgdisk").args(["-n", "1:32768:0", "-t", "1:8300", "-c", "1:rootfs"]).arg(&img));
+    run(Command::new("sgdisk")
+        .args(["-n", "1:32768:0", "-t", "1:8300", "-c", "1:rootfs"])
+        .arg(&img));
     let mut f = fs::OpenOptions::new().write(true).open(&img).unwrap();
     use std::io::{Seek, SeekFrom};
     f.seek(SeekFrom::Start(32 * 1024)).unwrap();
@@ -194,10 +223,24 @@ pub fn armbian_image(dir: &Path, overlays: &[&str]) -> PathBuf {
     drop(f);
 
     let tree = dir.join("armbiantree");
-    root_tree(&tree, &[(ARMBIAN_VERSION, modules_dep(true) + "kernel/drivers/ata/ahci_dwc.ko:\n")]);
+    root_tree(
+        &tree,
+        &[(
+            ARMBIAN_VERSION,
+            modules_dep(true) + "kernel/drivers/ata/ahci_dwc.ko:\n",
+        )],
+    );
     fs::write(tree.join("boot/armbianEnv.txt"), ARMBIAN_ENV).unwrap();
-    fs::write(tree.join(format!("boot/vmlinuz-{ARMBIAN_VERSION}")), b"kernel").unwrap();
-    std::os::unix::fs::symlink(format!("vmlinuz-{ARMBIAN_VERSION}"), tree.join("boot/Image")).unwrap();
+    fs::write(
+        tree.join(format!("boot/vmlinuz-{ARMBIAN_VERSION}")),
+        b"kernel",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        format!("vmlinuz-{ARMBIAN_VERSION}"),
+        tree.join("boot/Image"),
+    )
+    .unwrap();
     let ov = tree.join("boot/dtb/rockchip/overlay");
     fs::create_dir_all(&ov).unwrap();
     for o in overlays {
@@ -224,12 +267,19 @@ pub fn armbian_image(dir: &Path, overlays: &[&str]) -> PathBuf {
 
 /// `sfdisk --json` of an image: (start sector, size in sectors, type) per partition.
 pub fn sfdisk_parts(img: &Path) -> Vec<(u64, u64, String)> {
-    let json: serde_json::Value = serde_json::from_str(&stdout(Command::new("sfdisk").arg("--json").arg(img))).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(Command::new("sfdisk").arg("--json").arg(img))).unwrap();
     json["partitiontable"]["partitions"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["start"].as_u64().unwrap(), p["size"].as_u64().unwrap(), p["type"].as_str().unwrap().to_string()))
+        .map(|p| {
+            (
+                p["start"].as_u64().unwrap(),
+                p["size"].as_u64().unwrap(),
+                p["type"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
@@ -242,8 +292,16 @@ pub fn fsck_vfat(img: &Path, start: u64, size: u64, scratch: &Path) -> String {
         .args(["bs=512", "status=none", "conv=sparse"])
         .arg(format!("skip={}", start / 512))
         .arg(format!("count={}", size / 512)));
-    let out = Command::new("fsck.vfat").arg("-n").arg(&part).output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("fsck.vfat")
+        .arg("-n")
+        .arg(&part)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "fsck.vfat -n found problems:\n{text}");
     fs::remove_file(part).unwrap();
     text
@@ -251,28 +309,57 @@ pub fn fsck_vfat(img: &Path, start: u64, size: u64, scratch: &Path) -> String {
 
 /// Block count × block size of the ext4 at `offset`, from dumpe2fs.
 pub fn ext4_size(img: &Path, offset: u64) -> u64 {
-    let text = stdout(Command::new("dumpe2fs").arg("-h").arg(format!("{}?offset={offset}", img.display())));
+    let text = stdout(
+        Command::new("dumpe2fs")
+            .arg("-h")
+            .arg(format!("{}?offset={offset}", img.display())),
+    );
     let field = |name: &str| -> u64 {
-        text.lines().find(|l| l.starts_with(name)).and_then(|l| l.split(':').nth(1)).unwrap().trim().parse().unwrap()
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split(':').nth(1))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
     };
     field("Block count:") * field("Block size:")
 }
 
 pub fn e2fsck(img: &Path, offset: u64) -> String {
-    let out = Command::new("e2fsck").arg("-fn").arg(format!("{}?offset={offset}", img.display())).output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("e2fsck")
+        .arg("-fn")
+        .arg(format!("{}?offset={offset}", img.display()))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "e2fsck -fn found problems:\n{text}");
     text
 }
 
 /// A file from the FAT partition, read with mtools rather than nasforge's code.
 pub fn mtype(img: &Path, offset: u64, name: &str) -> String {
-    stdout(Command::new("mtype").env("MTOOLS_SKIP_CHECK", "1").arg("-i").arg(format!("{}@@{offset}", img.display())).arg(format!("::{name}")))
+    stdout(
+        Command::new("mtype")
+            .env("MTOOLS_SKIP_CHECK", "1")
+            .arg("-i")
+            .arg(format!("{}@@{offset}", img.display()))
+            .arg(format!("::{name}")),
+    )
 }
 
 /// A file from the ext4 root, read with debugfs directly.
 pub fn debugfs_cat(img: &Path, offset: u64, path: &str) -> String {
-    stdout(Command::new("debugfs").arg("-R").arg(format!("cat {path}")).arg(format!("{}?offset={offset}", img.display())))
+    stdout(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("cat {path}"))
+            .arg(format!("{}?offset={offset}", img.display())),
+    )
 }
 
 pub fn sha256_bytes(data: &[u8]) -> String {
@@ -280,7 +367,11 @@ pub fn sha256_bytes(data: &[u8]) -> String {
 }
 
 pub fn sha256_file(path: &Path) -> String {
-    stdout(Command::new("sha256sum").arg(path)).split_whitespace().next().unwrap().to_string()
+    stdout(Command::new("sha256sum").arg(path))
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 pub struct Cli {
@@ -291,7 +382,12 @@ pub struct Cli {
 
 /// Runs the real `nasforge` binary, as a user would.
 pub fn nasforge(args: &[&str], cwd: &Path, cache: &Path) -> Cli {
-    let out = Command::new(env!("CARGO_BIN_EXE_nasforge")).args(args).current_dir(cwd).env("NASFORGE_CACHE", cache).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nasforge"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NASFORGE_CACHE", cache)
+        .output()
+        .unwrap();
     Cli {
         status: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -25,7 +25,14 @@ pub const SUITE: &str = "test";
 
 fn gpg(home: &Path) -> Command {
     let mut c = Command::new("gpg");
-    c.env("GNUPGHOME", home).args(["--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", ""]);
+    c.env("GNUPGHOME", home).args([
+        "--batch",
+        "--quiet",
+        "--pinentry-mode",
+        "loopback",
+        "--passphrase",
+        "",
+    ]);
     c
 }
 
@@ -35,7 +42,13 @@ pub fn key(dir: &Path, name: &str) -> PathBuf {
     fs::create_dir_all(&home).unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
-    run(gpg(&home).args(["--quick-gen-key", &format!("nasforge {name} <{name}@example.invalid>"), "ed25519", "sign", "never"]));
+    run(gpg(&home).args([
+        "--quick-gen-key",
+        &format!("nasforge {name} <{name}@example.invalid>"),
+        "ed25519",
+        "sign",
+        "never",
+    ]));
     home
 }
 
@@ -49,7 +62,11 @@ impl Repo {
             let tree = dir.join(format!("pkg-{}-{}", p.name, p.version));
             fs::create_dir_all(tree.join("DEBIAN")).unwrap();
             fs::create_dir_all(tree.join("usr/share/doc").join(p.name)).unwrap();
-            fs::write(tree.join("usr/share/doc").join(p.name).join("README"), format!("{} {}\n", p.name, p.version)).unwrap();
+            fs::write(
+                tree.join("usr/share/doc").join(p.name).join("README"),
+                format!("{} {}\n", p.name, p.version),
+            )
+            .unwrap();
             let mut control = format!(
                 "Package: {}\nVersion: {}\nArchitecture: arm64\nMaintainer: nasforge tests <tests@example.invalid>\nDescription: test package {}\n",
                 p.name, p.version, p.name
@@ -59,11 +76,18 @@ impl Repo {
                 control.push('\n');
             }
             fs::write(tree.join("DEBIAN/control"), control).unwrap();
-            run(Command::new("dpkg-deb").args(["--root-owner-group", "-Zgzip", "--build"]).arg(&tree).arg(pool.join(format!("{}_{}_arm64.deb", p.name, p.version))));
+            run(Command::new("dpkg-deb")
+                .args(["--root-owner-group", "-Zgzip", "--build"])
+                .arg(&tree)
+                .arg(pool.join(format!("{}_{}_arm64.deb", p.name, p.version))));
         }
         let gnupg = key(dir, "repo");
         let keyring = run(gpg(&gnupg).arg("--export")).stdout;
-        let repo = Repo { root, gnupg, keyring };
+        let repo = Repo {
+            root,
+            gnupg,
+            keyring,
+        };
         repo.index();
         repo
     }
@@ -76,7 +100,11 @@ impl Repo {
     pub fn index(&self) {
         let bin = self.binary_dir();
         fs::create_dir_all(&bin).unwrap();
-        let packages = stdout(Command::new("dpkg-scanpackages").args(["-m", "pool", "/dev/null"]).current_dir(&self.root));
+        let packages = stdout(
+            Command::new("dpkg-scanpackages")
+                .args(["-m", "pool", "/dev/null"])
+                .current_dir(&self.root),
+        );
         fs::write(bin.join("Packages"), &packages).unwrap();
         self.release();
     }
@@ -92,7 +120,11 @@ impl Repo {
         );
         fs::write(rel.join("Release"), &release).unwrap();
         let _ = fs::remove_file(rel.join("InRelease"));
-        run(gpg(gnupg).arg("--clearsign").arg("-o").arg(rel.join("InRelease")).arg(rel.join("Release")));
+        run(gpg(gnupg)
+            .arg("--clearsign")
+            .arg("-o")
+            .arg(rel.join("InRelease"))
+            .arg(rel.join("Release")));
     }
 
     pub fn release(&self) {
@@ -104,14 +136,17 @@ impl Repo {
     }
 
     pub fn deb(&self, name: &str, version: &str) -> PathBuf {
-        self.root.join(format!("pool/main/{name}_{version}_arm64.deb"))
+        self.root
+            .join(format!("pool/main/{name}_{version}_arm64.deb"))
     }
 }
 
 /// A dpkg status file: `dpkg` itself (which fixes the architecture) and
 /// the given installed packages.
 pub fn status(installed: &[(&str, &str, &[&str])]) -> String {
-    let mut s = String::from("Package: dpkg\nStatus: install ok installed\nPriority: required\nEssential: yes\nArchitecture: arm64\nVersion: 1.21.22\nMaintainer: Dpkg Developers <debian-dpkg@lists.debian.org>\nDescription: Debian package management system\n\n");
+    let mut s = String::from(
+        "Package: dpkg\nStatus: install ok installed\nPriority: required\nEssential: yes\nArchitecture: arm64\nVersion: 1.21.22\nMaintainer: Dpkg Developers <debian-dpkg@lists.debian.org>\nDescription: Debian package management system\n\n",
+    );
     for (name, version, fields) in installed {
         s.push_str(&format!("Package: {name}\nStatus: install ok installed\nArchitecture: arm64\nVersion: {version}\nMaintainer: t <t@example.invalid>\nDescription: installed {name}\n"));
         for f in *fields {

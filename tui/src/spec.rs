@@ -578,7 +578,10 @@ pub fn required_packages(storage: Option<&Storage>, shares: &[Share]) -> Vec<&'s
         ("samba", wizard || shares.iter().any(|s| s.smb.is_some())),
         // `vfs objects = fruit streams_xattr` on every share: without the
         // modules (only recommended by samba) every share refuses to open.
-        ("samba-vfs-modules", wizard || shares.iter().any(|s| s.smb.is_some())),
+        (
+            "samba-vfs-modules",
+            wizard || shares.iter().any(|s| s.smb.is_some()),
+        ),
         (
             "nfs-kernel-server",
             wizard || shares.iter().any(|s| s.nfs.is_some()),
@@ -806,7 +809,13 @@ mod tests {
         let raid = storage(Mode::Unattended, vec![array(Level::Raid5, Filesystem::Xfs)]);
         assert_eq!(
             required_packages(Some(&raid), &[share(true, false)]),
-            ["mdadm", "xfsprogs", "samba", "samba-vfs-modules", "smartmontools"]
+            [
+                "mdadm",
+                "xfsprogs",
+                "samba",
+                "samba-vfs-modules",
+                "smartmontools"
+            ]
         );
         let two = storage(
             Mode::Unattended,
