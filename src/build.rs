@@ -3,6 +3,7 @@
 //! beside the output under a temporary name; nothing appears under the
 //! output's name unless every step succeeded.
 
+use crate::board::Model;
 use crate::image::Image;
 use crate::kernel;
 use crate::manifest::{self, Change, Manifest};
@@ -136,13 +137,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         .transpose()?;
     if let Some(b) = &built_kernel {
         let report = b.check(board, &recipe.kernel.require)?;
-        let extras = kernel::board_extras(board);
-        let caps: Vec<String> = recipe
-            .kernel
-            .require
-            .iter()
-            .map(|c| report.describe(*c, &extras))
-            .collect();
+        let caps = describe_required(&report, board, &recipe.kernel.require);
         say(
             "kernel",
             format!(
@@ -168,13 +163,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         );
     } else {
         let report = kernel::require(board, &booted, &kernels, &recipe.kernel.require)?;
-        let extras = kernel::board_extras(board);
-        let caps: Vec<String> = recipe
-            .kernel
-            .require
-            .iter()
-            .map(|c| report.describe(*c, &extras))
-            .collect();
+        let caps = describe_required(&report, board, &recipe.kernel.require);
         say(
             "kernel",
             format!("{board} boots {}: {}", report.version, caps.join(", ")),
@@ -346,4 +335,17 @@ fn describe_layout(image: &Image) {
         "image",
         format!("{}, {}: {}", human(l.disk_size), l.kind, parts.join(", ")),
     );
+}
+
+/// `sata ✓ (ahci=m, libata=m)` for each capability the recipe requires.
+fn describe_required(
+    report: &kernel::KernelReport,
+    board: Model,
+    required: &[kernel::Capability],
+) -> Vec<String> {
+    let extras = kernel::board_extras(board);
+    required
+        .iter()
+        .map(|c| report.describe(*c, &extras))
+        .collect()
 }

@@ -188,26 +188,6 @@ fn stat(img: &Path, path: &str) -> String {
     )
 }
 
-/// Whether `needle` occurs anywhere in the file's bytes, read in chunks.
-fn contains_bytes(file: &Path, needle: &[u8]) -> bool {
-    use std::io::Read;
-    let mut f = std::fs::File::open(file).unwrap();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut carry: Vec<u8> = Vec::new();
-    loop {
-        let n = f.read(&mut buf).unwrap();
-        if n == 0 {
-            return false;
-        }
-        carry.extend_from_slice(&buf[..n]);
-        if carry.windows(needle.len()).any(|w| w == needle) {
-            return true;
-        }
-        let keep = carry.len().saturating_sub(needle.len());
-        carry.drain(..keep);
-    }
-}
-
 fn crypt_verifies(password: &str, hash: &str) -> bool {
     let out = Command::new("python3")
         .args([

@@ -6,6 +6,7 @@
 //! exists.
 
 use nasforge_setup::signature::{self, Signature};
+use nasforge_setup::sysfs::{parse_devnum, read_trimmed, read_u64};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::fs;
@@ -183,22 +184,6 @@ pub fn both_units(bytes: u64) -> String {
         bytes as f64 / 1e9,
         crate::size::human(bytes)
     )
-}
-
-fn read_trimmed(path: &Path) -> Option<String> {
-    fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
-fn read_u64(path: &Path) -> Option<u64> {
-    read_trimmed(path)?.parse().ok()
-}
-
-fn parse_devnum(text: &str) -> Option<(u32, u32)> {
-    let (a, b) = text.trim().split_once(':')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
 }
 
 /// The sysfs directory of a device number (canonical, under /sys/devices).

@@ -116,28 +116,22 @@ impl DiskFile {
             .truncate(false)
             .custom_flags(excl)
             .open(path)?;
-        let block_device = buffered.metadata()?.file_type().is_block_device();
-        let direct = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-            .ok();
-        let direct_ok = AtomicBool::new(direct.is_some());
-        Ok(DiskFile {
-            direct,
-            buffered,
-            direct_ok,
-            block_device,
-        })
+        DiskFile::with_direct(buffered, path, true)
     }
 
     /// Opens `path` read-only (for reading a target back).
     pub fn open_read(path: &Path) -> io::Result<DiskFile> {
         let buffered = File::open(path)?;
+        DiskFile::with_direct(buffered, path, false)
+    }
+
+    /// A second descriptor with O_DIRECT beside the buffered one; the
+    /// filesystems that refuse O_DIRECT (tmpfs) leave only the buffered one.
+    fn with_direct(buffered: File, path: &Path, write: bool) -> io::Result<DiskFile> {
         let block_device = buffered.metadata()?.file_type().is_block_device();
         let direct = OpenOptions::new()
             .read(true)
+            .write(write)
             .custom_flags(libc::O_DIRECT)
             .open(path)
             .ok();

@@ -227,16 +227,7 @@ impl Built {
     pub fn check(&self, board: Model, required: &[Capability]) -> Result<KernelReport> {
         let extras = super::board_extras(board);
         let report = self.files().report(&extras);
-        let missing: Vec<String> = required
-            .iter()
-            .filter(|c| !report.capabilities[c].ok)
-            .map(|c| {
-                format!(
-                    "{c} (missing {})",
-                    report.capabilities[c].missing.join(", ")
-                )
-            })
-            .collect();
+        let missing = report.missing(required);
         if !missing.is_empty() {
             bail!(
                 "the kernel built by `[kernel] build` ({}) lacks {}; add the fragments that provide them (bundled: {})",

@@ -228,6 +228,16 @@ impl KernelFiles {
 }
 
 impl KernelReport {
+    /// Each required capability this kernel lacks, with the modules behind
+    /// it: `md (missing raid456)`.
+    pub fn missing(&self, required: &[Capability]) -> Vec<String> {
+        required
+            .iter()
+            .filter(|c| !self.capabilities[c].ok)
+            .map(|c| format!("{c} (missing {})", self.capabilities[c].missing.join(", ")))
+            .collect()
+    }
+
     /// `sata ✓ (ahci=m, libata=m)`-style summary of one capability.
     pub fn describe(&self, cap: Capability, extra: &[(Capability, Vec<String>)]) -> String {
         let c = &self.capabilities[&cap];

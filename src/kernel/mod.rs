@@ -284,16 +284,7 @@ pub fn require(
     };
     let extras = board_extras(board);
     let report = files.report(&extras);
-    let missing: Vec<String> = required
-        .iter()
-        .filter(|c| !report.capabilities[c].ok)
-        .map(|c| {
-            format!(
-                "{c} (missing {})",
-                report.capabilities[c].missing.join(", ")
-            )
-        })
-        .collect();
+    let missing = report.missing(required);
     if !missing.is_empty() {
         bail!(
             "the kernel {board} boots, {version} ({}), lacks {}.\nThis image cannot run the NAS as it is: pick a base image whose kernel has these drivers (Raspberry Pi OS kernels since 2021 carry SATA and md as modules), or drop the capability from `[kernel] require` if the board does not need it.\n{}",

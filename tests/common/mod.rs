@@ -440,3 +440,23 @@ pub fn persistent_cache(target_tmp: &Path) -> PathBuf {
     fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Whether `needle` occurs anywhere in the file's bytes, read in chunks.
+pub fn contains_bytes(file: &Path, needle: &[u8]) -> bool {
+    use std::io::Read;
+    let mut f = std::fs::File::open(file).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let n = f.read(&mut buf).unwrap();
+        if n == 0 {
+            return false;
+        }
+        carry.extend_from_slice(&buf[..n]);
+        if carry.windows(needle.len()).any(|w| w == needle) {
+            return true;
+        }
+        let keep = carry.len().saturating_sub(needle.len());
+        carry.drain(..keep);
+    }
+}

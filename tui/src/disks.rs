@@ -11,6 +11,7 @@ use crate::controllers;
 use crate::signature::{self, Signature};
 use crate::size::Size;
 use crate::spec::Transport;
+use crate::sysfs::{parse_devnum, read_trimmed, read_u64};
 use crate::udev;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -432,22 +433,6 @@ fn lexical_join(dir: &Path, rel: &Path) -> PathBuf {
 /// Sorts sda, sdb, ..., sdz, sdaa and nvme0n1 before nvme0n10.
 fn natural_key(name: &str) -> (usize, String) {
     (name.len(), name.to_string())
-}
-
-fn read_trimmed(path: &Path) -> Option<String> {
-    fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
-fn read_u64(path: &Path) -> Option<u64> {
-    read_trimmed(path)?.parse().ok()
-}
-
-fn parse_devnum(text: &str) -> Option<(u32, u32)> {
-    let (maj, min) = text.trim().split_once(':')?;
-    Some((maj.parse().ok()?, min.parse().ok()?))
 }
 
 fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {

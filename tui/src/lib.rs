@@ -30,5 +30,6 @@ pub mod smbpasswd;
 pub mod spec;
 pub mod status;
 pub mod steps;
+pub mod sysfs;
 pub mod udev;
 pub mod wizard;
