@@ -115,9 +115,19 @@ pub fn finish_image(
 ) -> Result<Written> {
     let size = work.as_file().metadata()?.len();
     if !compress {
-        work.as_file().sync_all()?;
+        // The flush to disk and the digest both only read the finished
+        // file: the second core hashes while the first waits on the disk.
         let bar = progress::bytes(size, "sha256");
-        let digest = hash::hash_file(work.as_file(), |n| bar.inc(n))?;
+        let (synced, digest) = std::thread::scope(|s| {
+            let sync = s.spawn(|| work.as_file().sync_all());
+            let digest = hash::hash_file(work.as_file(), |n| bar.inc(n));
+            (
+                sync.join().expect("the fsync thread does not panic"),
+                digest,
+            )
+        });
+        synced.context("writing the image to disk")?;
+        let digest = digest?;
         bar.finish_and_clear();
         return Ok(Written {
             file_sha256: digest.clone(),
