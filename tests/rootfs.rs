@@ -227,6 +227,46 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     assert!(
         stat(&img, "/var/lib/nasforge/debs/samba_2%3a4.17.12_arm64.deb").contains("Type: regular")
     );
+    // apt reads the staged repository as the board will: one index, listed
+    // by the Release file with its sha256, and no probing for others.
+    let staged = e.dir.path().join("staged");
+    std::fs::create_dir(&staged).unwrap();
+    run(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump /var/lib/nasforge/debs {}", staged.display()))
+        .arg(format!("{}?offset={off}", img.display())));
+    let list = staged.join("offline.list");
+    std::fs::write(
+        &list,
+        format!("deb [trusted=yes] file:{}/debs ./\n", staged.display()),
+    )
+    .unwrap();
+    std::fs::create_dir_all(staged.join("lists/partial")).unwrap();
+    let update = Command::new("apt-get")
+        .arg(format!("-oDir::Etc::SourceList={}", list.display()))
+        .arg("-oDir::Etc::SourceParts=-")
+        .arg(format!("-oDir::State::Lists={}/lists", staged.display()))
+        .arg(format!("-oDir::Cache={}/cache", staged.display()))
+        .args([
+            "-oAPT::Get::List-Cleanup=false",
+            "-oAcquire::Languages=none",
+            "-oDebug::NoLocking=true",
+            "update",
+        ])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&update.stdout),
+        String::from_utf8_lossy(&update.stderr)
+    );
+    assert!(
+        update.status.success()
+            && !said.contains("Err:")
+            && !said.contains("W: ")
+            && said.contains(" Release ["),
+        "apt-get update of the staged repository:\n{said}"
+    );
     // The first-boot service, enabled, and what it will do.
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
     assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");

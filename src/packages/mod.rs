@@ -262,6 +262,18 @@ pub fn packages_index(resolved: &Resolved) -> String {
     out
 }
 
+/// A Release file for the staged repository. Without one, apt on the board
+/// probes for Packages.xz, .gz, .bz2 ... and logs an error for each that is
+/// missing; with it, apt fetches the one index it lists and checks its
+/// sha256. The date is fixed so that the same packages stage the same bytes.
+fn release_for(index: &str) -> String {
+    format!(
+        "Date: Thu, 01 Jan 1970 00:00:00 UTC\nSHA256:\n {} {} Packages\n",
+        crate::io::hash::sha256_hex(index.as_bytes()),
+        index.len()
+    )
+}
+
 /// The changes that put the packages, their index and a manifest into the
 /// image (the directory must exist).
 pub fn stage(resolved: &Resolved) -> Result<Vec<Op>> {
@@ -288,9 +300,17 @@ pub fn stage(resolved: &Resolved) -> Result<Vec<Op>> {
         });
     }
     let index = packages_index(resolved);
+    let release = release_for(&index);
     ops.push(Op::Write {
         path: format!("{STAGE_DIR}/Packages"),
         data: index.into_bytes(),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+    });
+    ops.push(Op::Write {
+        path: format!("{STAGE_DIR}/Release"),
+        data: release.into_bytes(),
         mode: 0o644,
         uid: 0,
         gid: 0,

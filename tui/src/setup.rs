@@ -170,7 +170,15 @@ pub fn prepare(
     let inventory = settled_inventory(host, runner, on_note)?;
     on_note(&format!("found {} disk(s):", inventory.disks.len()));
     for d in &inventory.disks {
-        on_note(&format!("  {}: {}", d.name, d.summary()));
+        // The root filesystem is the reason a reader expects for the boot disk.
+        let never = d
+            .in_use
+            .iter()
+            .find(|u| matches!(u, crate::disks::InUse::Boot))
+            .or(d.in_use.first())
+            .map(|why| format!(" (never used: {why})"))
+            .unwrap_or_default();
+        on_note(&format!("  {}: {}{never}", d.name, d.summary()));
     }
     let plan = planner::plan(storage, &recipe.shares, &inventory).map_err(SetupError::Refused)?;
     let context = Context::random(&hostname(host), &plan);

@@ -335,6 +335,11 @@ fn a_disk_that_appears_late_at_first_boot_is_waited_for_and_listed() {
         notes.contains(&"  sdd: WDC WD40EFRX-68N32N0 (WD-WCC7K0000004), 4 TB sata HDD".to_string()),
         "{notes:#?}"
     );
+    assert!(
+        notes.iter().any(|n| n.starts_with("  mmcblk0: ")
+            && n.ends_with("(never used: it holds the running system's root filesystem)")),
+        "the boot disk is listed with the reason it is left alone: {notes:#?}"
+    );
 }
 
 #[test]
