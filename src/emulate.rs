@@ -151,6 +151,32 @@ fn natural(v: &str) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// Whether the board will run an SSH server: enabled in the image already,
+/// or to be enabled at first boot once the staged openssh-server is
+/// installed (the builder does either only when the recipe asks: a key, or
+/// `[system] ssh = true`).
+fn ssh_enabled(image: &Image) -> bool {
+    let Some(root) = image.ext4() else {
+        return false;
+    };
+    let linked = ["ssh.service", "sshd.service"].iter().any(|unit| {
+        root.readlink(&format!(
+            "/etc/systemd/system/multi-user.target.wants/{unit}"
+        ))
+        .is_ok_and(|l| l.is_some())
+    });
+    let at_first_boot = root
+        .read("/var/lib/nasforge/firstboot.env")
+        .ok()
+        .flatten()
+        .is_some_and(|env| {
+            String::from_utf8_lossy(&env)
+                .lines()
+                .any(|l| l.trim() == "NASFORGE_SSH=yes")
+        });
+    linked || at_first_boot
+}
+
 /// The `root=` the board's own cmdline.txt uses, else the root partition's label.
 fn root_argument(image: &Image) -> Result<String> {
     if let Some(fat) = image.fat(false)?
@@ -298,7 +324,13 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
         let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
         println!("  sata{i}: {} ({})", d.display(), human(size));
     }
-    println!("  ssh:  ssh -p {} <user>@127.0.0.1", ports.ssh);
+    if ssh_enabled(&image) {
+        println!("  ssh:  ssh -p {} <user>@127.0.0.1", ports.ssh);
+    } else {
+        println!(
+            "  ssh:  not enabled in this image (give a user `ssh_authorized_keys`, or set `[system] ssh = true`); log in on the console"
+        );
+    }
     println!(
         "  smb:  smbclient //127.0.0.1/<share> -p {} -U <user>",
         ports.smb

@@ -273,6 +273,35 @@ fn smb_roundtrip(board: &Board, dir: &Path, payload: &Path, name: &str) -> Strin
     sha256_file(&back)
 }
 
+/// A file on the running board's boot partition as the board's disk holds
+/// it now: the overlay read as qemu has written it (`-U`: qemu holds the
+/// lock), so only what the guest has flushed is there.
+fn boot_file_now(dir: &Path, name: &str) -> String {
+    let snap = dir.join("snapshot.img");
+    run(Command::new("qemu-img")
+        .args(["convert", "-U", "-O", "raw"])
+        .arg(dir.join("emulate/root.qcow2"))
+        .arg(&snap));
+    let table = run(Command::new("sfdisk").arg("--json").arg(&snap));
+    let table: serde_json::Value = serde_json::from_slice(&table.stdout).unwrap();
+    let start = table["partitiontable"]["partitions"][0]["start"]
+        .as_u64()
+        .unwrap();
+    let out = Command::new("mtype")
+        .env("MTOOLS_SKIP_CHECK", "1")
+        .arg("-i")
+        .arg(format!("{}@@{}", snap.display(), start * 512))
+        .arg(format!("::{name}"))
+        .output()
+        .unwrap();
+    std::fs::remove_file(&snap).unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Samba starts a little after SSH answers, and the emulator's port
 /// forward accepts a connection before anything listens behind it: a
 /// refused or reset connection is retried for a while.
@@ -434,6 +463,13 @@ path = "out/nas.img"
         tail(&log2, 60)
     );
     t.lap("second boot: setup resumed and finished");
+    // What a user reads on their workstation is on the card as soon as setup
+    // says so, without waiting for a clean shutdown.
+    let card = boot_file_now(d, "nasforge-status.txt");
+    assert!(
+        card.contains("Setup: complete") && card.contains("/srv/data"),
+        "nasforge-status.txt on the boot partition:\n{card}"
+    );
     board.wait_for_ssh(&key, Duration::from_secs(300));
 
     // From the host, as a user would.

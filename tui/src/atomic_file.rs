@@ -31,6 +31,12 @@ pub fn write(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
     file.sync_all()?;
     drop(file);
     fs::rename(&tmp, path)?;
+    // On FAT (the boot partition) a rename puts the file at a new directory
+    // entry that holds its size and first cluster only once the file's inode
+    // is written; syncing the directory does not do that. Seen on an
+    // emulated board cut off minutes after setup: the status file read back
+    // as 0 bytes, its data in an orphaned cluster.
+    File::open(path)?.sync_all()?;
     File::open(dir)?.sync_all()
 }
 
