@@ -122,26 +122,43 @@ impl Board {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Waits for `marker` on the serial console.
-    fn wait_for(&mut self, marker: &str, limit: Duration) {
+    /// Polls `ready` until it holds; fails when the board stops first or
+    /// `limit` passes, with the end of the console.
+    fn wait_until(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        every: Duration,
+        mut ready: impl FnMut(&mut Board) -> bool,
+    ) {
         let start = Instant::now();
         loop {
-            if self.log().contains(marker) {
+            if ready(self) {
                 return;
             }
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!(
-                    "the board stopped ({status}) before `{marker}`:\n{}",
+                    "the board stopped ({status}) before {what}:\n{}",
                     tail(&self.log(), 80)
                 );
             }
             assert!(
                 start.elapsed() < limit,
-                "no `{marker}` on the console within {limit:?}:\n{}",
+                "not within {limit:?}: {what}:\n{}",
                 tail(&self.log(), 80)
             );
-            std::thread::sleep(Duration::from_secs(2));
+            std::thread::sleep(every);
         }
+    }
+
+    /// Waits for `marker` on the serial console.
+    fn wait_for(&mut self, marker: &str, limit: Duration) {
+        self.wait_until(
+            &format!("`{marker}` on the console"),
+            limit,
+            Duration::from_secs(2),
+            |b| b.log().contains(marker),
+        );
     }
 
     fn ssh_args(&self, key: &Path) -> Vec<String> {
@@ -180,35 +197,13 @@ impl Board {
             .write_all(format!("{PASSWORD}\n").as_bytes())
             .unwrap();
         let out = child.wait_with_output().unwrap();
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        (out.status.success(), printed(&out))
     }
 
     fn wait_for_ssh(&mut self, key: &Path, limit: Duration) {
-        let start = Instant::now();
-        loop {
-            if self.ssh(key, "true").0 {
-                return;
-            }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "the board stopped ({status}) before SSH answered:\n{}",
-                    tail(&self.log(), 80)
-                );
-            }
-            assert!(
-                start.elapsed() < limit,
-                "SSH did not answer within {limit:?}:\n{}",
-                tail(&self.log(), 80)
-            );
-            std::thread::sleep(Duration::from_secs(3));
-        }
+        self.wait_until("SSH answered", limit, Duration::from_secs(3), |b| {
+            b.ssh(key, "true").0
+        });
     }
 
     /// Shuts the board down cleanly and waits for qemu to exit.
@@ -295,11 +290,7 @@ fn boot_file_now(dir: &Path, name: &str) -> String {
         .output()
         .unwrap();
     std::fs::remove_file(&snap).unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    printed(&out)
 }
 
 /// Samba starts a little after SSH answers, and the emulator's port
@@ -322,11 +313,7 @@ fn smb_get(board: &Board, dir: &Path, name: &str) -> String {
             .arg(format!("get {name} {}", back.display()))
             .output()
             .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = printed(&out);
         if out.status.success() {
             return sha256_file(&back);
         }
@@ -499,11 +486,7 @@ path = "out/nas.img"
         ))
         .output()
         .unwrap();
-    let listing = format!(
-        "{}{}",
-        String::from_utf8_lossy(&nfs.stdout),
-        String::from_utf8_lossy(&nfs.stderr)
-    );
+    let listing = printed(&nfs);
     assert!(
         nfs.status.success() && listing.contains("payload.bin"),
         "NFS listing:\n{listing}"

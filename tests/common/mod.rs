@@ -460,3 +460,12 @@ pub fn contains_bytes(file: &Path, needle: &[u8]) -> bool {
         carry.drain(..keep);
     }
 }
+
+/// What a command printed, stdout then stderr, for assertion messages.
+pub fn printed(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
