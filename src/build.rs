@@ -109,13 +109,12 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     if let (Ok(a), Ok(b)) = (
         std::fs::canonicalize(&source_path),
         std::fs::canonicalize(&paths.image),
-    ) {
-        if a == b {
-            bail!(
-                "the output {} is the base image itself; write the output elsewhere (`[output] path` or -o)",
-                paths.image.display()
-            );
-        }
+    ) && a == b
+    {
+        bail!(
+            "the output {} is the base image itself; write the output elsewhere (`[output] path` or -o)",
+            paths.image.display()
+        );
     }
     let work = output::temp_beside(&paths, "work")?;
     let format = crate::io::unpack(&source_path, work.as_file(), recipe.base.sha256.as_deref())?;

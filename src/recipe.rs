@@ -533,17 +533,16 @@ impl Recipe {
                         );
                     }
                 }
-                if let Some(m) = &p.get_ref().mirror {
-                    if !(m.starts_with("http://")
+                if let Some(m) = &p.get_ref().mirror
+                    && !(m.starts_with("http://")
                         || m.starts_with("https://")
                         || m.starts_with("file:/"))
-                    {
-                        err(
-                            p.span(),
-                            format!("mirror `{m}` is not an http(s) or file: URL"),
-                            None,
-                        );
-                    }
+                {
+                    err(
+                        p.span(),
+                        format!("mirror `{m}` is not an http(s) or file: URL"),
+                        None,
+                    );
                 }
                 (list, p.get_ref().mirror.clone())
             }

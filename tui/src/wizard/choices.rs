@@ -86,7 +86,7 @@ pub fn recommend(disks: &[&Disk]) -> (Level, &'static str) {
             Level::Raid1,
             "two disks: a mirror, so either one can fail without losing data",
         ),
-        _ if ssds && n % 2 == 0 => (
+        _ if ssds && n.is_multiple_of(2) => (
             Level::Raid10,
             "an even number of SSDs: striped mirrors are fast and rebuild quickly, without raid5's extra writes",
         ),

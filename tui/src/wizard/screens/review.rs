@@ -27,7 +27,7 @@ pub struct Review {
 }
 
 /// The first chosen disk that holds data and is not confirmed yet.
-fn pending<'a>(w: &'a Wizard) -> Option<&'a Disk> {
+fn pending(w: &Wizard) -> Option<&Disk> {
     w.chosen()
         .into_iter()
         .find(|d| !d.is_blank() && !w.review.confirmed.contains(&d.name))
