@@ -96,8 +96,13 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         (Some(Nav::Up), Focus::Levels) => {
             move_level(w, -1);
         }
-        (Some(Nav::Down), Focus::Levels) if !move_level(w, 1) => {
-            w.layout.focus = Focus::Filesystem;
+        // Moving is the effect; only at the last level does Down leave the
+        // list (a match guard would run it and then fall through).
+        #[allow(clippy::collapsible_match)]
+        (Some(Nav::Down), Focus::Levels) => {
+            if !move_level(w, 1) {
+                w.layout.focus = Focus::Filesystem;
+            }
         }
         (Some(Nav::Down), Focus::Mount) => {}
         (Some(Nav::Up | Nav::PrevField), _) => w.layout.focus = prev(focus),
