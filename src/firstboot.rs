@@ -55,27 +55,17 @@ pub fn ops(root: &Ext4, plan: &Plan) -> Result<Vec<Op>> {
         plan.packages.join(" "),
         if plan.ssh { "yes" } else { "no" }
     );
-    ops.push(Op::Write {
-        path: "/usr/lib/nasforge/firstboot".into(),
-        data: SCRIPT.as_bytes().to_vec(),
-        mode: 0o755,
-        uid: 0,
-        gid: 0,
-    });
-    ops.push(Op::Write {
-        path: UNIT_PATH.into(),
-        data: UNIT.as_bytes().to_vec(),
-        mode: 0o644,
-        uid: 0,
-        gid: 0,
-    });
-    ops.push(Op::Write {
-        path: "/var/lib/nasforge/firstboot.env".into(),
-        data: env.into_bytes(),
-        mode: 0o644,
-        uid: 0,
-        gid: 0,
-    });
+    ops.push(Op::root_file(
+        "/usr/lib/nasforge/firstboot",
+        SCRIPT.as_bytes().to_vec(),
+        0o755,
+    ));
+    ops.push(Op::root_file(UNIT_PATH, UNIT.as_bytes().to_vec(), 0o644));
+    ops.push(Op::root_file(
+        "/var/lib/nasforge/firstboot.env",
+        env.into_bytes(),
+        0o644,
+    ));
     ops.push(Op::Symlink {
         path: format!("{WANTS}/nasforge-firstboot.service"),
         target: UNIT_PATH.into(),

@@ -242,13 +242,11 @@ pub fn apply(
                     path: f.path.into(),
                 });
             }
-            ops.push(Op::Write {
-                path: f.path.into(),
-                data: f.contents.as_bytes().to_vec(),
-                mode: f.mode,
-                uid: 0,
-                gid: 0,
-            });
+            ops.push(Op::root_file(
+                f.path,
+                f.contents.as_bytes().to_vec(),
+                f.mode,
+            ));
         }
         if root.readlink(ENABLE_WIZARD.0)?.is_none() {
             ops.push(Op::Symlink {
@@ -292,13 +290,7 @@ pub fn apply(
                         path: "/boot/nasforge.toml".into(),
                     });
                 }
-                ops.push(Op::Write {
-                    path: "/boot/nasforge.toml".into(),
-                    data: copy,
-                    mode: 0o644,
-                    uid: 0,
-                    gid: 0,
-                });
+                ops.push(Op::root_file("/boot/nasforge.toml", copy, 0o644));
             }
         }
         changes.push(Change {

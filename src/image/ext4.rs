@@ -69,6 +69,19 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// A file owned by root, as nearly everything the builder writes is.
+    pub fn root_file(path: impl Into<String>, data: impl Into<Vec<u8>>, mode: u32) -> Op {
+        Op::Write {
+            path: path.into(),
+            data: data.into(),
+            mode,
+            uid: 0,
+            gid: 0,
+        }
+    }
+}
+
 fn check_path(p: &str) -> Result<()> {
     if !p.starts_with('/')
         || p.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c.is_control())

@@ -301,27 +301,21 @@ pub fn stage(resolved: &Resolved) -> Result<Vec<Op>> {
     }
     let index = packages_index(resolved);
     let release = release_for(&index);
-    ops.push(Op::Write {
-        path: format!("{STAGE_DIR}/Packages"),
-        data: index.into_bytes(),
-        mode: 0o644,
-        uid: 0,
-        gid: 0,
-    });
-    ops.push(Op::Write {
-        path: format!("{STAGE_DIR}/Release"),
-        data: release.into_bytes(),
-        mode: 0o644,
-        uid: 0,
-        gid: 0,
-    });
+    ops.push(Op::root_file(
+        format!("{STAGE_DIR}/Packages"),
+        index.into_bytes(),
+        0o644,
+    ));
+    ops.push(Op::root_file(
+        format!("{STAGE_DIR}/Release"),
+        release.into_bytes(),
+        0o644,
+    ));
     let manifest = serde_json::to_string_pretty(resolved)?;
-    ops.push(Op::Write {
-        path: format!("{STAGE_DIR}/manifest.json"),
-        data: manifest.into_bytes(),
-        mode: 0o644,
-        uid: 0,
-        gid: 0,
-    });
+    ops.push(Op::root_file(
+        format!("{STAGE_DIR}/manifest.json"),
+        manifest.into_bytes(),
+        0o644,
+    ));
     Ok(ops)
 }

@@ -450,13 +450,8 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
             .splice(0..0, root.missing_dirs(&["/var/lib/nasforge"])?);
     }
     if !smbpasswd.is_empty() {
-        out.ops.push(Op::Write {
-            path: SMBPASSWD.into(),
-            data: smbpasswd.into_bytes(),
-            mode: 0o600,
-            uid: 0,
-            gid: 0,
-        });
+        out.ops
+            .push(Op::root_file(SMBPASSWD, smbpasswd.into_bytes(), 0o600));
         out.changes.push(Change {
             file: format!("root:{SMBPASSWD}"),
             before_sha256: None,
@@ -473,13 +468,11 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
             gid: 0,
         });
         for (name, keys) in staged_keys {
-            out.ops.push(Op::Write {
-                path: format!("{STAGED_KEYS}/{name}"),
-                data: keys.into_bytes(),
-                mode: 0o600,
-                uid: 0,
-                gid: 0,
-            });
+            out.ops.push(Op::root_file(
+                format!("{STAGED_KEYS}/{name}"),
+                keys.into_bytes(),
+                0o600,
+            ));
         }
     }
     Ok(out)
