@@ -240,10 +240,9 @@ fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-fn smb_roundtrip(board: &Board, dir: &Path, payload: &Path, name: &str) -> String {
-    let back = dir.join(format!("{name}.back"));
-    let _ = std::fs::remove_file(&back);
-    let out = Command::new("smbclient")
+/// smbclient against the board's `data` share as the recipe's user.
+fn smbclient(board: &Board, commands: &str) -> std::process::Output {
+    Command::new("smbclient")
         .arg("//127.0.0.1/data")
         .args([
             "-p",
@@ -251,20 +250,24 @@ fn smb_roundtrip(board: &Board, dir: &Path, payload: &Path, name: &str) -> Strin
             "-U",
             &format!("admin%{PASSWORD}"),
             "-c",
+            commands,
         ])
-        .arg(format!(
+        .output()
+        .unwrap()
+}
+
+fn smb_roundtrip(board: &Board, dir: &Path, payload: &Path, name: &str) -> String {
+    let back = dir.join(format!("{name}.back"));
+    let _ = std::fs::remove_file(&back);
+    let out = smbclient(
+        board,
+        &format!(
             "put {} {name}; get {name} {}",
             payload.display(),
             back.display()
-        ))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "smbclient failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        ),
     );
+    assert!(out.status.success(), "smbclient failed:\n{}", printed(&out));
     sha256_file(&back)
 }
 
@@ -301,18 +304,7 @@ fn smb_get(board: &Board, dir: &Path, name: &str) -> String {
     let start = Instant::now();
     loop {
         let _ = std::fs::remove_file(&back);
-        let out = Command::new("smbclient")
-            .arg("//127.0.0.1/data")
-            .args([
-                "-p",
-                &board.smb.to_string(),
-                "-U",
-                &format!("admin%{PASSWORD}"),
-                "-c",
-            ])
-            .arg(format!("get {name} {}", back.display()))
-            .output()
-            .unwrap();
+        let out = smbclient(board, &format!("get {name} {}", back.display()));
         let text = printed(&out);
         if out.status.success() {
             return sha256_file(&back);
