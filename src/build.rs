@@ -123,6 +123,9 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     let mut image = Image::open(work.path()).context("the base image")?;
     describe_layout(&image);
     crate::boot::check_family(&image, board)?;
+    if let Some(root) = image.ext4() {
+        recipe.check_for(crate::system::Vendor::detect(&root)?)?;
+    }
 
     let kernels = kernel::installed(&image)?;
     let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();

@@ -35,6 +35,21 @@ pub struct Inspection {
     /// Armbian: armbianEnv.txt's overlay settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub armbian: Option<ArmbianSettings>,
+    /// Who can log in as root, when the image has a root filesystem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_access: Option<RootAccess>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RootAccess {
+    /// "locked", "empty" or "password"; `known_default` names a vendor's.
+    pub password: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub known_default: Option<&'static str>,
+    /// sshd's PermitRootLogin as it reads its files (no Match block applied).
+    pub ssh_permit_root_login: String,
+    /// Whether sshd would take root's password.
+    pub ssh_root_password_login: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -148,6 +163,11 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         fdtfile: e.get("fdtfile").map(String::from),
     });
 
+    let root_access = match &root {
+        Some(r) => root_access(r)?,
+        None => None,
+    };
+
     Ok(Inspection {
         path: path.display().to_string(),
         size: image.layout.disk_size,
@@ -162,7 +182,54 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         booted,
         pcie,
         armbian,
+        root_access,
     })
+}
+
+fn root_access(root: &crate::image::ext4::Ext4) -> Result<Option<RootAccess>> {
+    use crate::system::access::{self, Password, SshdConfig};
+    let Some(shadow) = root.read("/etc/shadow")? else {
+        return Ok(None);
+    };
+    let shadow = String::from_utf8_lossy(&shadow);
+    let Some(field) = access::shadow_field(&shadow, "root") else {
+        return Ok(None);
+    };
+    let (password, known_default) = match access::password_state("root", field) {
+        Password::Locked => ("locked", None),
+        Password::Empty => ("empty", None),
+        Password::Set(known) => ("password", known),
+    };
+    let main = root.read("/etc/ssh/sshd_config")?.unwrap_or_default();
+    // An Include names files on the board: read them from the image.
+    let include = |pattern: &str| -> Vec<String> {
+        let (dir, name) = pattern.rsplit_once('/').unwrap_or(("/etc/ssh", pattern));
+        let mut names: Vec<String> = match name.split_once('*') {
+            Some((prefix, suffix)) => root
+                .list(dir)
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| e.name)
+                .filter(|n| n.starts_with(prefix) && n.ends_with(suffix))
+                .collect(),
+            None => vec![name.to_string()],
+        };
+        names.sort();
+        names
+            .iter()
+            .filter_map(|n| root.read(&format!("{dir}/{n}")).ok().flatten())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .collect()
+    };
+    let sshd = SshdConfig::evaluate(&String::from_utf8_lossy(&main), &include);
+    Ok(Some(RootAccess {
+        password,
+        known_default,
+        ssh_permit_root_login: sshd.get("permitrootlogin").to_string(),
+        ssh_root_password_login: sshd.root_password_login(),
+    }))
 }
 
 /// The Rock board an Armbian image is for, from the device tree it loads.
@@ -253,6 +320,26 @@ impl Inspection {
                     .as_ref()
                     .map(|k| format!(" kernel={k}"))
                     .unwrap_or_default()
+            );
+        }
+        if let Some(r) = &self.root_access {
+            let _ = writeln!(
+                s,
+                "root: {}{}; sshd PermitRootLogin {} — {}",
+                match r.password {
+                    "locked" => "password locked",
+                    "empty" => "EMPTY password",
+                    _ => "has a password",
+                },
+                r.known_default
+                    .map(|k| format!(" ({k}: anyone can log in)"))
+                    .unwrap_or_default(),
+                r.ssh_permit_root_login,
+                if r.ssh_root_password_login {
+                    "root may log in over SSH with a password"
+                } else {
+                    "no root password login over SSH"
+                }
             );
         }
         if let Some(a) = &self.armbian {

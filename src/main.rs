@@ -208,15 +208,17 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Check { recipe } => {
             let r = Recipe::load(&recipe)?;
-            if let Source::Path(p) = &r.base.source
-                && !p.is_file()
-            {
-                anyhow::bail!(
+            let vendor = match &r.base.source {
+                Source::Path(p) if !p.is_file() => anyhow::bail!(
                     "{}: base image {} does not exist (paths are relative to the recipe)",
                     recipe.display(),
                     p.display()
-                );
-            }
+                ),
+                Source::Path(p) => nasforge::system::Vendor::of_image(p)?,
+                Source::Url(u) => nasforge::system::Vendor::from_url(u),
+                Source::Debian(_) => Default::default(),
+            };
+            r.check_for(vendor)?;
             println!(
                 "{}: ok — {} for {}, output {}",
                 recipe.display(),

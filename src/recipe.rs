@@ -577,15 +577,7 @@ impl Recipe {
             .flat_map(|s| s.users.iter().cloned())
             .collect();
         for (path, message) in crate::system::validate(&raw.system, &smb_users) {
-            let at = nasforge_setup::spec::locate(text, &path);
-            let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
-            errs.push(Located::at(
-                file,
-                text,
-                line,
-                col,
-                format!("{path}: {message}"),
-            ));
+            errs.push(at_path(file, text, &path, &message));
         }
 
         let device = DeviceRecipe {
@@ -593,15 +585,7 @@ impl Recipe {
             shares: raw.shares,
         };
         for p in device.problems() {
-            let at = nasforge_setup::spec::locate(text, &p.path);
-            let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
-            errs.push(Located::at(
-                file,
-                text,
-                line,
-                col,
-                format!("{}: {}", p.path, p.message),
-            ));
+            errs.push(at_path(file, text, &p.path, &p.message));
         }
 
         if !errs.is_empty() {
@@ -641,6 +625,29 @@ impl Recipe {
 }
 
 /// toml/serde's error, placed on its line, with a suggestion for a misspelt key.
+/// An error at a dotted path of the recipe (`system.users[0].name`).
+fn at_path(file: &Path, text: &str, path: &str, message: &str) -> Located {
+    let at = nasforge_setup::spec::locate(text, path);
+    let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
+    Located::at(file, text, line, col, format!("{path}: {message}"))
+}
+
+impl Recipe {
+    /// What only a base of this kind refuses (a first user Raspberry Pi
+    /// OS's userconf would not create), located like every other error.
+    pub fn check_for(&self, vendor: crate::system::Vendor) -> Result<(), LocatedErrors> {
+        let errs: Vec<Located> = crate::system::problems_for(vendor, &self.system)
+            .iter()
+            .map(|(path, message)| at_path(&self.file, &self.text, path, message))
+            .collect();
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(LocatedErrors(errs))
+        }
+    }
+}
+
 fn toml_error(file: &Path, text: &str, e: &toml::de::Error) -> Located {
     let message = e.message().trim().to_string();
     let mut located = Located::new(file, text, e.span(), message.clone());

@@ -464,12 +464,33 @@ fn ctrl_c_mid_build_leaves_no_files() {
 }
 
 #[test]
+fn raspberry_pi_os_own_z50_hook_only_copies_kernels_so_nothing_is_persisted() {
+    let fixture = RpiFixture {
+        root_files: raspi_firmware("Serge Schneider <serge@raspberrypi.com>"),
+        ..Default::default()
+    };
+    let b = setup(fixture, PI5_RECIPE);
+    let r = build(&b, "pinas.toml");
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let out = b.path("out/pinas.img");
+    let off = root_offset(&out);
+    let stat = stdout(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg("stat /etc/default/raspi-firmware-custom")
+            .arg(format!("{}?offset={off}", out.display())),
+    );
+    assert!(stat.is_empty(), "{stat}");
+    assert!(!r.stderr.contains("cmdline_remove"), "{}", r.stderr);
+    let manifest = std::fs::read_to_string(b.path("out/pinas.manifest.json")).unwrap();
+    assert!(!manifest.contains("raspi-firmware"), "{manifest}");
+    e2fsck(&out, off);
+}
+
+#[test]
 fn debian_raspi_firmware_images_keep_the_settings_across_kernel_updates() {
     let fixture = RpiFixture {
-        root_files: vec![(
-            "etc/kernel/postinst.d/z50-raspi-firmware".into(),
-            b"#!/bin/sh\n".to_vec(),
-        )],
+        root_files: raspi_firmware("pkg-raspi <pkg-raspi-maintainers@lists.alioth.debian.org>"),
         ..Default::default()
     };
     let b = setup(fixture, PI5_RECIPE);

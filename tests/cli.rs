@@ -14,7 +14,26 @@ fn check(text: &str) -> Cli {
 
 #[test]
 fn check_accepts_a_good_recipe() {
+    // check reads a local base image (to learn whose first boot it has), so
+    // a placeholder is refused by name ...
     let r = check("[base]\npath = \"x.img\"\n[board]\nmodel = \"cm4\"\n");
+    assert_eq!(r.status, 1, "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("reading x.img: reading the partition table of x.img: the image is 0 bytes"),
+        "{}",
+        r.stderr
+    );
+    // ... and a real one passes.
+    let dir = tempfile::tempdir().unwrap();
+    let img = RpiFixture::default().build(dir.path());
+    std::fs::rename(img, dir.path().join("x.img")).unwrap();
+    write_recipe(
+        dir.path(),
+        "r.toml",
+        "[base]\npath = \"x.img\"\n[board]\nmodel = \"cm4\"\n",
+    );
+    let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(
         r.stdout

@@ -1,8 +1,10 @@
 //! End to end on an emulated board: build a NAS image from Debian's
-//! packages, boot it with `nasforge emulate` on qemu's virt machine with an
-//! AHCI controller and four SATA disks, and check the NAS from the host the
-//! way a user would: smbclient, an NFS client, SSH. Then a power cut during
-//! setup, a reboot, and a boot with a member disk missing.
+//! packages, made to first-boot as Raspberry Pi OS does (userconf-pi's own
+//! service renames the `pi` user at uid 1000 from userconf.txt), boot it
+//! with `nasforge emulate` on qemu's virt machine with an AHCI controller
+//! and four SATA disks, and check the NAS from the host the way a user
+//! would: smbclient, an NFS client, SSH as the renamed user. Then a power
+//! cut during setup, a reboot, and a boot with a member disk missing.
 //!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
@@ -320,6 +322,58 @@ fn smb_get(board: &Board, dir: &Path, name: &str) -> String {
     }
 }
 
+/// The Debian base made to first-boot as Raspberry Pi OS does: userconf-pi
+/// and raspberrypi-sys-mods' get_fw_loc, unmodified and enabled as their
+/// packages enable them, and pi-gen's `pi` user at uid 1000 in pi-gen's
+/// groups (those the base has). dos2unix, which userconf-service needs, is
+/// in the base. What nasforge detects as Raspberry Pi OS is exactly this.
+fn raspberry_pi_os_shaped(base: &Path, out: &Path) {
+    run(Command::new("cp").arg("--sparse=always").arg(base).arg(out));
+    let image = nasforge::image::Image::open(out).unwrap();
+    let root = image.ext4().unwrap();
+    use nasforge::image::ext4::Op;
+    let mut ops = root
+        .missing_dirs(&["/usr/lib/userconf-pi", "/usr/lib/raspberrypi-sys-mods"])
+        .unwrap();
+    for (path, data, mode) in userconf_pi_files() {
+        ops.push(Op::root_file(format!("/{path}"), data, mode));
+    }
+    ops.push(Op::Symlink {
+        path: "/etc/systemd/system/multi-user.target.wants/userconfig.service".into(),
+        target: "/usr/lib/systemd/system/userconfig.service".into(),
+    });
+    let read = |p: &str| String::from_utf8(root.read(p).unwrap().unwrap()).unwrap();
+    let mut acc = nasforge::system::accounts::Accounts {
+        passwd: read("/etc/passwd"),
+        shadow: read("/etc/shadow"),
+        group: read("/etc/group"),
+        gshadow: Some(read("/etc/gshadow")),
+    };
+    let groups: Vec<String> = PI_GEN_GROUPS
+        .iter()
+        .filter(|g| acc.has_group(g))
+        .map(|g| g.to_string())
+        .collect();
+    assert!(groups.iter().any(|g| g == "sudo"), "{groups:?}");
+    let pi = acc.add_user("pi", None, &groups, 20000).unwrap();
+    assert_eq!(pi.uid, 1000, "pi-gen's first user");
+    ops.push(Op::Mkdir {
+        path: pi.home.clone(),
+        mode: 0o755,
+        uid: 1000,
+        gid: 1000,
+    });
+    root.apply(&ops).unwrap();
+    for (path, text) in [
+        ("/etc/passwd", &acc.passwd),
+        ("/etc/shadow", &acc.shadow),
+        ("/etc/group", &acc.group),
+        ("/etc/gshadow", acc.gshadow.as_ref().unwrap()),
+    ] {
+        root.replace(path, text.as_bytes(), 0o644).unwrap();
+    }
+}
+
 #[test]
 fn a_nas_from_build_to_a_real_client_on_an_emulated_board() {
     if !slow_tests_enabled("a_nas_from_build_to_a_real_client_on_an_emulated_board") {
@@ -338,13 +392,24 @@ fn a_nas_from_build_to_a_real_client_on_an_emulated_board() {
         .arg(&key));
     let pubkey = std::fs::read_to_string(d.join("id_ed25519.pub")).unwrap();
 
+    let base = nasforge::debian::DebianBase {
+        suite: "bookworm".into(),
+        arch: "arm64".into(),
+        mirror: None,
+        packages: vec!["dos2unix".into()],
+    }
+    .image(&cache)
+    .unwrap();
+    raspberry_pi_os_shaped(&base, &d.join("pios.img"));
+    t.lap("Debian base (cached after the first run), made Raspberry Pi OS-shaped");
+
     write_recipe(
         d,
         "nas.toml",
         &format!(
             r#"name = "nas"
 [base]
-debian = {{ suite = "bookworm", arch = "arm64" }}
+path = "pios.img"
 [board]
 model = "pi4"
 [kernel]
@@ -377,7 +442,8 @@ path = "out/nas.img"
     );
     let r = nasforge(&["build", "nas.toml", "--timings"], d, &cache);
     assert_eq!(r.status, 0, "{}", r.stderr);
-    t.lap("build the image (Debian base cached after the first run)");
+    assert!(r.stderr.contains("boot:/userconf.txt"), "{}", r.stderr);
+    t.lap("build the image");
     let image = d.join("out/nas.img");
     assert!(
         !contains_bytes(&image, PASSWORD.as_bytes()),
@@ -450,6 +516,26 @@ path = "out/nas.img"
         "nasforge-status.txt on the boot partition:\n{card}"
     );
     board.wait_for_ssh(&key, Duration::from_secs(300));
+    // userconf renamed pi: the same uid, pi-gen's groups, sudo among them,
+    // and userconf.txt consumed; nasforge's first boot ran after it.
+    let (ok, id) = board.ssh(
+        &key,
+        "id; test ! -e /boot/firmware/userconf.txt && echo consumed",
+    );
+    assert!(
+        ok && id.contains("uid=1000(admin)") && id.contains("(sudo)") && id.contains("consumed"),
+        "{id}"
+    );
+    let log = boot_file_now(d, "nasforge-setup.log");
+    assert!(
+        log.contains("nasforge-firstboot: setting up storage")
+            && log.contains("nasforge-setup: setup complete"),
+        "nasforge-setup.log on the boot partition:\n{log}"
+    );
+    assert!(
+        boot_file_now(d, "nasforge-setup.previous.log").contains("nasforge-firstboot: installing"),
+        "the log of the boot the power cut ended, saved while it ran"
+    );
 
     // From the host, as a user would.
     let payload = d.join("payload.bin");

@@ -34,7 +34,8 @@ fn staged_packages_install_offline_under_qemu_user() {
         dir.path(),
         "nas.toml",
         r#"[base]
-debian = { suite = "bookworm", arch = "arm64" }
+# dos2unix: the same base as the e2e test, which makes it Raspberry Pi OS-shaped.
+debian = { suite = "bookworm", arch = "arm64", packages = ["dos2unix"] }
 [board]
 model = "pi4"
 [system]

@@ -79,7 +79,13 @@ fn header(text: &str) -> Option<&str> {
     t.strip_prefix('[').and_then(|t| t.strip_suffix(']'))
 }
 
-/// The settings on a line; `pcie` is the documented alias of `pciex1`.
+/// A dtparam's name as the Pi 5 firmware reads it: its overlay README
+/// documents `nvme` as an alias of `pciex1`.
+fn canonical(name: &str) -> &str {
+    if name == "nvme" { "pciex1" } else { name }
+}
+
+/// The settings on a line, aliases under their canonical names.
 fn settings(text: &str) -> Vec<Setting> {
     let t = text.trim();
     if t.is_empty() || t.starts_with('#') || header(t).is_some() {
@@ -99,7 +105,7 @@ fn settings(text: &str) -> Vec<Setting> {
             .map(|p| {
                 let (name, val) = p.split_once('=').unwrap_or((p, "on"));
                 let name = name.trim();
-                let name = if name == "pcie" { "pciex1" } else { name };
+                let name = canonical(name);
                 let val = if val.trim().is_empty() {
                     "on"
                 } else {
@@ -327,8 +333,7 @@ fn rewrite(line: &str, want: &Setting) -> String {
                 .split(',')
                 .map(|p| {
                     let pname = p.split_once('=').map_or(p, |(n, _)| n).trim();
-                    let canonical = if pname == "pcie" { "pciex1" } else { pname };
-                    if canonical == name {
+                    if canonical(pname) == name {
                         if want.value == "on" {
                             pname.to_string()
                         } else {
@@ -455,13 +460,19 @@ mod tests {
     }
 
     #[test]
-    fn the_pcie_alias_counts_as_pciex1() {
-        let text = "[all]\ndtparam=pcie\n";
+    fn the_nvme_alias_counts_as_pciex1_and_pcie_is_no_alias() {
+        let text = "[all]\ndtparam=nvme\n";
         let (out, edits) = apply(text, &["dtparam=pciex1"]);
         assert_eq!(out, text);
         assert!(edits.is_empty());
-        let (out, _) = apply("dtparam=pcie=off\n", &["dtparam=pciex1"]);
-        assert_eq!(out, "dtparam=pcie\n");
+        let (out, _) = apply("dtparam=nvme=off\n", &["dtparam=pciex1"]);
+        assert_eq!(out, "dtparam=nvme\n");
+        let (out, edits) = apply("[all]\ndtparam=pcie\n", &["dtparam=pciex1"]);
+        assert_eq!(
+            out,
+            "[all]\ndtparam=pcie\n\n[pi5]\ndtparam=pciex1\n\n[all]\n"
+        );
+        assert_eq!(edits.len(), 1);
     }
 
     #[test]

@@ -197,7 +197,7 @@ fn persist_for_raspi_firmware(
     let Some(root) = image.ext4() else {
         return Ok(());
     };
-    if root.owner(RASPI_FIRMWARE_HOOK)?.is_none() {
+    if root.owner(RASPI_FIRMWARE_HOOK)?.is_none() || !hook_rewrites_config(&root)? {
         return Ok(());
     }
     let info = recipe.board.info();
@@ -260,6 +260,49 @@ fn persist_for_raspi_firmware(
         ));
     }
     Ok(())
+}
+
+/// Whether the z50 hook is Debian's, which rewrites config.txt and
+/// cmdline.txt. Raspberry Pi OS ships a package of the same name
+/// (raspi-firmware, from RPi-Distro/firmware, Maintainer at
+/// raspberrypi.com) whose hook only copies kernels and DTBs. The owner is
+/// the package whose dpkg file list holds the hook; without one the hook is
+/// taken for Debian's, whose settings files are harmless elsewhere.
+fn hook_rewrites_config(root: &crate::image::ext4::Ext4) -> Result<bool> {
+    const INFO: &str = "/var/lib/dpkg/info";
+    let lists: Vec<String> = root
+        .list(INFO)?
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.name.ends_with(".list"))
+        .map(|e| format!("{INFO}/{}", e.name))
+        .collect();
+    let owner = lists
+        .iter()
+        .zip(root.read_many(&lists)?)
+        .find(|(_, text)| {
+            text.as_deref().is_some_and(|t| {
+                String::from_utf8_lossy(t)
+                    .lines()
+                    .any(|l| l == RASPI_FIRMWARE_HOOK)
+            })
+        })
+        .map(|(path, _)| {
+            let name = path.rsplit('/').next().unwrap_or_default();
+            let name = name.trim_end_matches(".list");
+            name.split(':').next().unwrap_or(name).to_string()
+        });
+    let Some(owner) = owner else {
+        return Ok(true);
+    };
+    let status = root.read("/var/lib/dpkg/status")?.unwrap_or_default();
+    let status = String::from_utf8_lossy(&status);
+    let maintainer = status
+        .split("\n\n")
+        .find(|s| s.lines().any(|l| l == format!("Package: {owner}")))
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Maintainer: ")))
+        .unwrap_or("");
+    Ok(!maintainer.contains("@raspberrypi.com"))
 }
 
 const ARMBIAN_ENV: &str = "/boot/armbianEnv.txt";

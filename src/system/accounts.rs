@@ -41,6 +41,12 @@ impl Accounts {
             .and_then(|f| f.get(2)?.parse().ok())
     }
 
+    pub fn name_of_uid(&self, uid: u32) -> Option<String> {
+        entries(&self.passwd)
+            .find(|f| f.get(2).and_then(|u| u.parse().ok()) == Some(uid))
+            .map(|f| f[0].to_string())
+    }
+
     pub fn has_group(&self, name: &str) -> bool {
         entries(&self.group).any(|f| f[0] == name)
     }
@@ -134,19 +140,34 @@ impl Accounts {
 
     /// Adds `name` to each existing group of `groups`; groups the image does
     /// not have are skipped (the caller reports them).
-    fn join_groups(&mut self, name: &str, groups: &[String]) {
+    pub fn join_groups(&mut self, name: &str, groups: &[String]) {
+        self.edit_members(groups, |members| {
+            if !members.iter().any(|m| m == name) {
+                members.push(name.to_string());
+            }
+        });
+    }
+
+    pub fn leave_group(&mut self, name: &str, group: &str) {
+        self.edit_members(&[group.to_string()], |members| {
+            members.retain(|m| m != name)
+        });
+    }
+
+    /// Applies `change` to the member list of each of `groups`, in group
+    /// and gshadow alike.
+    fn edit_members(&mut self, groups: &[String], change: impl Fn(&mut Vec<String>)) {
         let edit = |text: &str, member_field: usize| -> String {
             let mut out: Vec<String> = Vec::new();
             for l in text.lines() {
                 let mut f: Vec<String> = l.split(':').map(String::from).collect();
                 if f.len() > member_field && groups.iter().any(|g| *g == f[0]) {
-                    let mut members: Vec<&str> = f[member_field]
+                    let mut members: Vec<String> = f[member_field]
                         .split(',')
                         .filter(|m| !m.is_empty())
+                        .map(String::from)
                         .collect();
-                    if !members.contains(&name) {
-                        members.push(name);
-                    }
+                    change(&mut members);
                     f[member_field] = members.join(",");
                 }
                 out.push(f.join(":"));
@@ -222,6 +243,17 @@ mod tests {
             "no second membership: {}",
             a.group
         );
+    }
+
+    #[test]
+    fn a_user_leaves_a_group_and_nobody_else_does() {
+        let mut a = debian();
+        a.join_groups("admin", &["sudo".into()]);
+        a.leave_group("pi", "sudo");
+        assert!(a.group.contains("sudo:x:27:admin\n"), "{}", a.group);
+        assert!(a.gshadow.as_ref().unwrap().contains("sudo:*::admin\n"));
+        assert_eq!(a.name_of_uid(1000).as_deref(), Some("pi"));
+        assert_eq!(a.name_of_uid(4242), None);
     }
 
     #[test]

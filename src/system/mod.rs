@@ -3,6 +3,7 @@
 //! it is written into the image at build time; the plaintext password
 //! exists only in the recipe on the workstation.
 
+pub mod access;
 pub mod accounts;
 pub mod secrets;
 
@@ -22,6 +23,8 @@ pub struct SystemSection {
     pub users: Vec<UserSpec>,
     /// Enable the SSH server; default: on when any user has SSH keys.
     pub ssh: Option<bool>,
+    /// A crypt(3) hash for root; without one root's password is locked.
+    pub root_password_hash: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -73,6 +76,19 @@ pub fn validate(sys: &SystemSection, smb_users: &[String]) -> Vec<(String, Strin
             ));
         }
     }
+    if let Some(h) = &sys.root_password_hash {
+        if !secrets::is_crypt_hash(h) {
+            out.push((
+                "system.root_password_hash".into(),
+                "not a crypt(3) hash; make one with `mkpasswd -m yescrypt`".into(),
+            ));
+        } else if access::password_state("root", h) != access::Password::Set(None) {
+            out.push((
+                "system.root_password_hash".into(),
+                "this is the hash of a password everyone knows; choose another".into(),
+            ));
+        }
+    }
     let mut seen = Vec::new();
     for (i, u) in sys.users.iter().enumerate() {
         let at = |f: &str| format!("system.users[{i}].{f}");
@@ -89,7 +105,7 @@ pub fn validate(sys: &SystemSection, smb_users: &[String]) -> Vec<(String, Strin
         if u.name == "root" {
             out.push((
                 at("name"),
-                "root cannot be configured here; add your own user with `sudo = true`".into(),
+                "root is not listed here: give root's password as `[system] root_password_hash` (root is locked without one), and add your own user with `sudo = true`".into(),
             ));
         }
         if seen.contains(&u.name) {
@@ -132,6 +148,88 @@ pub fn validate(sys: &SystemSection, smb_users: &[String]) -> Vec<(String, Strin
                 ),
             ));
         }
+    }
+    out
+}
+
+/// What the base image's own first boot does with accounts, read from its
+/// root filesystem (or, for `nasforge check`, guessed from its name).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Vendor {
+    /// Raspberry Pi OS's userconf-pi renames the uid-1000 user from
+    /// userconf.txt, and waits for a person on tty8 without one.
+    pub userconf: bool,
+    /// cloud-init applies user-data from the boot partition on every boot.
+    pub cloud_init: bool,
+}
+
+const USERCONF: &str = "/usr/lib/userconf-pi/userconf";
+const CLOUD_CFG: &str = "/etc/cloud/cloud.cfg";
+/// Read by cloud-init after cloud.cfg; user-data given on the boot
+/// partition is merged over it but does not set these keys.
+pub const CLOUD_DROP_IN: &str = "/etc/cloud/cloud.cfg.d/99-nasforge.cfg";
+const CLOUD_SETTINGS: &str = "# Written by nasforge: the recipe set the hostname; a `hostname:` in\n# user-data on the boot partition does not change it on a later boot.\npreserve_hostname: true\nmanage_etc_hosts: false\n";
+
+impl Vendor {
+    pub fn detect(root: &Ext4) -> Result<Vendor> {
+        Ok(Vendor {
+            userconf: root.owner(USERCONF)?.is_some(),
+            cloud_init: root.owner(CLOUD_CFG)?.is_some(),
+        })
+    }
+
+    /// For `nasforge check`: an uncompressed image is read; a compressed
+    /// one is judged at build time, where it is unpacked anyway.
+    pub fn of_image(path: &std::path::Path) -> Result<Vendor> {
+        let mut f =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        if crate::io::decompress::Format::sniff(&mut f)? != crate::io::decompress::Format::Raw {
+            return Ok(Vendor::default());
+        }
+        let image = crate::image::Image::open(path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        match image.ext4() {
+            Some(root) => Vendor::detect(&root),
+            None => Ok(Vendor::default()),
+        }
+    }
+
+    /// From a download's name: Raspberry Pi's images are called
+    /// `…-raspios-<suite>-<arch>[-lite].img.xz`.
+    pub fn from_url(url: &str) -> Vendor {
+        let name = url.rsplit('/').next().unwrap_or(url);
+        Vendor {
+            userconf: name.contains("raspios"),
+            cloud_init: false,
+        }
+    }
+}
+
+/// Recipe problems that only exist on a base of this kind: (dotted path,
+/// message), like `validate`.
+pub fn problems_for(vendor: Vendor, sys: &SystemSection) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if !vendor.userconf {
+        return out;
+    }
+    let Some(first) = sys.users.first() else {
+        out.push((
+            "system".into(),
+            "Raspberry Pi OS creates its first user from userconf.txt, and without one it waits at first boot for a person at the console (tty8): add a [[system.users]] entry".into(),
+        ));
+        return out;
+    };
+    let n = &first.name;
+    let ok = (1..=32).contains(&n.len())
+        && n.starts_with(|c: char| c.is_ascii_lowercase())
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && n != "root";
+    if !ok {
+        out.push((
+            "system.users[0].name".into(),
+            format!("Raspberry Pi OS's userconf refuses `{n}` for the first user and would wait at first boot for a person at the console: its rule is lowercase letters, digits and `-`, starting with a letter, 1 to 32 characters, not root"),
+        ));
     }
     out
 }
@@ -267,10 +365,14 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
         enable_ssh(root, &mut out)?;
     }
 
-    if sys.users.is_empty() {
-        return Ok(out);
-    }
+    let vendor = Vendor::detect(root)?;
+    let has_sshd = out.needs_openssh || root.list("/etc/ssh")?.is_some();
+    login_rules(root, sys, vendor, has_sshd, &mut out)?;
+
     let (Some(passwd), Some(shadow), Some(group)) = (passwd, shadow, group) else {
+        if sys.users.is_empty() {
+            return Ok(out);
+        }
         bail!("the image lacks /etc/passwd, /etc/shadow or /etc/group, so users cannot be added");
     };
     let mut acc = accounts::Accounts {
@@ -281,13 +383,14 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
             .as_ref()
             .map(|g| String::from_utf8_lossy(g).into_owned()),
     };
+    lock_passwords(&mut acc, sys, &mut out);
     // Raspberry Pi OS renames its uid-1000 user from userconf.txt on first
     // boot; using that for the first user keeps its own wizard quiet.
-    let pios_first_user = root.owner("/usr/lib/userconf-pi/userconf")?.is_some()
-        && acc
-            .passwd
-            .lines()
-            .any(|l| l.split(':').nth(2) == Some("1000"));
+    let pios_first_user = if vendor.userconf {
+        acc.name_of_uid(1000)
+    } else {
+        None
+    };
     let skel = root.list("/etc/skel")?.unwrap_or_default();
     let skel_files: Vec<String> = skel
         .iter()
@@ -321,7 +424,13 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
                 ));
             }
         }
-        let uid = if i == 0 && pios_first_user {
+        let uid = if let (0, Some(first)) = (i, &pios_first_user) {
+            // The rename keeps the account's groups (pi-gen's, sudo among
+            // them), so the recipe's are set on it now.
+            acc.join_groups(first, &groups);
+            if !u.sudo {
+                acc.leave_group(first, "sudo");
+            }
             let line = format!("{}:{}\n", u.name, hash.as_deref().unwrap_or("!"));
             out.boot_files
                 .push(("userconf.txt".into(), line.into_bytes()));
@@ -507,6 +616,142 @@ fn replace(
         gid,
     });
     out.changes.push(record(path, before, after, why));
+    Ok(())
+}
+
+/// Root's password locked unless the recipe gives one, and every password a
+/// vendor is known to ship replaced by a lock, each said in the manifest
+/// and as a warning.
+fn lock_passwords(acc: &mut accounts::Accounts, sys: &SystemSection, out: &mut Applied) {
+    let mut said = Vec::new();
+    for (user, _, why) in access::KNOWN_DEFAULTS {
+        let Some(field) = access::shadow_field(&acc.shadow, user) else {
+            continue;
+        };
+        if access::password_state(user, field) == access::Password::Set(Some(why)) {
+            acc.shadow = access::set_shadow_field(&acc.shadow, user, "*");
+            said.push(format!("{user}: {why} locked"));
+            out.warnings.push(format!(
+                "the base image ships {why}; the built image has `{user}`'s password locked{}",
+                if *user == "root" {
+                    " (give `[system] root_password_hash` to set one)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    if let Some(field) = access::shadow_field(&acc.shadow, "root") {
+        let want = sys.root_password_hash.as_deref().unwrap_or("*");
+        let locked = access::password_state("root", field) == access::Password::Locked;
+        if (sys.root_password_hash.is_some() && field != want)
+            || (sys.root_password_hash.is_none() && !locked)
+        {
+            acc.shadow = access::set_shadow_field(&acc.shadow, "root", want);
+            said.push(match sys.root_password_hash {
+                Some(_) => "root: password from [system] root_password_hash".into(),
+                None => "root: password locked (no [system] root_password_hash)".into(),
+            });
+        }
+    }
+    if !said.is_empty() {
+        out.changes.push(Change {
+            file: "root:/etc/shadow".into(),
+            before_sha256: None,
+            after_sha256: None,
+            why: "no account anyone can guess".into(),
+            details: said,
+        });
+    }
+}
+
+/// sshd refuses root's password, users with `sudo` and only a key can use
+/// it, and cloud-init leaves the recipe's settings alone.
+fn login_rules(
+    root: &Ext4,
+    sys: &SystemSection,
+    vendor: Vendor,
+    has_sshd: bool,
+    out: &mut Applied,
+) -> Result<()> {
+    let main = root.read("/etc/ssh/sshd_config")?;
+    match main {
+        _ if !has_sshd => {}
+        Some(text) if !access::includes_drop_ins(&String::from_utf8_lossy(&text)) => {
+            let after = format!(
+                "{}\n{}",
+                access::SSHD_SETTINGS,
+                String::from_utf8_lossy(&text)
+            );
+            replace(
+                root,
+                out,
+                "/etc/ssh/sshd_config",
+                Some(&text),
+                after.as_bytes(),
+                0o644,
+                "root logs in with a key or not at all (this sshd_config reads no drop-ins first)",
+            )?;
+        }
+        _ => {
+            out.ops
+                .extend(root.missing_dirs(&["/etc/ssh/sshd_config.d"])?);
+            let before = root.read(access::SSHD_DROP_IN)?;
+            replace(
+                root,
+                out,
+                access::SSHD_DROP_IN,
+                before.as_deref(),
+                access::SSHD_SETTINGS.as_bytes(),
+                0o644,
+                "root logs in with a key or not at all",
+            )?;
+        }
+    }
+
+    let key_only: Vec<&str> = sys
+        .users
+        .iter()
+        .filter(|u| u.sudo && u.password.is_none() && u.password_hash.is_none())
+        .map(|u| u.name.as_str())
+        .collect();
+    if let Some(text) = access::sudoers(&key_only) {
+        if root.list("/etc/sudoers.d")?.is_none() {
+            out.warnings.push(format!(
+                "the image has no /etc/sudoers.d (is sudo installed?): {} cannot use sudo",
+                key_only.join(", ")
+            ));
+        } else {
+            let before = root.read(access::SUDOERS_DROP_IN)?;
+            replace(
+                root,
+                out,
+                access::SUDOERS_DROP_IN,
+                before.as_deref(),
+                text.as_bytes(),
+                0o440,
+                "users with `sudo = true` and only an SSH key: sudo without a password",
+            )?;
+        }
+    }
+
+    // cloud-init sets the hostname from user-data on every boot; the rest of
+    // what the recipe set (users, keys, sshd's rule for root in a drop-in
+    // read before cloud-init's own) it does not undo.
+    if vendor.cloud_init && sys.hostname.is_some() {
+        out.ops
+            .extend(root.missing_dirs(&["/etc/cloud/cloud.cfg.d"])?);
+        let before = root.read(CLOUD_DROP_IN)?;
+        replace(
+            root,
+            out,
+            CLOUD_DROP_IN,
+            before.as_deref(),
+            CLOUD_SETTINGS.as_bytes(),
+            0o644,
+            "cloud-init keeps the recipe's hostname",
+        )?;
+    }
     Ok(())
 }
 

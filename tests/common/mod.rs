@@ -202,6 +202,154 @@ impl RpiFixture {
     }
 }
 
+/// The vendor's own first-user code for Raspberry Pi OS, unmodified, as the
+/// packages install it: userconf-pi (../shared/vendor) and the
+/// raspberrypi-sys-mods script it asks where the boot partition is
+/// (tests/vendor). (path in the image without the leading /, contents, mode)
+pub fn userconf_pi_files() -> Vec<(String, Vec<u8>, u32)> {
+    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shared = top.join("../shared/vendor/userconf-pi");
+    let sys_mods = top.join("tests/vendor/raspberrypi-sys-mods");
+    let read = |p: PathBuf| fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    vec![
+        (
+            "usr/lib/userconf-pi/userconf-service".into(),
+            read(shared.join("userconf-service")),
+            0o755,
+        ),
+        (
+            "usr/lib/userconf-pi/userconf".into(),
+            read(shared.join("userconf")),
+            0o755,
+        ),
+        (
+            "usr/bin/cancel-rename".into(),
+            read(shared.join("cancel-rename")),
+            0o755,
+        ),
+        (
+            "usr/bin/rename-user".into(),
+            read(shared.join("rename-user")),
+            0o755,
+        ),
+        (
+            "usr/lib/systemd/system/userconfig.service".into(),
+            read(shared.join("debian/userconf-pi.userconfig.service")),
+            0o644,
+        ),
+        (
+            "usr/lib/raspberrypi-sys-mods/get_fw_loc".into(),
+            read(sys_mods.join("get_fw_loc")),
+            0o755,
+        ),
+    ]
+}
+
+/// The groups pi-gen adds its first user to (stage2/01-sys-tweaks/01-run.sh).
+pub const PI_GEN_GROUPS: &[&str] = &[
+    "adm", "dialout", "cdrom", "audio", "users", "sudo", "video", "games", "plugdev", "input",
+    "gpio", "spi", "i2c", "netdev", "render",
+];
+
+/// Whether userconf-pi's own `validate_user` (the function, cut from the
+/// vendor's userconf-service and run by sh) accepts `name`.
+pub fn userconf_accepts(name: &str) -> bool {
+    let script = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vendor/userconf-pi/userconf-service"),
+    )
+    .unwrap();
+    let start = script
+        .find("validate_user() {")
+        .expect("validate_user in userconf-service");
+    let end = start + script[start..].find("\n}\n").unwrap() + 3;
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{}\nvalidate_user", &script[start..end]))
+        .env("NEW_USER", name)
+        .output()
+        .unwrap();
+    out.status.success()
+}
+
+/// Debian's own sshd_config (from the host's openssh-server), and Armbian's
+/// edit of it (armbian/build lib/functions/rootfs/distro-agnostic.sh).
+pub fn debian_sshd_config() -> String {
+    fs::read_to_string("/usr/share/openssh/sshd_config")
+        .expect("openssh-server's sshd_config (scripts/setup installs it)")
+}
+
+pub fn armbian_sshd_config() -> String {
+    debian_sshd_config()
+        .lines()
+        .map(|l| {
+            if l.starts_with("PermitRootLogin ") || l.starts_with("#PermitRootLogin ") {
+                "PermitRootLogin yes".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// What the host's sshd makes of the image's /etc/ssh for a root login from
+/// elsewhere (`sshd -T`), the Include pointed at the image's drop-ins.
+pub fn sshd_effective(img: &Path, offset: u64, scratch: &Path) -> String {
+    let etc = scratch.join("etc-ssh");
+    let _ = fs::remove_dir_all(&etc);
+    fs::create_dir_all(&etc).unwrap();
+    run(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump /etc/ssh {}", etc.display()))
+        .arg(format!("{}?offset={offset}", img.display())));
+    let dir = etc.join("ssh");
+    let config = fs::read_to_string(dir.join("sshd_config"))
+        .unwrap()
+        .replace(
+            "/etc/ssh/sshd_config.d",
+            &dir.join("sshd_config.d").display().to_string(),
+        );
+    fs::write(dir.join("sshd_config"), config).unwrap();
+    run(Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(etc.join("hostkey")));
+    fs::create_dir_all("/run/sshd").unwrap();
+    stdout(
+        Command::new("/usr/sbin/sshd")
+            .arg("-T")
+            .arg("-f")
+            .arg(dir.join("sshd_config"))
+            .arg("-h")
+            .arg(etc.join("hostkey"))
+            .args(["-C", "user=root,host=client,addr=192.0.2.1"]),
+    )
+}
+
+/// The z50 hook, owned by a `raspi-firmware` package with this maintainer
+/// in the image's dpkg database (Debian's and Raspberry Pi OS's packages
+/// share the name).
+pub fn raspi_firmware(maintainer: &str) -> Vec<(String, Vec<u8>)> {
+    vec![
+        (
+            "etc/kernel/postinst.d/z50-raspi-firmware".into(),
+            b"#!/bin/sh\n".to_vec(),
+        ),
+        (
+            "var/lib/dpkg/info/raspi-firmware.list".into(),
+            b"/.\n/etc\n/etc/kernel\n/etc/kernel/postinst.d\n/etc/kernel/postinst.d/z50-raspi-firmware\n".to_vec(),
+        ),
+        (
+            "var/lib/dpkg/info/dpkg.list".into(),
+            b"/.\n/usr/bin/dpkg\n".to_vec(),
+        ),
+        (
+            "var/lib/dpkg/status".into(),
+            format!("Package: dpkg\nStatus: install ok installed\nMaintainer: Dpkg Developers <debian-dpkg@lists.debian.org>\nArchitecture: arm64\nVersion: 1.22.21\n\nPackage: raspi-firmware\nStatus: install ok installed\nMaintainer: {maintainer}\nArchitecture: all\nVersion: 1.20240424+ds-6\n").into_bytes(),
+        ),
+    ]
+}
+
 pub const ARMBIAN_VERSION: &str = "6.1.115-vendor-rk35xx";
 
 pub const ARMBIAN_ENV: &str = "verbosity=1\nbootlogo=false\nconsole=both\nextraargs=cma=256M\noverlay_prefix=rockchip-rk3588\nfdtfile=rockchip/rk3588-rock-5b.dtb\noverlays=uart7-m2\nrootdev=UUID=4b1c0e42-05c4-4c0f-a55e-0e9b1ea9e2e7\nrootfstype=ext4\nusbstoragequirks=0x2537:0x1066:u,0x2537:0x1068:u\n";
@@ -209,6 +357,11 @@ pub const ARMBIAN_ENV: &str = "verbosity=1\nbootlogo=false\nconsole=both\nextraa
 /// An Armbian Rockchip image: GPT, one ext4 `armbi_root` at 16 MiB with
 /// /boot inside, U-Boot bytes at 32 KiB.
 pub fn armbian_image(dir: &Path, overlays: &[&str]) -> PathBuf {
+    armbian_image_with(dir, overlays, &[])
+}
+
+/// `armbian_image` with extra root files: (path without leading /, content).
+pub fn armbian_image_with(dir: &Path, overlays: &[&str], files: &[(String, Vec<u8>)]) -> PathBuf {
     let img = dir.join("armbian.img");
     let root_mib = 96;
     let total = (16 + root_mib + 1) * MIB;
@@ -245,6 +398,11 @@ pub fn armbian_image(dir: &Path, overlays: &[&str]) -> PathBuf {
     fs::create_dir_all(&ov).unwrap();
     for o in overlays {
         fs::write(ov.join(o), b"dtbo").unwrap();
+    }
+    for (path, data) in files {
+        let p = tree.join(path);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, data).unwrap();
     }
     let start = 32768 * 512;
     let sectors = stdout(Command::new("sgdisk").args(["-i", "1"]).arg(&img));

@@ -52,7 +52,7 @@ pub fn conf_header(homehost: &str, alert: &Alert) -> String {
     };
     format!(
         "# Written by nasforge-setup. Regenerate the ARRAY lines with\n\
-         # `mdadm --detail --scan`, then run `update-initramfs -u`.\n\
+         # `mdadm --detail --scan`, then run `update-initramfs -u -k all`.\n\
          HOMEHOST {homehost}\n\
          {alert}\n\
          DEVICE partitions containers\n"

@@ -301,7 +301,9 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
             id: "initramfs".into(),
             title: "Rebuild the initramfs with the new mdadm.conf".into(),
             guard: Guard::Always,
-            actions: vec![run(&["update-initramfs", "-u"])],
+            // Raspberry Pi OS installs two kernels (rpi-v8, rpi-2712) and `-u`
+            // alone rebuilds only the newest: a Pi 5 may boot the other.
+            actions: vec![run(&["update-initramfs", "-u", "-k", "all"])],
             always: vec![],
         });
     }
