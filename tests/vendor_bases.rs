@@ -110,6 +110,53 @@ fn build_pios(users: &str) -> Built {
     }
 }
 
+/// Runs cloud-init's own set_hostname and update_hostname modules (its
+/// Debian package, unpacked by scripts/setup) on the image's /etc/cloud
+/// merged with user-data as Raspberry Pi Imager writes it, user-data over
+/// the system files as cloud-init merges them. Ok when both modules leave
+/// the hostname alone; they get no cloud to change it with, so one that
+/// would change it fails.
+fn cloud_init_hostname(img: &Path, offset: u64, scratch: &Path) -> Result<(), String> {
+    let etc = scratch.join("etc-cloud");
+    let _ = std::fs::remove_dir_all(&etc);
+    std::fs::create_dir_all(&etc).unwrap();
+    run(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump /etc/cloud {}", etc.display()))
+        .arg(format!("{}?offset={offset}", img.display())));
+    // raspberrypi/rpi-imager src/customization_generator.cpp, with a hostname.
+    let user_data = scratch.join("user-data");
+    std::fs::write(
+        &user_data,
+        "#cloud-config\nmanage_resolv_conf: false\nhostname: imager-name\nmanage_etc_hosts: true\n",
+    )
+    .unwrap();
+    let script = r#"
+import logging, sys
+sys.path.insert(0, "/opt/nasforge-test/cloud-init/usr/lib/python3/dist-packages")
+from cloudinit import util
+from cloudinit.config import cc_set_hostname, cc_update_hostname
+system = util.read_conf_with_confd(sys.argv[1] + "/cloud.cfg")
+user = util.load_yaml(open(sys.argv[2]).read())
+cfg = util.mergemanydict([user, system])
+for module in (cc_set_hostname, cc_update_hostname):
+    module.handle(module.__name__, cfg, None, logging.getLogger(), [])
+print("hostname kept")
+"#;
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .arg(etc.join("cloud"))
+        .arg(&user_data)
+        .output()
+        .unwrap();
+    if out.status.success() && printed(&out).contains("hostname kept") {
+        Ok(())
+    } else {
+        Err(printed(&out))
+    }
+}
+
 fn members(group_file: &str, group: &str) -> Vec<String> {
     group_file
         .lines()
@@ -163,9 +210,12 @@ fn raspberry_pi_os_key_only_first_user_gets_userconf_its_groups_and_sudo() {
         "{stat}"
     );
 
-    // cloud-init keeps the recipe's hostname.
-    let cloud = debugfs_cat(&b.img, b.root, "/etc/cloud/cloud.cfg.d/99-nasforge.cfg");
-    assert!(cloud.contains("preserve_hostname: true"), "{cloud}");
+    // cloud-init keeps the recipe's hostname against Imager's user-data;
+    // on the unchanged base it would not.
+    assert_eq!(cloud_init_hostname(&b.img, b.root, b.dir.path()), Ok(()));
+    let base = b.dir.path().join("rpi.img");
+    let e = cloud_init_hostname(&base, b.root, b.dir.path()).unwrap_err();
+    assert!(e.contains("AttributeError"), "{e}");
     // Root: locked, and no password login over SSH, as sshd itself reads it.
     assert!(debugfs_cat(&b.img, b.root, "/etc/shadow").starts_with("root:*:"));
     let sshd = sshd_effective(&b.img, b.root, b.dir.path());
@@ -208,7 +258,7 @@ fn first_users_userconf_refuses_are_refused_before_anything_is_written() {
     let cases: Vec<(String, &str)> = vec![
         (
             "[[system.users]]\nname = \"ad_min\"\npassword = \"x\"\n".into(),
-            "system.users[0].name: Raspberry Pi OS's userconf refuses `ad_min`",
+            "pios.toml:9:8: system.users[0].name: Raspberry Pi OS's userconf refuses `ad_min` for the first user",
         ),
         (
             "[[system.users]]\nname = \"_admin\"\npassword = \"x\"\n".into(),
@@ -216,7 +266,7 @@ fn first_users_userconf_refuses_are_refused_before_anything_is_written() {
         ),
         (
             format!("[[system.users]]\nname = \"{long}\"\npassword = \"x\"\n"),
-            "is not a valid user name",
+            "is not a valid user name: lowercase letters, digits, `_` and `-`, starting with a letter, at most 32 characters",
         ),
         (
             "[[system.users]]\nname = \"root\"\npassword = \"x\"\n".into(),
@@ -279,6 +329,10 @@ fn armbian_fixture(dir: &Path) -> std::path::PathBuf {
         ("etc/ssh/sshd_config.d/.keep".into(), vec![]),
         ("etc/sudoers.d/README".into(), b"#\n".to_vec()),
         ("root/.not_logged_in_yet".into(), b"".to_vec()),
+        (
+            "lib/systemd/system/ssh.service".into(),
+            b"[Unit]\nDescription=OpenBSD Secure Shell server\n".to_vec(),
+        ),
         // armbian/build packages/bsp/common/lib/systemd/system/armbian-firstrun.service
         (
             "lib/systemd/system/armbian-firstrun.service".into(),
@@ -314,7 +368,7 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
         dir.path(),
         "rock.toml",
         &format!(
-            "[base]\npath = \"armbian.img\"\n[board]\nmodel = \"rock5b\"\n[[system.users]]\nname = \"admin\"\npassword = \"{PASSWORD}\"\n[output]\npath = \"out/rock.img\"\n"
+            "[base]\npath = \"armbian.img\"\n[board]\nmodel = \"rock5b\"\n[[system.users]]\nname = \"admin\"\npassword = \"{PASSWORD}\"\n[[system.users]]\nname = \"keys\"\nssh_authorized_keys = [\"{KEY}\"]\n[output]\npath = \"out/rock.img\"\n"
         ),
     );
     let r = nasforge(&["build", "rock.toml"], dir.path(), dir.path());
@@ -348,6 +402,21 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
         debugfs_cat(&out, root, "/etc/passwd").contains("admin:x:1000:1000:"),
         "Armbian's first-login questions are answered by the recipe"
     );
+    // Armbian has no passwordless sudo: the key-only user gets it, the one
+    // with a password does not.
+    let sudoers = debugfs_cat(&out, root, "/etc/sudoers.d/nasforge");
+    assert!(
+        sudoers.contains("\nkeys ALL=(ALL:ALL) NOPASSWD: ALL\n") && !sudoers.contains("admin"),
+        "{sudoers}"
+    );
+    let file = dir.path().join("sudoers");
+    std::fs::write(&file, &sudoers).unwrap();
+    let check = Command::new("visudo")
+        .arg("-cf")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", printed(&check));
 
     // A root password of the recipe's own is kept; a known one is refused.
     let mine = nasforge::system::secrets::crypt_password(PASSWORD).unwrap();

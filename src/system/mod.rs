@@ -100,7 +100,7 @@ pub fn validate(sys: &SystemSection, smb_users: &[String]) -> Vec<(String, Strin
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
         if !name_ok {
-            out.push((at("name"), format!("`{}` is not a valid user name: lowercase letters, digits, `_` and `-`, starting with a letter", u.name)));
+            out.push((at("name"), format!("`{}` is not a valid user name: lowercase letters, digits, `_` and `-`, starting with a letter, at most 32 characters", u.name)));
         }
         if u.name == "root" {
             out.push((
