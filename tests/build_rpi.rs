@@ -474,12 +474,7 @@ fn raspberry_pi_os_own_z50_hook_only_copies_kernels_so_nothing_is_persisted() {
     assert_eq!(r.status, 0, "{}", r.stderr);
     let out = b.path("out/pinas.img");
     let off = root_offset(&out);
-    let stat = stdout(
-        Command::new("debugfs")
-            .arg("-R")
-            .arg("stat /etc/default/raspi-firmware-custom")
-            .arg(format!("{}?offset={off}", out.display())),
-    );
+    let stat = debugfs_stat(&out, off, "/etc/default/raspi-firmware-custom");
     assert!(stat.is_empty(), "{stat}");
     assert!(!r.stderr.contains("cmdline_remove"), "{}", r.stderr);
     let manifest = std::fs::read_to_string(b.path("out/pinas.manifest.json")).unwrap();

@@ -199,12 +199,7 @@ fn raspberry_pi_os_key_only_first_user_gets_userconf_its_groups_and_sudo() {
         .output()
         .unwrap();
     assert!(check.status.success(), "{}", printed(&check));
-    let stat = stdout(
-        Command::new("debugfs")
-            .arg("-R")
-            .arg("stat /etc/sudoers.d/nasforge")
-            .arg(format!("{}?offset={}", b.img.display(), b.root)),
-    );
+    let stat = debugfs_stat(&b.img, b.root, "/etc/sudoers.d/nasforge");
     assert!(
         stat.contains("Mode:  0440") && stat.contains("User:     0"),
         "{stat}"
@@ -238,12 +233,7 @@ fn raspberry_pi_os_sudo_false_takes_sudo_from_the_renamed_user() {
     let gshadow = debugfs_cat(&b.img, b.root, "/etc/gshadow");
     assert!(gshadow.contains("\nsudo:*::\n"), "{gshadow}");
     assert!(!contains_bytes(&b.img, PASSWORD.as_bytes()));
-    let stat = stdout(
-        Command::new("debugfs")
-            .arg("-R")
-            .arg("stat /etc/sudoers.d/nasforge")
-            .arg(format!("{}?offset={}", b.img.display(), b.root)),
-    );
+    let stat = debugfs_stat(&b.img, b.root, "/etc/sudoers.d/nasforge");
     assert!(
         stat.is_empty(),
         "a user with a password needs no drop-in: {stat}"
@@ -342,6 +332,17 @@ fn armbian_fixture(dir: &Path) -> std::path::PathBuf {
     armbian_image_with(dir, &["rockchip-rk3588-sata1.dtbo"], &files)
 }
 
+/// A Rock 5B recipe on the Armbian fixture, writing `out`.
+fn rock_recipe(dir: &Path, system: &str, out: &str) {
+    write_recipe(
+        dir,
+        "rock.toml",
+        &format!(
+            "[base]\npath = \"armbian.img\"\n[board]\nmodel = \"rock5b\"\n{system}[output]\npath = \"{out}\"\n"
+        ),
+    );
+}
+
 #[test]
 fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
     let dir = tempfile::tempdir().unwrap();
@@ -364,12 +365,12 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
         "the fixture is what Armbian ships"
     );
 
-    write_recipe(
+    rock_recipe(
         dir.path(),
-        "rock.toml",
         &format!(
-            "[base]\npath = \"armbian.img\"\n[board]\nmodel = \"rock5b\"\n[[system.users]]\nname = \"admin\"\npassword = \"{PASSWORD}\"\n[[system.users]]\nname = \"keys\"\nssh_authorized_keys = [\"{KEY}\"]\n[output]\npath = \"out/rock.img\"\n"
+            "[[system.users]]\nname = \"admin\"\npassword = \"{PASSWORD}\"\n[[system.users]]\nname = \"keys\"\nssh_authorized_keys = [\"{KEY}\"]\n"
         ),
+        "out/rock.img",
     );
     let r = nasforge(&["build", "rock.toml"], dir.path(), dir.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
@@ -420,23 +421,19 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
 
     // A root password of the recipe's own is kept; a known one is refused.
     let mine = nasforge::system::secrets::crypt_password(PASSWORD).unwrap();
-    write_recipe(
+    rock_recipe(
         dir.path(),
-        "rock.toml",
-        &format!(
-            "[base]\npath = \"armbian.img\"\n[board]\nmodel = \"rock5b\"\n[system]\nroot_password_hash = \"{mine}\"\n[output]\npath = \"out/rock2.img\"\n"
-        ),
+        &format!("[system]\nroot_password_hash = \"{mine}\"\n"),
+        "out/rock2.img",
     );
     let r = nasforge(&["build", "rock.toml"], dir.path(), dir.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     let shadow = debugfs_cat(&dir.path().join("out/rock2.img"), root, "/etc/shadow");
     assert!(shadow.starts_with(&format!("root:{mine}:")), "{shadow}");
-    write_recipe(
+    rock_recipe(
         dir.path(),
-        "rock.toml",
-        &format!(
-            "[base]\npath = \"armbian.img\"\n[board]\nmodel = \"rock5b\"\n[system]\nroot_password_hash = \"{ARMBIAN_ROOT_1234}\"\n[output]\npath = \"out/rock3.img\"\n"
-        ),
+        &format!("[system]\nroot_password_hash = \"{ARMBIAN_ROOT_1234}\"\n"),
+        "out/rock3.img",
     );
     let r = nasforge(&["check", "rock.toml"], dir.path(), dir.path());
     assert_eq!(r.status, 1);

@@ -520,6 +520,16 @@ pub fn debugfs_cat(img: &Path, offset: u64, path: &str) -> String {
     )
 }
 
+/// `debugfs stat` of a path in the ext4 root: empty when it does not exist.
+pub fn debugfs_stat(img: &Path, offset: u64, path: &str) -> String {
+    stdout(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("stat {path}"))
+            .arg(format!("{}?offset={offset}", img.display())),
+    )
+}
+
 pub fn sha256_bytes(data: &[u8]) -> String {
     nasforge::io::hash::sha256_hex(data)
 }
