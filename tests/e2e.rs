@@ -325,8 +325,11 @@ fn smb_get(board: &Board, dir: &Path, name: &str) -> String {
 /// The Debian base made to first-boot as Raspberry Pi OS does: userconf-pi
 /// and raspberrypi-sys-mods' get_fw_loc, unmodified and enabled as their
 /// packages enable them, and pi-gen's `pi` user at uid 1000 in pi-gen's
-/// groups (those the base has). dos2unix, which userconf-service needs, is
-/// in the base. What nasforge detects as Raspberry Pi OS is exactly this.
+/// groups (those the base has); the boot partition mounted as pi-gen's fstab
+/// does, without Debian's `nofail` (userconfig.service relies on that: with
+/// `nofail` nothing orders it after the mount, and it finds no
+/// userconf.txt). dos2unix, which userconf-service needs, is in the base.
+/// What nasforge detects as Raspberry Pi OS is exactly this.
 fn raspberry_pi_os_shaped(base: &Path, out: &Path) {
     run(Command::new("cp").arg("--sparse=always").arg(base).arg(out));
     let image = nasforge::image::Image::open(out).unwrap();
@@ -364,7 +367,11 @@ fn raspberry_pi_os_shaped(base: &Path, out: &Path) {
         gid: 1000,
     });
     root.apply(&ops).unwrap();
+    let fstab = read("/etc/fstab");
+    assert!(fstab.contains(" /boot/firmware vfat rw,nofail "), "{fstab}");
+    let fstab = fstab.replace(" /boot/firmware vfat rw,nofail ", " /boot/firmware vfat defaults ");
     for (path, text) in [
+        ("/etc/fstab", &fstab),
         ("/etc/passwd", &acc.passwd),
         ("/etc/shadow", &acc.shadow),
         ("/etc/group", &acc.group),
