@@ -369,7 +369,10 @@ fn raspberry_pi_os_shaped(base: &Path, out: &Path) {
     root.apply(&ops).unwrap();
     let fstab = read("/etc/fstab");
     assert!(fstab.contains(" /boot/firmware vfat rw,nofail "), "{fstab}");
-    let fstab = fstab.replace(" /boot/firmware vfat rw,nofail ", " /boot/firmware vfat defaults ");
+    let fstab = fstab.replace(
+        " /boot/firmware vfat rw,nofail ",
+        " /boot/firmware vfat defaults ",
+    );
     for (path, text) in [
         ("/etc/fstab", &fstab),
         ("/etc/passwd", &acc.passwd),

@@ -121,8 +121,8 @@ fn split_keyword(line: &str) -> (String, &str) {
 
 /// sshd's settings for a connection that matches no `Match` block: the first
 /// value of each keyword wins, `Include`s are read where they stand.
-/// `read` returns the files of a directory's `*.conf` pattern, sorted, or a
-/// file's text.
+/// `include` turns an Include's pattern into the texts of the files it
+/// names, in sshd's (sorted) order.
 pub struct SshdConfig {
     values: Vec<(String, String)>,
 }

@@ -383,7 +383,7 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
             .as_ref()
             .map(|g| String::from_utf8_lossy(g).into_owned()),
     };
-    lock_passwords(&mut acc, sys, &mut out);
+    let locked = lock_passwords(&mut acc, sys, &mut out.warnings);
     // Raspberry Pi OS renames its uid-1000 user from userconf.txt on first
     // boot; using that for the first user keeps its own wizard quiet.
     let pios_first_user = if vendor.userconf {
@@ -532,8 +532,19 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
         Some(&shadow),
         acc.shadow.as_bytes(),
         0o640,
-        why,
+        if locked.is_empty() {
+            why
+        } else {
+            "no account anyone can guess; [[system.users]]"
+        },
     )?;
+    if let Some(c) = out
+        .changes
+        .iter_mut()
+        .find(|c| c.file == "root:/etc/shadow")
+    {
+        c.details.extend(locked);
+    }
     replace(
         root,
         &mut out,
@@ -620,9 +631,13 @@ fn replace(
 }
 
 /// Root's password locked unless the recipe gives one, and every password a
-/// vendor is known to ship replaced by a lock, each said in the manifest
-/// and as a warning.
-fn lock_passwords(acc: &mut accounts::Accounts, sys: &SystemSection, out: &mut Applied) {
+/// vendor is known to ship replaced by a lock, each said as a warning.
+/// Returns what changed, for the manifest's record of /etc/shadow.
+fn lock_passwords(
+    acc: &mut accounts::Accounts,
+    sys: &SystemSection,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
     let mut said = Vec::new();
     for (user, _, why) in access::KNOWN_DEFAULTS {
         let Some(field) = access::shadow_field(&acc.shadow, user) else {
@@ -631,7 +646,7 @@ fn lock_passwords(acc: &mut accounts::Accounts, sys: &SystemSection, out: &mut A
         if access::password_state(user, field) == access::Password::Set(Some(why)) {
             acc.shadow = access::set_shadow_field(&acc.shadow, user, "*");
             said.push(format!("{user}: {why} locked"));
-            out.warnings.push(format!(
+            warnings.push(format!(
                 "the base image ships {why}; the built image has `{user}`'s password locked{}",
                 if *user == "root" {
                     " (give `[system] root_password_hash` to set one)"
@@ -642,27 +657,20 @@ fn lock_passwords(acc: &mut accounts::Accounts, sys: &SystemSection, out: &mut A
         }
     }
     if let Some(field) = access::shadow_field(&acc.shadow, "root") {
-        let want = sys.root_password_hash.as_deref().unwrap_or("*");
         let locked = access::password_state("root", field) == access::Password::Locked;
-        if (sys.root_password_hash.is_some() && field != want)
-            || (sys.root_password_hash.is_none() && !locked)
-        {
-            acc.shadow = access::set_shadow_field(&acc.shadow, "root", want);
-            said.push(match sys.root_password_hash {
-                Some(_) => "root: password from [system] root_password_hash".into(),
-                None => "root: password locked (no [system] root_password_hash)".into(),
-            });
+        match &sys.root_password_hash {
+            Some(want) if field != want => {
+                acc.shadow = access::set_shadow_field(&acc.shadow, "root", want);
+                said.push("root: password from [system] root_password_hash".into());
+            }
+            None if !locked => {
+                acc.shadow = access::set_shadow_field(&acc.shadow, "root", "*");
+                said.push("root: password locked (no [system] root_password_hash)".into());
+            }
+            _ => {}
         }
     }
-    if !said.is_empty() {
-        out.changes.push(Change {
-            file: "root:/etc/shadow".into(),
-            before_sha256: None,
-            after_sha256: None,
-            why: "no account anyone can guess".into(),
-            details: said,
-        });
-    }
+    said
 }
 
 /// sshd refuses root's password, users with `sudo` and only a key can use
