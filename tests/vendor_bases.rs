@@ -157,6 +157,18 @@ print("hostname kept")
     }
 }
 
+/// sudo's own parser on a sudoers drop-in (`visudo -cf`).
+fn visudo_accepts(scratch: &Path, text: &str) {
+    let file = scratch.join("sudoers");
+    std::fs::write(&file, text).unwrap();
+    let check = Command::new("visudo")
+        .arg("-cf")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", printed(&check));
+}
+
 fn members(group_file: &str, group: &str) -> Vec<String> {
     group_file
         .lines()
@@ -191,14 +203,7 @@ fn raspberry_pi_os_key_only_first_user_gets_userconf_its_groups_and_sudo() {
         sudoers.contains("\nadmin ALL=(ALL:ALL) NOPASSWD: ALL\n"),
         "{sudoers}"
     );
-    let file = b.dir.path().join("sudoers");
-    std::fs::write(&file, &sudoers).unwrap();
-    let check = Command::new("visudo")
-        .arg("-cf")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(check.status.success(), "{}", printed(&check));
+    visudo_accepts(b.dir.path(), &sudoers);
     let stat = debugfs_stat(&b.img, b.root, "/etc/sudoers.d/nasforge");
     assert!(
         stat.contains("Mode:  0440") && stat.contains("User:     0"),
@@ -410,14 +415,7 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
         sudoers.contains("\nkeys ALL=(ALL:ALL) NOPASSWD: ALL\n") && !sudoers.contains("admin"),
         "{sudoers}"
     );
-    let file = dir.path().join("sudoers");
-    std::fs::write(&file, &sudoers).unwrap();
-    let check = Command::new("visudo")
-        .arg("-cf")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(check.status.success(), "{}", printed(&check));
+    visudo_accepts(dir.path(), &sudoers);
 
     // A root password of the recipe's own is kept; a known one is refused.
     let mine = nasforge::system::secrets::crypt_password(PASSWORD).unwrap();
