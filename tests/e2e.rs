@@ -202,9 +202,17 @@ impl Board {
         (out.status.success(), printed(&out))
     }
 
+    /// Waits until SSH lets the recipe's user in; each new way it refuses
+    /// is printed, so a failure says more than the console does.
     fn wait_for_ssh(&mut self, key: &Path, limit: Duration) {
+        let mut last = String::new();
         self.wait_until("SSH answered", limit, Duration::from_secs(3), |b| {
-            b.ssh(key, "true").0
+            let (ok, said) = b.ssh(key, "true");
+            if !ok && said != last {
+                eprintln!("e2e: ssh not yet: {}", said.trim());
+                last = said;
+            }
+            ok
         });
     }
 
