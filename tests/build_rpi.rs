@@ -463,10 +463,11 @@ fn ctrl_c_mid_build_leaves_no_files() {
     assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
 }
 
-#[test]
-fn raspberry_pi_os_own_z50_hook_only_copies_kernels_so_nothing_is_persisted() {
+/// The Pi 5 recipe built on an image whose z50 hook belongs to a
+/// raspi-firmware of this maintainer: (fixture, build output, image, root offset).
+fn build_with_raspi_firmware(maintainer: &str) -> (Built, Cli, std::path::PathBuf, u64) {
     let fixture = RpiFixture {
-        root_files: raspi_firmware("Serge Schneider <serge@raspberrypi.com>"),
+        root_files: raspi_firmware(maintainer),
         ..Default::default()
     };
     let b = setup(fixture, PI5_RECIPE);
@@ -474,6 +475,12 @@ fn raspberry_pi_os_own_z50_hook_only_copies_kernels_so_nothing_is_persisted() {
     assert_eq!(r.status, 0, "{}", r.stderr);
     let out = b.path("out/pinas.img");
     let off = root_offset(&out);
+    (b, r, out, off)
+}
+
+#[test]
+fn raspberry_pi_os_own_z50_hook_only_copies_kernels_so_nothing_is_persisted() {
+    let (b, r, out, off) = build_with_raspi_firmware("Serge Schneider <serge@raspberrypi.com>");
     let stat = debugfs_stat(&out, off, "/etc/default/raspi-firmware-custom");
     assert!(stat.is_empty(), "{stat}");
     assert!(!r.stderr.contains("cmdline_remove"), "{}", r.stderr);
@@ -484,15 +491,8 @@ fn raspberry_pi_os_own_z50_hook_only_copies_kernels_so_nothing_is_persisted() {
 
 #[test]
 fn debian_raspi_firmware_images_keep_the_settings_across_kernel_updates() {
-    let fixture = RpiFixture {
-        root_files: raspi_firmware("pkg-raspi <pkg-raspi-maintainers@lists.alioth.debian.org>"),
-        ..Default::default()
-    };
-    let b = setup(fixture, PI5_RECIPE);
-    let r = build(&b, "pinas.toml");
-    assert_eq!(r.status, 0, "{}", r.stderr);
-    let out = b.path("out/pinas.img");
-    let off = root_offset(&out);
+    let (b, r, out, off) =
+        build_with_raspi_firmware("pkg-raspi <pkg-raspi-maintainers@lists.alioth.debian.org>");
     assert_eq!(
         debugfs_cat(&out, off, "/etc/default/raspi-firmware-custom"),
         "[pi5]\ndtparam=pciex1\ndtparam=pciex1_gen=3\n\n[all]\n"

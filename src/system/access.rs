@@ -157,6 +157,12 @@ impl SshdConfig {
                     }
                 }
                 _ => {
+                    // The old name of the same setting.
+                    let key = if key == "challengeresponseauthentication" {
+                        "kbdinteractiveauthentication".to_string()
+                    } else {
+                        key
+                    };
                     if !values.iter().any(|(k, _)| *k == key) {
                         values.push((key, value.to_ascii_lowercase()));
                     }
@@ -167,15 +173,7 @@ impl SshdConfig {
 
     /// The value sshd uses, with OpenSSH's defaults for what is not set.
     pub fn get(&self, key: &str) -> &str {
-        let key = match key {
-            "challengeresponseauthentication" => "kbdinteractiveauthentication",
-            k => k,
-        };
-        let found = self.values.iter().find(|(k, _)| {
-            k == key
-                || (key == "kbdinteractiveauthentication" && k == "challengeresponseauthentication")
-        });
-        match found {
+        match self.values.iter().find(|(k, _)| k == key) {
             Some((_, v)) => v,
             None => match key {
                 "permitrootlogin" => "prohibit-password",

@@ -210,39 +210,37 @@ pub fn userconf_pi_files() -> Vec<(String, Vec<u8>, u32)> {
     let top = Path::new(env!("CARGO_MANIFEST_DIR"));
     let shared = top.join("../shared/vendor/userconf-pi");
     let sys_mods = top.join("tests/vendor/raspberrypi-sys-mods");
-    let read = |p: PathBuf| fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    vec![
+    // (path in the image, source, mode), as debian/install places them.
+    [
         (
-            "usr/lib/userconf-pi/userconf-service".into(),
-            read(shared.join("userconf-service")),
+            "usr/lib/userconf-pi/userconf-service",
+            shared.join("userconf-service"),
             0o755,
         ),
         (
-            "usr/lib/userconf-pi/userconf".into(),
-            read(shared.join("userconf")),
+            "usr/lib/userconf-pi/userconf",
+            shared.join("userconf"),
             0o755,
         ),
+        ("usr/bin/cancel-rename", shared.join("cancel-rename"), 0o755),
+        ("usr/bin/rename-user", shared.join("rename-user"), 0o755),
         (
-            "usr/bin/cancel-rename".into(),
-            read(shared.join("cancel-rename")),
-            0o755,
-        ),
-        (
-            "usr/bin/rename-user".into(),
-            read(shared.join("rename-user")),
-            0o755,
-        ),
-        (
-            "usr/lib/systemd/system/userconfig.service".into(),
-            read(shared.join("debian/userconf-pi.userconfig.service")),
+            "usr/lib/systemd/system/userconfig.service",
+            shared.join("debian/userconf-pi.userconfig.service"),
             0o644,
         ),
         (
-            "usr/lib/raspberrypi-sys-mods/get_fw_loc".into(),
-            read(sys_mods.join("get_fw_loc")),
+            "usr/lib/raspberrypi-sys-mods/get_fw_loc",
+            sys_mods.join("get_fw_loc"),
             0o755,
         ),
     ]
+    .into_iter()
+    .map(|(path, from, mode)| {
+        let data = fs::read(&from).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+        (path.to_string(), data, mode)
+    })
+    .collect()
 }
 
 /// The groups pi-gen adds its first user to (stage2/01-sys-tweaks/01-run.sh).
