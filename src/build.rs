@@ -20,6 +20,8 @@ pub struct Options {
     pub output: Option<PathBuf>,
     /// Ask the package mirrors again even when the cached lists are fresh.
     pub refresh: bool,
+    /// Replace files at the output path that no earlier build wrote.
+    pub force: bool,
 }
 
 pub struct Report {
@@ -116,6 +118,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             paths.image.display()
         );
     }
+    output::check_replaceable(&paths, opts.force)?;
     let work = output::temp_beside(&paths, "work")?;
     let format = crate::io::unpack(&source_path, work.as_file(), recipe.base.sha256.as_deref())?;
     timer.lap("decompress");
@@ -266,6 +269,19 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     warnings.extend(rootfs_warnings);
     changes.extend(rootfs_changes);
     image.reload().context("re-reading the customised image")?;
+    let secrets = crate::system::secrets::scan(&image)?;
+    if !secrets.is_empty() {
+        let mut kinds: Vec<&str> = secrets.iter().map(|s| s.kind.describe()).collect();
+        kinds.dedup();
+        say(
+            "private",
+            format!(
+                "{} is written readable only by you (mode 0600): it holds {}; the manifest lists where",
+                paths.image.display(),
+                kinds.join(" and ")
+            ),
+        );
+    }
     timer.lap("customise");
 
     let written =
@@ -288,10 +304,17 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         },
         kernel: Some(booted),
         changes,
+        secrets,
         warnings,
     };
     let json = serde_json::to_string_pretty(&manifest)?;
-    output::publish(written, &paths, &json)?;
+    output::publish(
+        written,
+        &paths,
+        &json,
+        !manifest.secrets.is_empty(),
+        opts.force,
+    )?;
     timer.lap("output");
     say(
         "wrote",

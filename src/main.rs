@@ -47,6 +47,11 @@ enum Command {
         /// less than a day old
         #[arg(long)]
         refresh: bool,
+        /// Replace files at the output path even when no earlier nasforge
+        /// build wrote them (without it, only a previous output of the same
+        /// name, recognised by its manifest, is replaced)
+        #[arg(long)]
+        force: bool,
     },
     /// Describe an image: partitions, OS, kernels and what they can do, the
     /// kernel each board boots, and the PCIe / overlay settings in effect.
@@ -233,12 +238,14 @@ fn run(cli: Cli) -> Result<()> {
             output,
             timings,
             refresh,
+            force,
         } => {
             let r = Recipe::load(&recipe)?;
             let opts = nasforge::build::Options {
                 cache: cache(cli.cache)?,
                 output,
                 refresh,
+                force,
             };
             let report = nasforge::build::build(&r, &opts)?;
             if timings {

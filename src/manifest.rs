@@ -42,5 +42,8 @@ pub struct Manifest {
     pub output: Output,
     pub kernel: Option<crate::kernel::Booted>,
     pub changes: Vec<Change>,
+    /// Files in the image holding password equivalents, without the values;
+    /// when there is one, the image is written readable only by its owner.
+    pub secrets: Vec<crate::system::secrets::Secret>,
     pub warnings: Vec<String>,
 }

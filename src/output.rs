@@ -193,14 +193,64 @@ impl<W: Write> Write for HashWriter<W> {
     }
 }
 
-/// Moves the image, its .sha256 and the manifest into place. Old outputs of
-/// the same name go first, so no new file ever sits beside a stale one.
-pub fn publish(written: Written, paths: &Paths, manifest_json: &str) -> Result<()> {
-    let name = paths
+fn image_name(paths: &Paths) -> &str {
+    paths
         .image
         .file_name()
         .and_then(|n| n.to_str())
-        .unwrap_or("image");
+        .unwrap_or("image")
+}
+
+/// Whether the manifest beside `paths.image` is one nasforge wrote for a
+/// file of this name: then the image, .sha256 and manifest there are a
+/// previous build's, and a new build may replace them. The manifest is the
+/// mark because it is the one file of the three only nasforge writes; its
+/// `output.path` names the image it describes.
+fn previous_output(paths: &Paths) -> bool {
+    let Ok(text) = fs::read_to_string(&paths.manifest) else {
+        return false;
+    };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return false;
+    };
+    let named = json["output"]["path"]
+        .as_str()
+        .and_then(|p| Path::new(p).file_name())
+        .and_then(|n| n.to_str());
+    json["nasforge"].is_string() && named == Some(image_name(paths))
+}
+
+/// Refuses to overwrite files that are not a previous nasforge output of
+/// the same name (the output path may point anywhere), unless `force`.
+pub fn check_replaceable(paths: &Paths, force: bool) -> Result<()> {
+    if force || previous_output(paths) {
+        return Ok(());
+    }
+    for p in [&paths.image, &paths.sha256, &paths.manifest] {
+        if fs::symlink_metadata(p).is_ok() {
+            anyhow::bail!(
+                "{} already exists and is not the output of an earlier nasforge build (whose manifest, {}, would name it); \
+                 move it away, write the output elsewhere (`[output] path` or -o), or pass --force to replace it",
+                p.display(),
+                paths.manifest.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Moves the image, its .sha256 and the manifest into place. Old outputs of
+/// the same name go first, so no new file ever sits beside a stale one.
+/// An image holding a `secret` is made readable by its owner only.
+pub fn publish(
+    written: Written,
+    paths: &Paths,
+    manifest_json: &str,
+    secret: bool,
+    force: bool,
+) -> Result<()> {
+    check_replaceable(paths, force)?;
+    let name = image_name(paths);
     let mut sha = temp_beside(paths, "sha256")?;
     writeln!(sha, "{}  {name}", written.file_sha256)?;
     let mut man = temp_beside(paths, "manifest")?;
@@ -216,9 +266,13 @@ pub fn publish(written: Written, paths: &Paths, manifest_json: &str) -> Result<(
         }
     }
     let image = persist(written.file, &paths.image)?;
-    // NamedTempFile is created 0600; an image is an ordinary file to share.
+    // NamedTempFile is created 0600; an image is an ordinary file to share,
+    // unless it holds password equivalents. The digest and the manifest
+    // never hold one.
     use std::os::unix::fs::PermissionsExt;
-    for f in [&image, sha.as_file(), man.as_file()] {
+    let image_mode = if secret { 0o600 } else { 0o644 };
+    image.set_permissions(fs::Permissions::from_mode(image_mode))?;
+    for f in [sha.as_file(), man.as_file()] {
         f.set_permissions(fs::Permissions::from_mode(0o644))?;
     }
     persist(sha, &paths.sha256)?;

@@ -113,6 +113,10 @@ fn pi5_build_sets_pcie_keeps_everything_else_and_is_fsck_clean() {
         nasforge::io::hash::sha256_hex(config.as_bytes())
     );
     assert_eq!(changes[1]["file"], "bootfs:/cmdline.txt");
+    // No password in it: an ordinary file to share.
+    assert_eq!(manifest["secrets"], serde_json::json!([]));
+    assert_eq!(mode(&out), 0o644);
+    assert!(!r.stderr.contains("readable only by you"), "{}", r.stderr);
     // Only the three output files, no leftovers.
     assert_eq!(
         files_under(&b.path("out")),
@@ -566,4 +570,59 @@ fn the_output_cannot_be_the_base_image() {
         r.stderr
     );
     assert_eq!(sha256_file(&b.path("rpi.img")), before);
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn files_at_the_output_path_that_no_build_wrote_survive() {
+    let b = setup(RpiFixture::default(), PI5_RECIPE);
+    fs::create_dir_all(b.path("out")).unwrap();
+    // Each of the three names the output takes, one at a time.
+    for name in ["pinas.img", "pinas.img.sha256", "pinas.manifest.json"] {
+        let theirs = b.path("out").join(name);
+        fs::write(&theirs, b"{\"my\": \"notes\"}\n").unwrap();
+        let r = build(&b, "pinas.toml");
+        assert_eq!(r.status, 1, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "out/{name} already exists and is not the output of an earlier nasforge build"
+            )) && r.stderr.contains("pass --force to replace it"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(fs::read(&theirs).unwrap(), b"{\"my\": \"notes\"}\n");
+        assert_eq!(files_under(&b.path("out")), vec![name.to_string()]);
+        fs::remove_file(&theirs).unwrap();
+    }
+    // --force replaces such a file; a later build replaces its own output
+    // without being asked.
+    fs::write(b.path("out/pinas.img"), b"mine").unwrap();
+    let r = nasforge(
+        &["build", "pinas.toml", "--force"],
+        b.dir.path(),
+        b.cache.path(),
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let first = fs::read_to_string(b.path("out/pinas.img.sha256")).unwrap();
+    assert_ne!(fs::read(b.path("out/pinas.img")).unwrap(), b"mine");
+    fs::write(
+        b.path("pinas.toml"),
+        PI5_RECIPE.replace("pcie_gen = 3", "pcie_gen = 2"),
+    )
+    .unwrap();
+    let r = build(&b, "pinas.toml");
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_ne!(
+        fs::read_to_string(b.path("out/pinas.img.sha256")).unwrap(),
+        first,
+        "the previous output was replaced"
+    );
+    assert_eq!(
+        files_under(&b.path("out")),
+        vec!["pinas.img", "pinas.img.sha256", "pinas.manifest.json"]
+    );
 }

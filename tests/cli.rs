@@ -265,3 +265,64 @@ fn emulate_explains_what_it_cannot_boot() {
         r.stderr
     );
 }
+
+/// `password_hash` and `root_password_hash` take only what crypt(5) allows
+/// for the scheme: anything else could add fields or accounts to
+/// /etc/shadow or userconf.txt.
+#[test]
+fn hostile_password_hashes_are_refused_and_real_ones_accepted() {
+    use nasforge::system::secrets::{Scheme, crypt_password};
+    let good = crypt_password("pw", Scheme::Sha512).unwrap();
+    let y = crypt_password("pw", Scheme::Yescrypt).unwrap();
+    let recipe = |key: &str, hash: &str| {
+        let user = if key == "password_hash" {
+            "[[system.users]]\nname = \"admin\"\n"
+        } else {
+            "[system]\n"
+        };
+        format!("[base]\npath = \"x.img\"\n[board]\nmodel = \"pi4\"\n{user}{key} = \"{hash}\"\n")
+    };
+    for (hash, reason) in [
+        (format!("{good}\\nmallory"), "it contains '\\n'"),
+        (format!("{good}:0:99999:7:::\\nmallory"), "it contains ':'"),
+        (format!("{good}x"), "its hash is 87 characters long, not 86"),
+        (
+            format!("{}*", &y[..y.len() - 1]),
+            "its hash has characters other than",
+        ),
+        (
+            "$1$salt$hash".into(),
+            "`$1$` is not a scheme nasforge accepts",
+        ),
+    ] {
+        for (key, at) in [
+            (
+                "password_hash",
+                "r.toml:7:17: system.users[0].password_hash",
+            ),
+            (
+                "root_password_hash",
+                "r.toml:6:22: system.root_password_hash",
+            ),
+        ] {
+            let r = check(&recipe(key, &hash));
+            assert_eq!(r.status, 1, "{hash}");
+            assert!(
+                r.stderr
+                    .contains(&format!("{at}: not a crypt(3) hash: {reason}")),
+                "{hash}: {}",
+                r.stderr
+            );
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let img = RpiFixture::default().build(dir.path());
+    std::fs::rename(img, dir.path().join("x.img")).unwrap();
+    for hash in [&good, &y] {
+        for key in ["password_hash", "root_password_hash"] {
+            write_recipe(dir.path(), "r.toml", &recipe(key, hash));
+            let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
+            assert_eq!(r.status, 0, "{hash}: {}", r.stderr);
+        }
+    }
+}

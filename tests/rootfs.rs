@@ -111,10 +111,15 @@ fn env(userconf: bool) -> Env {
         server.url("")
     );
     let mut root_files = accounts("pi:x:1000:1000:,,,:/home/pi:/bin/bash\n", userconf);
-    // Every Debian system has e2fsprogs (Priority: required).
+    // Every Debian system has e2fsprogs (Priority: required), and since
+    // bullseye libxcrypt as libcrypt1; bookworm's makes yescrypt hashes.
     root_files.push((
         "var/lib/dpkg/status".into(),
-        status(&[("e2fsprogs", "1.47.0-2", &[])]).into_bytes(),
+        status(&[
+            ("e2fsprogs", "1.47.0-2", &[]),
+            ("libcrypt1", "1:4.4.33-2", &[]),
+        ])
+        .into_bytes(),
     ));
     root_files.push((
         "etc/apt/sources.list.d/test.sources".into(),
@@ -298,8 +303,10 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
         .unwrap()
         .to_string();
     assert!(
-        hash.starts_with("$6$") && crypt_verifies(PASSWORD, &hash),
-        "{hash}"
+        hash.starts_with("$y$")
+            && crypt_verifies(PASSWORD, &hash)
+            && nasforge::system::secrets::verifies(PASSWORD, &hash),
+        "a yescrypt hash on a yescrypt-capable base: {hash}"
     );
     assert!(
         stat(&img, "/etc/shadow").contains("Group:    42"),
@@ -355,10 +362,37 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
         .arg("nas.img.sha256")
         .current_dir(e.dir.path().join("out")));
 
-    // A rebuild asks the mirror nothing.
+    // The image holds password equivalents: only its owner may read it, the
+    // build says so, and the manifest says where they are, not what.
+    let out = e.dir.path().join("out");
+    assert_eq!(mode(&out.join("nas.img")), 0o600);
+    assert_eq!(mode(&out.join("nas.img.sha256")), 0o644);
+    assert_eq!(mode(&out.join("nas.manifest.json")), 0o644);
+    assert!(
+        r.stderr.contains("out/nas.img is written readable only by you (mode 0600): it holds password hashes and Samba NT hashes"),
+        "{}",
+        r.stderr
+    );
+    let manifest_text = std::fs::read_to_string(out.join("nas.manifest.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&manifest_text).unwrap();
+    assert_eq!(
+        manifest["secrets"],
+        serde_json::json!([
+            {"file": "root:/etc/shadow", "kind": "crypt-hash", "accounts": ["admin"]},
+            {"file": "root:/var/lib/nasforge/smbpasswd", "kind": "nt-hash", "accounts": ["admin"]},
+        ]),
+        "{manifest:#}"
+    );
+    let nt = nasforge_setup::smbpasswd::nt_hash(PASSWORD);
+    assert!(
+        !manifest_text.contains(&hash) && !manifest_text.contains(&nt[..12]),
+        "no secret value in the manifest"
+    );
+
+    // A rebuild asks the mirror nothing; an .img.xz with secrets is private too.
     let before = e.server.request_count();
     let r = nasforge(
-        &["build", "nas.toml", "-o", "out/again.img"],
+        &["build", "nas.toml", "-o", "out/again.img.xz"],
         e.dir.path(),
         e.cache.path(),
     );
@@ -368,6 +402,16 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
         before,
         "a second build makes no HTTP request"
     );
+    assert_eq!(mode(&out.join("again.img.xz")), 0o600);
+    assert!(
+        r.stderr
+            .contains("out/again.img.xz is written readable only by you")
+    );
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
 #[test]
@@ -391,6 +435,14 @@ fn raspberry_pi_os_gets_its_first_user_through_userconf() {
     );
     assert!(debugfs_cat(&img, off, "/var/lib/nasforge/smbpasswd").starts_with("admin:1000:"));
     assert!(!contains_bytes(&img, PASSWORD.as_bytes()));
+    let manifest = std::fs::read_to_string(e.dir.path().join("out/nas.manifest.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    assert!(
+        manifest["secrets"].as_array().unwrap().contains(
+            &serde_json::json!({"file": "boot:/userconf.txt", "kind": "crypt-hash", "accounts": ["admin"]})
+        ),
+        "{manifest:#}"
+    );
 }
 
 #[test]

@@ -418,7 +418,11 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
     visudo_accepts(dir.path(), &sudoers);
 
     // A root password of the recipe's own is kept; a known one is refused.
-    let mine = nasforge::system::secrets::crypt_password(PASSWORD).unwrap();
+    let mine = nasforge::system::secrets::crypt_password(
+        PASSWORD,
+        nasforge::system::secrets::Scheme::Yescrypt,
+    )
+    .unwrap();
     rock_recipe(
         dir.path(),
         &format!("[system]\nroot_password_hash = \"{mine}\"\n"),

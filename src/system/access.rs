@@ -66,7 +66,8 @@ pub fn password_state(user: &str, field: &str) -> Password {
 }
 
 /// Sets `user`'s shadow field, keeping every other line as it is.
-pub fn set_shadow_field(shadow: &str, user: &str, value: &str) -> String {
+pub fn set_shadow_field(shadow: &str, user: &str, value: &str) -> anyhow::Result<String> {
+    super::accounts::check_fields(&[value])?;
     let mut out: Vec<String> = shadow
         .lines()
         .map(|l| {
@@ -80,7 +81,7 @@ pub fn set_shadow_field(shadow: &str, user: &str, value: &str) -> String {
         })
         .collect();
     out.push(String::new());
-    out.join("\n")
+    Ok(out.join("\n"))
 }
 
 /// The drop-in that keeps root from logging in with a password.
@@ -230,7 +231,7 @@ mod tests {
             Password::Set(None),
             "only the account the vendor sets it on"
         );
-        let other = secrets::crypt_password("not 1234").unwrap();
+        let other = secrets::crypt_password("not 1234", secrets::Scheme::Yescrypt).unwrap();
         assert_eq!(password_state("root", &other), Password::Set(None));
         assert_eq!(password_state("root", "*"), Password::Locked);
         assert_eq!(password_state("root", "!$6$x$y"), Password::Locked);
@@ -243,9 +244,10 @@ mod tests {
         assert_eq!(shadow_field(shadow, "root"), Some("$6$a$b"));
         assert_eq!(shadow_field(shadow, "nobody"), None);
         assert_eq!(
-            set_shadow_field(shadow, "root", "*"),
+            set_shadow_field(shadow, "root", "*").unwrap(),
             "root:*:19000:0:99999:7:::\npi:*:19000:0:99999:7:::\n"
         );
+        assert!(set_shadow_field(shadow, "root", "$6$a$b\nmallory:x").is_err());
     }
 
     #[test]

@@ -27,6 +27,21 @@ fn entries(text: &str) -> impl Iterator<Item = Vec<&str>> {
         .map(|l| l.split(':').collect())
 }
 
+/// One line of a `:`-separated account file (passwd, shadow, group,
+/// userconf.txt). A field holding `:` or a line break would add fields or
+/// whole accounts, so it is refused here whatever checked it before.
+pub fn record(fields: &[&str]) -> Result<String> {
+    check_fields(fields)?;
+    Ok(fields.join(":") + "\n")
+}
+
+pub fn check_fields(fields: &[&str]) -> Result<()> {
+    if let Some(f) = fields.iter().find(|f| f.contains([':', '\n', '\r'])) {
+        bail!("refusing to write an account field containing `:` or a line break: {f:?}");
+    }
+    Ok(())
+}
+
 fn with_newline(mut s: String) -> String {
     if !s.is_empty() && !s.ends_with('\n') {
         s.push('\n');
@@ -94,14 +109,25 @@ impl Accounts {
             );
         }
         let home = format!("/home/{name}");
-        self.passwd = with_newline(std::mem::take(&mut self.passwd))
-            + &format!("{name}:x:{id}:{id}::{home}:/bin/bash\n");
-        let pw = hash.unwrap_or("!");
-        self.shadow = with_newline(std::mem::take(&mut self.shadow))
-            + &format!("{name}:{pw}:{days}:0:99999:7:::\n");
-        self.group = with_newline(std::mem::take(&mut self.group)) + &format!("{name}:x:{id}:\n");
+        let id_s = id.to_string();
+        let passwd = record(&[name, "x", &id_s, &id_s, "", &home, "/bin/bash"])?;
+        let shadow = record(&[
+            name,
+            hash.unwrap_or("!"),
+            &days.to_string(),
+            "0",
+            "99999",
+            "7",
+            "",
+            "",
+            "",
+        ])?;
+        let group = record(&[name, "x", &id_s, ""])?;
+        self.passwd = with_newline(std::mem::take(&mut self.passwd)) + &passwd;
+        self.shadow = with_newline(std::mem::take(&mut self.shadow)) + &shadow;
+        self.group = with_newline(std::mem::take(&mut self.group)) + &group;
         if let Some(gs) = self.gshadow.take() {
-            self.gshadow = Some(with_newline(gs) + &format!("{name}:!::\n"));
+            self.gshadow = Some(with_newline(gs) + &record(&[name, "!", "", ""])?);
         }
         self.join_groups(name, groups);
         Ok(Added {
@@ -113,6 +139,7 @@ impl Accounts {
     }
 
     fn set_password(&mut self, name: &str, hash: &str, days: u64) -> Result<()> {
+        check_fields(&[hash])?;
         let mut found = false;
         let lines: Vec<String> = self
             .shadow
@@ -268,6 +295,21 @@ mod tests {
         let mut a = debian();
         let e = a.add_user("users", None, &[], 1).unwrap_err().to_string();
         assert!(e.contains("already has a group named `users`"), "{e}");
+    }
+
+    #[test]
+    fn a_field_that_would_add_lines_or_fields_is_refused() {
+        for hash in ["$6$s$h\nmallory::0:0::/:/bin/sh", "$6$s$h:0", "$6$s$h\rx"] {
+            let mut a = debian();
+            let before = a.clone();
+            let e = a.add_user("new", Some(hash), &[], 1).unwrap_err();
+            assert!(e.to_string().contains("`:` or a line break"), "{e}");
+            let e = a.add_user("pi", Some(hash), &[], 1).unwrap_err();
+            assert!(e.to_string().contains("`:` or a line break"), "{e}");
+            assert_eq!(a, before, "nothing written");
+        }
+        assert!(record(&["admin", "$y$j9T$s$h"]).unwrap() == "admin:$y$j9T$s$h\n");
+        assert!(record(&["admin\nroot", "x"]).is_err());
     }
 
     #[test]

@@ -77,10 +77,10 @@ pub fn validate(sys: &SystemSection, smb_users: &[String]) -> Vec<(String, Strin
         }
     }
     if let Some(h) = &sys.root_password_hash {
-        if !secrets::is_crypt_hash(h) {
+        if let Some(why) = secrets::crypt_hash_problem(h) {
             out.push((
                 "system.root_password_hash".into(),
-                "not a crypt(3) hash; make one with `mkpasswd -m yescrypt`".into(),
+                format!("not a crypt(3) hash: {why}; make one with `mkpasswd -m yescrypt`"),
             ));
         } else if access::password_state("root", h) != access::Password::Set(None) {
             out.push((
@@ -113,18 +113,31 @@ pub fn validate(sys: &SystemSection, smb_users: &[String]) -> Vec<(String, Strin
         }
         seen.push(u.name.clone());
         match (&u.password, &u.password_hash) {
-            (Some(_), Some(_)) => out.push((at("password"), "give `password` or `password_hash`, not both".into())),
-            (None, Some(h)) if !secrets::is_crypt_hash(h) => {
-                out.push((at("password_hash"), "not a crypt(3) hash; make one with `mkpasswd -m yescrypt`, or give `password` and let nasforge hash it".into()))
-            }
-            (Some(p), None) if p.is_empty() => out.push((at("password"), "an empty password; leave it out for key-only login".into())),
-            (None, Some(_)) if smb_users.contains(&u.name) => out.push((
-                at("password_hash"),
-                format!("`{}` is a Samba share user, and Samba needs its own hash of the password: give `password` instead (nasforge stores only hashes)", u.name),
+            (Some(_), Some(_)) => out.push((
+                at("password"),
+                "give `password` or `password_hash`, not both".into(),
             )),
-            (None, None) if u.ssh_authorized_keys.is_empty() => {
-                out.push((at("name"), format!("`{}` has no password and no SSH key, so nobody could log in as it", u.name)))
+            (None, Some(h)) => {
+                if let Some(why) = secrets::crypt_hash_problem(h) {
+                    out.push((at("password_hash"), format!("not a crypt(3) hash: {why}; make one with `mkpasswd -m yescrypt`, or give `password` and let nasforge hash it")))
+                } else if smb_users.contains(&u.name) {
+                    out.push((
+                        at("password_hash"),
+                        format!("`{}` is a Samba share user, and Samba needs its own hash of the password: give `password` instead (nasforge stores only hashes)", u.name),
+                    ))
+                }
             }
+            (Some(p), None) if p.is_empty() => out.push((
+                at("password"),
+                "an empty password; leave it out for key-only login".into(),
+            )),
+            (None, None) if u.ssh_authorized_keys.is_empty() => out.push((
+                at("name"),
+                format!(
+                    "`{}` has no password and no SSH key, so nobody could log in as it",
+                    u.name
+                ),
+            )),
             _ => {}
         }
         for (k, key) in u.ssh_authorized_keys.iter().enumerate() {
@@ -383,7 +396,7 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
             .as_ref()
             .map(|g| String::from_utf8_lossy(g).into_owned()),
     };
-    let locked = lock_passwords(&mut acc, sys, &mut out.warnings);
+    let locked = lock_passwords(&mut acc, sys, &mut out.warnings)?;
     // Raspberry Pi OS renames its uid-1000 user from userconf.txt on first
     // boot; using that for the first user keeps its own wizard quiet.
     let pios_first_user = if vendor.userconf {
@@ -399,6 +412,8 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
         .collect();
     let skel_data = root.read_many(&skel_files)?;
     out.ops.extend(root.missing_dirs(&["/home"])?);
+    let status = root.read("/var/lib/dpkg/status")?.unwrap_or_default();
+    let scheme = secrets::Scheme::for_dpkg_status(&String::from_utf8_lossy(&status));
     let mut smbpasswd = String::new();
     let mut staged_keys = Vec::new();
     let days = days_since_epoch();
@@ -408,7 +423,7 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
         .unwrap_or(0);
     for (i, u) in sys.users.iter().enumerate() {
         let hash = match (&u.password, &u.password_hash) {
-            (Some(p), _) => Some(secrets::crypt_password(p)?),
+            (Some(p), _) => Some(secrets::crypt_password(p, scheme)?),
             (None, Some(h)) => Some(h.clone()),
             (None, None) => None,
         };
@@ -431,7 +446,7 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
             if !u.sudo {
                 acc.leave_group(first, "sudo");
             }
-            let line = format!("{}:{}\n", u.name, hash.as_deref().unwrap_or("!"));
+            let line = accounts::record(&[&u.name, hash.as_deref().unwrap_or("!")])?;
             out.boot_files
                 .push(("userconf.txt".into(), line.into_bytes()));
             out.changes.push(Change {
@@ -637,14 +652,14 @@ fn lock_passwords(
     acc: &mut accounts::Accounts,
     sys: &SystemSection,
     warnings: &mut Vec<String>,
-) -> Vec<String> {
+) -> Result<Vec<String>> {
     let mut said = Vec::new();
     for (user, _, why) in access::KNOWN_DEFAULTS {
         let Some(field) = access::shadow_field(&acc.shadow, user) else {
             continue;
         };
         if access::password_state(user, field) == access::Password::Set(Some(why)) {
-            acc.shadow = access::set_shadow_field(&acc.shadow, user, "*");
+            acc.shadow = access::set_shadow_field(&acc.shadow, user, "*")?;
             said.push(format!("{user}: {why} locked"));
             warnings.push(format!(
                 "the base image ships {why}; the built image has `{user}`'s password locked{}",
@@ -660,17 +675,17 @@ fn lock_passwords(
         let locked = access::password_state("root", field) == access::Password::Locked;
         match &sys.root_password_hash {
             Some(want) if field != want => {
-                acc.shadow = access::set_shadow_field(&acc.shadow, "root", want);
+                acc.shadow = access::set_shadow_field(&acc.shadow, "root", want)?;
                 said.push("root: password from [system] root_password_hash".into());
             }
             None if !locked => {
-                acc.shadow = access::set_shadow_field(&acc.shadow, "root", "*");
+                acc.shadow = access::set_shadow_field(&acc.shadow, "root", "*")?;
                 said.push("root: password locked (no [system] root_password_hash)".into());
             }
             _ => {}
         }
     }
-    said
+    Ok(said)
 }
 
 /// sshd refuses root's password, users with `sudo` and only a key can use
