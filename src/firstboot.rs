@@ -5,7 +5,7 @@
 
 use crate::image::ext4::{Ext4, Op};
 use anyhow::{Context, Result, bail};
-use nasforge_setup::spec::Mode;
+use nasforge_setup::spec::{DeviceRecipe, Mode, Share, Storage};
 use std::path::{Path, PathBuf};
 
 const UNIT: &str = include_str!("../files/firstboot/nasforge-firstboot.service");
@@ -152,77 +152,92 @@ pub fn default_binary(arch: &str) -> Result<PathBuf> {
     Ok(binary)
 }
 
-/// The part of the recipe the board reads — `[storage]` and `[[shares]]`,
-/// with their comments — for nasforge-setup, and for a person to read or
-/// change before first boot. Nothing else travels: no `[system]`, so no
-/// password in any of TOML's spellings. Checked once more on the way out.
-pub fn board_recipe(text: &str) -> Result<String> {
-    let doc: toml_edit::DocumentMut = text.parse().context("re-reading the recipe")?;
-    let mut out = toml_edit::DocumentMut::new();
-    for key in ["storage", "shares"] {
-        if let Some(item) = doc.get(key) {
-            out.insert(key, item.clone());
-        }
-    }
-    let body = out.to_string();
+/// The part of the recipe the board reads, `[storage]` and `[[shares]]`,
+/// for nasforge-setup and for a person to read or change before first boot.
+/// Written from the parsed values, never cut from the recipe's text: the
+/// text's comments (`# old password: ...`) would be published on the FAT
+/// partition with it, and only these two sections' known keys can travel.
+pub fn board_recipe(storage: Option<&Storage>, shares: &[Share]) -> Result<String> {
+    let device = DeviceRecipe {
+        storage: storage.cloned(),
+        shares: shares.to_vec(),
+    };
     let text = format!(
-        "# nasforge: the storage part of the recipe this image was built from.\n# nasforge-setup builds it at first boot; edit it before then to change\n# what it builds (see docs/recipe.md).\n\n{}",
-        body.trim_start()
+        "{BOARD_RECIPE_HEADER}\n{}",
+        toml::to_string(&device).context("writing the recipe copy for the board")?
     );
-    let check: toml::Table =
-        toml::from_str(&text).context("the recipe copy for the board does not parse")?;
-    fn has_secret(v: &toml::Value) -> bool {
-        match v {
-            toml::Value::Table(t) => t
-                .iter()
-                .any(|(k, v)| k.contains("password") || has_secret(v)),
-            toml::Value::Array(a) => a.iter().any(has_secret),
-            _ => false,
-        }
+    // The board must build what was checked here, not a near copy.
+    match DeviceRecipe::parse(&text, Path::new(BOARD_RECIPE)) {
+        Ok(back) if back == device => Ok(text),
+        Ok(_) => bail!("internal: the recipe copy for the board reads back differently"),
+        Err(e) => bail!("internal: the recipe copy for the board does not read back: {e}"),
     }
-    if has_secret(&toml::Value::Table(check)) {
-        bail!(
-            "internal: the recipe copy for the board would carry a password; refusing to write it"
-        );
-    }
-    Ok(text)
 }
+
+const BOARD_RECIPE: &str = "nasforge.toml";
+const BOARD_RECIPE_HEADER: &str = "\
+# Written by nasforge from the [storage] and [[shares]] of the recipe this
+# image was built from. nasforge-setup builds it at first boot; edit it
+# before then to change what it builds (see docs/recipe.md).
+";
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn board_copy(text: &str) -> (String, DeviceRecipe) {
+        let recipe = crate::recipe::Recipe::parse(Path::new("r.toml"), text).unwrap();
+        let copy = board_recipe(recipe.storage.as_ref(), &recipe.shares).unwrap();
+        let parsed = DeviceRecipe {
+            storage: recipe.storage,
+            shares: recipe.shares,
+        };
+        (copy, parsed)
+    }
+
     #[test]
-    fn only_storage_and_shares_travel_with_their_comments() {
-        let storage = "[storage]\nmode = \"unattended\" # build it at first boot\n\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid1\"\ndisks = { count = 2 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = { users = [\"admin\"] }\n";
+    fn only_parsed_storage_and_shares_travel_never_comments() {
+        let storage = "# old password: hunter2\n[storage]\nmode = \"unattended\" # pin 4711 hunter2\n\n[[storage.arrays]]\nname = \"data\" # hunter2\nlevel = \"raid1\"\ndisks = { count = 2 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n# password = \"hunter2\"\n\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = { users = [\"admin\"] }\n";
         for system in [
             "[system]\nhostname = \"pinas\"\n[[system.users]]\nname = \"admin\"\npassword = \"hunter2\"\n",
             "[system]\nusers = [{ name = \"admin\", password = \"hunter2\" }]\n",
             "system = { users = [{ name = \"admin\", password = \"hunter2\" }] }\n",
         ] {
-            let text = format!("[base]\npath = \"x.img\"\n{system}{storage}");
-            let out = board_recipe(&text).unwrap();
+            let text =
+                format!("{system}[base]\npath = \"x.img\"\n[board]\nmodel = \"pi5\"\n{storage}");
+            let (copy, parsed) = board_copy(&text);
             assert!(
-                !out.contains("hunter2") && !out.contains("[system]") && !out.contains("[base]"),
-                "{out}"
+                !copy.contains("hunter2")
+                    && !copy.contains("4711")
+                    && !copy.contains("password")
+                    && !copy.contains("[system]")
+                    && !copy.contains("[base]"),
+                "{copy}"
             );
-            assert!(
-                out.contains("# build it at first boot") && out.contains("[[shares]]"),
-                "{out}"
-            );
-            nasforge_setup::spec::DeviceRecipe::parse(&out, Path::new("nasforge.toml")).unwrap();
+            assert!(copy.starts_with(BOARD_RECIPE_HEADER), "{copy}");
+            let comments = copy.lines().filter(|l| l.contains('#')).count();
+            assert_eq!(comments, BOARD_RECIPE_HEADER.lines().count(), "{copy}");
+            let back = DeviceRecipe::parse(&copy, Path::new("nasforge.toml")).unwrap();
+            assert_eq!(back, parsed);
         }
     }
 
     #[test]
-    fn a_password_in_the_storage_part_is_refused() {
-        let text = "[storage]\nmode = \"wizard\"\nnote = { password = \"x\" }\n";
-        assert!(
-            board_recipe(text)
-                .unwrap_err()
-                .to_string()
-                .contains("would carry a password")
-        );
+    fn every_bundled_recipe_reaches_the_board_as_it_was_checked() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let (copy, parsed) = board_copy(&text);
+            assert!(parsed.storage.is_some(), "{}", path.display());
+            let back = DeviceRecipe::parse(&copy, Path::new("nasforge.toml"))
+                .unwrap_or_else(|e| panic!("{}: {e}\n{copy}", path.display()));
+            assert_eq!(back, parsed, "{}", path.display());
+            assert!(!copy.contains("password"), "{copy}");
+            seen += 1;
+        }
+        assert!(seen >= 4, "{seen} recipes in {}", dir.display());
     }
 
     #[test]

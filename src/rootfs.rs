@@ -102,7 +102,7 @@ pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> R
         ssh: wants_ssh && system.needs_openssh,
     });
     let recipe_copy = if has_storage {
-        Some(firstboot::board_recipe(&recipe.text)?.into_bytes())
+        Some(firstboot::board_recipe(recipe.storage.as_ref(), &recipe.shares)?.into_bytes())
     } else {
         None
     };

@@ -326,3 +326,42 @@ fn hostile_password_hashes_are_refused_and_real_ones_accepted() {
         }
     }
 }
+
+/// tui/tests/data/hostile-values.toml through `nasforge check`: every value
+/// the board would write into a file, a unit or a command line is refused on
+/// the workstation, at its line, with the board's own words.
+#[test]
+fn check_refuses_every_hostile_board_value_at_its_line() {
+    let table: toml::Table =
+        toml::from_str(include_str!("../tui/tests/data/hostile-values.toml")).unwrap();
+    let template = table["template"].as_str().unwrap();
+    // The template passes every recipe check: what stops it is the
+    // placeholder base image, read only after them.
+    let r = check(template);
+    assert!(
+        r.stderr.contains("reading x.img")
+            && !r.stderr.contains("shares")
+            && !r.stderr.contains("storage"),
+        "{}",
+        r.stderr
+    );
+    let cases = table["case"].as_array().unwrap();
+    assert!(cases.len() >= 40);
+    for case in cases {
+        let text = |key: &str| case[key].as_str().unwrap();
+        let (key, replace, error) = (text("key"), text("replace"), text("error"));
+        let at = template.find(replace).unwrap();
+        let line = template[..at].matches('\n').count() + 1;
+        let r = check(&template.replacen(replace, text("with"), 1));
+        assert_eq!(r.status, 1, "{key}: {}", r.stderr);
+        let located = format!("r.toml:{line}:");
+        assert!(
+            r.stderr.lines().any(|l| l.contains(&located)
+                && l.contains(error)
+                && (l.contains(&format!(": {key}: ")) || l.contains("unknown variant"))),
+            "{key} at line {line}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains(['\x1b', '\r']), "{:?}", r.stderr);
+    }
+}

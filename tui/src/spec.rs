@@ -479,18 +479,17 @@ pub fn validate(storage: &Storage, shares: &[Share]) -> Vec<SpecProblem> {
         ));
     }
     // Both become one line of mdadm.conf: a line break would add lines of
-    // its own, and mdadm reads only the first word.
-    let one_word =
-        |v: &str| !v.is_empty() && !v.chars().any(|c| c.is_whitespace() || c.is_control());
+    // its own, mdadm reads only the first word, and the address goes on to
+    // sendmail's command line and the mail's To: header.
     if let Some(mail) = &storage.mailaddr
-        && !one_word(mail)
+        && !is_mail_address(mail)
     {
-        out.push(problem("storage.mailaddr", format!("`{}` is not a mail address; write one address without spaces or control characters, such as \"root\" or \"me@example.com\"", mail.escape_debug())));
+        out.push(problem("storage.mailaddr", format!("`{}` is not a mail address; write one address of letters, digits and . _ % + - @ (without spaces or control characters), such as \"root\" or \"me@example.com\"", mail.escape_debug())));
     }
     if let Some(program) = &storage.alert_program
-        && !(program.starts_with('/') && one_word(program))
+        && (program == "/" || !is_safe_path(program))
     {
-        out.push(problem("storage.alert_program", format!("`{}` must be an absolute path to a program, without spaces or control characters, e.g. \"/usr/local/bin/nas-alert\"", program.escape_debug())));
+        out.push(problem("storage.alert_program", format!("`{}` must be an absolute path to a program, made of letters, digits and . _ - / (without spaces or control characters), e.g. \"/usr/local/bin/nas-alert\"", program.escape_debug())));
     }
     for (i, array) in storage.arrays.iter().enumerate() {
         check_array(&format!("storage.arrays[{i}]"), array, &mut out);
@@ -604,7 +603,7 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
     {
         out.push(problem(
             format!("{at}.name"),
-            format!("`{name}` cannot be an md array name; use 1 to 32 letters, digits, '-' or '_', e.g. \"data\""),
+            format!("`{}` cannot be an md array name; use 1 to 32 letters, digits, '-' or '_', e.g. \"data\"", name.escape_debug()),
         ));
     }
     check_absolute_dir(&format!("{at}.mount"), &array.mount, out);
@@ -655,12 +654,18 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
         ("wwn", &array.disks.wwn),
         ("controller", &array.disks.controller),
     ] {
-        if let Some(pattern) = pattern
-            && let Err(why) = crate::matching::check_glob(pattern)
-        {
+        let Some(pattern) = pattern else { continue };
+        // Patterns are only matched, never written into a file, but the
+        // plan prints them on the console: no control characters.
+        let why = if pattern.chars().any(char::is_control) {
+            Err("control characters (line breaks, tabs, escapes) cannot appear in it")
+        } else {
+            crate::matching::check_glob(pattern)
+        };
+        if let Err(why) = why {
             out.push(problem(
                 format!("{at}.disks.{key}"),
-                format!("`{pattern}` is not a valid pattern: {why}"),
+                format!("`{}` is not a valid pattern: {why}", pattern.escape_debug()),
             ));
         }
     }
@@ -669,15 +674,11 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
 fn check_share(at: &str, share: &Share, out: &mut Vec<SpecProblem>) {
     let name = &share.name;
     let bad = |c: char| c.is_control() || "[]\\/:;|=,+*?<>\"%".contains(c);
-    if name.is_empty()
-        || name.chars().count() > 80
-        || name.chars().any(bad)
-        || name.starts_with(' ')
-        || name.ends_with(' ')
+    if name.is_empty() || name.chars().count() > 80 || name.chars().any(bad) || name.trim() != name
     {
         out.push(problem(
             format!("{at}.name"),
-            format!("`{name}` cannot be a Samba share name; use up to 80 characters without []\\/:;|=,+*?<>\"%, e.g. \"data\""),
+            format!("`{}` cannot be a Samba share name; use up to 80 characters without control characters, leading or trailing spaces or []\\/:;|=,+*?<>\"%, e.g. \"data\"", name.escape_debug()),
         ));
     } else if RESERVED_SHARES.iter().any(|r| r.eq_ignore_ascii_case(name)) {
         out.push(problem(
@@ -703,7 +704,7 @@ fn check_share(at: &str, share: &Share, out: &mut Vec<SpecProblem>) {
             if !is_unix_user_name(user) {
                 out.push(problem(
                     format!("{at}.smb.users[{j}]"),
-                    format!("`{user}` is not a valid user name; use lowercase letters, digits, '-' and '_', starting with a letter or '_', at most 32 characters"),
+                    format!("`{}` is not a valid user name; use lowercase letters, digits, '-' and '_', starting with a letter or '_', at most 32 characters", user.escape_debug()),
                 ));
             }
         }
@@ -719,10 +720,10 @@ fn check_share(at: &str, share: &Share, out: &mut Vec<SpecProblem>) {
             ));
         }
         for (j, client) in nfs.clients.0.iter().enumerate() {
-            if client.contains(['(', ')', '"', '#']) || client.chars().any(char::is_control) {
+            if !is_nfs_client(client) {
                 out.push(problem(
                     format!("{at}.nfs.clients[{j}]"),
-                    format!("`{client}` is not an NFS client; write a host, a network such as 192.168.1.0/24, or a wildcard such as *.lan (options are set by nasforge)"),
+                    format!("`{}` is not an NFS client; write a host name (letters, digits and '-', wildcards * and ? allowed, e.g. *.lan), an address or network such as 192.168.1.0/24 or fd00::/64, or * for everyone; export options are set by nasforge", client.escape_debug()),
                 ));
             }
         }
@@ -730,21 +731,83 @@ fn check_share(at: &str, share: &Share, out: &mut Vec<SpecProblem>) {
 }
 
 fn check_absolute_dir(at: &str, path: &str, out: &mut Vec<SpecProblem>) {
-    let components_ok = path
-        .split('/')
-        .skip(1)
-        .all(|c| !c.is_empty() && c != "." && c != "..");
-    if !path.starts_with('/')
-        || (path != "/" && !components_ok)
-        || path.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
+    if !is_safe_path(path) {
         out.push(problem(
             at.to_string(),
             format!(
-                "`{path}` must be an absolute, normalised path without spaces, e.g. \"/srv/data\""
+                "`{}` must be an absolute path made of letters, digits and . _ - /, without empty, `.` or `..` parts, e.g. \"/srv/data\"",
+                path.escape_debug()
             ),
         ));
     }
+}
+
+/// Paths go unquoted into fstab, smb.conf (which expands `%`), exports
+/// (where `,` and `(` start options) and command lines, each with its own
+/// escapes; a set of characters none of them treats specially is the one
+/// spelling they all read the same way.
+fn is_safe_path(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else {
+        return false;
+    };
+    path.len() < 4096
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/".contains(c))
+        && (rest.is_empty()
+            || rest
+                .split('/')
+                .all(|part| !part.is_empty() && part != "." && part != ".."))
+}
+
+/// One entry of an exports(5) client list, strictly: `*`, an IPv4 or IPv6
+/// address with an optional prefix length, or a host name whose labels may
+/// hold the wildcards `*` and `?`. Anything else (a `-`, a space, a comma,
+/// a parenthesis) could add options or clients to the export line.
+fn is_nfs_client(client: &str) -> bool {
+    if client == "*" {
+        return true;
+    }
+    let (address, prefix) = match client.split_once('/') {
+        Some((address, prefix)) => (address, Some(prefix)),
+        None => (client, None),
+    };
+    if let Ok(ip) = address.parse::<std::net::IpAddr>() {
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        return prefix.is_none_or(|p| {
+            !p.is_empty()
+                && p.len() <= 3
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && p.parse::<u8>().is_ok_and(|n| n <= max)
+        });
+    }
+    let labels: Vec<&str> = client.split('.').collect();
+    prefix.is_none()
+        && client.len() <= 253
+        && labels.iter().all(|label| {
+            (1..=63).contains(&label.len())
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-*?".contains(c))
+        })
+        // A name of numbers only is a mistyped address (10.0.0.256), not a host.
+        && !labels
+            .last()
+            .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A local user (`root`) or one address (`me@example.com`).
+fn is_mail_address(mail: &str) -> bool {
+    !mail.is_empty()
+        && mail.len() <= 254
+        && !mail.starts_with(['-', '@', '.'])
+        && mail.matches('@').count() <= 1
+        && !mail.ends_with(['@', '.'])
+        && mail
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._%+-@".contains(c))
 }
 
 fn is_under(path: &str, dir: &str) -> bool {
@@ -861,6 +924,54 @@ mod tests {
                 "smartmontools"
             ]
         );
+    }
+
+    #[test]
+    fn ordinary_clients_paths_and_addresses_pass() {
+        for client in [
+            "*",
+            "nas",
+            "nas.lan",
+            "*.lan",
+            "nas-?.home.arpa",
+            "192.168.1.7",
+            "192.168.1.0/24",
+            "10.0.0.0/8",
+            "0.0.0.0/0",
+            "fd00::/64",
+            "2001:db8::1",
+            "::1/128",
+        ] {
+            assert!(is_nfs_client(client), "{client}");
+        }
+        for client in [
+            "",
+            "10.0.0.0/",
+            "10.0.0.0/+8",
+            "fd00::/129",
+            "nas-",
+            "a..b",
+            "1.2.3",
+        ] {
+            assert!(!is_nfs_client(client), "{client}");
+        }
+        for path in [
+            "/",
+            "/srv/data",
+            "/srv/media_2.x/fotos-2024",
+            "/mnt/.hidden",
+        ] {
+            assert!(is_safe_path(path), "{path}");
+        }
+        for path in ["", "/srv/data/", "/srv/Música", "/srv/a:b", "/srv/~x"] {
+            assert!(!is_safe_path(path), "{path}");
+        }
+        for mail in ["root", "me@example.com", "nas+alerts@mail.example.org"] {
+            assert!(is_mail_address(mail), "{mail}");
+        }
+        for mail in ["a@b@c", "@example.com", "me@", "-f@x", "a b", "a;b"] {
+            assert!(!is_mail_address(mail), "{mail}");
+        }
     }
 
     #[test]

@@ -201,3 +201,61 @@ fn a_spec_survives_the_journal_round_trip() {
     let json = serde_json::to_string(&r).unwrap();
     assert_eq!(serde_json::from_str::<DeviceRecipe>(&json).unwrap(), r);
 }
+
+/// One case of data/hostile-values.toml: the recipe with the hostile value,
+/// the dotted key that must be refused, the line the value is on, and the
+/// words the error must contain.
+struct Hostile {
+    recipe: String,
+    key: String,
+    line: usize,
+    error: String,
+}
+
+fn hostile_cases() -> (String, Vec<Hostile>) {
+    let table: toml::Table = toml::from_str(include_str!("data/hostile-values.toml")).unwrap();
+    let template = table["template"].as_str().unwrap().to_string();
+    let text = |case: &toml::Value, key: &str| case[key].as_str().unwrap().to_string();
+    let cases = table["case"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| {
+            let (replace, with) = (text(case, "replace"), text(case, "with"));
+            assert_eq!(template.matches(&replace).count(), 1, "{replace}");
+            let at = template.find(&replace).unwrap();
+            Hostile {
+                recipe: template.replacen(&replace, &with, 1),
+                key: text(case, "key"),
+                line: template[..at].matches('\n').count() + 1,
+                error: text(case, "error"),
+            }
+        })
+        .collect();
+    (template, cases)
+}
+
+#[test]
+fn every_board_bound_string_refuses_hostile_values() {
+    let (template, cases) = hostile_cases();
+    let good = parse(&template).unwrap();
+    assert_eq!(good.shares.len(), 2);
+    assert!(cases.len() >= 40, "{}", cases.len());
+    for case in cases {
+        let found = match parse(&case.recipe) {
+            Ok(_) => panic!("{}: accepted {}", case.key, case.recipe),
+            Err(RecipeError::Invalid { problems, .. }) => problems
+                .into_iter()
+                .find(|(p, _)| p.path == case.key)
+                .map(|(p, at)| (p.message, at.map(|at| at.line))),
+            Err(RecipeError::Syntax { at, message, .. }) => Some((message, Some(at.line))),
+            Err(e) => panic!("{}: {e}", case.key),
+        };
+        let Some((message, line)) = found else {
+            panic!("{}: no problem at this key in {}", case.key, case.recipe)
+        };
+        assert!(message.contains(&case.error), "{}: {message}", case.key);
+        assert!(!message.contains(['\n', '\r', '\x1b']), "{message:?}");
+        assert_eq!(line, Some(case.line), "{}: {message}", case.key);
+    }
+}

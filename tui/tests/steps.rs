@@ -534,3 +534,223 @@ fn a_partition_step_cut_short_runs_again_so_the_new_partition_is_wiped() {
         steps::Check::Refuse(_)
     ));
 }
+
+/// Every kind of value the recipe checks let through, at its strangest:
+/// share names with spaces, accents and `$`, paths with `.`, `_` and `-`, a
+/// share at an array's mount, IPv6 networks and wildcard host names.
+const ODD_BUT_VALID: &str = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid1"
+disks = { transport = "sata", count = 2 }
+filesystem = "ext4"
+mount = "/srv/data"
+[[storage.arrays]]
+name = "media-2"
+level = "raid1"
+disks = { transport = "sata", count = 2 }
+filesystem = "xfs"
+mount = "/srv/media_2.x"
+
+[[shares]]
+name = "Família Fotos"
+path = "/srv/data/fotos-2024.d"
+smb = { users = ["admin", "anna_b"], timemachine = true }
+nfs = { clients = ["192.168.1.0/24", "fd00::/64", "*.lan", "nas-?.home.arpa"] }
+
+[[shares]]
+name = "backup$"
+path = "/srv/media_2.x"
+smb = { users = ["anna_b"], readonly = true }
+nfs = { clients = "10.0.0.7 *", readonly = true }
+"#;
+
+fn written(steps: &[Step], path: &str) -> String {
+    steps
+        .iter()
+        .flat_map(|s| &s.actions)
+        .find_map(|a| match a {
+            Action::WriteFile {
+                path: p, contents, ..
+            }
+            | Action::ManagedBlock {
+                path: p, contents, ..
+            } if p == path => Some(contents.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no step writes {path}"))
+}
+
+/// `testparm -s` on the file: Samba's own parser must load it, see exactly
+/// the shares nasforge meant, and no parameter nasforge did not write.
+/// Returns each share's parameters as testparm read them back.
+fn testparm(conf: &str) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("nasforge.conf");
+    std::fs::write(&file, conf).unwrap();
+    let out = std::process::Command::new("testparm")
+        .args(["-s", "--suppress-prompt"])
+        .arg(&file)
+        .output()
+        .expect("testparm (samba-common-bin, installed by scripts/setup)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("Loaded services file OK"),
+        "testparm refused:\n{stderr}\n{conf}"
+    );
+    assert!(
+        !stderr.contains("Unknown parameter") && !stderr.contains("Ignoring"),
+        "{stderr}"
+    );
+    let mut shares = std::collections::BTreeMap::new();
+    let mut section = String::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_string();
+            shares.insert(section.clone(), Vec::new());
+        } else if let Some((key, value)) = line.trim().split_once(" = ") {
+            shares
+                .get_mut(&section)
+                .unwrap()
+                .push((key.to_string(), value.to_string()));
+        }
+    }
+    shares
+}
+
+/// One export line per exports(5): a path (quoted or not), then clients each
+/// written `host(options)` with no space inside.
+fn parse_export(line: &str) -> (String, Vec<(String, String)>) {
+    let (path, rest) = match line.strip_prefix('"') {
+        Some(quoted) => quoted.split_once('"').expect("closing quote"),
+        None => line.split_once(char::is_whitespace).expect("clients"),
+    };
+    let clients = rest
+        .split_whitespace()
+        .map(|entry| {
+            let (host, options) = entry
+                .strip_suffix(')')
+                .and_then(|e| e.split_once('('))
+                .unwrap_or_else(|| panic!("`{entry}` is not host(options) in {line}"));
+            assert!(
+                !host.is_empty() && !host.starts_with('-') && !options.contains(['(', ')']),
+                "{line}"
+            );
+            (host.to_string(), options.to_string())
+        })
+        .collect();
+    (path.to_string(), clients)
+}
+
+#[test]
+fn rendered_files_read_back_as_the_recipe_meant() {
+    let c = case(common::board("pi5-jmb585"), ODD_BUT_VALID);
+
+    let smb = testparm(&written(&c.steps, nasforge_setup::samba::SHARES_FILE));
+    let names: Vec<&str> = smb.keys().map(String::as_str).collect();
+    assert_eq!(names, ["Família Fotos", "backup$", "global"]);
+    let params = |share: &str| -> Vec<(&str, &str)> {
+        let mut p: Vec<_> = smb[share]
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        p.sort();
+        p
+    };
+    assert_eq!(
+        params("Família Fotos"),
+        [
+            ("create mask", "0664"),
+            ("directory mask", "02775"),
+            ("force group", "admin"),
+            ("fruit:metadata", "stream"),
+            ("fruit:time machine", "yes"),
+            ("path", "/srv/data/fotos-2024.d"),
+            ("read only", "No"),
+            ("valid users", "admin anna_b"),
+            ("vfs objects", "fruit streams_xattr"),
+            ("write list", "admin anna_b"),
+        ]
+    );
+    // `read only = yes` is Samba's default, which testparm -s leaves out.
+    assert_eq!(
+        params("backup$"),
+        [
+            ("create mask", "0664"),
+            ("directory mask", "02775"),
+            ("fruit:metadata", "stream"),
+            ("path", "/srv/media_2.x"),
+            ("valid users", "anna_b"),
+            ("vfs objects", "fruit streams_xattr"),
+        ]
+    );
+
+    let exports = written(&c.steps, nasforge_setup::nfs::EXPORTS_FILE);
+    let lines: Vec<_> = exports
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(parse_export)
+        .collect();
+    let with = |hosts: &[&str], options: &str| -> Vec<(String, String)> {
+        hosts
+            .iter()
+            .map(|h| (h.to_string(), options.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        lines,
+        [
+            (
+                "/srv/data/fotos-2024.d".to_string(),
+                with(
+                    &["192.168.1.0/24", "fd00::/64", "*.lan", "nas-?.home.arpa"],
+                    "rw,sync,no_subtree_check,root_squash,mp=/srv/data"
+                )
+            ),
+            (
+                "/srv/media_2.x".to_string(),
+                with(
+                    &["10.0.0.7", "*"],
+                    "ro,sync,no_subtree_check,root_squash,mp"
+                )
+            ),
+        ]
+    );
+
+    let fstab = nasforge_setup::managed::merge(
+        "proc /proc proc defaults 0 0\n",
+        &written(&c.steps, "/etc/fstab"),
+    );
+    let mounts: Vec<Vec<&str>> = fstab
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    for fields in &mounts {
+        assert_eq!(fields.len(), 6, "{fields:?}");
+        assert!(fields.iter().all(|f| !f.contains('\\')), "{fields:?}");
+    }
+    assert_eq!(
+        mounts[1..],
+        [
+            vec![
+                "UUID=00000000-1111-4222-8333-444455556666",
+                "/srv/data",
+                "ext4",
+                "defaults,nofail",
+                "0",
+                "2"
+            ],
+            vec![
+                "UUID=00000001-1111-4222-8333-444455556666",
+                "/srv/media_2.x",
+                "xfs",
+                "defaults,nofail",
+                "0",
+                "0"
+            ],
+        ]
+    );
+}
