@@ -125,9 +125,17 @@ enum Command {
     /// backup GPT survives. Every written range is then read back, past the
     /// page cache, and compared with the image.
     ///
-    /// The target must be named. The disk holding `/`, any disk with a mounted
-    /// or held (md, dm) partition, and disks larger than --max-size are
-    /// refused; a regular file is written like `dd` would.
+    /// The target must be named, and is opened once, exclusively (O_EXCL: the
+    /// kernel answers EBUSY while the disk or a partition of it is mounted,
+    /// swap, part of md/dm or open exclusively elsewhere, and nothing can
+    /// mount it while nasforge has it). Every check reads that open device:
+    /// the disk holding `/`, a partition, a read-only card, an internal
+    /// (non-removable SATA or NVMe) disk without --force, and disks larger
+    /// than --max-size are refused. The question shows the model, serial,
+    /// size and contents and expires after 5 minutes; after `yes`, the
+    /// device is read again, and if its size, model, serial or first and
+    /// last bytes changed (a card swapped at the prompt), nothing is
+    /// written. A regular file is written like `dd` would.
     #[command(
         after_help = "Examples:\n  nasforge flash --list\n  nasforge flash out/pinas.img.xz /dev/sdX\n  nasforge flash out/pinas.img /dev/mmcblk0 --yes      (scripts: no question)\n  nasforge flash out/pinas.img.xz copy.img             (dd-style, to a file)"
     )]
@@ -155,6 +163,13 @@ enum Command {
         /// Write to a disk larger than --max-size
         #[arg(long)]
         force_large: bool,
+        /// Write to an internal disk: one that sysfs reports non-removable on
+        /// a SATA or NVMe bus (this computer's own disk, whatever its size)
+        #[arg(long)]
+        force: bool,
+        /// Seconds the question waits for `yes` (tests shorten it)
+        #[arg(long, hide = true, value_name = "SECONDS", default_value_t = nasforge::flash::CONFIRM_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+        confirm_timeout: u64,
         /// Skip reading the target back
         #[arg(long)]
         no_verify: bool,
@@ -330,12 +345,17 @@ fn run(cli: Cli) -> Result<()> {
             yes,
             max_size,
             force_large,
+            force,
+            confirm_timeout,
             no_verify,
             skip_holes,
             dry_run,
         } => {
             if list {
-                print!("{}", nasforge::flash::list(all, max_size.0, force_large));
+                print!(
+                    "{}",
+                    nasforge::flash::list(all, max_size.0, force_large, force)
+                );
                 return Ok(());
             }
             let (Some(image), Some(target)) = (image, target) else {
@@ -349,6 +369,8 @@ fn run(cli: Cli) -> Result<()> {
                 yes,
                 max_size: max_size.0,
                 force_large,
+                force,
+                confirm_timeout: std::time::Duration::from_secs(confirm_timeout),
                 verify: !no_verify,
                 skip_holes,
                 dry_run,

@@ -1,16 +1,19 @@
 //! `nasforge flash` against real loop devices and files, run as a user
 //! would, checked with tools that are not nasforge's (sha256sum, stat,
 //! wipefs, losetup, mount). Loop devices need root: without it each test
-//! prints why it is skipped.
+//! prints why it is skipped. The question is only asked on a terminal, so
+//! the tests that answer it give nasforge a pseudo-terminal as stdin.
 
 mod common;
 
 use common::*;
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -110,6 +113,113 @@ fn flash(args: &[&str], cwd: &Path) -> Cli {
         status: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A pseudo-terminal: (master, slave).
+fn pty() -> (fs::File, fs::File) {
+    // SAFETY: posix_openpt returns a new descriptor (checked), which the
+    // File then owns; ptsname_r writes a NUL-terminated name into `name`.
+    unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        let master = fs::File::from_raw_fd(fd);
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
+        let path = std::ffi::CStr::from_ptr(name.as_ptr())
+            .to_str()
+            .unwrap()
+            .to_string();
+        let slave = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        (master, slave)
+    }
+}
+
+/// `nasforge flash` run with a terminal as stdin, so it asks; the test
+/// answers (or does not) through the terminal's other end.
+struct Asking {
+    child: Child,
+    terminal: fs::File,
+    stderr: String,
+}
+
+impl Asking {
+    fn start(args: &[&str], cwd: &Path) -> Asking {
+        let (terminal, slave) = pty();
+        let child = Command::new(env!("CARGO_BIN_EXE_nasforge"))
+            .arg("flash")
+            .args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Asking {
+            child,
+            terminal,
+            stderr: String::new(),
+        }
+    }
+
+    /// Reads stderr until the question is on it; panics with what was
+    /// printed if nasforge ends first.
+    fn wait_for_question(&mut self) {
+        let err = self.child.stderr.as_mut().unwrap();
+        let mut buf = [0u8; 4096];
+        while !self.stderr.contains("to continue: ") {
+            let n = err.read(&mut buf).unwrap();
+            assert!(n > 0, "nasforge ended without asking:\n{}", self.stderr);
+            self.stderr += &String::from_utf8_lossy(&buf[..n]);
+        }
+    }
+
+    /// Types `answer` (nothing: leaves the question open) and waits for
+    /// nasforge to end, two minutes at most: a question that never expires
+    /// fails the test instead of hanging it.
+    fn answer(mut self, answer: &str) -> Cli {
+        self.terminal.write_all(answer.as_bytes()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                self.child.kill().unwrap();
+                self.child.wait().unwrap();
+                panic!(
+                    "nasforge still runs two minutes after the answer:\n{}",
+                    self.stderr
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut out = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let mut rest = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut rest)
+            .unwrap();
+        Cli {
+            status: status.code().unwrap_or(-1),
+            stdout: out,
+            stderr: self.stderr + &rest,
+        }
     }
 }
 
@@ -338,7 +448,10 @@ fn a_mounted_disk_is_refused() {
         err.contains(&format!("{} is mounted at {}", lo.dev, at.display())),
         "{err}"
     );
-    assert!(err.contains("unmount it first"), "{err}");
+    assert!(
+        err.contains("unmount it first") && err.contains("O_EXCL: EBUSY"),
+        "{err}"
+    );
     assert_eq!(fs::read_to_string(at.join("keep.txt")).unwrap(), "precious");
 
     let list = flash(&["--list", "--all"], dir.path());
@@ -543,4 +656,161 @@ fn list_shows_what_a_disk_holds() {
         "{}",
         lines[line + 1]
     );
+}
+
+#[test]
+fn a_card_swapped_at_the_question_is_not_written() {
+    need_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let (img, _) = fixture(dir.path());
+    let size = fs::metadata(&img).unwrap().len();
+    let img = img.to_str().unwrap();
+
+    // Control: answered on a terminal with nothing changed, it writes.
+    let card = Loop::filled(dir.path(), "same.bin", 200 * MIB, 0x3c);
+    let mut q = Asking::start(&[img, &card.dev], dir.path());
+    q.wait_for_question();
+    assert!(
+        q.stderr.contains("Type yes within 5 minutes to continue"),
+        "{}",
+        q.stderr
+    );
+    let c = q.answer("yes\n");
+    ok(&c);
+    assert_eq!(
+        sha256_prefix(card.path(), size),
+        sha256_file(Path::new(img))
+    );
+    assert!(
+        c.stdout.contains("verified: read back") && c.stdout.contains(", O_DIRECT), every"),
+        "the readback bypassed the page cache: {}",
+        c.stdout
+    );
+
+    // Another card of the same size under the same name: its first MiB
+    // holds other bytes than the ones checked before the question.
+    let card = Loop::filled(dir.path(), "swapped.bin", 200 * MIB, 0x3c);
+    let mut q = Asking::start(&[img, &card.dev], dir.path());
+    q.wait_for_question();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&card.backing)
+        .unwrap()
+        .write_all_at(&vec![0x99u8; MIB as usize], 0)
+        .unwrap();
+    let before = sha256_file(&card.backing);
+    let err = failed(&q.answer("yes\n"));
+    assert!(
+        err.contains(&format!("{} changed while the question was open", card.dev))
+            && err.contains("first or last MiB holds other bytes")
+            && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
+
+    // Another size: the loop device grows under the open descriptor, as a
+    // larger card in the same reader would.
+    let card = Loop::filled(dir.path(), "grown.bin", 200 * MIB, 0x3c);
+    let mut q = Asking::start(&[img, &card.dev], dir.path());
+    q.wait_for_question();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&card.backing)
+        .unwrap()
+        .set_len(264 * MIB)
+        .unwrap();
+    run(Command::new("losetup").arg("--set-capacity").arg(&card.dev));
+    let before = sha256_file(&card.backing);
+    let err = failed(&q.answer("yes\n"));
+    assert!(
+        err.contains(&format!(
+            "the size was {} bytes, is now {} bytes",
+            200 * MIB,
+            264 * MIB
+        )) && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
+}
+
+#[test]
+fn an_unanswered_question_expires_and_nothing_is_written() {
+    need_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let (img, _) = fixture(dir.path());
+    let card = Loop::filled(dir.path(), "card.bin", 200 * MIB, 0x3c);
+    let before = sha256_file(&card.backing);
+    let mut q = Asking::start(
+        &[img.to_str().unwrap(), &card.dev, "--confirm-timeout", "2"],
+        dir.path(),
+    );
+    q.wait_for_question();
+    let asked = Instant::now();
+    let err = failed(&q.answer(""));
+    assert!(
+        asked.elapsed() >= Duration::from_millis(1500),
+        "it waited {:?}",
+        asked.elapsed()
+    );
+    assert!(
+        err.contains("no answer within 2 s") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
+}
+
+#[test]
+fn a_disk_held_open_exclusively_is_refused_with_ebusy_explained() {
+    need_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let (img, _) = fixture(dir.path());
+    let card = Loop::filled(dir.path(), "held.bin", 200 * MIB, 0x3c);
+    let before = sha256_file(&card.backing);
+    let held = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&card.dev)
+        .unwrap();
+    let err = failed(&flash(
+        &[img.to_str().unwrap(), &card.dev, "--yes"],
+        dir.path(),
+    ));
+    assert!(
+        err.contains(&format!("refusing to write {}", card.dev))
+            && err.contains("O_EXCL: EBUSY")
+            && err.contains("another program holds it open exclusively")
+            && err.contains("close it and try again"),
+        "{err}"
+    );
+    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
+    drop(held);
+    ok(&flash(
+        &[img.to_str().unwrap(), &card.dev, "--yes"],
+        dir.path(),
+    ));
+}
+
+#[test]
+fn help_teaches_the_checks_and_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = flash(&["--help"], dir.path());
+    ok(&c);
+    for taught in [
+        "O_EXCL",
+        "EBUSY",
+        "internal (non-removable SATA or NVMe) disk without --force",
+        "expires after 5 minutes",
+        "a card swapped at the prompt",
+        "non-removable on a SATA or NVMe bus",
+    ] {
+        assert!(c.stdout.contains(taught), "{taught}:\n{}", c.stdout);
+    }
+    for flag in ["--force", "--force-large"] {
+        assert!(
+            c.stdout.lines().any(|l| l.trim() == flag),
+            "{flag}:\n{}",
+            c.stdout
+        );
+    }
+    assert!(!c.stdout.contains("confirm-timeout"), "{}", c.stdout);
 }

@@ -1,9 +1,9 @@
 //! Which block devices may be flashed, from sysfs and /proc: identity
-//! (model, transport, size), what each holds (signatures read from its first
-//! and last bytes by `nasforge_setup::signature`, the same probe the on-board
-//! setup trusts) and whether the running system uses it. A target is refused
-//! for a reason the user can read, with the flag that overrides it when one
-//! exists.
+//! (model, serial, transport, size), what each holds (signatures read from
+//! its first and last bytes by `nasforge_setup::signature`, the same probe
+//! the on-board setup trusts) and whether the running system uses it. A
+//! target is refused for a reason the user can read, with the flag that
+//! overrides it when one exists.
 
 use nasforge_setup::signature::{self, Signature};
 use nasforge_setup::sysfs::{parse_devnum, read_trimmed, read_u64};
@@ -27,6 +27,7 @@ pub struct Device {
     pub size: u64,
     /// Vendor and model, an MMC card's name, or a loop device's backing file.
     pub model: Option<String>,
+    pub serial: Option<String>,
     pub transport: String,
     pub removable: bool,
     pub read_only: bool,
@@ -34,8 +35,19 @@ pub struct Device {
     pub contents: Vec<(String, Signature)>,
     /// Why the first bytes could not be read, when they could not.
     pub unreadable: Option<String>,
-    pub partitions: Vec<String>,
+    pub partitions: Vec<Partition>,
     pub in_use: Vec<InUse>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Partition {
+    /// Kernel name: `sdb1`, `mmcblk0p2`.
+    pub name: String,
+    pub devnum: (u32, u32),
+    pub sys: PathBuf,
+    /// Byte offset and length on the disk.
+    pub start: u64,
+    pub size: u64,
 }
 
 /// How the running system uses a disk.
@@ -84,6 +96,13 @@ pub enum Refusal {
     NotADisk {
         kind: String,
     },
+    /// A non-removable disk on a SATA or NVMe bus: a computer's own disk,
+    /// never an SD card, eMMC in a reader, or a USB stick.
+    Internal {
+        /// "Samsung SSD 980, serial S64D..."
+        disk: String,
+        transport: String,
+    },
 }
 
 impl Refusal {
@@ -91,6 +110,7 @@ impl Refusal {
     pub fn override_flag(&self) -> Option<&'static str> {
         match self {
             Refusal::TooLarge { .. } => Some("--force-large"),
+            Refusal::Internal { .. } => Some("--force"),
             _ => None,
         }
     }
@@ -110,15 +130,39 @@ impl Refusal {
             Refusal::ReadOnly => "it is read-only (an SD card's lock switch, or the kernel marked it so)".into(),
             Refusal::Partition { disk } => format!("it is a partition; an image is written to the whole disk: name /dev/{disk}"),
             Refusal::NotADisk { kind } => format!("it is {kind}, not a disk; name the card itself (see nasforge flash --list)"),
+            Refusal::Internal { disk, transport } => format!(
+                "it is an internal {} disk ({disk}): sysfs reports it non-removable on a {transport} bus, where SD cards, card readers and USB sticks never sit, so it is this computer's own disk whatever its size; pass --force if you really mean to overwrite it",
+                transport_name(transport)
+            ),
         }
     }
 }
 
 impl Device {
-    /// "SanDisk Ultra, 31.9 GB (29.7 GiB), usb"
+    /// "SanDisk Ultra, serial 4C53..., 31.9 GB (29.7 GiB), usb"
     pub fn summary(&self) -> String {
+        format!(
+            "{}, {}, {}",
+            self.model_and_serial(),
+            both_units(self.size),
+            self.transport
+        )
+    }
+
+    /// "SanDisk Ultra, serial 4C53...": what tells two disks of one size apart.
+    pub fn model_and_serial(&self) -> String {
         let model = self.model.as_deref().unwrap_or("unknown model");
-        format!("{model}, {}, {}", both_units(self.size), self.transport)
+        match &self.serial {
+            Some(serial) => format!("{model}, serial {serial}"),
+            None => model.to_string(),
+        }
+    }
+
+    /// Non-removable on a SATA or NVMe bus: a computer's own disk. USB and
+    /// MMC report their own transports, so a disk in a USB enclosure or a
+    /// card in a reader never counts.
+    pub fn is_internal(&self) -> bool {
+        !self.removable && matches!(self.transport.as_str(), "sata" | "nvme")
     }
 
     /// "a dos partition table; sdb1: a vfat filesystem labelled 'bootfs'"
@@ -146,9 +190,10 @@ impl Device {
             .join("; ")
     }
 
-    /// Everything that stops this disk being written, given the size limit
-    /// and whether the user forced a large one.
-    pub fn refusals(&self, max_size: u64, force_large: bool) -> Vec<Refusal> {
+    /// Everything that stops this disk being written, given the size limit,
+    /// whether the user forced a large one (`--force-large`) and whether an
+    /// internal one (`--force`).
+    pub fn refusals(&self, max_size: u64, force_large: bool, force: bool) -> Vec<Refusal> {
         let mut out: Vec<Refusal> = self.in_use.iter().cloned().map(Refusal::InUse).collect();
         if self.read_only {
             out.push(Refusal::ReadOnly);
@@ -161,6 +206,12 @@ impl Device {
                 kind: "a device-mapper device (LVM, LUKS, multipath)".into(),
             }),
             _ => {}
+        }
+        if self.is_internal() && !force {
+            out.push(Refusal::Internal {
+                disk: self.model_and_serial(),
+                transport: self.transport.clone(),
+            });
         }
         if self.size > max_size && !force_large {
             out.push(Refusal::TooLarge {
@@ -187,11 +238,11 @@ pub fn both_units(bytes: u64) -> String {
 }
 
 /// The sysfs directory of a device number (canonical, under /sys/devices).
-fn sysfs_of(devnum: (u32, u32)) -> Option<PathBuf> {
+pub fn sysfs_of(devnum: (u32, u32)) -> Option<PathBuf> {
     fs::canonicalize(format!("/sys/dev/block/{}:{}", devnum.0, devnum.1)).ok()
 }
 
-fn name_of(sys: &Path) -> String {
+pub fn name_of(sys: &Path) -> String {
     sys.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
@@ -229,6 +280,7 @@ fn walk_down(sys: &Path, out: &mut BTreeSet<String>, depth: u32) {
 }
 
 /// How the running system uses block devices, read once.
+#[derive(Default)]
 pub struct SystemUse {
     /// Whole disks holding `/`.
     system_disks: BTreeSet<String>,
@@ -338,7 +390,7 @@ fn transport(name: &str, sys: &str) -> String {
     t.to_string()
 }
 
-fn model(sys: &Path) -> Option<String> {
+pub fn model(sys: &Path) -> Option<String> {
     if let Some(backing) = read_trimmed(&sys.join("loop/backing_file")) {
         return Some(format!("loop on {backing}"));
     }
@@ -353,43 +405,74 @@ fn model(sys: &Path) -> Option<String> {
     }
 }
 
-/// Reads one whole disk by its sysfs directory.
-fn read_device(sys: &Path, system: &SystemUse) -> Option<Device> {
+/// A disk's serial number: NVMe and MMC report it beside the model, SCSI
+/// and SATA disks a World Wide ID, USB disks sit below a USB device that
+/// reports one.
+pub fn serial(sys: &Path) -> Option<String> {
+    ["device/serial", "wwid", "device/wwid"]
+        .iter()
+        .find_map(|attr| read_trimmed(&sys.join(attr)))
+        .or_else(|| {
+            sys.ancestors()
+                .skip(1)
+                .take_while(|a| a.file_name().is_some_and(|n| n != "devices"))
+                .find_map(|a| read_trimmed(&a.join("serial")))
+        })
+}
+
+/// "SATA", "NVMe": a transport as people write it.
+fn transport_name(transport: &str) -> &str {
+    match transport {
+        "sata" => "SATA",
+        "nvme" => "NVMe",
+        other => other,
+    }
+}
+
+/// Reads one whole disk by its sysfs directory: identity, partitions and
+/// how the running system uses it. What it holds is left to [`Device::probe`].
+pub fn read_device(sys: &Path, system: &SystemUse) -> Option<Device> {
     let name = name_of(sys);
     let sectors = read_u64(&sys.join("size"))?;
     let (major, minor) = parse_devnum(&fs::read_to_string(sys.join("dev")).ok()?)?;
     let path = PathBuf::from("/dev").join(&name);
-    // (name, device number, sysfs dir, start, size) of each partition
-    type Part = (String, (u32, u32), PathBuf, u64, u64);
-    let mut parts: Vec<Part> = fs::read_dir(sys)
+    let mut partitions: Vec<Partition> = fs::read_dir(sys)
         .map(|d| {
             d.flatten()
                 .map(|e| e.path())
                 .filter(|p| p.join("partition").exists())
                 .filter_map(|p| {
-                    let dev = parse_devnum(&fs::read_to_string(p.join("dev")).ok()?)?;
-                    let start = read_u64(&p.join("start")).unwrap_or(0) * 512;
-                    let size = read_u64(&p.join("size")).unwrap_or(0) * 512;
-                    Some((name_of(&p), dev, p, start, size))
+                    let devnum = parse_devnum(&fs::read_to_string(p.join("dev")).ok()?)?;
+                    let sectors = |attr| read_u64(&p.join(attr)).unwrap_or(0).checked_mul(512);
+                    Some(Partition {
+                        name: name_of(&p),
+                        devnum,
+                        start: sectors("start")?,
+                        size: sectors("size")?,
+                        sys: p,
+                    })
                 })
                 .collect()
         })
         .unwrap_or_default();
-    parts.sort_by_key(|p| p.3);
+    partitions.sort_by_key(|p| p.start);
 
     let mut in_use = Vec::new();
     if system.system_disks.contains(&name) {
         in_use.push(InUse::System);
     }
-    let mut members: Vec<(String, (u32, u32), PathBuf)> =
-        vec![(name.clone(), (major, minor), sys.to_path_buf())];
-    members.extend(parts.iter().map(|p| (p.0.clone(), p.1, p.2.clone())));
-    for (dev_name, devnum, dir) in &members {
+    let mut members: Vec<(&str, (u32, u32), &Path)> = vec![(&name, (major, minor), sys)];
+    members.extend(
+        partitions
+            .iter()
+            .map(|p| (p.name.as_str(), p.devnum, p.sys.as_path())),
+    );
+    for (dev_name, devnum, dir) in members {
         let dev_path = format!("/dev/{dev_name}");
         for (_, _, at) in system
             .mounts
             .iter()
-            .filter(|m| m.0 == *devnum || m.1 == dev_path)
+            .filter(|m| m.0 == devnum || m.1 == dev_path)
         {
             in_use.push(InUse::Mounted {
                 device: dev_path.clone(),
@@ -414,43 +497,55 @@ fn read_device(sys: &Path, system: &SystemUse) -> Option<Device> {
     }
     in_use.dedup();
 
-    let size = sectors * 512;
-    let mut contents = Vec::new();
-    let mut unreadable = None;
-    if size > 0 {
-        match signature::read(&path, 0, Some(size)) {
-            Ok(found) => contents.extend(found.into_iter().map(|s| (name.clone(), s))),
-            Err(e) => unreadable = Some(e.to_string()),
-        }
-        for (pname, _, _, start, psize) in &parts {
-            if *psize > 0
-                && start + psize <= size
-                && let Ok(found) = signature::read(&path, *start, Some(*psize))
-            {
-                contents.extend(found.into_iter().map(|s| (pname.clone(), s)));
-            }
-        }
-    }
     let sys_text = sys.to_string_lossy();
     Some(Device {
         transport: transport(&name, &sys_text),
         model: model(sys),
+        serial: serial(sys),
         removable: read_u64(&sys.join("removable")) == Some(1),
         read_only: read_u64(&sys.join("ro")) == Some(1),
-        partitions: parts.into_iter().map(|p| p.0).collect(),
+        partitions,
         name,
         path,
         major,
         minor,
-        size,
-        contents,
-        unreadable,
+        size: sectors.checked_mul(512)?,
+        contents: Vec::new(),
+        unreadable: None,
         in_use,
     })
 }
 
+impl Device {
+    /// Fills in what the disk and each partition hold, from `probe(offset,
+    /// len)` over their byte ranges on the disk.
+    pub fn probe(&mut self, probe: impl Fn(u64, u64) -> std::io::Result<Vec<Signature>>) {
+        if self.size == 0 {
+            return;
+        }
+        match probe(0, self.size) {
+            Ok(found) => self
+                .contents
+                .extend(found.into_iter().map(|s| (self.name.clone(), s))),
+            Err(e) => self.unreadable = Some(e.to_string()),
+        }
+        for p in &self.partitions {
+            if p.size > 0
+                && p.start
+                    .checked_add(p.size)
+                    .is_some_and(|end| end <= self.size)
+                && let Ok(found) = probe(p.start, p.size)
+            {
+                self.contents
+                    .extend(found.into_iter().map(|s| (p.name.clone(), s)));
+            }
+        }
+    }
+}
+
 /// Every whole disk with media (empty card-reader slots and unbound loop
-/// devices report size 0 and are left out), in name order.
+/// devices report size 0 and are left out), in name order, probed by path:
+/// for `--list`, which writes nothing.
 pub fn all() -> Vec<Device> {
     let system = SystemUse::read();
     let mut names: Vec<String> = fs::read_dir("/sys/block")
@@ -466,60 +561,12 @@ pub fn all() -> Vec<Device> {
         .filter_map(|n| fs::canonicalize(Path::new("/sys/block").join(n)).ok())
         .filter_map(|sys| read_device(&sys, &system))
         .filter(|d| d.size > 0)
+        .map(|mut d| {
+            let path = d.path.clone();
+            d.probe(|offset, len| signature::read(&path, offset, Some(len)));
+            d
+        })
         .collect()
-}
-
-/// What a named target is.
-pub enum Target {
-    Disk(Device),
-    /// A regular file (existing or to be created), written dd-style.
-    File(PathBuf),
-}
-
-/// Resolves what the user named (`/dev/sdb`, a `/dev/disk/by-id/...` link,
-/// or a file path). A partition, a character device or a missing path under
-/// /dev is an error, never a file to create.
-pub fn resolve(named: &Path) -> Result<Target, String> {
-    let shown = named.display();
-    match fs::metadata(named) {
-        Ok(meta) if meta.file_type().is_block_device() => {
-            let devnum = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
-            let sys = sysfs_of(devnum).ok_or_else(|| {
-                format!(
-                    "{shown}: block device {}:{} is not in /sys/dev/block",
-                    devnum.0, devnum.1
-                )
-            })?;
-            if sys.join("partition").exists() {
-                let disk = sys.parent().map(name_of).unwrap_or_default();
-                return Err(format!(
-                    "refusing to write {shown}: {}",
-                    Refusal::Partition { disk }.explain()
-                ));
-            }
-            let system = SystemUse::read();
-            read_device(&sys, &system)
-                .ok_or_else(|| format!("{shown}: cannot read its size from {}", sys.display()))
-                .map(Target::Disk)
-        }
-        Ok(meta) if meta.is_file() => Ok(Target::File(named.to_path_buf())),
-        Ok(meta) if meta.is_dir() => Err(format!(
-            "{shown} is a directory; name a disk such as /dev/sdX (see nasforge flash --list) or an image file to write"
-        )),
-        Ok(_) => Err(format!(
-            "{shown} is neither a block device nor a regular file"
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if named.starts_with("/dev") {
-                Err(format!(
-                    "{shown} does not exist; is the card inserted? `nasforge flash --list` shows the disks there are"
-                ))
-            } else {
-                Ok(Target::File(named.to_path_buf()))
-            }
-        }
-        Err(e) => Err(format!("{shown}: {e}")),
-    }
 }
 
 #[cfg(test)]
@@ -568,6 +615,86 @@ mod tests {
         let meta = fs::metadata("/").unwrap();
         if libc::major(meta.dev()) != 0 {
             assert!(!system.system_disks.is_empty());
+        }
+    }
+
+    /// A fake sysfs directory for one whole disk, where the kernel would
+    /// put it, with the attributes `read_device` reads.
+    fn fake_disk(root: &Path, sys: &str, removable: u8, model: &str, serial: &str) -> PathBuf {
+        let dir = root.join(sys);
+        fs::create_dir_all(dir.join("device")).unwrap();
+        for (attr, value) in [
+            ("size", "1953525168"),
+            ("dev", "8:0"),
+            ("removable", &removable.to_string()),
+            ("ro", "0"),
+            ("device/model", model),
+            ("device/serial", serial),
+        ] {
+            fs::write(dir.join(attr), format!("{value}\n")).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn internal_sata_and_nvme_disks_need_force_whatever_their_size() {
+        let root = tempfile::tempdir().unwrap();
+        let sata = fake_disk(
+            root.path(),
+            "devices/pci0000:00/0000:00:17.0/ata1/host0/target0:0:0/0:0:0:0/block/sda",
+            0,
+            "WDC WD10EZEX-08W",
+            "WD-WCC6Y0RL1234",
+        );
+        let nvme = fake_disk(
+            root.path(),
+            "devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0/nvme0n1",
+            0,
+            "Samsung SSD 980 1TB",
+            "S64DNX0R123456",
+        );
+        let system = SystemUse::default();
+        for (sys, kind, model, serial) in [
+            (&sata, "SATA", "WDC WD10EZEX-08W", "WD-WCC6Y0RL1234"),
+            (&nvme, "NVMe", "Samsung SSD 980 1TB", "S64DNX0R123456"),
+        ] {
+            let d = read_device(sys, &system).unwrap();
+            assert!(d.is_internal(), "{d:?}");
+            // Far under --max-size, and --force-large given: still refused.
+            let refusals = d.refusals(u64::MAX, true, false);
+            let [r @ Refusal::Internal { .. }] = &refusals[..] else {
+                panic!("{refusals:?}")
+            };
+            let why = r.explain();
+            assert!(
+                why.contains(&format!("internal {kind} disk ({model}, serial {serial})"))
+                    && why.contains("non-removable")
+                    && why.contains("pass --force"),
+                "{why}"
+            );
+            assert_eq!(r.override_flag(), Some("--force"));
+            assert!(d.refusals(u64::MAX, false, true).is_empty());
+        }
+
+        // The same disk behind USB, or reported removable, is a candidate.
+        let usb = fake_disk(
+            root.path(),
+            "devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block/sdb",
+            0,
+            "WDC WD10EZEX-08W",
+            "WD-WCC6Y0RL1234",
+        );
+        let hotswap = fake_disk(
+            root.path(),
+            "devices/pci0000:00/0000:00:17.0/ata2/host1/target1:0:0/1:0:0:0/block/sdc",
+            1,
+            "SD card slot",
+            "0001",
+        );
+        for sys in [&usb, &hotswap] {
+            let d = read_device(sys, &system).unwrap();
+            assert!(!d.is_internal(), "{d:?}");
+            assert!(d.refusals(u64::MAX, false, false).is_empty(), "{d:?}");
         }
     }
 

@@ -2,8 +2,11 @@
 //! verified, and never onto the wrong disk.
 //!
 //! - [`candidates`]: which disks there are, what they hold, which are
-//!   refused (the system disk, anything mounted or held, anything larger
-//!   than `--max-size`, partitions, read-only media) and why.
+//!   refused (the system disk, anything mounted or held, internal SATA and
+//!   NVMe disks without `--force`, anything larger than `--max-size`,
+//!   partitions, read-only media) and why.
+//! - [`target`]: the named target opened once (a disk O_EXCL), checked
+//!   through that descriptor, and checked again after the question.
 //! - [`source`]: the image (.img, .img.xz, .img.gz), its size and published
 //!   digests, read in hashed batches of data and zero spans.
 //! - [`write`]: data written in large O_DIRECT writes, zeros punched where
@@ -12,14 +15,21 @@
 
 pub mod candidates;
 pub mod source;
+pub mod target;
 pub mod verify;
 pub mod write;
 
 use crate::size::human;
 use anyhow::{Context, Result, bail};
-use candidates::{Device, Target};
+use candidates::Device;
 use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use target::Target;
+
+/// How long the question waits for its answer: long enough to read it,
+/// short enough that nobody swaps the card under a forgotten prompt.
+pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -29,6 +39,10 @@ pub struct Options {
     pub yes: bool,
     pub max_size: u64,
     pub force_large: bool,
+    /// Write an internal (non-removable SATA or NVMe) disk.
+    pub force: bool,
+    /// How long the question waits for `yes`.
+    pub confirm_timeout: Duration,
     pub verify: bool,
     pub skip_holes: bool,
     /// Check everything, write nothing.
@@ -113,7 +127,7 @@ impl Summary {
 }
 
 /// `nasforge flash --list`: one block per disk, refused ones with the reason.
-pub fn list(all: bool, max_size: u64, force_large: bool) -> String {
+pub fn list(all: bool, max_size: u64, force_large: bool, force: bool) -> String {
     let disks: Vec<Device> = candidates::all()
         .into_iter()
         .filter(|d| all || d.is_candidate())
@@ -138,7 +152,7 @@ pub fn list(all: bool, max_size: u64, force_large: bool) -> String {
             d.model.as_deref().unwrap_or("-"),
             d.holds()
         );
-        let refusals = d.refusals(max_size, force_large);
+        let refusals = d.refusals(max_size, force_large, force);
         if refusals.is_empty() {
             out += &format!("{:<14} can be flashed\n", "");
         }
@@ -149,14 +163,58 @@ pub fn list(all: bool, max_size: u64, force_large: bool) -> String {
     out
 }
 
-fn confirm(question: &str) -> Result<()> {
+/// "5 minutes", "2 s".
+fn duration_text(d: Duration) -> String {
+    match d.as_secs() {
+        s if s >= 60 && s % 60 == 0 => {
+            format!("{} minute{}", s / 60, if s == 60 { "" } else { "s" })
+        }
+        s => format!("{s} s"),
+    }
+}
+
+/// Asks on the terminal; no answer within `limit` is a no.
+fn confirm(question: &str, limit: Duration) -> Result<()> {
     if !std::io::stdin().is_terminal() {
         bail!(
             "{question}\nrefusing without confirmation: standard input is not a terminal; pass --yes to confirm in a script"
         );
     }
-    eprint!("{question}\nType yes to continue: ");
+    eprint!(
+        "{question}\nType yes within {} to continue: ",
+        duration_text(limit)
+    );
     std::io::stderr().flush().ok();
+    let deadline = Instant::now() + limit;
+    // A terminal in canonical mode turns readable once a whole line (or
+    // end of input) is there, so the read below does not block.
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            eprintln!();
+            bail!(
+                "no answer within {}: not confirmed, nothing was written. The question expires so that a card swapped in later is never written under an old yes; run the command again",
+                duration_text(limit)
+            );
+        }
+        let mut poll = libc::pollfd {
+            fd: libc::STDIN_FILENO,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        match unsafe { libc::poll(&mut poll, 1, ms) } {
+            0 => continue,
+            n if n > 0 => break,
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e).context("waiting for the answer");
+                }
+            }
+        }
+    }
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     if answer.trim() != "yes" {
@@ -165,20 +223,21 @@ fn confirm(question: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks the target, asks, writes, verifies. With `dry_run`, stops after
-/// the checks and returns None.
+/// Checks the target, asks, checks the target is still the one shown,
+/// writes, verifies. With `dry_run`, stops after the checks and returns
+/// None.
 pub fn flash(opts: &Options) -> Result<Option<Summary>> {
     let image = source::Image::open(&opts.image)?;
     let image_name = opts.image.display().to_string();
-    let target = candidates::resolve(&opts.target).map_err(anyhow::Error::msg)?;
+    let target = target::open(&opts.target, !opts.dry_run).map_err(anyhow::Error::msg)?;
     let name = opts.target.display().to_string();
     let size_text = match image.size {
         Some(s) => human(s),
         None => "size unknown until decoded".into(),
     };
-    let (question, target_size) = match &target {
-        Target::Disk(d) => {
-            let refusals = d.refusals(opts.max_size, opts.force_large);
+    let question = match &target {
+        Target::Disk { device: d, .. } => {
+            let refusals = d.refusals(opts.max_size, opts.force_large, opts.force);
             if !refusals.is_empty() {
                 let reasons: Vec<String> = refusals
                     .iter()
@@ -200,36 +259,37 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
                     human(d.size)
                 );
             }
-            let q = format!(
+            Some(format!(
                 "About to overwrite {name}: {}\n  it holds: {}\n  everything on it will be replaced by {image_name} ({size_text})",
                 d.summary(),
                 d.holds()
-            );
-            (Some(q), Some(d.size))
+            ))
         }
-        Target::File(p) => {
-            if let (Ok(a), Ok(b)) = (std::fs::metadata(p), image.file.metadata()) {
-                use std::os::unix::fs::MetadataExt;
-                if a.dev() == b.dev() && a.ino() == b.ino() {
-                    bail!("{name} is the image itself");
-                }
+        Target::File { disk: None } => None,
+        Target::File { disk: Some(disk) } => {
+            use std::os::unix::fs::MetadataExt;
+            let (a, b) = (disk.file().metadata()?, image.file.metadata()?);
+            if a.dev() == b.dev() && a.ino() == b.ino() {
+                bail!("{name} is the image itself");
             }
-            let existing = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-            let q = (existing > 0).then(|| {
-                let holds = nasforge_setup::signature::read(p, 0, Some(existing))
+            let existing = a.len();
+            (existing > 0).then(|| {
+                let holds = target::probe(disk, 0, existing)
                     .ok()
                     .filter(|s| !s.is_empty())
                     .map(|s| s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "))
                     .unwrap_or_else(|| "data nasforge does not recognise".into());
-                format!("About to overwrite the file {name} ({}): it holds {holds}\n  it will be replaced by {image_name} ({size_text})", human(existing))
-            });
-            (q, None)
+                format!(
+                    "About to overwrite the file {name} ({}): it holds {holds}\n  it will be replaced by {image_name} ({size_text})",
+                    human(existing)
+                )
+            })
         }
     };
     if opts.dry_run {
         let what = match &target {
-            Target::Disk(d) => format!("{} ({})", name, d.summary()),
-            Target::File(_) => format!("the file {name}"),
+            Target::Disk { device, .. } => format!("{} ({})", name, device.summary()),
+            Target::File { .. } => format!("the file {name}"),
         };
         println!(
             "dry run: would write {image_name} ({}, {size_text}) to {what}; checks passed, nothing written",
@@ -240,23 +300,17 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
     if let Some(q) = question
         && !opts.yes
     {
-        confirm(&q)?;
+        confirm(&q, opts.confirm_timeout)?;
     }
-
-    let disk = crate::io::direct::DiskFile::open(&opts.target, true).map_err(|e| {
-        if e.raw_os_error() == Some(libc::EBUSY) {
-            anyhow::anyhow!("{name} is busy: the kernel refused exclusive access (mounted, or part of an md/dm device); nothing was written")
-        } else {
-            anyhow::anyhow!("opening {name} for writing: {e}")
+    let (disk, target_size) = match &target {
+        Target::Disk { disk, identity, .. } => {
+            target::recheck(&name, disk, identity).map_err(anyhow::Error::msg)?;
+            (disk, Some(identity.size))
         }
-    })?;
-    let target_size = match target_size {
-        Some(_) => Some(
-            disk.size()
-                .with_context(|| format!("reading the size of {name}"))?,
-        ),
-        None => None,
+        Target::File { disk: Some(disk) } => (disk, None),
+        Target::File { disk: None } => bail!("{name} was not opened for writing"),
     };
+
     let bar = match image.size {
         Some(len) => crate::io::progress::bytes(len, "write"),
         // A .gz without a manifest: no total, so no ETA; bytes and rate only.
@@ -271,7 +325,7 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
     };
     let written = write::write(
         &image,
-        &disk,
+        disk,
         &name,
         write::WriteOptions {
             target_size,
@@ -286,14 +340,7 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
     let verified = if opts.verify {
         let total = written.records.iter().map(|r| r.len).sum();
         let bar = crate::io::progress::bytes(total, "verify");
-        let v = verify::verify(
-            &image,
-            written.size,
-            &opts.target,
-            &name,
-            &written.records,
-            &bar,
-        );
+        let v = verify::verify(&image, written.size, disk, &name, &written.records, &bar);
         bar.finish_and_clear();
         Some(v?)
     } else {
@@ -301,7 +348,7 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
     };
     // Held open (O_EXCL) until now: an automounter reacting to the new
     // partition table cannot mount, and so change, the card mid-verify.
-    drop(disk);
+    drop(target);
     Ok(Some(Summary {
         image: image_name,
         target: name,
@@ -372,7 +419,7 @@ mod tests {
         verify::verify(
             &image,
             w.size,
-            &target,
+            &crate::io::direct::DiskFile::open(&target, false).unwrap(),
             "card",
             &w.records,
             &indicatif::ProgressBar::hidden(),
@@ -388,15 +435,8 @@ mod tests {
         let written = write_to(&img, &target).unwrap();
         let image = source::Image::open(&img).unwrap();
         let bar = indicatif::ProgressBar::hidden();
-        verify::verify(
-            &image,
-            written.size,
-            &target,
-            "card",
-            &written.records,
-            &bar,
-        )
-        .unwrap();
+        let disk = crate::io::direct::DiskFile::open(&target, false).unwrap();
+        verify::verify(&image, written.size, &disk, "card", &written.records, &bar).unwrap();
 
         let bad = (3 << 20) + 5 * 4096 + 17;
         std::fs::OpenOptions::new()
@@ -405,15 +445,8 @@ mod tests {
             .unwrap()
             .write_all_at(b"X", bad)
             .unwrap();
-        let err = verify::verify(
-            &image,
-            written.size,
-            &target,
-            "card",
-            &written.records,
-            &bar,
-        )
-        .unwrap_err();
+        let err = verify::verify(&image, written.size, &disk, "card", &written.records, &bar)
+            .unwrap_err();
         let m = err
             .downcast_ref::<verify::Mismatch>()
             .unwrap_or_else(|| panic!("{err:#}"));

@@ -3,11 +3,13 @@
 //! with the one taken from the image as it was written. Ranges the target
 //! zeroed itself (punched holes) and ranges left alone are not read.
 //!
-//! The readback must come from the medium, not from the page cache that the
-//! write just filled: the target is read through O_DIRECT where it accepts
-//! it (block devices, most filesystems); otherwise each range is first
-//! dropped from the cache with POSIX_FADV_DONTNEED (the data was fsynced, so
-//! the pages are clean and go). Below a loop device the backing file's own
+//! The readback goes through the descriptor the write used (the device that
+//! was checked, not whatever its path names by now) and must come from the
+//! medium, not from the page cache that the write just filled: the target
+//! is read with O_DIRECT where it accepts it (block devices, most
+//! filesystems); otherwise each range is first dropped from the cache with
+//! POSIX_FADV_DONTNEED (the data was fsynced, so the pages are clean and
+//! go). See `crate::io::direct`. Below a loop device the backing file's own
 //! cache is the kernel's business; on a real card O_DIRECT reads the card.
 
 use super::source::{CHUNK, Image};
@@ -16,7 +18,6 @@ use crate::io::direct::{AlignedBuf, DiskFile};
 use anyhow::{Result, anyhow};
 use indicatif::ProgressBar;
 use sha2::{Digest, Sha256};
-use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -61,23 +62,22 @@ fn groups(records: &[Record]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
-/// Reads back every record from `target` and compares digests; on a
-/// mismatch, re-reads the image to name the first differing block.
+/// Reads back every record from `disk` (the written target, named `name`
+/// in messages) and compares digests; on a mismatch, re-reads the image to
+/// name the first differing block.
 pub fn verify(
     image: &Image,
     image_size: u64,
-    target: &Path,
+    disk: &DiskFile,
     name: &str,
     records: &[Record],
     bar: &ProgressBar,
 ) -> Result<Verified> {
     let started = Instant::now();
-    let disk =
-        DiskFile::open_read(target).map_err(|e| anyhow!("opening {name} to read it back: {e}"))?;
     let groups = groups(records);
     let (tx, rx) = mpsc::sync_channel::<Result<(std::ops::Range<usize>, AlignedBuf)>>(3);
     let (back_tx, back_rx) = mpsc::channel::<AlignedBuf>();
-    let disk_ref = &disk;
+    let disk_ref = disk;
     let bytes = std::thread::scope(|s| -> Result<u64> {
         s.spawn(move || {
             for g in groups {

@@ -1,14 +1,19 @@
 //! Aligned, cache-bypassing I/O on a disk or a file standing in for one.
 //!
-//! `DiskFile` holds two descriptors on the same target: one opened with
-//! O_DIRECT (when the target accepts it: block devices, ext4, xfs; not every
-//! tmpfs or FUSE) and an ordinary one. A transfer goes through O_DIRECT when
-//! its buffer, offset and length are aligned, and through the page cache
-//! otherwise (an image whose size is not a multiple of 4 KiB ends with such
-//! a piece), so callers never have to care. Reads through the ordinary
-//! descriptor first drop the range from the page cache (POSIX_FADV_DONTNEED
-//! after an fsync), so a readback comes from the medium wherever the kernel
-//! lets it.
+//! `DiskFile` holds ONE descriptor on its target, so everything done to a
+//! disk (checks, writes, the readback) goes to the device that was opened
+//! and checked, never to whatever a path names later. O_DIRECT is switched
+//! on that descriptor with `fcntl(F_SETFL)`: set for transfers whose buffer,
+//! offset and length are aligned, cleared for the rest (an image whose size
+//! is not a multiple of 4 KiB ends with such a piece), so callers never have
+//! to care. A target that refuses O_DIRECT (tmpfs, some FUSE) is used
+//! through the page cache throughout.
+//!
+//! Reads must come from the medium, not from pages the write just filled:
+//! O_DIRECT reads bypass the page cache (and an O_DIRECT write invalidates
+//! cached pages of its range, so no stale page is left behind); a read
+//! through the page cache first drops its range (POSIX_FADV_DONTNEED, which
+//! drops clean pages: the writer fsyncs before reading back).
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::fs::{File, OpenOptions};
@@ -17,7 +22,7 @@ use std::ops::{Deref, DerefMut};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// Alignment of buffers, offsets and lengths for O_DIRECT: 4 KiB covers
 /// 512-byte and 4Kn logical sectors and every filesystem block size in use.
@@ -91,57 +96,82 @@ pub enum Zeroing {
     Unsupported,
 }
 
+/// BLKGETSIZE64, `_IOR(0x12, 114, u64)` in the asm-generic ioctl layout
+/// (x86, arm, riscv): a block device's capacity in bytes.
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+
+/// How the descriptor currently transfers.
+struct Mode {
+    /// The target took O_DIRECT; cleared for good when it refuses a
+    /// transfer that should have worked.
+    direct_ok: bool,
+    /// O_DIRECT is set on the descriptor now.
+    direct_set: bool,
+}
+
 /// A disk, or a regular file standing in for one, open for aligned I/O.
 pub struct DiskFile {
-    direct: Option<File>,
-    buffered: File,
-    direct_ok: AtomicBool,
+    file: File,
+    /// Held across a mode switch and the transfer that needed it, so a
+    /// transfer never runs in the other thread's mode.
+    mode: Mutex<Mode>,
     block_device: bool,
 }
 
 impl DiskFile {
-    /// Opens `path` for reading and writing; a regular file is created when
-    /// `create` is set. O_DIRECT is used when the target accepts it.
-    ///
-    /// A block device is opened exclusively (O_EXCL): the kernel refuses
-    /// with EBUSY while it or a partition of it is mounted or held by md/dm,
-    /// and nobody can mount it while it is open.
+    /// Opens a regular file standing in for a disk, for reading and
+    /// writing; created when `create` is set.
+    #[cfg(test)]
     pub fn open(path: &Path, create: bool) -> io::Result<DiskFile> {
-        let is_bdev = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device());
-        let excl = if is_bdev { libc::O_EXCL } else { 0 };
-        let buffered = OpenOptions::new()
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(create && !is_bdev)
+            .create(create)
             .truncate(false)
-            .custom_flags(excl)
             .open(path)?;
-        DiskFile::with_direct(buffered, path, true)
+        DiskFile::new(file)
     }
 
-    /// Opens `path` read-only (for reading a target back).
-    pub fn open_read(path: &Path) -> io::Result<DiskFile> {
-        let buffered = File::open(path)?;
-        DiskFile::with_direct(buffered, path, false)
-    }
-
-    /// A second descriptor with O_DIRECT beside the buffered one; the
-    /// filesystems that refuse O_DIRECT (tmpfs) leave only the buffered one.
-    fn with_direct(buffered: File, path: &Path, write: bool) -> io::Result<DiskFile> {
-        let block_device = buffered.metadata()?.file_type().is_block_device();
-        let direct = OpenOptions::new()
+    /// Opens the block device at `path` exclusively (O_EXCL), for reading
+    /// and, with `write`, writing. The kernel refuses with EBUSY while it or
+    /// a partition of it is mounted, active swap, held by md/dm or open
+    /// O_EXCL elsewhere, and nobody can mount it while this descriptor is
+    /// open. What was opened is the caller's to check through
+    /// [`file`](Self::file): the path may have named something else a
+    /// moment before.
+    pub fn open_device(path: &Path, write: bool) -> io::Result<DiskFile> {
+        let file = OpenOptions::new()
             .read(true)
             .write(write)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-            .ok();
-        let direct_ok = AtomicBool::new(direct.is_some());
-        Ok(DiskFile {
-            direct,
-            buffered,
-            direct_ok,
+            .custom_flags(libc::O_EXCL)
+            .open(path)?;
+        DiskFile::new(file)
+    }
+
+    /// Uses `file` (opened by the caller) for aligned I/O, with O_DIRECT
+    /// where the target takes it.
+    pub fn new(file: File) -> io::Result<DiskFile> {
+        let block_device = file.metadata()?.file_type().is_block_device();
+        let disk = DiskFile {
+            file,
+            mode: Mutex::new(Mode {
+                direct_ok: true,
+                direct_set: false,
+            }),
             block_device,
-        })
+        };
+        {
+            let mut mode = disk.lock();
+            if disk.set_direct(&mut mode, true).is_err() {
+                mode.direct_ok = false;
+            }
+        }
+        Ok(disk)
+    }
+
+    /// The one descriptor, for checks that must see what is written.
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     pub fn is_block_device(&self) -> bool {
@@ -150,59 +180,94 @@ impl DiskFile {
 
     /// Whether transfers can still bypass the page cache.
     pub fn uses_direct_io(&self) -> bool {
-        self.direct_ok.load(Ordering::Relaxed)
+        self.lock().direct_ok
     }
 
-    /// The size: a file's length, a block device's capacity.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Mode> {
+        // A panic mid-transfer leaves the mode as it was set: still valid.
+        self.mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The size: a file's length; a block device's capacity, asked of the
+    /// device behind this descriptor (BLKGETSIZE64).
     pub fn size(&self) -> io::Result<u64> {
-        use std::io::{Seek, SeekFrom};
-        let mut f = &self.buffered;
-        f.seek(SeekFrom::End(0))
-    }
-
-    fn direct_for(&self, buf: &[u8], offset: u64) -> Option<&File> {
-        if aligned(buf, offset) && self.direct_ok.load(Ordering::Relaxed) {
-            self.direct.as_ref()
+        if !self.block_device {
+            return Ok(self.file.metadata()?.len());
+        }
+        let mut size: u64 = 0;
+        // SAFETY: BLKGETSIZE64 writes one u64 through the pointer.
+        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), BLKGETSIZE64 as _, &mut size) };
+        if rc == 0 {
+            Ok(size)
         } else {
-            None
+            Err(io::Error::last_os_error())
         }
     }
 
-    /// An O_DIRECT transfer the target refused with EINVAL (alignment it did
-    /// not announce, or no O_DIRECT after all) switches to the page cache for
-    /// good; anything else is a real error.
-    fn fall_back(&self, e: &io::Error) -> bool {
-        if e.raw_os_error() == Some(libc::EINVAL) {
-            self.direct_ok.store(false, Ordering::Relaxed);
-            true
-        } else {
-            false
+    /// Sets or clears O_DIRECT on the descriptor (F_SETFL changes the open
+    /// file description, so every later transfer on it follows).
+    fn set_direct(&self, mode: &mut Mode, on: bool) -> io::Result<()> {
+        if mode.direct_set == on {
+            return Ok(());
         }
+        let fd = self.file.as_raw_fd();
+        // SAFETY: F_GETFL / F_SETFL on a valid descriptor.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let flags = if on {
+            flags | libc::O_DIRECT
+        } else {
+            flags & !libc::O_DIRECT
+        };
+        // SAFETY: as above.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        mode.direct_set = on;
+        Ok(())
     }
 
-    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        if let Some(f) = self.direct_for(buf, offset) {
-            match f.write_all_at(buf, offset) {
+    /// Runs `transfer` with O_DIRECT when the piece is aligned and the
+    /// target takes it, through the page cache otherwise. An O_DIRECT
+    /// transfer refused with EINVAL (alignment the target did not announce,
+    /// or no O_DIRECT after all) switches to the page cache for good and is
+    /// retried there; anything else is a real error. `before_cached` runs
+    /// before a transfer through the page cache.
+    fn transfer(
+        &self,
+        aligned: bool,
+        before_cached: impl Fn(),
+        mut transfer: impl FnMut(&File) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut mode = self.lock();
+        if aligned && mode.direct_ok {
+            self.set_direct(&mut mode, true)?;
+            match transfer(&self.file) {
                 Ok(()) => return Ok(()),
-                Err(e) if self.fall_back(&e) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => mode.direct_ok = false,
                 Err(e) => return Err(e),
             }
         }
-        self.buffered.write_all_at(buf, offset)
+        self.set_direct(&mut mode, false)?;
+        before_cached();
+        transfer(&self.file)
+    }
+
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.transfer(aligned(buf, offset), || {}, |f| f.write_all_at(buf, offset))
     }
 
     /// Reads exactly `buf.len()` bytes, bypassing or first dropping the page
     /// cache so the bytes come from the medium.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        if let Some(f) = self.direct_for(buf, offset) {
-            match f.read_exact_at(buf, offset) {
-                Ok(()) => return Ok(()),
-                Err(e) if self.fall_back(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.drop_cache(offset, buf.len() as u64);
-        self.buffered.read_exact_at(buf, offset)
+        let len = buf.len() as u64;
+        self.transfer(
+            aligned(buf, offset),
+            || self.drop_cache(offset, len),
+            |f| f.read_exact_at(buf, offset),
+        )
     }
 
     /// Asks the kernel to forget cached pages of a range. Clean pages go at
@@ -212,7 +277,7 @@ impl DiskFile {
         // SAFETY: advisory call on a valid descriptor.
         unsafe {
             libc::posix_fadvise(
-                self.buffered.as_raw_fd(),
+                self.file.as_raw_fd(),
                 offset as libc::off_t,
                 len as libc::off_t,
                 libc::POSIX_FADV_DONTNEED,
@@ -229,7 +294,7 @@ impl DiskFile {
         // SAFETY: fallocate on a valid descriptor has no memory effects.
         let r = unsafe {
             libc::fallocate(
-                self.buffered.as_raw_fd(),
+                self.file.as_raw_fd(),
                 libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
                 offset as libc::off_t,
                 len as libc::off_t,
@@ -249,17 +314,13 @@ impl DiskFile {
     }
 
     pub fn set_len(&self, len: u64) -> io::Result<()> {
-        self.buffered.set_len(len)
+        self.file.set_len(len)
     }
 
-    /// Flushes both descriptors to stable storage (the direct one too: a
-    /// block device's volatile write cache is flushed by fsync).
+    /// Flushes to stable storage (for a block device, its volatile write
+    /// cache too).
     pub fn sync(&self) -> io::Result<()> {
-        self.buffered.sync_all()?;
-        if let Some(d) = &self.direct {
-            d.sync_all()?;
-        }
-        Ok(())
+        self.file.sync_all()
     }
 }
 
@@ -297,6 +358,28 @@ mod tests {
         let mut tail = [0u8; 4];
         f.read_exact_at(&mut tail, 8192 + 64 * 1024).unwrap();
         assert_eq!(&tail, b"tail");
+    }
+
+    #[test]
+    fn transfers_go_to_what_was_opened_not_to_what_the_path_names_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("disk");
+        let f = DiskFile::open(&path, true).unwrap();
+        std::fs::hard_link(&path, dir.path().join("opened")).unwrap();
+        std::fs::write(dir.path().join("other"), b"other").unwrap();
+        std::fs::rename(dir.path().join("other"), &path).unwrap();
+        let mut block = AlignedBuf::new(ALIGN);
+        block.fill(7);
+        f.write_all_at(&block, 0).unwrap();
+        f.write_all_at(b"tail", ALIGN as u64).unwrap();
+        f.sync().unwrap();
+        let mut back = AlignedBuf::new(ALIGN);
+        f.read_exact_at(&mut back, 0).unwrap();
+        assert_eq!(&back[..], &block[..]);
+        assert_eq!(std::fs::read(&path).unwrap(), b"other");
+        let opened = std::fs::read(dir.path().join("opened")).unwrap();
+        assert_eq!(&opened[..ALIGN], &block[..]);
+        assert_eq!(&opened[ALIGN..], b"tail");
     }
 
     #[test]
