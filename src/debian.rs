@@ -11,6 +11,7 @@
 use crate::io::hash::sha256_hex;
 use crate::packages::sources;
 use anyhow::{Context, Result, bail};
+use nasforge_setup::steps::shell_quote;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -92,6 +93,24 @@ pub fn host_mirror() -> Result<String> {
         .context("this machine's apt has no Debian archive source (a URI ending in /debian); set `mirror` in `[base] debian`")
 }
 
+/// The customize hook that runs `script` with `NASFORGE_IMAGE` set to
+/// `image`. mmdebstrap runs a hook with `sh -c`, so both are quoted for the
+/// shell: the path comes from `$HOME` or `NASFORGE_CACHE` and may hold any
+/// character.
+fn layout_hook(image: &Path, script: &str) -> Result<String> {
+    let image = image.to_str().with_context(|| {
+        format!(
+            "the cache path {} is not valid UTF-8; set NASFORGE_CACHE to another directory",
+            image.display()
+        )
+    })?;
+    Ok(format!(
+        "NASFORGE_IMAGE={} sh -c {} nasforge-layout \"$1\"",
+        shell_quote(image),
+        shell_quote(script)
+    ))
+}
+
 impl DebianBase {
     fn packages(&self) -> Vec<String> {
         let kernel = format!("linux-image-{}", self.arch);
@@ -138,11 +157,7 @@ impl DebianBase {
             log_path.display()
         );
         let log = std::fs::File::create(&log_path)?;
-        let hook = format!(
-            "NASFORGE_IMAGE='{}' sh -c '{}' nasforge-layout \"$1\"",
-            partial.path().display(),
-            LAYOUT_HOOK.replace('\'', "'\\''")
-        );
+        let hook = layout_hook(partial.path(), LAYOUT_HOOK)?;
         let status = Command::new("mmdebstrap")
             .arg(format!("--arch={}", self.arch))
             .arg("--variant=minbase")
@@ -182,5 +197,56 @@ impl DebianBase {
         }
         partial.persist(&image).map_err(|e| e.error)?;
         Ok(image)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hook_passes_any_cache_path_through_the_shell_unchanged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = tmp.path().join("it's $HOME `id`\n'; touch pwned; '");
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        let image = cache.join(".debian-x.img");
+        let hook = layout_hook(
+            &image,
+            "printf %s \"$NASFORGE_IMAGE\" > \"$1/image\"; printf %s \"$1\" > \"$1/root\"",
+        )
+        .unwrap();
+
+        let syntax = Command::new("sh")
+            .args(["-n", "-c", &hook])
+            .status()
+            .unwrap();
+        assert!(syntax.success(), "sh -n refuses: {hook}");
+        // As mmdebstrap runs a hook: `sh -c HOOK exec ROOT`.
+        let out = Command::new("sh")
+            .args(["-c", &hook, "exec"])
+            .arg(&root)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("image")).unwrap(),
+            image.to_str().unwrap()
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("root")).unwrap(),
+            root.to_str().unwrap()
+        );
+        assert!(!tmp.path().join("pwned").exists());
+    }
+
+    #[test]
+    fn a_cache_path_that_is_not_utf8_is_named() {
+        use std::os::unix::ffi::OsStrExt;
+        let image = Path::new(std::ffi::OsStr::from_bytes(b"/c\xff/x.img"));
+        let e = layout_hook(image, "true").unwrap_err().to_string();
+        assert!(e.contains("set NASFORGE_CACHE"), "{e}");
     }
 }

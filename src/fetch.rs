@@ -1,7 +1,8 @@
 //! Downloads into a cache keyed by sha256: `downloads/<sha256>/<file name>`.
 //! A file appears there only after its hash matched; an interrupted download
 //! waits in `downloads/partial/` and is resumed with an HTTP Range request,
-//! the next attempt or the next run.
+//! the next attempt or the next run. A `file:` URL (a local mirror) is
+//! copied in and checked the same way.
 
 use crate::io::hash;
 use crate::io::progress;
@@ -54,7 +55,62 @@ pub fn fetch(url: &str, sha256: &str, cache: &Path) -> Result<PathBuf> {
     fs::create_dir_all(&partial_dir)
         .with_context(|| format!("creating cache directory {}", partial_dir.display()))?;
     let partial = partial_dir.join(format!("{sha256}.part"));
+    let got = if url.starts_with("file:") {
+        copy_local(url, &partial)?
+    } else {
+        download(url, &partial)?
+    };
+    if got != sha256 {
+        let _ = fs::remove_file(&partial);
+        bail!(
+            "sha256 mismatch for {url}:\n  expected {sha256} (from the recipe)\n       got {got}\nthe download was deleted. Check the recipe's sha256 against the publisher's .sha256 file."
+        );
+    }
+    let dir = target.parent().expect("cache path has a parent");
+    fs::create_dir_all(dir)?;
+    fs::rename(&partial, &target)
+        .with_context(|| format!("moving the download into {}", dir.display()))?;
+    Ok(target)
+}
 
+/// Like [`fetch`], but a copy already in the cache is hashed again first: one
+/// that no longer matches (a disk error, an edit) is deleted and fetched anew.
+/// Also says whether the cached copy was used.
+pub fn fetch_rehashed(url: &str, sha256: &str, cache: &Path) -> Result<(PathBuf, bool)> {
+    let target = cached_path(cache, url, sha256);
+    if let Ok(file) = File::open(&target) {
+        let got = hash::hash_file(&file, |_| {})
+            .with_context(|| format!("reading {}", target.display()))?;
+        if got == sha256 {
+            return Ok((target, true));
+        }
+        eprintln!(
+            "warning: cached {} is corrupt (sha256 {got}, expected {sha256}); deleting it and downloading {url} again",
+            target.display()
+        );
+        fs::remove_file(&target)
+            .with_context(|| format!("deleting the corrupt {}", target.display()))?;
+    }
+    Ok((fetch(url, sha256, cache)?, false))
+}
+
+/// A `file:` URL's file, copied to `partial`; returns the copy's sha256.
+fn copy_local(url: &str, partial: &Path) -> Result<String> {
+    let path = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.to_file_path().ok())
+        .with_context(|| format!("`{url}` is not a file: URL of a local path"))?;
+    if let Err(e) = fs::copy(&path, partial) {
+        let _ = fs::remove_file(partial);
+        return Err(anyhow::Error::new(e).context(format!("copying {} ({url})", path.display())));
+    }
+    let copy = File::open(partial).with_context(|| format!("opening {}", partial.display()))?;
+    Ok(hash::hash_file(&copy, |_| {})?)
+}
+
+/// Downloads `url` into `partial`, resuming what an earlier run left there;
+/// returns the sha256 of what `partial` holds.
+fn download(url: &str, partial: &Path) -> Result<String> {
     let client = reqwest::blocking::Client::builder()
         .user_agent(concat!("nasforge/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(30))
@@ -71,13 +127,13 @@ pub fn fetch(url: &str, sha256: &str, cache: &Path) -> Result<PathBuf> {
     };
     let mut last_error = None;
     for attempt in 1..=ATTEMPTS {
-        match download_once(&client, url, &partial, &mut hashed) {
+        match download_once(&client, url, partial, &mut hashed) {
             Ok(()) => {
                 last_error = None;
                 break;
             }
             Err(Failure::Fatal(e)) => {
-                let _ = fs::remove_file(&partial);
+                let _ = fs::remove_file(partial);
                 return Err(e);
             }
             Err(Failure::Retry(e)) => {
@@ -90,25 +146,13 @@ pub fn fetch(url: &str, sha256: &str, cache: &Path) -> Result<PathBuf> {
         }
     }
     if let Some(e) = last_error {
-        let have = fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
+        let have = fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
         return Err(e.context(format!(
             "downloading {url} failed after {ATTEMPTS} attempts; {have} bytes are kept in {} and the next run resumes from there",
             partial.display()
         )));
     }
-
-    let got = hash::hex(&hashed.hasher.finalize());
-    if got != sha256 {
-        let _ = fs::remove_file(&partial);
-        bail!(
-            "sha256 mismatch for {url}:\n  expected {sha256} (from the recipe)\n       got {got}\nthe download was deleted. Check the recipe's sha256 against the publisher's .sha256 file."
-        );
-    }
-    let dir = target.parent().expect("cache path has a parent");
-    fs::create_dir_all(dir)?;
-    fs::rename(&partial, &target)
-        .with_context(|| format!("moving the download into {}", dir.display()))?;
-    Ok(target)
+    Ok(hash::hex(&hashed.hasher.finalize()))
 }
 
 enum Failure {

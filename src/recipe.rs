@@ -230,10 +230,10 @@ impl Recipe {
             }
             (Some(u), _, _) => {
                 let url = u.get_ref();
-                if !(url.starts_with("https://") || url.starts_with("http://")) {
+                if let Some(why) = url_problem(url, &["http", "https"]) {
                     err(
                         u.span(),
-                        format!("`{url}` is not an http(s) URL"),
+                        why,
                         Some("for a file on this machine use `path = \"...\"`".into()),
                     );
                 }
@@ -274,6 +274,24 @@ impl Recipe {
                             deb.suite, deb.arch
                         ),
                         Some("e.g. debian = { suite = \"bookworm\", arch = \"arm64\" }".into()),
+                    );
+                }
+                if let Some(why) = deb
+                    .mirror
+                    .as_deref()
+                    .and_then(|m| url_problem(m, MIRROR_SCHEMES))
+                {
+                    err(
+                        d.span(),
+                        format!("`mirror`: {why}"),
+                        Some(MIRROR_HELP.into()),
+                    );
+                }
+                for name in deb.packages.iter().filter(|n| !is_package_name(n)) {
+                    err(
+                        d.span(),
+                        format!("`{}` is not a Debian package name", name.escape_debug()),
+                        Some(PACKAGE_NAME_HELP.into()),
                     );
                 }
                 if let Some(s) = &base.sha256 {
@@ -328,6 +346,20 @@ impl Recipe {
                         Some("on a Raspberry Pi, put `dtoverlay=` lines in `[boot] config`".into()),
                     );
                 }
+                // Each name becomes a word of armbianEnv.txt's `overlays=` line.
+                for name in o.get_ref() {
+                    let ok = !name.is_empty()
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c));
+                    if !ok {
+                        err(
+                            o.span(),
+                            format!("`{}` is not a device-tree overlay name", name.escape_debug()),
+                            Some("letters, digits, `-`, `_`, `.` and `+`, as in /boot/dtb/*/overlay/<prefix>-<name>.dtbo".into()),
+                        );
+                    }
+                }
                 o.get_ref().iter().map(|name| vec![name.clone()]).collect()
             }
             None => info.overlays.clone(),
@@ -345,10 +377,13 @@ impl Recipe {
                     );
                 }
                 for line in &b.get_ref().config {
-                    if line.contains('\n') || line.trim_start().starts_with('[') {
+                    if line.contains(char::is_control) || line.trim_start().starts_with('[') {
                         err(
                             b.span(),
-                            format!("config line `{line}` must be a single setting, not a section"),
+                            format!(
+                                "config line `{}` must be a single setting, not a section or several lines",
+                                line.escape_debug()
+                            ),
                             Some(format!(
                                 "nasforge puts these lines in the board's own section ([{}])",
                                 info.section.clone().unwrap_or_default()
@@ -362,11 +397,18 @@ impl Recipe {
                     .iter()
                     .chain(&b.get_ref().cmdline_remove)
                 {
-                    if token.is_empty() || token.contains(char::is_whitespace) {
+                    // A quote would make the kernel read the arguments after
+                    // it as part of this one.
+                    if token.is_empty()
+                        || token.contains(|c: char| c.is_whitespace() || c.is_control() || c == '"')
+                    {
                         err(
                             b.span(),
-                            format!("cmdline entry `{token}` must be one word"),
-                            Some("give each kernel argument as its own list item".into()),
+                            format!("cmdline entry `{}` must be one word", token.escape_debug()),
+                            Some(
+                                "give each kernel argument as its own list item, without quotes"
+                                    .into(),
+                            ),
                         );
                     }
                 }
@@ -400,6 +442,10 @@ impl Recipe {
                 ok = false;
             }
             let source = if src.starts_with("https://") || src.starts_with("http://") {
+                if let Some(why) = url_problem(src, &["http", "https"]) {
+                    err(b_ref.source.span(), why, None);
+                    ok = false;
+                }
                 if !is_tarball {
                     err(b_ref.source.span(), format!("`{src}` is not a source tarball URL"), Some("use a .tar.gz or .tar.xz of the kernel tree (e.g. GitHub's /archive/<commit>.tar.gz), or a local tree path".into()));
                     ok = false;
@@ -487,8 +533,16 @@ impl Recipe {
                 if !(s.ends_with(".img") || s.ends_with(".img.xz")) {
                     err(
                         p.span(),
-                        format!("output `{s}` must end in .img or .img.xz"),
+                        format!("output `{}` must end in .img or .img.xz", s.escape_debug()),
                         None,
+                    );
+                }
+                // The name is written into the `.sha256` file beside it, one line.
+                if s.contains(char::is_control) {
+                    err(
+                        p.span(),
+                        format!("output `{}` holds a control character", s.escape_debug()),
+                        Some("use a plain file name".into()),
                     );
                 }
                 PathBuf::from(s)
@@ -519,31 +573,14 @@ impl Recipe {
         let (mut packages, mirror) = match &raw.packages {
             Some(p) => {
                 let list = p.get_ref().install.clone().unwrap_or_default();
-                for name in &list {
-                    let ok = name.len() >= 2
-                        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                        && name.chars().all(|c| {
-                            c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c)
-                        });
-                    if !ok {
-                        err(
-                            p.span(),
-                            format!("`{name}` is not a Debian package name"),
-                            Some("lowercase letters, digits, `+`, `-` and `.`".into()),
-                        );
-                    }
-                }
-                if let Some(m) = &p.get_ref().mirror
-                    && !(m.starts_with("http://")
-                        || m.starts_with("https://")
-                        || m.starts_with("file:/"))
-                {
+                for name in list.iter().filter(|n| !is_package_name(n)) {
                     err(
                         p.span(),
-                        format!("mirror `{m}` is not an http(s) or file: URL"),
-                        None,
+                        format!("`{}` is not a Debian package name", name.escape_debug()),
+                        Some(PACKAGE_NAME_HELP.into()),
                     );
                 }
+
                 (list, p.get_ref().mirror.clone())
             }
             None => (vec![], None),
@@ -570,6 +607,14 @@ impl Recipe {
             }
             path
         });
+        if let Some(why) = raw
+            .packages
+            .as_ref()
+            .and_then(|p| p.get_ref().mirror.as_deref())
+            .and_then(|m| url_problem(m, MIRROR_SCHEMES))
+        {
+            errs.push(at_path(file, text, "packages.mirror", &why).with_help(MIRROR_HELP));
+        }
         let smb_users: Vec<String> = raw
             .shares
             .iter()
@@ -624,7 +669,55 @@ impl Recipe {
     }
 }
 
-/// toml/serde's error, placed on its line, with a suggestion for a misspelt key.
+const MIRROR_SCHEMES: &[&str] = &["http", "https", "file"];
+const MIRROR_HELP: &str = "a Debian archive address such as `http://mirror.example/debian` or `file:///srv/mirror/debian`";
+const PACKAGE_NAME_HELP: &str = "lowercase letters, digits, `+`, `-` and `.`";
+
+/// Debian policy's package name: what apt and mmdebstrap's `--include=`
+/// (a comma-separated list) read as exactly one package.
+fn is_package_name(name: &str) -> bool {
+    name.len() >= 2
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
+}
+
+/// Why `value` cannot be used as an address with one of `schemes`, if it
+/// cannot. Whitespace and control characters are refused before parsing: the
+/// URL parser silently drops tabs and newlines, while an apt source or a
+/// command line would read them as the start of another field or word.
+fn url_problem(value: &str, schemes: &[&str]) -> Option<String> {
+    let shown = value.escape_debug();
+    if value.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        return Some(format!(
+            "`{shown}` holds whitespace or a control character, which no URL has"
+        ));
+    }
+    let url = match reqwest::Url::parse(value) {
+        Ok(u) => u,
+        Err(e) => return Some(format!("`{shown}` is not a URL ({e})")),
+    };
+    if !schemes.contains(&url.scheme()) {
+        let names: Vec<String> = schemes.iter().map(|s| format!("{s}:")).collect();
+        let list = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.concat(),
+        };
+        return Some(format!("`{shown}` is not an {list} URL"));
+    }
+    if url.scheme() == "file" {
+        if url.to_file_path().is_err() {
+            return Some(format!(
+                "`{shown}` is not a file: URL of a path on this machine"
+            ));
+        }
+    } else if url.host_str().is_none_or(str::is_empty) {
+        return Some(format!("`{shown}` names no host"));
+    }
+    None
+}
+
 /// An error at a dotted path of the recipe (`system.users[0].name`).
 fn at_path(file: &Path, text: &str, path: &str, message: &str) -> Located {
     let at = nasforge_setup::spec::locate(text, path);
@@ -648,6 +741,7 @@ impl Recipe {
     }
 }
 
+/// toml/serde's error, placed on its line, with a suggestion for a misspelt key.
 fn toml_error(file: &Path, text: &str, e: &toml::de::Error) -> Located {
     let message = e.message().trim().to_string();
     let mut located = Located::new(file, text, e.span(), message.clone());
@@ -852,5 +946,144 @@ mod tests {
             r.overlays,
             vec![vec!["sata1".to_string(), "rock-5b-sata".to_string()]]
         );
+    }
+
+    /// Every recipe string that reaches a file, a unit or a command line on
+    /// the workstation's side, with a value that would add a line, a field
+    /// or a word there. (Shares and storage are checked by the board's own
+    /// rules; password hashes by their own test.)
+    #[test]
+    fn hostile_values_are_refused_where_they_would_break_out() {
+        let pi = "[base]\npath = \"x.img\"\n[board]\nmodel = \"pi5\"\n";
+        let armbian = "[base]\npath = \"x.img\"\n[board]\nmodel = \"rock5b\"\n";
+        let user = "[[system.users]]\nname = \"admin\"\npassword = \"pw\"\n";
+        let rows: &[(&str, String, &str)] = &[
+            (
+                "packages.mirror",
+                format!("{pi}[packages]\nmirror = \"http://127.0.0.1:8765\\nTrusted: yes\"\n"),
+                "r.toml:6:10: packages.mirror: `http://127.0.0.1:8765\\nTrusted: yes` holds whitespace or a control character",
+            ),
+            (
+                "packages.mirror",
+                format!("{pi}[packages]\nmirror = \"http://m.example/debian [trusted=yes]\"\n"),
+                "holds whitespace or a control character",
+            ),
+            (
+                "packages.mirror",
+                format!("{pi}[packages]\nmirror = \"ftp://m.example/debian\"\n"),
+                "is not an http:, https: or file: URL",
+            ),
+            (
+                "packages.mirror",
+                format!("{pi}[packages]\nmirror = \"file://elsewhere/srv/debian\"\n"),
+                "is not a file: URL of a path on this machine",
+            ),
+            (
+                "packages.install",
+                format!("{pi}[packages]\ninstall = [\"htop\\nevil\"]\n"),
+                "`htop\\nevil` is not a Debian package name",
+            ),
+            (
+                "base.url",
+                format!("[base]\nurl = \"https://e.example/a.img.xz\\r\\nX: y\"\nsha256 = \"{}\"\n[board]\nmodel = \"pi5\"\n", "a".repeat(64)),
+                "holds whitespace or a control character",
+            ),
+            (
+                "base.debian.mirror",
+                "[base]\ndebian = { suite = \"trixie\", arch = \"arm64\", mirror = \"http://m.example/debian\\ndeb http://evil.example/ x main\" }\n[board]\nmodel = \"pi5\"\n".into(),
+                "`mirror`: `http://m.example/debian\\ndeb http://evil.example/ x main` holds whitespace",
+            ),
+            (
+                "base.debian.packages",
+                "[base]\ndebian = { suite = \"trixie\", arch = \"arm64\", packages = [\"htop,evil\"] }\n[board]\nmodel = \"pi5\"\n".into(),
+                "`htop,evil` is not a Debian package name",
+            ),
+            (
+                "board.overlays",
+                armbian.replace("rock5b\"\n", "rock5b\"\noverlays = [\"sata1\\nrootdev=/dev/sdz1\"]\n"),
+                "`sata1\\nrootdev=/dev/sdz1` is not a device-tree overlay name",
+            ),
+            (
+                "board.overlays",
+                armbian.replace("rock5b\"\n", "rock5b\"\noverlays = [\"sata1 pcie\"]\n"),
+                "is not a device-tree overlay name",
+            ),
+            (
+                "boot.config",
+                format!("{pi}[boot]\nconfig = [\"dtparam=audio=off\\r[all]\"]\n"),
+                "config line `dtparam=audio=off\\r[all]` must be a single setting",
+            ),
+            (
+                "boot.cmdline_append",
+                format!("{pi}[boot]\ncmdline_append = [\"quiet\\u0000\"]\n"),
+                "cmdline entry `quiet\\0` must be one word",
+            ),
+            (
+                "boot.cmdline_append",
+                format!("{pi}[boot]\ncmdline_append = [\"dyndbg=\\\"\"]\n"),
+                "cmdline entry `dyndbg=\\\"` must be one word",
+            ),
+            (
+                "boot.cmdline_remove",
+                format!("{pi}[boot]\ncmdline_remove = [\"quiet\\nsplash\"]\n"),
+                "must be one word",
+            ),
+            (
+                "kernel.build.source",
+                format!("{pi}[kernel]\nbuild = {{ source = \"https://e.example/l.tar.gz\\n\", sha256 = \"{}\" }}\n", "a".repeat(64)),
+                "`https://e.example/l.tar.gz\\n` holds whitespace or a control character",
+            ),
+            (
+                "kernel.build.defconfig",
+                format!("{pi}[kernel]\nbuild = {{ source = \"../linux\", defconfig = \"bcm2712_defconfig\\nCONFIG_X=y\" }}\n"),
+                "is neither a defconfig target nor a config file",
+            ),
+            (
+                "output.path",
+                format!("{pi}[output]\npath = \"out/r\\n.img\"\n"),
+                "output `out/r\\n.img` holds a control character",
+            ),
+            (
+                "name",
+                format!("name = \"r\\nx\"\n{pi}"),
+                "cannot be used as a file name",
+            ),
+            (
+                "system.hostname",
+                format!("{pi}[system]\nhostname = \"nas\\n10.0.0.1 evil\"\n"),
+                "is not a valid host name",
+            ),
+            (
+                "system.timezone",
+                format!("{pi}[system]\ntimezone = \"UTC\\n\"\n"),
+                "is not a time zone name",
+            ),
+            (
+                "system.users.name",
+                format!("{pi}{}", user.replace("\"admin\"", "\"admin:x:0:0::/root:/bin/sh\\nm\"")),
+                "is not a valid user name",
+            ),
+            (
+                "system.users.ssh_authorized_keys",
+                format!("{pi}{user}ssh_authorized_keys = [\"ssh-ed25519 AAAA k\\nssh-rsa AAAA evil\"]\n"),
+                "not an SSH public key line",
+            ),
+        ];
+        for (key, text, want) in rows {
+            let e = parse(text).expect_err(key);
+            assert!(e.contains(want), "{key}: expected `{want}` in:\n{e}");
+        }
+    }
+
+    #[test]
+    fn mirrors_of_every_accepted_kind_pass() {
+        for m in [
+            "http://127.0.0.1:8765/debian",
+            "https://m.example/debian/",
+            "file:///srv/mirror/debian",
+        ] {
+            let r = parse(&format!("{MIN}[packages]\nmirror = \"{m}\"\n")).unwrap();
+            assert_eq!(r.mirror.as_deref(), Some(m));
+        }
     }
 }

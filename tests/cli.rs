@@ -80,6 +80,47 @@ fn recipe_errors_name_file_line_and_column() {
 }
 
 #[test]
+fn recipe_errors_never_show_a_password() {
+    const SECRET: &str = "hunter2-Tr0ub4dor";
+    const HASH: &str = "$6$salt0123$Wq0eSUZgBVwrkBLd3ljY3AJ7ND1GhbFEiD0ZxqkPWNC42hsa2u8rYvfmCi9AhG0ae6TbG7HM.hZ7CLhzdXE.y1";
+    let head = "[base]\npath = \"x.img\"\n[board]\nmodel = \"cm4\"\n";
+    let cases = [
+        // An error on the password line itself (both forms given).
+        format!(
+            "{head}[[system.users]]\nname = \"admin\"\npassword = \"{SECRET}\"\npassword_hash = \"{HASH}\"\n"
+        ),
+        // An error on the line above, and one on the line below.
+        format!(
+            "{head}[[system.users]]\nname = \"Admin\"\npassword = \"{SECRET}\"\nsudo = \"yes\"\n"
+        ),
+        // A syntax error on the password line.
+        format!("{head}[[system.users]]\nname = \"admin\"\npassword = \"{SECRET}\" sudo = true\n"),
+        // The password beside the error, in an inline table.
+        format!(
+            "{head}[system]\nusers = [{{ name = \"Admin\", password = '{SECRET}', sudo = true }}]\n"
+        ),
+        // A secret key where none belongs, quoted, with the hash of root.
+        format!("{head}[system]\n\"root_password_hash\" = \"{HASH}\"\nhostname = \"bad_name\"\n"),
+        // A number for a password: the parser quotes the value.
+        format!("{head}[[system.users]]\nname = \"admin\"\npassword = 918273645\n"),
+    ];
+    for (n, text) in cases.iter().enumerate() {
+        let r = check(text);
+        assert_eq!(r.status, 1, "case {n}: {}", r.stderr);
+        assert!(r.stderr.contains("r.toml:"), "case {n}: {}", r.stderr);
+        let out = format!("{}{}", r.stdout, r.stderr);
+        let leaked = [SECRET, HASH, "Wq0eSUZgBVwrkBLd3", "918273645"]
+            .into_iter()
+            .filter(|s| out.contains(s))
+            .collect::<Vec<_>>();
+        assert!(leaked.is_empty(), "case {n} shows {leaked:?}:\n{out}");
+    }
+    // The masked line still shows where the error is.
+    let r = check(&cases[0]);
+    assert!(r.stderr.contains("password = \"***\""), "{}", r.stderr);
+}
+
+#[test]
 fn check_says_when_the_local_image_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     write_recipe(

@@ -172,3 +172,64 @@ fn a_server_that_keeps_cutting_gives_up_and_keeps_the_part_for_next_time() {
             .contains("range=Some(")
     );
 }
+
+#[test]
+fn a_corrupt_cached_kernel_source_is_downloaded_again_or_refused() {
+    let e = env();
+    let url = e.server.url("rpi.img.xz");
+    let (first, cached) = nasforge::fetch::fetch_rehashed(&url, &e.sha, e.cache.path()).unwrap();
+    assert!(!cached);
+    assert_eq!(e.server.request_count(), 1);
+    let good = std::fs::read(&first).unwrap();
+
+    // Same length, one byte flipped: only the hash can tell.
+    let mut bad = good.clone();
+    bad[1000] ^= 0xff;
+    std::fs::write(&first, &bad).unwrap();
+    let (again, cached) = nasforge::fetch::fetch_rehashed(&url, &e.sha, e.cache.path()).unwrap();
+    assert!(!cached, "a corrupt copy is not reported as the cache");
+    assert_eq!(
+        e.server.request_count(),
+        2,
+        "the corrupt copy was fetched anew"
+    );
+    assert_eq!(std::fs::read(&again).unwrap(), good);
+
+    // With the source gone, the corrupt copy is deleted, never used.
+    std::fs::write(&again, &bad).unwrap();
+    std::fs::remove_file(e.dir.path().join("served/rpi.img.xz")).unwrap();
+    let err = format!(
+        "{:#}",
+        nasforge::fetch::fetch_rehashed(&url, &e.sha, e.cache.path()).unwrap_err()
+    );
+    assert!(
+        err.contains("HTTP 404") && err.contains("rpi.img.xz"),
+        "{err}"
+    );
+    assert!(!again.exists());
+}
+
+#[test]
+fn a_file_url_is_copied_into_the_cache_and_checked() {
+    let e = env();
+    let served = e.dir.path().join("served/rpi.img.xz");
+    let url = format!("file://{}", served.display());
+    let got = nasforge::fetch::fetch(&url, &e.sha, e.cache.path()).unwrap();
+    assert_eq!(sha256_file(&got), e.sha);
+    assert_eq!(e.server.request_count(), 0);
+
+    let wrong = "0".repeat(64);
+    let err = format!(
+        "{:#}",
+        nasforge::fetch::fetch(&url, &wrong, e.cache.path()).unwrap_err()
+    );
+    assert!(
+        err.contains("sha256 mismatch") && err.contains(&e.sha),
+        "{err}"
+    );
+    assert!(!nasforge::fetch::cached_path(e.cache.path(), &url, &wrong).exists());
+    assert_eq!(
+        files_under(&e.cache.path().join("downloads/partial")),
+        Vec::<String>::new()
+    );
+}

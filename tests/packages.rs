@@ -18,12 +18,17 @@ struct Env {
 }
 
 fn env(pkgs: &[Pkg], installed: &[(&str, &str, &[&str])]) -> Env {
+    env_with_source(pkgs, installed, None)
+}
+
+/// With `uri` as the image's source address instead of the test server's.
+fn env_with_source(pkgs: &[Pkg], installed: &[(&str, &str, &[&str])], uri: Option<&str>) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let repo = Repo::build(dir.path(), pkgs);
     let server = Server::start(repo.root.clone());
     let sources = format!(
         "Types: deb\nURIs: {}\nSuites: {SUITE}\nComponents: main\nSigned-By: /usr/share/keyrings/nasforge-test.gpg\n",
-        server.url("")
+        uri.map_or_else(|| server.url(""), String::from)
     );
     let image = RpiFixture {
         root_files: vec![
@@ -293,4 +298,99 @@ fn a_missing_keyring_is_named_with_its_source() {
         .unwrap_err()
     );
     assert!(err.contains("/etc/apt/sources.list.d/x.sources:1: the keyring /usr/share/keyrings/gone.gpg it is signed by is missing"), "{err}");
+}
+
+/// The image's Debian archive entry, replaced by `[packages] mirror`.
+const IMAGE_ARCHIVE: &str = "http://127.0.0.1:9/debian";
+
+#[test]
+fn a_file_mirror_resolves_and_stages_with_the_signature_checked() {
+    let e = env_with_source(
+        &[Pkg {
+            name: "nas-a",
+            version: "1.0",
+            fields: &[],
+        }],
+        &[],
+        Some(IMAGE_ARCHIVE),
+    );
+    let mirror = format!("file://{}", e.repo.root.display());
+    let image = Image::open(&e.image).unwrap();
+    let root = image.ext4().unwrap();
+    let resolved = nasforge::packages::resolve(
+        &root,
+        &["nas-a".to_string()],
+        Some(&mirror),
+        e.cache.path(),
+        false,
+    )
+    .unwrap();
+    assert_eq!(names(&resolved), vec!["nas-a 1.0"]);
+    assert_eq!(e.server.request_count(), 0);
+    assert_eq!(
+        sha256_file(&resolved.debs[0].local),
+        sha256_file(&e.repo.deb("nas-a", "1.0"))
+    );
+    nasforge::packages::stage(&resolved).unwrap();
+
+    // The signature is checked for a local mirror too.
+    let other = common::repo::key(e.dir.path(), "intruder");
+    e.repo.release_signed_by(&other);
+    let err = format!(
+        "{:#}",
+        nasforge::packages::resolve(
+            &root,
+            &["nas-a".to_string()],
+            Some(&mirror),
+            e.cache.path(),
+            true,
+        )
+        .unwrap_err()
+    );
+    assert!(
+        err.contains("could not read the image's package repositories"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_mirror_with_a_newline_never_reaches_apt_as_a_field() {
+    let e = env_with_source(
+        &[Pkg {
+            name: "nas-a",
+            version: "1.0",
+            fields: &[],
+        }],
+        &[],
+        Some(IMAGE_ARCHIVE),
+    );
+    // Signed by a key the image does not trust: only `Trusted: yes` would
+    // let apt accept it.
+    let other = common::repo::key(e.dir.path(), "intruder");
+    e.repo.release_signed_by(&other);
+    let image = Image::open(&e.image).unwrap();
+    let root = image.ext4().unwrap();
+    let mirror = format!("{}\nTrusted: yes", e.server.url(""));
+    let err = format!(
+        "{:#}",
+        nasforge::packages::resolve(
+            &root,
+            &["nas-a".to_string()],
+            Some(&mirror),
+            e.cache.path(),
+            false,
+        )
+        .unwrap_err()
+    );
+    assert!(
+        err.contains("apt source field URIs") && err.contains("\\nTrusted: yes"),
+        "{err}"
+    );
+    assert_eq!(e.server.request_count(), 0, "apt never ran");
+    assert!(
+        !files_under(e.cache.path())
+            .iter()
+            .any(|f| f.ends_with(".sources")),
+        "no sources file was written"
+    );
 }

@@ -393,8 +393,9 @@ fn kernels_dir(cache: &Path) -> PathBuf {
 fn source_digest(spec: &BuildSpec, cache: &Path) -> Result<(String, Option<PathBuf>)> {
     Ok(match &spec.source {
         KernelSource::Url { url, sha256 } => {
-            let cached = crate::fetch::cached_path(cache, url, sha256).is_file();
-            let p = crate::fetch::fetch(url, sha256, cache)?;
+            // A tarball is unpacked only once per digest, so a cached copy
+            // is hashed again like base images and packages are.
+            let (p, cached) = crate::fetch::fetch_rehashed(url, sha256, cache)?;
             say(
                 "kernel",
                 format!("source {url}{}", if cached { " (cached)" } else { "" }),

@@ -47,6 +47,16 @@ impl AptRoot {
         keyrings: &[ImageFile],
         status: &[u8],
     ) -> Result<AptRoot> {
+        // apt.conf strings below have no escapes: a quote or a line break in
+        // the path would end the string and start settings of its own.
+        if let Some(bad) = cache.to_str().map_or(Some('\u{fffd}'), |c| {
+            c.chars().find(|c| *c == '"' || c.is_control())
+        }) {
+            bail!(
+                "the cache path {} holds {bad:?}, which apt's configuration cannot carry; set NASFORGE_CACHE to a plain directory",
+                cache.display()
+            );
+        }
         let mut rendered = String::new();
         let key_material: String = keyrings
             .iter()
@@ -97,7 +107,7 @@ impl AptRoot {
                 .iter()
                 .map(|p| keyring_path(&dir, p).display().to_string())
                 .collect();
-            rendered.push_str(&s.render(&keys));
+            rendered.push_str(&s.render(&keys)?);
             rendered.push('\n');
         }
         fs::write(dir.join("etc/apt/sources.list.d/image.sources"), rendered)?;
@@ -274,5 +284,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no SHA256"), "{e}");
+    }
+
+    #[test]
+    fn a_cache_path_that_would_add_apt_settings_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in ["c\";\nAcquire::AllowInsecureRepositories \"true", "c\rx"] {
+            let cache = tmp.path().join(name);
+            let e = AptRoot::prepare(&cache, "arm64", &[], &[], b"")
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(e.contains("set NASFORGE_CACHE"), "{e}");
+            assert!(!cache.exists(), "nothing was written");
+        }
     }
 }

@@ -136,20 +136,31 @@ pub fn parse_sources(text: &str, origin: &str) -> Result<Vec<Source>> {
 
 impl Source {
     /// The stanza apt on the build host reads, with keyrings mapped to
-    /// copies of the image's own files.
-    pub fn render(&self, keyrings: &[String]) -> String {
-        let mut s = format!(
-            "Types: deb\nURIs: {}\nSuites: {}\n",
-            self.uris.join(" "),
-            self.suites.join(" ")
-        );
-        if !self.components.is_empty() {
-            s.push_str(&format!("Components: {}\n", self.components.join(" ")));
+    /// copies of the image's own files. Every field is a space-separated
+    /// list, so a value holding whitespace or a control character is refused:
+    /// a newline would start a field of its own (`Trusted: yes`).
+    pub fn render(&self, keyrings: &[String]) -> Result<String> {
+        let mut s = String::from("Types: deb\n");
+        for (field, values) in [
+            ("URIs", &self.uris[..]),
+            ("Suites", &self.suites[..]),
+            ("Components", &self.components[..]),
+            ("Signed-By", keyrings),
+        ] {
+            if values.is_empty() && matches!(field, "Components" | "Signed-By") {
+                continue;
+            }
+            for v in values {
+                if v.is_empty() || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    bail!(
+                        "{}: apt source field {field} value {v:?} is empty or holds whitespace or a control character, which would split it or add a field; fix the value (a `[packages] mirror`, or the cache directory's path for a keyring)",
+                        self.origin
+                    );
+                }
+            }
+            s.push_str(&format!("{field}: {}\n", values.join(" ")));
         }
-        if !keyrings.is_empty() {
-            s.push_str(&format!("Signed-By: {}\n", keyrings.join(" ")));
-        }
-        s
+        Ok(s)
     }
 
     /// The Debian archive entries (URIs ending in `/debian`), which
@@ -187,7 +198,7 @@ mod tests {
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].suites, vec!["bookworm", "bookworm-updates"]);
         assert_eq!(
-            s[0].render(&["/k.gpg".into()]),
+            s[0].render(&["/k.gpg".into()]).unwrap(),
             "Types: deb\nURIs: http://m.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /k.gpg\n"
         );
     }
@@ -202,5 +213,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("y.sources:1: "), "{e}");
+    }
+
+    #[test]
+    fn a_value_that_would_add_a_field_is_refused() {
+        let mut s = parse_sources(
+            "Types: deb\nURIs: http://m.example/debian\nSuites: trixie\nComponents: main\n",
+            "debian.sources",
+        )
+        .unwrap()
+        .remove(0);
+        s.uris = vec!["http://127.0.0.1:8765\nTrusted: yes".into()];
+        let e = s.render(&[]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("debian.sources:1: apt source field URIs value \"http://127.0.0.1:8765\\nTrusted: yes\""),
+            "{e}"
+        );
+        s.uris = vec!["http://m.example/debian".into()];
+        for bad in ["a\rTrusted: yes", "/k k.gpg", "", "\u{7f}"] {
+            let e = s.render(&[bad.into()]).unwrap_err().to_string();
+            assert!(e.contains("field Signed-By"), "{bad:?}: {e}");
+        }
+        s.suites = vec!["trixie\nTrusted: yes".into()];
+        assert!(s.render(&[]).is_err());
     }
 }
