@@ -621,7 +621,13 @@ impl Recipe {
             .filter_map(|s| s.smb.as_ref())
             .flat_map(|s| s.users.iter().cloned())
             .collect();
-        for (path, message) in crate::system::validate(&raw.system, &smb_users) {
+        for (path, message) in crate::system::validate(&raw.system, &smb_users)
+            .into_iter()
+            .chain(crate::system::wizard_problems(
+                raw.storage.as_ref(),
+                &raw.system,
+            ))
+        {
             errs.push(at_path(file, text, &path, &message));
         }
 

@@ -258,7 +258,9 @@ pub fn apply(
             file: format!("root:{}", ENABLE_WIZARD.1),
             before_sha256: None,
             after_sha256: None,
-            why: "storage mode \"wizard\": the setup wizard on tty1 and a login hint".into(),
+            why:
+                "storage mode \"wizard\": a note on the login screen, and the wizard after a login"
+                    .into(),
             details: FILES.iter().map(|f| f.path.to_string()).collect(),
         });
     }

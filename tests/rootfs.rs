@@ -476,8 +476,78 @@ fn system_mistakes_are_located() {
     );
 }
 
+/// Every unit the image starts by itself (files and links under
+/// /etc/systemd/system, their wants directories and drop-ins, links
+/// followed into the image): (path, text).
+fn enabled_units(img: &Path, scratch: &Path) -> Vec<(String, String)> {
+    let dump = scratch.join("systemd");
+    std::fs::create_dir(&dump).unwrap();
+    run(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump /etc/systemd/system {}", dump.display()))
+        .arg(format!("{}?offset={}", img.display(), root_offset(img))));
+    let mut units = Vec::new();
+    let mut dirs = vec![dump.join("system")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = format!(
+                "/etc/systemd/system/{}",
+                path.strip_prefix(dump.join("system")).unwrap().display()
+            );
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                dirs.push(path);
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                let text = debugfs_cat(img, root_offset(img), target.to_str().unwrap());
+                units.push((format!("{name} -> {}", target.display()), text));
+            } else {
+                units.push((name, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    units
+}
+
+/// A unit that gives a process a terminal is a login prompt, and no
+/// prompt logs anyone in by itself.
+fn assert_no_console_without_login(units: &[(String, String)]) {
+    for (name, text) in units {
+        let takes_tty = text.contains("TTYPath=") || text.contains("StandardInput=tty");
+        assert!(
+            !(takes_tty && text.contains("nasforge-setup")),
+            "{name} runs nasforge-setup on a terminal:\n{text}"
+        );
+        if takes_tty {
+            assert!(
+                text.contains("agetty"),
+                "{name} is not a login prompt:\n{text}"
+            );
+        }
+        assert!(
+            !text.contains("--autologin") && !text.contains("agetty -a"),
+            "{name} logs in without a password:\n{text}"
+        );
+    }
+}
+
 #[test]
-fn wizard_mode_installs_the_console_wizard() {
+fn the_unit_check_finds_a_wizard_on_a_terminal() {
+    let tty_wizard = "[Service]\nExecStart=/usr/local/sbin/nasforge-setup\nStandardInput=tty\nTTYPath=/dev/tty1\n";
+    let autologin =
+        "[Service]\nExecStart=\nExecStart=-/sbin/agetty --noissue --autologin root %I $TERM\n";
+    for text in [tty_wizard, autologin] {
+        let units = vec![("x.service".to_string(), text.to_string())];
+        let caught = std::panic::catch_unwind(|| assert_no_console_without_login(&units));
+        assert!(caught.is_err(), "{text}");
+    }
+    let getty = "[Service]\nExecStart=-/sbin/agetty -o '-p -- \\\\u' --noclear - $TERM\nTTYPath=/dev/%I\nStandardInput=tty\n";
+    assert_no_console_without_login(&[("getty@.service".to_string(), getty.to_string())]);
+}
+
+#[test]
+fn wizard_mode_waits_for_a_login() {
     let e = env(false);
     let recipe = std::fs::read_to_string(e.dir.path().join("nas.toml"))
         .unwrap()
@@ -487,20 +557,32 @@ fn wizard_mode_installs_the_console_wizard() {
     assert_eq!(r.status, 0, "{}", r.stderr);
     let img = e.dir.path().join("out/nas.img");
     let off = root_offset(&img);
+    let units = enabled_units(&img, e.dir.path());
+    let names: Vec<&str> = units.iter().map(|(n, _)| n.as_str()).collect();
     assert!(
-        debugfs_cat(&img, off, "/etc/systemd/system/nasforge-wizard.service")
-            .contains("TTYPath=/dev/tty1")
+        names.contains(&"/etc/systemd/system/nasforge-setup.service"),
+        "{names:?}"
+    );
+    assert_no_console_without_login(&units);
+    assert!(
+        stat(&img, "/etc/issue.d/nasforge-setup.issue")
+            .contains("Fast link dest: \"/usr/lib/nasforge/setup-pending.issue\""),
+        "the login screen's note marks setup as pending"
     );
     assert!(
-        stat(
-            &img,
-            "/etc/systemd/system/multi-user.target.wants/nasforge-wizard.service"
-        )
-        .contains("Fast link dest: \"/etc/systemd/system/nasforge-wizard.service\"")
+        debugfs_cat(&img, off, "/usr/lib/nasforge/setup-pending.issue")
+            .contains("`sudo nasforge-setup`")
     );
+    let snippet = debugfs_cat(&img, off, "/etc/profile.d/nasforge-setup.sh");
     assert!(
-        debugfs_cat(&img, off, "/etc/profile.d/nasforge-setup.sh").contains("sudo nasforge-setup")
+        snippet.contains("sudo /usr/local/sbin/nasforge-setup"),
+        "{snippet}"
     );
+    let parsed = Command::new("sh")
+        .args(["-n", "-c", &snippet])
+        .output()
+        .unwrap();
+    assert!(parsed.status.success(), "{parsed:?}");
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
     assert!(env_file.contains("NASFORGE_MODE=wizard"), "{env_file}");
     // The filesystem is chosen on the board, so every mkfs is staged.
@@ -508,4 +590,34 @@ fn wizard_mode_installs_the_console_wizard() {
         env_file.contains("xfsprogs") && env_file.contains("btrfs-progs"),
         "{env_file}"
     );
+}
+
+/// Wizard mode is set up by someone who logs in and runs sudo: a recipe
+/// with nobody who may is refused, at the mode, before anything is built.
+#[test]
+fn a_wizard_recipe_without_a_sudo_user_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.img"), b"").unwrap();
+    let base = "[base]\npath = \"x.img\"\n[board]\nmodel = \"pi4\"\n[storage]\nmode = \"wizard\"\n";
+    for users in [
+        "",
+        "[[system.users]]\nname = \"backup\"\npassword = \"pw\"\nsudo = false\n",
+    ] {
+        write_recipe(dir.path(), "r.toml", &format!("{base}{users}"));
+        let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
+        assert_eq!(r.status, 1, "{users}: {}", r.stdout);
+        assert!(
+            r.stderr.contains("r.toml:6:8: storage.mode: the wizard runs only after a login, as `sudo nasforge-setup`, and no [[system.users]] entry may use sudo"),
+            "{}",
+            r.stderr
+        );
+        assert!(!dir.path().join("out").exists());
+    }
+    write_recipe(
+        dir.path(),
+        "r.toml",
+        &format!("{base}[[system.users]]\nname = \"admin\"\nssh_authorized_keys = [\"{KEY}\"]\n"),
+    );
+    let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
+    assert!(!r.stderr.contains("storage.mode"), "{}", r.stderr);
 }

@@ -247,6 +247,22 @@ pub fn problems_for(vendor: Vendor, sys: &SystemSection) -> Vec<(String, String)
     out
 }
 
+/// Wizard mode's storage is set up by someone who logs in and runs `sudo
+/// nasforge-setup`: without a user who may use sudo, nobody could.
+pub fn wizard_problems(
+    storage: Option<&nasforge_setup::spec::Storage>,
+    sys: &SystemSection,
+) -> Vec<(String, String)> {
+    let wizard = storage.is_some_and(|s| s.mode == nasforge_setup::spec::Mode::Wizard);
+    if !wizard || sys.users.iter().any(|u| u.sudo) {
+        return Vec::new();
+    }
+    vec![(
+        "storage.mode".into(),
+        "the wizard runs only after a login, as `sudo nasforge-setup`, and no [[system.users]] entry may use sudo: add your user with `sudo = true` (the default) and a `password` (console and SSH) or `ssh_authorized_keys` (SSH)".into(),
+    )]
+}
+
 /// What `apply` produced: changes to the root filesystem, files for the
 /// boot partition, and the manifest's records.
 #[derive(Debug, Default)]

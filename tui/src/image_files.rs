@@ -1,7 +1,9 @@
 //! Files the image builder installs so that a recipe with
-//! `storage.mode = "wizard"` gets the wizard: on tty1 at boot, and as a
-//! one-line hint for anyone who logs in over SSH. The texts live in
-//! `tui/files/`; the builder links this library and copies them from here.
+//! `storage.mode = "wizard"` gets the wizard, never without a password: the
+//! login screen says how to start it, a login on the console starts it
+//! through sudo, and a login over SSH prints a one-line hint. Nothing runs
+//! it on a terminal before a login. The texts live in `tui/files/`; the
+//! builder links this library and copies them from here.
 
 /// Where the builder installs the nasforge-setup binary.
 pub const SETUP_BINARY: &str = "/usr/local/sbin/nasforge-setup";
@@ -20,9 +22,6 @@ pub const PACKAGES_INSTALLED: &str = "/var/lib/nasforge/packages-installed";
 /// The unit that does the work the wizard planned.
 pub const SETUP_SERVICE: &str = "nasforge-setup.service";
 
-/// The unit that shows the wizard on tty1.
-pub const WIZARD_SERVICE: &str = "nasforge-wizard.service";
-
 pub struct ImageFile {
     pub path: &'static str,
     pub contents: &'static str,
@@ -30,12 +29,11 @@ pub struct ImageFile {
 }
 
 /// Installed for wizard mode (harmless otherwise: the setup unit only runs
-/// with a wizard recipe, and the hint only shows while the wizard unit is
-/// enabled).
+/// with a wizard recipe, and the note and the hint need [`ENABLE_WIZARD`]).
 pub const FILES: [ImageFile; 3] = [
     ImageFile {
-        path: "/etc/systemd/system/nasforge-wizard.service",
-        contents: include_str!("../files/nasforge-wizard.service"),
+        path: "/usr/lib/nasforge/setup-pending.issue",
+        contents: include_str!("../files/nasforge-setup-pending.issue"),
         mode: 0o644,
     },
     ImageFile {
@@ -50,12 +48,13 @@ pub const FILES: [ImageFile; 3] = [
     },
 ];
 
-/// The symlink that enables the wizard at boot, as `systemctl enable`
-/// makes it: (link, target). Only for wizard mode; the setup unit is
-/// enabled by the wizard when the user starts setup.
+/// Setup is pending while this link is there: (link, target). agetty
+/// prints every `/etc/issue.d/*.issue` after `/etc/issue` on the login
+/// screen, the profile snippet shows its hint and starts the wizard only
+/// while it exists, and the setup unit removes it once storage is built.
 pub const ENABLE_WIZARD: (&str, &str) = (
-    "/etc/systemd/system/multi-user.target.wants/nasforge-wizard.service",
-    "/etc/systemd/system/nasforge-wizard.service",
+    "/etc/issue.d/nasforge-setup.issue",
+    "/usr/lib/nasforge/setup-pending.issue",
 );
 
 #[cfg(test)]
@@ -70,10 +69,10 @@ mod tests {
             .contents
     }
 
-    /// The unit texts are plain files; these are the facts in them the
-    /// code relies on.
+    /// The unit and the snippet are plain files; these are the facts in
+    /// them the code relies on.
     #[test]
-    fn the_units_name_the_paths_the_code_uses() {
+    fn the_files_name_the_paths_the_code_uses() {
         let setup = file(SETUP_SERVICE);
         assert!(
             setup.contains(&format!(
@@ -82,43 +81,39 @@ mod tests {
             "{setup}"
         );
         assert!(setup.contains(&format!("ConditionPathExists={WIZARD_RECIPE}\n")));
-        assert!(setup.contains(&format!(
-            "ExecStartPost=/bin/systemctl disable {SETUP_SERVICE} {WIZARD_SERVICE}\n"
-        )));
-        let wizard = file(WIZARD_SERVICE);
+        let unmark = setup
+            .find(&format!("ExecStartPost=/bin/rm -f {}\n", ENABLE_WIZARD.0))
+            .expect("setup ends the pending state");
+        let disable = setup
+            .find(&format!(
+                "ExecStartPost=/bin/systemctl disable {SETUP_SERVICE}\n"
+            ))
+            .expect("setup disables itself");
         assert!(
-            wizard.contains(&format!("ExecStart={SETUP_BINARY}\n")),
-            "{wizard}"
+            unmark < disable,
+            "a power cut between must leave it enabled"
         );
-        assert!(wizard.contains("TTYPath=/dev/tty1\n"));
-        assert_eq!(ENABLE_WIZARD.1, FILES[0].path);
-        assert!(ENABLE_WIZARD.0.ends_with(WIZARD_SERVICE));
+        assert!(FILES.iter().any(|f| f.path == ENABLE_WIZARD.1));
+        assert!(
+            ENABLE_WIZARD.0.starts_with("/etc/issue.d/") && ENABLE_WIZARD.0.ends_with(".issue"),
+            "agetty reads only *.issue there"
+        );
         let hint = file("nasforge-setup.sh");
         assert!(
             hint.contains(&format!("[ -e {} ]", ENABLE_WIZARD.0)),
             "{hint}"
         );
+        assert!(hint.contains(&format!("\tsudo {SETUP_BINARY}\n")), "{hint}");
     }
 
+    /// No file installed for the wizard gives it a terminal of its own: it
+    /// runs only from a login shell, through sudo.
     #[test]
-    fn the_login_hint_is_one_line_and_only_while_the_wizard_is_enabled() {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("hint.sh");
-        let enabled = dir.path().join("enabled");
-        let text = file("nasforge-setup.sh").replace(ENABLE_WIZARD.0, enabled.to_str().unwrap());
-        std::fs::write(&script, text).unwrap();
-        let login = || {
-            let out = std::process::Command::new("sh")
-                .arg("-ic")
-                .arg(format!(". {}", script.display()))
-                .output()
-                .unwrap();
-            String::from_utf8(out.stdout).unwrap()
-        };
-        assert_eq!(login(), "", "nothing once the wizard is disabled");
-        std::fs::write(&enabled, "").unwrap();
-        let shown = login();
-        assert_eq!(shown.lines().count(), 1, "{shown}");
-        assert!(shown.contains("sudo nasforge-setup"), "{shown}");
+    fn no_installed_unit_takes_a_terminal() {
+        for f in FILES.iter().filter(|f| f.path.starts_with("/etc/systemd/")) {
+            for key in ["TTYPath=", "StandardInput=tty", "StandardInput=tty-"] {
+                assert!(!f.contents.contains(key), "{}: {key}", f.path);
+            }
+        }
     }
 }
