@@ -4,8 +4,11 @@
 //! Everything the planner needs to decide whether a disk may be used is
 //! collected here: identity (model, serial, WWN), attachment (transport, PCI
 //! controller and link), what it holds (signatures read from its first and
-//! last bytes) and whether the running system uses it (boot disk, mounts,
-//! holders, swap).
+//! last bytes, util-linux's and udev's probes, any non-zero byte at either
+//! end: see [`signature::whole_disk`]) and whether the running system uses
+//! it (boot disk, mounts, holders, swap). Every step that writes to a disk
+//! discovers it again just before, so this check runs right before the
+//! first write as well as at planning.
 
 use crate::controllers;
 use crate::signature::{self, Signature};
@@ -540,20 +543,13 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
     in_use.dedup();
 
     let node = host.dev.join(name);
-    let mut contents = Vec::new();
-    match signature::read(&node, 0, None) {
-        Ok(found) => contents = found,
-        Err(e) => in_use.push(InUse::Unreadable {
-            error: format!("{}: {e}", node.display()),
-        }),
-    }
-    if contents.is_empty()
-        && let Some(scheme) = db.get("ID_PART_TABLE_TYPE")
-    {
-        contents.push(Signature::PartitionTable {
-            scheme: scheme.to_string(),
-        });
-    }
+    let contents = match signature::whole_disk(&node, udev_contents(&db)) {
+        Ok(found) => found,
+        Err(error) => {
+            in_use.push(InUse::Unreadable { error });
+            Vec::new()
+        }
+    };
     for part in &mut partitions {
         if let Ok(found) = signature::read(&node, part.start, Some(part.size.0)) {
             part.contents = found;
@@ -597,6 +593,27 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
         contents,
         in_use,
     })
+}
+
+/// What udev's own blkid probe found on the whole disk at its last event:
+/// a filesystem, RAID label or the like (`ID_FS_*`), a partition table.
+fn udev_contents(db: &udev::Record) -> Vec<Signature> {
+    let mut found = Vec::new();
+    if let Some(kind) = db.get("ID_FS_TYPE") {
+        found.push(Signature::from_blkid(
+            kind,
+            db.get("ID_FS_USAGE"),
+            db.decoded("ID_FS_LABEL_ENC"),
+            db.get("ID_FS_UUID").map(str::to_string),
+            db.get("ID_FS_VERSION"),
+        ));
+    }
+    if let Some(scheme) = db.get("ID_PART_TABLE_TYPE") {
+        found.push(Signature::PartitionTable {
+            scheme: scheme.to_string(),
+        });
+    }
+    found
 }
 
 fn pick_by_id(links: &[String]) -> Option<String> {

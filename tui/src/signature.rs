@@ -1,12 +1,21 @@
 //! What a disk or partition already holds, read from its first and last
 //! bytes: partition tables, filesystems, md superblocks, ZFS labels and the
 //! like. This is the data-safety gate, so it errs towards finding something.
+//!
+//! For a whole disk, util-linux's own probe (`wipefs`, libblkid's full list
+//! of signatures) is the reference: whatever it names counts, beside what
+//! the probe here finds. Bytes neither recognises count too: a disk is blank
+//! only when both its first and last MiB are zeros. Nothing is treated as
+//! safe to overwrite: a disk fresh from the factory reads as zeros, and
+//! anything else was written by someone, for a reason this gate cannot
+//! know; erasing it costs the user one `wipe = true`, losing it costs more.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::process::Command;
 
 /// Bytes read from each end: covers ZFS's two 256 KiB labels at each end,
 /// btrfs's superblock at 64 KiB and every md superblock position.
@@ -31,6 +40,18 @@ pub enum Signature {
     LvmMember,
     Luks,
     Swap,
+    /// Something util-linux names that has no words of its own here: a
+    /// fake-RAID member (`isw_raid_member`, `ddf_raid_member`), a bcache
+    /// backing device, ...: libblkid's TYPE and USAGE for it.
+    Probed {
+        blkid_type: String,
+        usage: Option<String>,
+    },
+    /// Non-zero bytes at an end of the disk that no probe recognises.
+    Unrecognised {
+        first_mib: bool,
+        last_mib: bool,
+    },
 }
 
 impl fmt::Display for Signature {
@@ -53,6 +74,94 @@ impl fmt::Display for Signature {
             Signature::LvmMember => f.write_str("an LVM physical volume"),
             Signature::Luks => f.write_str("a LUKS encrypted volume"),
             Signature::Swap => f.write_str("swap space"),
+            Signature::Probed { blkid_type, usage } => {
+                match (blkid_type.as_str(), usage.as_deref()) {
+                    ("isw_raid_member", _) => {
+                        f.write_str("an Intel RST (IMSM) fake-RAID member (isw_raid_member)")
+                    }
+                    ("ddf_raid_member", _) => {
+                        f.write_str("a DDF fake-RAID member (ddf_raid_member)")
+                    }
+                    ("bcache", _) => f.write_str("a bcache device"),
+                    (_, Some("raid")) => write!(f, "a RAID member ({blkid_type})"),
+                    (_, Some("crypto")) => write!(f, "an encrypted volume ({blkid_type})"),
+                    (kind, _) => write!(f, "{} {kind} signature", a_or_an(kind)),
+                }
+            }
+            Signature::Unrecognised {
+                first_mib,
+                last_mib,
+            } => {
+                let at = match (first_mib, last_mib) {
+                    (true, true) => "first and last MiB",
+                    (true, false) => "first MiB",
+                    _ => "last MiB",
+                };
+                write!(f, "data no probe recognises in its {at}")
+            }
+        }
+    }
+}
+
+impl Signature {
+    /// What libblkid (through wipefs, or udev's ID_FS_* properties) reports,
+    /// in this module's terms: `kind` is its TYPE, `usage` its USAGE.
+    pub fn from_blkid(
+        kind: &str,
+        usage: Option<&str>,
+        label: Option<String>,
+        uuid: Option<String>,
+        version: Option<&str>,
+    ) -> Signature {
+        match (kind, usage) {
+            // A protective MBR exists only for a GPT: what is left of one.
+            ("PMBR", _) => Signature::PartitionTable {
+                scheme: "gpt".into(),
+            },
+            (_, Some("partition-table" | "partition table")) => Signature::PartitionTable {
+                scheme: kind.into(),
+            },
+            ("linux_raid_member", _) => Signature::MdMember {
+                version: version.unwrap_or("unknown").into(),
+                name: label,
+            },
+            ("zfs_member", _) => Signature::ZfsMember,
+            ("LVM2_member", _) => Signature::LvmMember,
+            ("crypto_LUKS", _) => Signature::Luks,
+            ("swap", _) => Signature::Swap,
+            (_, Some("filesystem")) => Signature::Filesystem {
+                fstype: kind.into(),
+                label,
+                uuid,
+            },
+            _ => Signature::Probed {
+                blkid_type: kind.into(),
+                usage: usage.map(str::to_string),
+            },
+        }
+    }
+
+    /// Whether two findings name the same thing, as two probes describe it
+    /// (they may differ on an ext filesystem's generation or an md label).
+    fn same_thing(&self, other: &Signature) -> bool {
+        use Signature as S;
+        let ext = |t: &str| matches!(t, "ext2" | "ext3" | "ext4" | "ext4dev" | "jbd");
+        match (self, other) {
+            (S::PartitionTable { scheme: a }, S::PartitionTable { scheme: b }) => a == b,
+            (S::Filesystem { fstype: a, .. }, S::Filesystem { fstype: b, .. }) => {
+                a == b || ext(a) && ext(b)
+            }
+            (S::Probed { blkid_type: a, .. }, S::Probed { blkid_type: b, .. }) => a == b,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+}
+
+/// Adds to `found` each of `more` that it does not already name.
+fn merge(found: &mut Vec<Signature>, more: impl IntoIterator<Item = Signature>) {
+    for s in more {
+        if !found.iter().any(|f| f.same_thing(&s)) {
+            found.push(s);
         }
     }
 }
@@ -96,25 +205,128 @@ impl Ends<'_> {
     }
 }
 
+/// Both ends of a device, read once.
+struct Read {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    size: u64,
+}
+
+impl Read {
+    fn from(path: &Path, offset: u64, len: Option<u64>) -> std::io::Result<Read> {
+        let file = File::open(path)?;
+        let size = match len {
+            Some(len) => len,
+            None => device_size(&file)?,
+        };
+        let window = WINDOW.min(size);
+        let mut head = vec![0; window as usize];
+        let mut tail = vec![0; window as usize];
+        file.read_exact_at(&mut head, offset)?;
+        file.read_exact_at(&mut tail, offset + size - window)?;
+        Ok(Read { head, tail, size })
+    }
+
+    fn ends(&self) -> Ends<'_> {
+        Ends {
+            head: &self.head,
+            tail: &self.tail,
+            size: self.size,
+        }
+    }
+}
+
 /// Reads both ends of `path` (a block device, or a file standing in for one)
 /// starting `offset` bytes in, over `len` bytes (None: to the end).
 pub fn read(path: &Path, offset: u64, len: Option<u64>) -> std::io::Result<Vec<Signature>> {
-    let file = File::open(path)?;
-    let size = match len {
-        Some(len) => len,
-        None => device_size(&file)?,
-    };
-    let head_len = WINDOW.min(size);
-    let tail_len = WINDOW.min(size);
-    let mut head = vec![0; head_len as usize];
-    let mut tail = vec![0; tail_len as usize];
-    file.read_exact_at(&mut head, offset)?;
-    file.read_exact_at(&mut tail, offset + size - tail_len)?;
-    Ok(probe(&Ends {
-        head: &head,
-        tail: &tail,
-        size,
-    }))
+    Ok(probe(&Read::from(path, offset, len)?.ends()))
+}
+
+/// Everything a whole disk holds, as the data-safety gate judges it: this
+/// module's probe, util-linux's (`wipefs`), what udev reported (`udev`),
+/// and, when none of them names anything, any non-zero byte in the first or
+/// last MiB. An error means what the disk holds is unknown.
+pub fn whole_disk(path: &Path, udev: Vec<Signature>) -> Result<Vec<Signature>, String> {
+    let read = Read::from(path, 0, None).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut found = probe(&read.ends());
+    merge(&mut found, util_linux(path)?);
+    merge(&mut found, udev);
+    if found.is_empty() {
+        found.extend(unrecognised(&read.head, &read.tail));
+    }
+    Ok(found)
+}
+
+/// The ends hold something when any byte there is not zero.
+fn unrecognised(head: &[u8], tail: &[u8]) -> Option<Signature> {
+    let first_mib = head.iter().any(|&b| b != 0);
+    let last_mib = tail.iter().any(|&b| b != 0);
+    (first_mib || last_mib).then_some(Signature::Unrecognised {
+        first_mib,
+        last_mib,
+    })
+}
+
+/// What `wipefs` lists on `path`, without erasing anything: every
+/// signature libblkid knows (filesystems, RAID and fake-RAID members,
+/// bcache, partition tables), where `blkid -p` reports one or gives up as
+/// "ambivalent". wipefs is in util-linux, on every Debian-based board.
+fn util_linux(path: &Path) -> Result<Vec<Signature>, String> {
+    let out = Command::new("wipefs")
+        .args(["--no-act", "--json", "--output", "TYPE,USAGE,UUID,LABEL"])
+        .arg(path)
+        .output()
+        .map_err(|e| {
+            format!(
+                "{}: wipefs (util-linux) could not be started: {e}",
+                path.display()
+            )
+        })?;
+    if !out.status.success() {
+        return Err(format!(
+            "{}: `wipefs --no-act` failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    parse_wipefs(&String::from_utf8_lossy(&out.stdout))
+        .map_err(|e| format!("{}: unexpected output from wipefs: {e}", path.display()))
+}
+
+/// `wipefs --json` output. util-linux 2.38 prints an empty list when it
+/// finds nothing; no output at all is read the same way.
+fn parse_wipefs(json: &str) -> Result<Vec<Signature>, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Listing {
+        signatures: Vec<Found>,
+    }
+    #[derive(Deserialize)]
+    struct Found {
+        #[serde(rename = "type")]
+        kind: String,
+        usage: Option<String>,
+        uuid: Option<String>,
+        label: Option<String>,
+    }
+    if json.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let listing: Listing = serde_json::from_str(json)?;
+    let mut found = Vec::new();
+    merge(
+        &mut found,
+        listing.signatures.into_iter().map(|s| {
+            let named = |v: Option<String>| v.filter(|v| !v.is_empty());
+            Signature::from_blkid(
+                &s.kind,
+                s.usage.as_deref(),
+                named(s.label),
+                named(s.uuid),
+                None,
+            )
+        }),
+    );
+    Ok(found)
 }
 
 /// A block device's size is not in its metadata: seek to the end instead.
@@ -331,6 +543,142 @@ mod tests {
         assert_eq!(said("ntfs", None), "an ntfs filesystem");
         assert_eq!(said("exfat", None), "an exfat filesystem");
         assert_eq!(said("iso9660", None), "an iso9660 filesystem");
+    }
+
+    #[test]
+    fn reads_wipefs_listings_as_one_finding_per_thing() {
+        // As wipefs 2.38 prints them: a GPT disk, a nilfs2 with its backup
+        // superblock, an Intel RST member.
+        let gpt = r#"{"signatures": [
+            {"type": "gpt", "usage": "partition-table", "uuid": null, "label": null},
+            {"type": "gpt", "usage": "partition-table", "uuid": null, "label": null},
+            {"type": "PMBR", "usage": "partition-table", "uuid": null, "label": null}]}"#;
+        assert_eq!(
+            parse_wipefs(gpt).unwrap(),
+            [Signature::PartitionTable {
+                scheme: "gpt".into()
+            }]
+        );
+        let nilfs2 = r#"{"signatures": [
+            {"type": "nilfs2", "usage": "filesystem", "uuid": "421bbfd9-6818-408d-ab69-632a74337e21", "label": "data"},
+            {"type": "nilfs2", "usage": "filesystem", "uuid": "421bbfd9-6818-408d-ab69-632a74337e21", "label": "data"}]}"#;
+        assert_eq!(
+            parse_wipefs(nilfs2).unwrap(),
+            [Signature::Filesystem {
+                fstype: "nilfs2".into(),
+                label: Some("data".into()),
+                uuid: Some("421bbfd9-6818-408d-ab69-632a74337e21".into())
+            }]
+        );
+        let isw = r#"{"signatures": [{"type": "isw_raid_member", "usage": "raid", "uuid": null, "label": ""}]}"#;
+        let found = parse_wipefs(isw).unwrap();
+        assert_eq!(
+            found,
+            [Signature::Probed {
+                blkid_type: "isw_raid_member".into(),
+                usage: Some("raid".into())
+            }]
+        );
+        assert_eq!(
+            found[0].to_string(),
+            "an Intel RST (IMSM) fake-RAID member (isw_raid_member)"
+        );
+        let nothing = "{\n   \"signatures\": [\n\n   ]\n}\n";
+        assert_eq!(parse_wipefs(nothing).unwrap(), []);
+        assert_eq!(parse_wipefs("").unwrap(), []);
+        assert!(parse_wipefs("{\"signatures\": [{\"offset\": 1}]}").is_err());
+        assert!(parse_wipefs("DEVICE OFFSET TYPE").is_err());
+    }
+
+    #[test]
+    fn names_what_only_blkid_knows_by_its_usage() {
+        let said = |kind: &str, usage: &str| {
+            Signature::from_blkid(kind, Some(usage), None, None, None).to_string()
+        };
+        assert_eq!(
+            said("ddf_raid_member", "raid"),
+            "a DDF fake-RAID member (ddf_raid_member)"
+        );
+        assert_eq!(said("bcache", "other"), "a bcache device");
+        assert_eq!(
+            said("promise_fasttrack_raid_member", "raid"),
+            "a RAID member (promise_fasttrack_raid_member)"
+        );
+        assert_eq!(
+            said("BitLocker", "crypto"),
+            "an encrypted volume (BitLocker)"
+        );
+        assert_eq!(
+            said("VMFS_volume_member", "other"),
+            "a VMFS_volume_member signature"
+        );
+        assert_eq!(said("jfs", "filesystem"), "a jfs filesystem");
+        assert_eq!(said("crypto_LUKS", "crypto"), "a LUKS encrypted volume");
+        assert_eq!(
+            Signature::from_blkid(
+                "linux_raid_member",
+                Some("raid"),
+                Some("nas:data".into()),
+                None,
+                Some("1.2")
+            ),
+            Signature::MdMember {
+                version: "1.2".into(),
+                name: Some("nas:data".into())
+            }
+        );
+    }
+
+    #[test]
+    fn merging_keeps_the_first_name_for_one_thing() {
+        let fs = |fstype: &str| Signature::Filesystem {
+            fstype: fstype.into(),
+            label: None,
+            uuid: None,
+        };
+        let mut found = vec![fs("ext4")];
+        merge(
+            &mut found,
+            [
+                fs("ext3"),
+                Signature::Probed {
+                    blkid_type: "bcache".into(),
+                    usage: None,
+                },
+                fs("f2fs"),
+            ],
+        );
+        assert_eq!(
+            found,
+            [
+                fs("ext4"),
+                Signature::Probed {
+                    blkid_type: "bcache".into(),
+                    usage: None
+                },
+                fs("f2fs")
+            ],
+            "two probes disagreeing on an ext generation name one filesystem"
+        );
+    }
+
+    #[test]
+    fn any_non_zero_byte_at_an_end_is_data() {
+        let zeros = vec![0u8; 4096];
+        let mut dirty = zeros.clone();
+        assert_eq!(unrecognised(&zeros, &zeros), None);
+        dirty[4095] = 1;
+        assert_eq!(
+            unrecognised(&zeros, &dirty),
+            Some(Signature::Unrecognised {
+                first_mib: false,
+                last_mib: true
+            })
+        );
+        assert_eq!(
+            unrecognised(&dirty, &dirty).unwrap().to_string(),
+            "data no probe recognises in its first and last MiB"
+        );
     }
 
     #[test]

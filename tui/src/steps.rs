@@ -685,11 +685,15 @@ impl Step {
                         in_use(&found)
                     ));
                 }
-                // A wipe cut short leaves part of what was there, never more.
+                // A wipe cut short leaves part of what was there, never more;
+                // once wipefs has cleared the magic, the rest of what was
+                // there is bytes no probe recognises.
                 let new: Vec<String> = found
                     .all_contents()
                     .into_iter()
-                    .filter(|(_, s)| !held.contains(s))
+                    .filter(|(_, s)| {
+                        !held.contains(s) && !matches!(s, Signature::Unrecognised { .. })
+                    })
                     .map(|(on, s)| format!("{on}: {s}"))
                     .collect();
                 if !new.is_empty() {

@@ -3,6 +3,7 @@
 mod common;
 
 use nasforge_setup::disks::{Disk, InUse, RotationalSource};
+use nasforge_setup::planner;
 use nasforge_setup::runner::{Query, RunError, Runner};
 use nasforge_setup::setup;
 use nasforge_setup::signature::Signature;
@@ -355,5 +356,135 @@ fn disks_that_never_settle_are_waited_for_only_so_long() {
             .unwrap()
             .contains("still changing after 30 s; planning with the ones found now"),
         "{notes:#?}"
+    );
+}
+
+#[test]
+fn what_udev_probed_on_a_whole_disk_counts_as_data() {
+    let board = common::writable_copy("pi5-jmb585");
+    let add = |devnum: &str, lines: &str| {
+        let path = board.host.path("/run/udev/data").join(devnum);
+        let record = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, record + lines).unwrap();
+    };
+    // On the board, udev's blkid builtin ran at the disk's last event; its
+    // zeroed fixture node shows nothing, so only udev can tell.
+    add(
+        "b8:16",
+        "E:ID_FS_VERSION=1.3.00\nE:ID_FS_TYPE=isw_raid_member\nE:ID_FS_USAGE=raid\n",
+    );
+    add(
+        "b8:32",
+        "E:ID_FS_LABEL=old_nas\nE:ID_FS_LABEL_ENC=old\\x20nas\nE:ID_FS_UUID=1b4e28ba-2fa1-11d2-883f-0016d3cca427\nE:ID_FS_TYPE=jfs\nE:ID_FS_USAGE=filesystem\n",
+    );
+    let inv = board.inventory();
+    let sdb = find(&inv.disks, "sdb");
+    assert_eq!(
+        sdb.contents,
+        [Signature::Probed {
+            blkid_type: "isw_raid_member".into(),
+            usage: Some("raid".into())
+        }]
+    );
+    assert_eq!(
+        find(&inv.disks, "sdc").contents,
+        [Signature::Filesystem {
+            fstype: "jfs".into(),
+            label: Some("old nas".into()),
+            uuid: Some("1b4e28ba-2fa1-11d2-883f-0016d3cca427".into())
+        }]
+    );
+    assert!(find(&inv.disks, "sda").is_blank());
+
+    let recipe = DeviceRecipe::parse(
+        "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid5\"\ndisks = { transport = \"sata\" }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n",
+        Path::new("recipe.toml"),
+    )
+    .unwrap();
+    let refusals: Vec<String> = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inv)
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for expected in [
+        "array 'data': sdb: holds an Intel RST (IMSM) fake-RAID member (isw_raid_member) and the recipe does not allow erasing it",
+        "array 'data': sdc: holds a jfs filesystem labelled 'old nas' and the recipe does not allow erasing it",
+    ] {
+        assert!(
+            refusals.iter().any(|r| r.starts_with(expected)),
+            "{refusals:#?}"
+        );
+    }
+}
+
+#[test]
+fn bytes_no_probe_recognises_at_either_end_count_as_data() {
+    use std::os::unix::fs::FileExt;
+    let board = common::board("pi5-jmb585");
+    let scribble = |node: &str, from_end: bool| {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(board.node(node))
+            .unwrap();
+        let size = file.metadata().unwrap().len();
+        let at = if from_end {
+            size - 300 * 1024
+        } else {
+            300 * 1024
+        };
+        file.write_all_at(b"\x01 leftover bytes \x7f", at).unwrap();
+    };
+    scribble("sdb", true);
+    scribble("sdc", false);
+    // Beyond the first MiB, where nothing is looked for: still blank.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(board.node("sda"))
+        .unwrap();
+    file.write_all_at(b"\x01", 2 << 20).unwrap();
+
+    let inv = board.inventory();
+    assert_eq!(
+        find(&inv.disks, "sdb").contents,
+        [Signature::Unrecognised {
+            first_mib: false,
+            last_mib: true
+        }]
+    );
+    assert_eq!(
+        find(&inv.disks, "sdc").describe_contents(),
+        "data no probe recognises in its first MiB"
+    );
+    assert!(find(&inv.disks, "sda").is_blank());
+    assert!(find(&inv.disks, "sdd").is_blank());
+}
+
+#[test]
+fn without_util_linux_s_probe_no_disk_counts_as_blank() {
+    let board = common::writable_copy("pi5-jmb585");
+    let root = board.host.root.clone();
+    let recipe = root.join("recipe.toml");
+    std::fs::write(
+        &recipe,
+        "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid5\"\ndisks = { transport = \"sata\" }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n",
+    )
+    .unwrap();
+    // A PATH where wipefs cannot be found: what the disks hold is unknown.
+    let empty = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nasforge-setup"))
+        .args(["plan", "--dry-run", "--root"])
+        .arg(&root)
+        .arg("--recipe")
+        .arg(&recipe)
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("4 TB sata HDD (never used: its contents cannot be read (")
+            && stderr.contains("dev/sdb: wipefs (util-linux) could not be started: No such file")
+            && stderr.contains("but 0 are usable"),
+        "{stderr}"
     );
 }

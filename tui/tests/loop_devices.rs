@@ -1,6 +1,7 @@
 //! What the host kernel can do for real: GPT partitioning and mkfs on loop
 //! devices, checked with sgdisk, sfdisk and blkid; and disks with data left
-//! byte-identical. md RAID, mounts and shares are proved in the emulated
+//! byte-identical, whatever made the data (f2fs, jfs, reiserfs, nilfs2, udf,
+//! bcache, fake-RAID metadata, bytes no probe knows). md RAID, mounts and shares are proved in the emulated
 //! board, not here (this kernel has no md driver).
 
 mod common;
@@ -14,6 +15,7 @@ use nasforge_setup::runner::{RecordingRunner, Runner, SystemRunner};
 use nasforge_setup::signature::{self, Signature};
 use nasforge_setup::spec::DeviceRecipe;
 use nasforge_setup::steps::{self, Action, Context};
+use nasforge_setup::wizard::{choices, facts};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -332,6 +334,21 @@ fn pi5_with_sdb_on(disk: &Loop) -> common::Board {
 
 const RAID5_ALL_SATA: &str = "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid5\"\ndisks = { transport = \"sata\" }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n";
 
+/// `nasforge-setup --unattended` on `board` with the RAID5_ALL_SATA recipe.
+fn unattended(board: &common::Board) -> std::process::Output {
+    let root = &board.host.root;
+    let recipe = root.join("recipe.toml");
+    std::fs::write(&recipe, RAID5_ALL_SATA).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_nasforge-setup"))
+        .arg("--unattended")
+        .arg("--root")
+        .arg(root)
+        .arg("--recipe")
+        .arg(&recipe)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn unattended_setup_refuses_a_disk_with_data_and_leaves_it_byte_identical() {
     let Some(disk) = Loop::new(64 * MIB) else {
@@ -341,17 +358,8 @@ fn unattended_setup_refuses_a_disk_with_data_and_leaves_it_byte_identical() {
     let before = disk.sha256();
     let board = pi5_with_sdb_on(&disk);
     let root = board.host.root.clone();
-    let recipe = root.join("recipe.toml");
-    std::fs::write(&recipe, RAID5_ALL_SATA).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_nasforge-setup"))
-        .arg("--unattended")
-        .arg("--root")
-        .arg(&root)
-        .arg("--recipe")
-        .arg(&recipe)
-        .output()
-        .unwrap();
+    let out = unattended(&board);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
@@ -431,6 +439,354 @@ fn a_disk_that_gained_data_after_planning_is_refused_at_the_step() {
     );
 }
 
+/// Whether `program` (which makes a test's fixture) is installed; if not,
+/// the case is skipped with the reason printed, or fails under
+/// NASFORGE_SLOW_TESTS=1 (scripts/setup installs it).
+fn tool_available(program: &str) -> bool {
+    if installed(program) {
+        return true;
+    }
+    assert!(
+        std::env::var(SLOW_TESTS).as_deref() != Ok("1"),
+        "{program} is not installed: {SLOW_TESTS}=1 requires every loop device case to run; run scripts/setup"
+    );
+    println!("skipped: {program} is not installed (scripts/setup installs it)");
+    false
+}
+
+fn write_at(disk: &Loop, offset: u64, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&disk.device)
+        .unwrap();
+    file.write_all_at(bytes, offset).unwrap();
+    file.sync_all().unwrap();
+}
+
+fn device_size(disk: &Loop) -> u64 {
+    signature::device_size(&std::fs::File::open(&disk.device).unwrap()).unwrap()
+}
+
+/// An Intel RST (IMSM) member's metadata anchor where libblkid's isw_raid
+/// probe reads it: the MPB header in the second-to-last sector, its
+/// signature followed by the format version. mdadm cannot write one on this
+/// host (it opens an md device first, and the kernel has no md driver).
+/// blkid checks no checksum, so none is made up.
+fn write_imsm(disk: &Loop) {
+    let mut mpb = [0u8; 512];
+    mpb[..30].copy_from_slice(b"Intel Raid ISM Cfg Sig. 1.0.00");
+    mpb[36..40].copy_from_slice(&512u32.to_le_bytes()); // mpb_size
+    mpb[40..44].copy_from_slice(&0x6e61_7366u32.to_le_bytes()); // family_num
+    mpb[44..48].copy_from_slice(&1u32.to_le_bytes()); // generation_num
+    write_at(disk, device_size(disk) - 1024, &mpb);
+}
+
+/// A SNIA DDF member's headers as libblkid's ddf_raid probe reads them
+/// (big-endian, as the standard has it): the anchor in the last sector,
+/// pointing at the primary header a MiB before it. Reserved bytes are 0xff;
+/// blkid checks no CRC, so none is made up.
+fn write_ddf(disk: &Loop) {
+    let size = device_size(disk);
+    let primary_lba = (size - MIB) / 512;
+    let header = |kind: u8| {
+        let mut h = [0xffu8; 512];
+        h[0..4].copy_from_slice(&0xde11_de11u32.to_be_bytes());
+        h[8..32].copy_from_slice(b"nasforge-test-ddf-member"); // guid
+        h[32..40].copy_from_slice(b"01.02.00"); // revision
+        h[40..44].copy_from_slice(&1u32.to_be_bytes()); // sequence
+        h[44..48].copy_from_slice(&0u32.to_be_bytes()); // timestamp
+        h[48..51].copy_from_slice(&[0, 0, 0]); // open, foreign, enforce-groups flags
+        h[96..104].copy_from_slice(&primary_lba.to_be_bytes());
+        h[112] = kind;
+        h
+    };
+    write_at(disk, primary_lba * 512, &header(0x01));
+    write_at(disk, size - 512, &header(0x00));
+}
+
+/// Bytes with no signature in them, inside the last MiB but not at its
+/// edges: what is left when a tool nasforge has never heard of was there.
+fn write_noise_near_the_end(disk: &Loop) {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..64 * 1024)
+        .map(|_| {
+            // xorshift64: fixed, so every run writes the same bytes.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8 | 1
+        })
+        .collect();
+    write_at(disk, device_size(disk) - 700 * 1024, &noise);
+}
+
+/// Contents of a whole disk that the probe in signature.rs does not know:
+/// util-linux's probe names them, or (the last) nothing does.
+struct Hidden {
+    /// The program that makes it; None for those written by this file.
+    tool: Option<&'static str>,
+    /// The loop device's size: nilfs2 wants at least 128 MiB and a page.
+    mib: u64,
+    make: fn(&Loop),
+    /// What `blkid -p` reports as its TYPE; None: nothing (exit status 2).
+    blkid_type: Option<&'static str>,
+    /// How setup and the wizard describe it.
+    described: &'static str,
+}
+
+const HIDDEN: &[Hidden] = &[
+    Hidden {
+        tool: Some("mkfs.f2fs"),
+        mib: 64,
+        make: |d| drop(run("mkfs.f2fs", &["-q", "-l", "keep", d.path()])),
+        blkid_type: Some("f2fs"),
+        described: "an f2fs filesystem labelled 'keep'",
+    },
+    Hidden {
+        tool: Some("mkfs.jfs"),
+        mib: 64,
+        make: |d| drop(run("mkfs.jfs", &["-q", "-L", "keep", d.path()])),
+        blkid_type: Some("jfs"),
+        described: "a jfs filesystem labelled 'keep'",
+    },
+    Hidden {
+        tool: Some("mkfs.reiserfs"),
+        mib: 64,
+        make: |d| drop(run("mkfs.reiserfs", &["-q", "-f", "-l", "keep", d.path()])),
+        blkid_type: Some("reiserfs"),
+        described: "a reiserfs filesystem labelled 'keep'",
+    },
+    Hidden {
+        tool: Some("mkfs.nilfs2"),
+        mib: 160,
+        make: |d| drop(run("mkfs.nilfs2", &["-q", "-L", "keep", d.path()])),
+        blkid_type: Some("nilfs2"),
+        described: "a nilfs2 filesystem labelled 'keep'",
+    },
+    Hidden {
+        tool: Some("mkudffs"),
+        mib: 64,
+        make: |d| drop(run("mkudffs", &["--label=keep", d.path()])),
+        blkid_type: Some("udf"),
+        described: "a udf filesystem labelled 'keep'",
+    },
+    Hidden {
+        tool: Some("make-bcache"),
+        mib: 64,
+        make: |d| drop(run("make-bcache", &["-B", d.path()])),
+        blkid_type: Some("bcache"),
+        described: "a bcache device",
+    },
+    Hidden {
+        tool: None,
+        mib: 64,
+        make: write_imsm,
+        blkid_type: Some("isw_raid_member"),
+        described: "an Intel RST (IMSM) fake-RAID member (isw_raid_member)",
+    },
+    Hidden {
+        tool: None,
+        mib: 64,
+        make: write_ddf,
+        blkid_type: Some("ddf_raid_member"),
+        described: "a DDF fake-RAID member (ddf_raid_member)",
+    },
+    Hidden {
+        tool: None,
+        mib: 64,
+        make: write_noise_near_the_end,
+        blkid_type: None,
+        described: "data no probe recognises in its last MiB",
+    },
+];
+
+/// What the real `blkid -p` makes of `disk`: its TYPE, or None when it
+/// finds nothing.
+fn blkid_type(disk: &Loop) -> Option<String> {
+    let out = Command::new("blkid")
+        .args(["-p", "-o", "value", "-s", "TYPE"])
+        .arg(&disk.device)
+        .output()
+        .unwrap();
+    match out.status.code() {
+        Some(0) => Some(String::from_utf8(out.stdout).unwrap().trim().to_string()),
+        Some(2) => None,
+        other => panic!(
+            "blkid -p {}: {other:?} {}",
+            disk.path(),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+#[test]
+fn whole_disks_only_util_linux_or_no_probe_names_are_refused_without_wipe_and_left_byte_identical()
+{
+    for case in HIDDEN {
+        if case.tool.is_some_and(|t| !tool_available(t)) {
+            continue;
+        }
+        let Some(disk) = Loop::new(case.mib * MIB) else {
+            return;
+        };
+        (case.make)(&disk);
+        assert_eq!(
+            blkid_type(&disk).as_deref(),
+            case.blkid_type,
+            "the fixture is what util-linux itself reads: {}",
+            case.described
+        );
+        assert!(
+            signature::read(&disk.device, 0, None).unwrap().is_empty()
+                || case.blkid_type == Some("udf"),
+            "{}: the probe in signature.rs alone would call it blank",
+            case.described
+        );
+        let before = disk.sha256();
+        let board = pi5_with_sdb_on(&disk);
+
+        let facts = facts::gather(&board.host, &mut RecordingRunner::default()).unwrap();
+        let sdb = facts
+            .inventory
+            .disks
+            .iter()
+            .find(|d| d.name == "sdb")
+            .unwrap();
+        assert!(
+            !sdb.is_blank() && sdb.describe_contents().contains(case.described),
+            "the wizard sees {}: {:?}",
+            case.described,
+            sdb.contents
+        );
+        assert_ne!(choices::holds(sdb), "empty", "{}", case.described);
+
+        let out = unattended(&board);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && stderr.contains("array 'data': sdb: holds ")
+                && stderr.contains(&format!(
+                    "{} and the recipe does not allow erasing it",
+                    case.described
+                )),
+            "{stderr}"
+        );
+        assert_eq!(disk.sha256(), before, "{}: byte-identical", case.described);
+
+        // With wipe = true the wipe step clears all that the gate saw, so
+        // the partition step after it finds the disk blank.
+        let name = disk.path().trim_start_matches("/dev/").to_string();
+        let mut found = loop_disk(&name);
+        found.contents = signature::whole_disk(&disk.device, vec![]).unwrap();
+        let (plan, context) = plan_over("single", "ext4", 1, true, vec![found]);
+        assert!(plan.arrays[0].members[0].erase, "{}", case.described);
+        let steps = steps::generate(&plan, &context);
+        let mut runner = SystemRunner::new(Host::new("/"), None).unwrap();
+        runner.echo = false;
+        apply_step(
+            steps.iter().find(|s| s.id.starts_with("wipe:")).unwrap(),
+            &mut runner,
+        );
+        assert_eq!(
+            signature::whole_disk(&disk.device, vec![]).unwrap(),
+            [],
+            "{}: wiped",
+            case.described
+        );
+    }
+}
+
+#[test]
+fn a_fully_zeroed_disk_is_still_blank() {
+    let Some(disk) = Loop::new(64 * MIB) else {
+        return;
+    };
+    // Written, not only sparse: zeros a disk really holds.
+    let zeros = vec![0u8; MIB as usize];
+    write_at(&disk, 0, &zeros);
+    write_at(&disk, device_size(&disk) - MIB, &zeros);
+    assert_eq!(blkid_type(&disk), None);
+    assert_eq!(signature::whole_disk(&disk.device, vec![]).unwrap(), []);
+
+    let board = pi5_with_sdb_on(&disk);
+    let facts = facts::gather(&board.host, &mut RecordingRunner::default()).unwrap();
+    let sdb = facts
+        .inventory
+        .disks
+        .iter()
+        .find(|d| d.name == "sdb")
+        .unwrap();
+    assert!(sdb.is_blank(), "{:?}", sdb.contents);
+    assert_eq!(choices::holds(sdb), "empty");
+    let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
+    let prepared = nasforge_setup::setup::prepare(
+        &board.host,
+        Path::new("recipe.toml"),
+        &recipe,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(
+        prepared.plan.arrays[0]
+            .members
+            .iter()
+            .any(|m| m.disk.name == "sdb" && !m.erase),
+        "used without wipe = true"
+    );
+}
+
+#[test]
+fn a_disk_that_gained_a_fake_raid_label_after_planning_is_refused_at_the_step() {
+    let Some(disk) = Loop::new(64 * MIB) else {
+        return;
+    };
+    let board = pi5_with_sdb_on(&disk);
+    let host = board.host.clone();
+    let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
+    let prepared = nasforge_setup::setup::prepare(
+        &host,
+        Path::new("recipe.toml"),
+        &recipe,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+
+    // Between planning and running, the disk turns out to be an Intel RST
+    // member (a BIOS RAID set up on it): only util-linux's probe names it.
+    write_imsm(&disk);
+    assert_eq!(blkid_type(&disk).as_deref(), Some("isw_raid_member"));
+    let before = disk.sha256();
+    let journal_path = host.path(nasforge_setup::journal::PATH);
+    let mut journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
+    let index = journal
+        .steps
+        .iter()
+        .position(|s| s.id == "partition:sdb")
+        .unwrap();
+    journal.done = journal.steps[..index]
+        .iter()
+        .map(|s| nasforge_setup::journal::StepRecord {
+            id: s.id.clone(),
+            already_done: None,
+            at: 0,
+        })
+        .collect();
+    let mut runner = SystemRunner::new(host.clone(), None).unwrap();
+    runner.echo = false;
+    let err = executor::execute(&mut journal, &journal_path, &host, &mut runner, &mut |_| {})
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("partition:sdb")
+            && text.contains("now holds an Intel RST (IMSM) fake-RAID member"),
+        "{text}"
+    );
+    assert_eq!(disk.sha256(), before, "nothing was written to sdb");
+}
+
 #[test]
 fn a_wipe_cut_after_the_whole_disk_wipefs_resumes_after_a_reboot() {
     let Some(disk) = Loop::new(64 * MIB) else {
@@ -484,6 +840,46 @@ fn a_wipe_cut_after_the_whole_disk_wipefs_resumes_after_a_reboot() {
         bytes[..MIB as usize].iter().all(|&b| b == 0)
             && bytes[bytes.len() - MIB as usize..].iter().all(|&b| b == 0),
         "both ends zeroed"
+    );
+}
+
+#[test]
+fn a_wipe_cut_before_the_ends_are_zeroed_runs_again_despite_the_bytes_left() {
+    let Some(disk) = Loop::new(64 * MIB) else {
+        return;
+    };
+    run("mkfs.ext4", &["-q", "-L", "old", disk.path()]);
+    let board = pi5_with_sdb_on(&disk);
+    let recipe = DeviceRecipe::parse(
+        &format!("{RAID5_ALL_SATA}wipe = true\n"),
+        Path::new("recipe.toml"),
+    )
+    .unwrap();
+    let prepared = nasforge_setup::setup::prepare(
+        &board.host,
+        Path::new("recipe.toml"),
+        &recipe,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let wipe = prepared.steps.iter().find(|s| s.id == "wipe:sdb").unwrap();
+    assert_eq!(wipe.check(&board.host), steps::Check::Pending);
+
+    // The power goes after wipefs cleared the magic, before ZeroEnds: the
+    // rest of the old superblock is bytes no probe recognises.
+    run("wipefs", &["--all", "--force", disk.path()]);
+    assert_eq!(
+        signature::whole_disk(&disk.device, vec![]).unwrap(),
+        [Signature::Unrecognised {
+            first_mib: true,
+            last_mib: false
+        }]
+    );
+    assert_eq!(
+        wipe.check(&board.host),
+        steps::Check::Pending,
+        "what is left of the planned erase is erased"
     );
 }
 

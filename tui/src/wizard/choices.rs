@@ -64,6 +64,8 @@ pub fn holds(disk: &Disk) -> String {
         Signature::LvmMember => "LVM".into(),
         Signature::Luks => "LUKS".into(),
         Signature::Swap => "swap".into(),
+        Signature::Probed { blkid_type, .. } => blkid_type.clone(),
+        Signature::Unrecognised { .. } => "unknown data".into(),
     };
     match contents.len() {
         1 => text,
