@@ -107,7 +107,7 @@ struct OutputFile {
 #[derive(Debug, Clone)]
 pub struct Recipe {
     pub file: PathBuf,
-    /// The recipe as read, for the copy the board gets.
+    /// The recipe as read, to place errors found after parsing.
     pub text: String,
     pub name: String,
     pub base: Base,

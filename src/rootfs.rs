@@ -48,6 +48,14 @@ impl Prepared {
     }
 }
 
+/// The console autologin drop-ins armbian-firstlogin removes.
+const ARMBIAN_AUTOLOGIN: [&str; 4] = [
+    "/etc/systemd/system/getty@.service.d/override.conf",
+    "/etc/systemd/system/getty@tty1.service.d/override.conf",
+    "/etc/systemd/system/serial-getty@.service.d/override.conf",
+    "/etc/systemd/system/serial-getty@ttyGS0.service.d/override.conf",
+];
+
 pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> Result<Prepared> {
     let root = image
         .ext4()
@@ -281,6 +289,24 @@ pub fn apply(
             why: "removed: the recipe's users replace Armbian's first-login questions".into(),
             details: vec![],
         });
+        // Armbian logs root in on every console without a password until
+        // its first-login script removes these drop-ins
+        // (armbian/build lib/functions/rootfs/distro-agnostic.sh writes them
+        // when CONSOLE_AUTOLOGIN=yes; armbian-firstlogin deletes these same
+        // four paths). With that script skipped, they would stay for good.
+        let paths: Vec<String> = ARMBIAN_AUTOLOGIN.iter().map(|p| p.to_string()).collect();
+        for (path, data) in paths.iter().zip(root.read_many(&paths)?) {
+            if data.is_some_and(|d| String::from_utf8_lossy(&d).contains("--autologin")) {
+                ops.push(Op::Remove { path: path.clone() });
+                changes.push(Change {
+                    file: format!("root:{path}"),
+                    before_sha256: None,
+                    after_sha256: None,
+                    why: "removed: Armbian's console autologin as root, which its skipped first-login script would have removed".into(),
+                    details: vec![],
+                });
+            }
+        }
     }
     let mut boot_files = prepared.system.boot_files;
     if let Some(copy) = prepared.recipe_copy {

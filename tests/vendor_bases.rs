@@ -305,6 +305,9 @@ fn first_users_userconf_refuses_are_refused_before_anything_is_written() {
     assert_eq!(r.status, 0, "{}", r.stderr);
 }
 
+const ARMBIAN_AUTOLOGIN: &[u8] =
+    b"[Service]\nExecStart=\nExecStart=-/sbin/agetty --noissue --autologin root %I $TERM\nType=idle\n";
+
 fn armbian_fixture(dir: &Path) -> std::path::PathBuf {
     let files: Vec<(String, Vec<u8>)> = vec![
         (
@@ -324,6 +327,20 @@ fn armbian_fixture(dir: &Path) -> std::path::PathBuf {
         ("etc/ssh/sshd_config.d/.keep".into(), vec![]),
         ("etc/sudoers.d/README".into(), b"#\n".to_vec()),
         ("root/.not_logged_in_yet".into(), b"".to_vec()),
+        // armbian/build lib/functions/rootfs/distro-agnostic.sh, with
+        // CONSOLE_AUTOLOGIN=yes (its default).
+        (
+            "etc/systemd/system/getty@.service.d/override.conf".into(),
+            ARMBIAN_AUTOLOGIN.to_vec(),
+        ),
+        (
+            "etc/systemd/system/serial-getty@.service.d/override.conf".into(),
+            ARMBIAN_AUTOLOGIN.to_vec(),
+        ),
+        (
+            "etc/systemd/system/getty@tty1.service.d/keep.conf".into(),
+            b"[Service]\nTTYVTDisallocate=no\n".to_vec(),
+        ),
         (
             "lib/systemd/system/ssh.service".into(),
             b"[Unit]\nDescription=OpenBSD Secure Shell server\n".to_vec(),
@@ -407,6 +424,16 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
     assert!(
         debugfs_cat(&out, root, "/etc/passwd").contains("admin:x:1000:1000:"),
         "Armbian's first-login questions are answered by the recipe"
+    );
+    // With its first-login script skipped, Armbian's root autologin on the
+    // consoles goes too; a drop-in that logs nobody in stays.
+    for unit in ["getty@", "serial-getty@"] {
+        let path = format!("/etc/systemd/system/{unit}.service.d/override.conf");
+        assert_eq!(debugfs_stat(&out, root, &path), "", "{path}");
+    }
+    assert!(
+        debugfs_cat(&out, root, "/etc/systemd/system/getty@tty1.service.d/keep.conf")
+            .contains("TTYVTDisallocate=no")
     );
     // Armbian has no passwordless sudo: the key-only user gets it, the one
     // with a password does not.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 #[serde(deny_unknown_fields)]
 pub struct Storage {
     /// `unattended` builds everything at first boot from this recipe; `wizard`
-    /// asks on the console first.
+    /// waits for someone to log in and run it (`sudo nasforge-setup`).
     pub mode: Mode,
     #[serde(default)]
     pub arrays: Vec<Array>,
