@@ -2,7 +2,7 @@
 //! the recipe copy on the boot partition, sizes, and the GPT of a disk
 //! someone plugged in. Each returns a value or an error, and never panics.
 //!
-//! CI runs a few hundred cases per property; a longer run:
+//! CI runs one to two thousand cases per property (seconds); a longer run:
 //! `PROPTEST_CASES=100000 cargo test -p nasforge-setup --test proptest_board`.
 
 #[path = "proptest_support/gpt.rs"]
@@ -79,7 +79,7 @@ fn our_table() -> &'static [u8] {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(2000))]
 
     #[test]
     fn recipe_reader_survives_arbitrary_text(text in "\\PC{0,400}") {
