@@ -213,6 +213,7 @@ fn mbr_partition(number: u32, sys: u8, first: u64, sectors: u64) -> Partition {
 /// can overflow, and the logical chain is bounded and must move forward.
 fn read_mbr(file: &mut File, mbr: &[u8; 512], disk_size: u64) -> Result<Layout> {
     let mut partitions = Vec::new();
+    let mut number = 4;
     for i in 0..4 {
         let (sys, first, sectors) = mbr_entry(mbr, i);
         if sys == 0 {
@@ -223,8 +224,9 @@ fn read_mbr(file: &mut File, mbr: &[u8; 512], disk_size: u64) -> Result<Layout> 
             continue;
         }
         let mut next = 0;
-        for number in 5.. {
-            if number >= 5 + MBR_MAX_LOGICAL {
+        loop {
+            number += 1;
+            if number > 4 + MBR_MAX_LOGICAL {
                 bail!(
                     "corrupt MBR partition table: more than {MBR_MAX_LOGICAL} logical partitions"
                 );
