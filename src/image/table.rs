@@ -1,6 +1,7 @@
-//! Partition tables: MBR (Raspberry Pi OS, Debian raspi) through mbrman and
-//! GPT (Armbian's Rockchip images) through gpt. Boot and root partitions are
-//! recognised by type, filesystem magic and label, never by their index.
+//! Partition tables: MBR (Raspberry Pi OS, Debian raspi) and GPT (Armbian's
+//! Rockchip images), both read by hand with checked arithmetic because an
+//! image is untrusted input. Boot and root partitions are recognised by type,
+//! filesystem magic and label, never by their index.
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -95,7 +96,7 @@ impl Layout {
         let mut layout = if protective {
             read_gpt(file, disk_size)?
         } else {
-            read_mbr(file, disk_size)?
+            read_mbr(file, &mbr, disk_size)?
         };
         layout.partitions.sort_by_key(|p| p.start);
         for w in layout.partitions.windows(2) {
@@ -177,62 +178,139 @@ impl std::str::FromStr for TypeByte {
     }
 }
 
-fn read_mbr(file: &mut File, disk_size: u64) -> Result<Layout> {
-    file.seek(SeekFrom::Start(0))?;
-    let mbr = mbrman::MBR::read_from(file, SECTOR as u32)
-        .map_err(|e| anyhow::anyhow!("corrupt MBR partition table: {e}"))?;
-    let partitions: Vec<Partition> = mbr
-        .iter()
-        .filter(|(_, p)| p.is_used() && !p.is_extended())
-        .map(|(i, p)| Partition {
-            number: i as u32,
-            start: p.starting_lba as u64 * SECTOR,
-            size: p.sectors as u64 * SECTOR,
-            type_id: format!("0x{:02x}", p.sys),
-            name: None,
-            fs: Fs::Unknown,
-            label: None,
-        })
-        .collect();
+/// MBR types that chain logical partitions through extended boot records.
+const MBR_EXTENDED: [u8; 4] = [0x05, 0x0f, 0x85, 0xc5];
+/// More logical partitions than any tool makes; a longer chain is a crafted loop.
+const MBR_MAX_LOGICAL: u32 = 128;
+
+/// One MBR or EBR entry: (type byte, first sector, sectors).
+fn mbr_entry(sector: &[u8; 512], i: usize) -> (u8, u64, u64) {
+    let e = 446 + i * 16;
+    let u32_at = |at: usize| {
+        u64::from(u32::from_le_bytes([
+            sector[at],
+            sector[at + 1],
+            sector[at + 2],
+            sector[at + 3],
+        ]))
+    };
+    (sector[e + 4], u32_at(e + 8), u32_at(e + 12))
+}
+
+fn mbr_partition(number: u32, sys: u8, first: u64, sectors: u64) -> Partition {
+    Partition {
+        number,
+        start: first * SECTOR,
+        size: sectors * SECTOR,
+        type_id: format!("0x{sys:02x}"),
+        name: None,
+        fs: Fs::Unknown,
+        label: None,
+    }
+}
+
+/// Read by hand: every field is a u32 of sectors, so with u64 sums nothing
+/// can overflow, and the logical chain is bounded and must move forward.
+fn read_mbr(file: &mut File, mbr: &[u8; 512], disk_size: u64) -> Result<Layout> {
+    let mut partitions = Vec::new();
+    let mut number = 4;
+    for i in 0..4 {
+        let (sys, first, sectors) = mbr_entry(mbr, i);
+        if sys == 0 {
+            continue;
+        }
+        if !MBR_EXTENDED.contains(&sys) {
+            partitions.push(mbr_partition(i as u32 + 1, sys, first, sectors));
+            continue;
+        }
+        let mut next = 0;
+        loop {
+            number += 1;
+            if number > 4 + MBR_MAX_LOGICAL {
+                bail!(
+                    "corrupt MBR partition table: more than {MBR_MAX_LOGICAL} logical partitions"
+                );
+            }
+            let ebr_at = (first + next) * SECTOR;
+            if ebr_at + SECTOR > disk_size {
+                bail!(
+                    "corrupt MBR partition table: the extended boot record of partition {number} lies beyond the end of the image"
+                );
+            }
+            let ebr: [u8; 512] = read_at(file, ebr_at, 512)?.try_into().expect("512 bytes");
+            if ebr[510..512] != [0x55, 0xaa] {
+                bail!(
+                    "corrupt MBR partition table: the extended boot record of partition {number} has no 55 aa signature"
+                );
+            }
+            let (sys, start, sectors) = mbr_entry(&ebr, 0);
+            if sys != 0 {
+                partitions.push(mbr_partition(number, sys, first + next + start, sectors));
+            }
+            match mbr_entry(&ebr, 1).1 {
+                0 => break,
+                link if link <= next => bail!(
+                    "corrupt MBR partition table: the extended boot records after partition {number} loop back"
+                ),
+                link => next = link,
+            }
+        }
+    }
     if partitions.is_empty() {
         bail!("the MBR partition table is empty: no partitions to customise");
     }
-    let sig = mbr.header.disk_signature;
     Ok(Layout {
         kind: TableKind::Mbr,
-        disk_id: format!("{:08x}", u32::from_le_bytes(sig)),
+        disk_id: format!(
+            "{:08x}",
+            u32::from_le_bytes([mbr[440], mbr[441], mbr[442], mbr[443]])
+        ),
         disk_size,
         partitions,
     })
 }
 
 fn read_gpt(file: &mut File, disk_size: u64) -> Result<Layout> {
-    let disk = gpt::GptConfig::new()
-        .writable(false)
-        .open_from_device(file as &mut File)
-        .map_err(|e| anyhow::anyhow!("corrupt GPT partition table: {e}"))?;
-    if disk.primary_header().is_err() {
-        bail!(
-            "corrupt GPT partition table: the primary header is damaged (only the backup is readable); repair it with `sgdisk -e` first"
-        );
-    }
-    let partitions = disk
-        .partitions()
-        .iter()
-        .filter(|(_, p)| p.is_used())
-        .map(|(n, p)| Partition {
-            number: *n,
-            start: p.first_lba * SECTOR,
-            size: (p.last_lba + 1 - p.first_lba) * SECTOR,
-            type_id: p.part_type_guid.guid.to_string().to_uppercase(),
-            name: Some(p.name.clone()).filter(|n| !n.is_empty()),
-            fs: Fs::Unknown,
-            label: None,
+    use nasforge_setup::partition::{GptReadError, read_gpt};
+    let table = read_gpt(file, SECTOR).map_err(|e| match e {
+        GptReadError::Header(_) => {
+            anyhow::anyhow!("corrupt GPT partition table: {e}; repair it with `sgdisk -e` first")
+        }
+        GptReadError::EntrySize(_) => anyhow::anyhow!(
+            "unsupported GPT partition table: {e}; use an image whose GPT has standard entries"
+        ),
+        e => anyhow::anyhow!("corrupt GPT partition table: {e}"),
+    })?;
+    let partitions = table
+        .partitions
+        .into_iter()
+        .map(|p| {
+            // The sector numbers are the image's word; in bytes they must stay
+            // in range rather than wrap onto some other part of the image.
+            let bytes = |sectors: u64| sectors.checked_mul(SECTOR);
+            let (start, size) = bytes(p.first_lba)
+                .zip(bytes(p.last_lba - p.first_lba + 1))
+                .filter(|(start, size)| start.checked_add(*size).is_some())
+                .with_context(|| {
+                    format!(
+                        "corrupt partition table: partition {} spans sectors {}..={}, beyond any disk",
+                        p.number, p.first_lba, p.last_lba
+                    )
+                })?;
+            Ok(Partition {
+                number: p.number,
+                start,
+                size,
+                type_id: p.type_guid.to_string().to_uppercase(),
+                name: Some(p.name).filter(|n| !n.is_empty()),
+                fs: Fs::Unknown,
+                label: None,
+            })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(Layout {
         kind: TableKind::Gpt,
-        disk_id: disk.guid().to_string(),
+        disk_id: table.disk_guid.to_string(),
         disk_size,
         partitions,
     })

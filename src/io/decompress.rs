@@ -155,17 +155,21 @@ pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
         let index_start = (pos - 12)
             .checked_sub(index_size)
             .ok_or_else(|| bad("index larger than the file"))?;
-        let mut index = vec![0u8; index_size as usize];
-        file.read_exact_at(&mut index, index_start)?;
-        if index[0] != 0 {
+        // Streamed rather than loaded: the footer's size field is the file's
+        // word and may claim most of it.
+        let mut index = io::BufReader::new(ReadAt {
+            file,
+            pos: index_start,
+        })
+        .take(index_size)
+        .bytes();
+        if index.next().transpose()? != Some(0) {
             return Err(bad("no index before the stream footer"));
         }
-        let mut at = 1;
-        let varint = |at: &mut usize| -> io::Result<u64> {
+        let mut varint = || -> io::Result<u64> {
             let mut v = 0u64;
             for i in 0..9 {
-                let b = *index.get(*at).ok_or_else(|| bad("index ends early"))?;
-                *at += 1;
+                let b = index.next().ok_or_else(|| bad("index ends early"))??;
                 v |= ((b & 0x7f) as u64) << (7 * i);
                 if b & 0x80 == 0 {
                     return Ok(v);
@@ -173,20 +177,22 @@ pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
             }
             Err(bad("index number too long"))
         };
-        let records = varint(&mut at)?;
+        let records = varint()?;
         let mut blocks: u64 = 0;
         for _ in 0..records {
-            let unpadded = varint(&mut at)?;
-            let uncompressed = varint(&mut at)?;
-            blocks = blocks
-                .checked_add(unpadded.next_multiple_of(4))
+            let unpadded = varint()?;
+            let uncompressed = varint()?;
+            blocks = unpadded
+                .checked_next_multiple_of(4)
+                .and_then(|padded| blocks.checked_add(padded))
                 .ok_or_else(|| bad("index sizes overflow"))?;
             total = total
                 .checked_add(uncompressed)
                 .ok_or_else(|| bad("index sizes overflow"))?;
         }
-        let start = index_start
-            .checked_sub(blocks + 12)
+        let start = blocks
+            .checked_add(12)
+            .and_then(|stream| index_start.checked_sub(stream))
             .ok_or_else(|| bad("blocks larger than the file"))?;
         let mut header = [0u8; 6];
         file.read_exact_at(&mut header, start)?;
@@ -200,6 +206,21 @@ pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
         return Err(bad("no stream"));
     }
     Ok(total)
+}
+
+/// Reads `file` from `pos` on without moving its shared file position.
+struct ReadAt<'a> {
+    file: &'a File,
+    pos: u64,
+}
+
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
 }
 
 #[cfg(test)]

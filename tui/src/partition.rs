@@ -10,8 +10,10 @@ use gpt::mbr::ProtectiveMBR;
 use gpt::partition_types;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use uuid::Uuid;
 
 const MIB: u64 = 1 << 20;
 
@@ -122,18 +124,153 @@ pub fn write_single(
 /// Whether `path` already carries exactly the table [`write_single`] makes
 /// for `name`: how a resumed setup recognises its own work.
 pub fn is_ours(path: &Path, block_size: u64, name: &str, kind: PartitionKind) -> bool {
-    let Ok(lb) = LogicalBlockSize::try_from(block_size) else {
-        return false;
-    };
-    let Ok(disk) = gpt::GptConfig::new()
-        .writable(false)
-        .logical_block_size(lb)
-        .open(path)
+    let Ok(table) = File::open(path)
+        .map_err(GptReadError::Io)
+        .and_then(|mut f| read_gpt(&mut f, block_size))
     else {
         return false;
     };
-    let used: Vec<_> = disk.partitions().values().filter(|p| p.is_used()).collect();
-    matches!(used[..], [p] if p.name == name && p.part_type_guid == kind.gpt_type())
+    matches!(&table.partitions[..], [p] if p.name == name && p.type_guid == kind.gpt_type().guid)
+}
+
+/// A GPT as [`read_gpt`] found it: the primary header and its entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GptTable {
+    pub disk_guid: Uuid,
+    pub partitions: Vec<GptPartition>,
+}
+
+/// A used GPT entry. `first_lba <= last_lba` holds; whether the range fits
+/// the disk is the caller's to judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GptPartition {
+    /// 1-based index in the entry array, as the kernel numbers partitions.
+    pub number: u32,
+    pub type_guid: Uuid,
+    pub first_lba: u64,
+    pub last_lba: u64,
+    pub name: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GptReadError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("logical block size {0} is not 512 or 4096")]
+    BlockSize(u64),
+    #[error("no GPT header (no \"EFI PART\" signature in the second block)")]
+    NoSignature,
+    #[error("the primary GPT header is damaged ({0})")]
+    Header(&'static str),
+    #[error(
+        "the GPT's partition entries are {0} bytes; only the standard 128-byte entries are read"
+    )]
+    EntrySize(u32),
+    #[error("the GPT's entry array ({entries} entries at block {start}) does not fit the disk")]
+    Entries { entries: u32, start: u64 },
+    #[error("GPT partition {0} ends before it starts")]
+    Backwards(u32),
+}
+
+/// What every partitioning tool writes and UEFI requires.
+const GPT_ENTRY_SIZE: u32 = 128;
+/// The entry array is read whole to check its CRC, so its size is capped well
+/// above the 128 entries tools write and far below a memory problem.
+const GPT_MAX_ENTRIES: u32 = 8192;
+
+/// Reads the primary GPT of `dev` with `block_size`-byte blocks, validating
+/// everything before use: a crafted header is an error, never a panic, an
+/// overflow or an allocation the size of the disk. The `gpt` crate is not used
+/// here because it asserts 128-byte entries and sizes its buffers from the
+/// header.
+pub fn read_gpt<D: Read + Seek>(dev: &mut D, block_size: u64) -> Result<GptTable, GptReadError> {
+    if block_size != 512 && block_size != 4096 {
+        return Err(GptReadError::BlockSize(block_size));
+    }
+    let len = dev.seek(SeekFrom::End(0))?;
+    if len < 2 * block_size {
+        return Err(GptReadError::NoSignature);
+    }
+    let mut header = vec![0u8; block_size as usize];
+    dev.seek(SeekFrom::Start(block_size))?;
+    dev.read_exact(&mut header)?;
+    if &header[..8] != b"EFI PART" {
+        return Err(GptReadError::NoSignature);
+    }
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let header_size = u32_at(&header, 12) as usize;
+    if !(92..=header.len()).contains(&header_size) {
+        return Err(GptReadError::Header("its size field is out of range"));
+    }
+    let stored_crc = u32_at(&header, 16);
+    header[16..20].fill(0);
+    if crc32(&header[..header_size]) != stored_crc {
+        return Err(GptReadError::Header("its CRC does not match"));
+    }
+    let entry_size = u32_at(&header, 84);
+    if entry_size != GPT_ENTRY_SIZE {
+        return Err(GptReadError::EntrySize(entry_size));
+    }
+    let start = u64_at(&header, 72);
+    let entries = u32_at(&header, 80);
+    let array_len = u64::from(entries) * u64::from(GPT_ENTRY_SIZE);
+    let fits = start
+        .checked_mul(block_size)
+        .and_then(|offset| offset.checked_add(array_len))
+        .is_some_and(|end| end <= len);
+    if entries > GPT_MAX_ENTRIES || !fits {
+        return Err(GptReadError::Entries { entries, start });
+    }
+    let mut array = vec![0u8; array_len as usize];
+    dev.seek(SeekFrom::Start(start * block_size))?;
+    dev.read_exact(&mut array)?;
+    if crc32(&array) != u32_at(&header, 88) {
+        return Err(GptReadError::Header(
+            "the CRC of its entry array does not match",
+        ));
+    }
+    let mut partitions = Vec::new();
+    for (number, entry) in (1..).zip(array.chunks_exact(GPT_ENTRY_SIZE as usize)) {
+        let type_guid = guid(&entry[..16]);
+        if type_guid.is_nil() {
+            continue;
+        }
+        let (first_lba, last_lba) = (u64_at(entry, 32), u64_at(entry, 40));
+        if last_lba < first_lba {
+            return Err(GptReadError::Backwards(number));
+        }
+        let name: Vec<u16> = entry[56..128]
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .take_while(|&c| c != 0)
+            .collect();
+        partitions.push(GptPartition {
+            number,
+            type_guid,
+            first_lba,
+            last_lba,
+            name: String::from_utf16_lossy(&name),
+        });
+    }
+    Ok(GptTable {
+        disk_guid: guid(&header[56..72]),
+        partitions,
+    })
+}
+
+/// GPT stores the first three GUID fields little-endian.
+fn guid(bytes: &[u8]) -> Uuid {
+    Uuid::from_bytes_le(bytes.try_into().expect("a 16-byte slice"))
+}
+
+/// CRC-32 (IEEE, reflected), the checksum GPT headers and entry arrays carry.
+fn crc32(bytes: &[u8]) -> u32 {
+    !bytes.iter().fold(!0u32, |crc, &b| {
+        (0..8).fold(crc ^ u32::from(b), |c, _| {
+            (c >> 1) ^ (0xEDB8_8320 & (c & 1).wrapping_neg())
+        })
+    })
 }
 
 /// BLKRRPART: the kernel drops and re-reads the disk's partitions.

@@ -28,6 +28,10 @@ const UNITS: &[(&str, u64)] = &[
     ("PiB", 1 << 50),
 ];
 
+/// A byte is 10^-15 PB and about 8.9 * 10^-16 PiB, so a 16th decimal already
+/// names less than a byte; the cap also keeps the 10^decimals scale in range.
+const MAX_DECIMALS: usize = 16;
+
 impl Size {
     pub const fn bytes(self) -> u64 {
         self.0
@@ -67,6 +71,9 @@ impl FromStr for Size {
         let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
         if fraction.contains('.') || (whole.is_empty() && fraction.is_empty()) {
             return Err(err("the number is malformed"));
+        }
+        if fraction.len() > MAX_DECIMALS {
+            return Err(err("it has more decimals than a byte needs (at most 16)"));
         }
         // Integer arithmetic keeps "1.5TiB" exact instead of rounding through f64.
         let digits = format!("{whole}{fraction}");
@@ -173,6 +180,8 @@ mod tests {
             "1 XB",
             "99999999999PB",
             "1TIB2",
+            &format!("0.{}1MiB", "0".repeat(130)),
+            "1.00000000000000001KiB",
         ] {
             let err = bad.parse::<Size>().unwrap_err().to_string();
             assert!(err.contains(&format!("`{bad}`")), "{bad}: {err}");
