@@ -432,8 +432,12 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
         assert_eq!(debugfs_stat(&out, root, &path), "", "{path}");
     }
     assert!(
-        debugfs_cat(&out, root, "/etc/systemd/system/getty@tty1.service.d/keep.conf")
-            .contains("TTYVTDisallocate=no")
+        debugfs_cat(
+            &out,
+            root,
+            "/etc/systemd/system/getty@tty1.service.d/keep.conf"
+        )
+        .contains("TTYVTDisallocate=no")
     );
     // Armbian has no passwordless sudo: the key-only user gets it, the one
     // with a password does not.
