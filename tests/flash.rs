@@ -240,6 +240,15 @@ fn failed(c: &Cli) -> String {
     c.stderr.clone()
 }
 
+/// `c` failed saying each of `says`, and `card` still hashes to `before`.
+fn refused_untouched(c: &Cli, says: &[&str], card: &Loop, before: &str) {
+    let err = failed(c);
+    for said in says {
+        assert!(err.contains(said), "{err}");
+    }
+    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
+}
+
 /// sha256 of the first `len` bytes of a device or file, by sha256sum.
 fn sha256_prefix(path: &Path, len: u64) -> String {
     let out = Command::new("sh")
@@ -269,6 +278,17 @@ fn fixture(dir: &Path) -> (PathBuf, PathBuf) {
     run(Command::new("xz").args(["-T2", "-1", "-k"]).arg(&img));
     let xz = img.with_extension("img.xz");
     (img, xz)
+}
+
+/// In a new directory, the raw fixture, a 200 MiB card filled with 0x3c in
+/// a backing file `name`, and the card's sha256 before anything could
+/// write to it.
+fn image_and_card(name: &str) -> (tempfile::TempDir, PathBuf, Loop, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (img, _) = fixture(dir.path());
+    let card = Loop::filled(dir.path(), name, 200 * MIB, 0x3c);
+    let before = sha256_file(&card.backing);
+    (dir, img, card, before)
 }
 
 #[test]
@@ -658,6 +678,15 @@ fn list_shows_what_a_disk_holds() {
     );
 }
 
+/// A 200 MiB card filled with 0x3c in a backing file `name`, and `img`
+/// flashed to it from a terminal, stopped at the question.
+fn asked_about_a_card(dir: &Path, img: &str, name: &str) -> (Loop, Asking) {
+    let card = Loop::filled(dir, name, 200 * MIB, 0x3c);
+    let mut q = Asking::start(&[img, &card.dev], dir);
+    q.wait_for_question();
+    (card, q)
+}
+
 #[test]
 fn a_card_swapped_at_the_question_is_not_written() {
     need_root!();
@@ -667,9 +696,7 @@ fn a_card_swapped_at_the_question_is_not_written() {
     let img = img.to_str().unwrap();
 
     // Control: answered on a terminal with nothing changed, it writes.
-    let card = Loop::filled(dir.path(), "same.bin", 200 * MIB, 0x3c);
-    let mut q = Asking::start(&[img, &card.dev], dir.path());
-    q.wait_for_question();
+    let (card, q) = asked_about_a_card(dir.path(), img, "same.bin");
     assert!(
         q.stderr.contains("Type yes within 5 minutes to continue"),
         "{}",
@@ -689,9 +716,7 @@ fn a_card_swapped_at_the_question_is_not_written() {
 
     // Another card of the same size under the same name: its first MiB
     // holds other bytes than the ones checked before the question.
-    let card = Loop::filled(dir.path(), "swapped.bin", 200 * MIB, 0x3c);
-    let mut q = Asking::start(&[img, &card.dev], dir.path());
-    q.wait_for_question();
+    let (card, q) = asked_about_a_card(dir.path(), img, "swapped.bin");
     fs::OpenOptions::new()
         .write(true)
         .open(&card.backing)
@@ -699,20 +724,20 @@ fn a_card_swapped_at_the_question_is_not_written() {
         .write_all_at(&vec![0x99u8; MIB as usize], 0)
         .unwrap();
     let before = sha256_file(&card.backing);
-    let err = failed(&q.answer("yes\n"));
-    assert!(
-        err.contains(&format!("{} changed while the question was open", card.dev))
-            && err.contains("first or last MiB holds other bytes")
-            && err.contains("nothing was written"),
-        "{err}"
+    refused_untouched(
+        &q.answer("yes\n"),
+        &[
+            &format!("{} changed while the question was open", card.dev),
+            "first or last MiB holds other bytes",
+            "nothing was written",
+        ],
+        &card,
+        &before,
     );
-    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
 
     // Another size: the loop device grows under the open descriptor, as a
     // larger card in the same reader would.
-    let card = Loop::filled(dir.path(), "grown.bin", 200 * MIB, 0x3c);
-    let mut q = Asking::start(&[img, &card.dev], dir.path());
-    q.wait_for_question();
+    let (card, q) = asked_about_a_card(dir.path(), img, "grown.bin");
     fs::OpenOptions::new()
         .write(true)
         .open(&card.backing)
@@ -721,68 +746,65 @@ fn a_card_swapped_at_the_question_is_not_written() {
         .unwrap();
     run(Command::new("losetup").arg("--set-capacity").arg(&card.dev));
     let before = sha256_file(&card.backing);
-    let err = failed(&q.answer("yes\n"));
-    assert!(
-        err.contains(&format!(
-            "the size was {} bytes, is now {} bytes",
-            200 * MIB,
-            264 * MIB
-        )) && err.contains("nothing was written"),
-        "{err}"
+    refused_untouched(
+        &q.answer("yes\n"),
+        &[
+            &format!(
+                "the size was {} bytes, is now {} bytes",
+                200 * MIB,
+                264 * MIB
+            ),
+            "nothing was written",
+        ],
+        &card,
+        &before,
     );
-    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
 }
 
 #[test]
 fn an_unanswered_question_expires_and_nothing_is_written() {
     need_root!();
-    let dir = tempfile::tempdir().unwrap();
-    let (img, _) = fixture(dir.path());
-    let card = Loop::filled(dir.path(), "card.bin", 200 * MIB, 0x3c);
-    let before = sha256_file(&card.backing);
+    let (dir, img, card, before) = image_and_card("card.bin");
     let mut q = Asking::start(
         &[img.to_str().unwrap(), &card.dev, "--confirm-timeout", "2"],
         dir.path(),
     );
     q.wait_for_question();
     let asked = Instant::now();
-    let err = failed(&q.answer(""));
+    let answered = q.answer("");
     assert!(
         asked.elapsed() >= Duration::from_millis(1500),
         "it waited {:?}",
         asked.elapsed()
     );
-    assert!(
-        err.contains("no answer within 2 s") && err.contains("nothing was written"),
-        "{err}"
+    refused_untouched(
+        &answered,
+        &["no answer within 2 s", "nothing was written"],
+        &card,
+        &before,
     );
-    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
 }
 
 #[test]
 fn a_disk_held_open_exclusively_is_refused_with_ebusy_explained() {
     need_root!();
-    let dir = tempfile::tempdir().unwrap();
-    let (img, _) = fixture(dir.path());
-    let card = Loop::filled(dir.path(), "held.bin", 200 * MIB, 0x3c);
-    let before = sha256_file(&card.backing);
+    let (dir, img, card, before) = image_and_card("held.bin");
     let held = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_EXCL)
         .open(&card.dev)
         .unwrap();
-    let err = failed(&flash(
-        &[img.to_str().unwrap(), &card.dev, "--yes"],
-        dir.path(),
-    ));
-    assert!(
-        err.contains(&format!("refusing to write {}", card.dev))
-            && err.contains("O_EXCL: EBUSY")
-            && err.contains("another program holds it open exclusively")
-            && err.contains("close it and try again"),
-        "{err}"
+    refused_untouched(
+        &flash(&[img.to_str().unwrap(), &card.dev, "--yes"], dir.path()),
+        &[
+            &format!("refusing to write {}", card.dev),
+            "O_EXCL: EBUSY",
+            "another program holds it open exclusively",
+            "close it and try again",
+        ],
+        &card,
+        &before,
     );
-    assert_eq!(sha256_file(&card.backing), before, "nothing was written");
     drop(held);
     ok(&flash(
         &[img.to_str().unwrap(), &card.dev, "--yes"],

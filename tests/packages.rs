@@ -55,10 +55,19 @@ fn env_with_source(pkgs: &[Pkg], installed: &[(&str, &str, &[&str])], uri: Optio
 }
 
 fn resolve(e: &Env, install: &[&str]) -> anyhow::Result<nasforge::packages::Resolved> {
+    resolve_with(e, install, None, false)
+}
+
+fn resolve_with(
+    e: &Env,
+    install: &[&str],
+    mirror: Option<&str>,
+    refresh: bool,
+) -> anyhow::Result<nasforge::packages::Resolved> {
     let image = Image::open(&e.image)?;
     let root = image.ext4().unwrap();
     let install: Vec<String> = install.iter().map(|s| s.to_string()).collect();
-    nasforge::packages::resolve(&root, &install, None, e.cache.path(), false)
+    nasforge::packages::resolve(&root, &install, mirror, e.cache.path(), refresh)
 }
 
 fn names(r: &nasforge::packages::Resolved) -> Vec<String> {
@@ -303,9 +312,9 @@ fn a_missing_keyring_is_named_with_its_source() {
 /// The image's Debian archive entry, replaced by `[packages] mirror`.
 const IMAGE_ARCHIVE: &str = "http://127.0.0.1:9/debian";
 
-#[test]
-fn a_file_mirror_resolves_and_stages_with_the_signature_checked() {
-    let e = env_with_source(
+/// nas-a in the test repository, which the image's sources do not point at.
+fn env_needing_a_mirror() -> Env {
+    env_with_source(
         &[Pkg {
             name: "nas-a",
             version: "1.0",
@@ -313,18 +322,14 @@ fn a_file_mirror_resolves_and_stages_with_the_signature_checked() {
         }],
         &[],
         Some(IMAGE_ARCHIVE),
-    );
-    let mirror = format!("file://{}", e.repo.root.display());
-    let image = Image::open(&e.image).unwrap();
-    let root = image.ext4().unwrap();
-    let resolved = nasforge::packages::resolve(
-        &root,
-        &["nas-a".to_string()],
-        Some(&mirror),
-        e.cache.path(),
-        false,
     )
-    .unwrap();
+}
+
+#[test]
+fn a_file_mirror_resolves_and_stages_with_the_signature_checked() {
+    let e = env_needing_a_mirror();
+    let mirror = format!("file://{}", e.repo.root.display());
+    let resolved = resolve_with(&e, &["nas-a"], Some(&mirror), false).unwrap();
     assert_eq!(names(&resolved), vec!["nas-a 1.0"]);
     assert_eq!(e.server.request_count(), 0);
     assert_eq!(
@@ -338,14 +343,7 @@ fn a_file_mirror_resolves_and_stages_with_the_signature_checked() {
     e.repo.release_signed_by(&other);
     let err = format!(
         "{:#}",
-        nasforge::packages::resolve(
-            &root,
-            &["nas-a".to_string()],
-            Some(&mirror),
-            e.cache.path(),
-            true,
-        )
-        .unwrap_err()
+        resolve_with(&e, &["nas-a"], Some(&mirror), true).unwrap_err()
     );
     assert!(
         err.contains("could not read the image's package repositories"),
@@ -355,32 +353,15 @@ fn a_file_mirror_resolves_and_stages_with_the_signature_checked() {
 
 #[test]
 fn a_mirror_with_a_newline_never_reaches_apt_as_a_field() {
-    let e = env_with_source(
-        &[Pkg {
-            name: "nas-a",
-            version: "1.0",
-            fields: &[],
-        }],
-        &[],
-        Some(IMAGE_ARCHIVE),
-    );
+    let e = env_needing_a_mirror();
     // Signed by a key the image does not trust: only `Trusted: yes` would
     // let apt accept it.
     let other = common::repo::key(e.dir.path(), "intruder");
     e.repo.release_signed_by(&other);
-    let image = Image::open(&e.image).unwrap();
-    let root = image.ext4().unwrap();
     let mirror = format!("{}\nTrusted: yes", e.server.url(""));
     let err = format!(
         "{:#}",
-        nasforge::packages::resolve(
-            &root,
-            &["nas-a".to_string()],
-            Some(&mirror),
-            e.cache.path(),
-            false,
-        )
-        .unwrap_err()
+        resolve_with(&e, &["nas-a"], Some(&mirror), false).unwrap_err()
     );
     assert!(
         err.contains("apt source field URIs") && err.contains("\\nTrusted: yes"),

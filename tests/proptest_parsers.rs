@@ -7,10 +7,10 @@
 //! `PROPTEST_CASES=100000 cargo test --test proptest_parsers`.
 
 mod common;
-#[path = "../tui/tests/proptest_support/gpt.rs"]
-mod gpt;
+#[path = "../tui/tests/proptest_support/mod.rs"]
+mod proptest_support;
 
-use common::{nasforge, run, write_recipe};
+use common::{nasforge, run, spawn_with_stdin, write_recipe};
 use nasforge::boot::armbian_env::ArmbianEnv;
 use nasforge::boot::config_txt::ConfigTxt;
 use nasforge::image::Layout;
@@ -19,20 +19,11 @@ use nasforge::recipe::Recipe;
 use nasforge::size::Size;
 use proptest::prelude::*;
 use proptest::sample::Index;
+use proptest_support::{RECIPES, config, gpt};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-
-/// `cases` unless PROPTEST_CASES asks for a longer run.
-fn config(cases: u32) -> ProptestConfig {
-    let mut config = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        config.cases = cases;
-    }
-    config.failure_persistence = None;
-    config
-}
 
 #[derive(Debug, Clone)]
 enum Mutation {
@@ -80,12 +71,6 @@ fn mutate_text(base: &str, ops: &[Mutation]) -> String {
     String::from_utf8_lossy(&mutate(base.as_bytes(), 0..base.len(), ops)).into_owned()
 }
 
-const RECIPES: [&str; 4] = [
-    include_str!("../recipes/cm4-marvell9215-raid10.toml"),
-    include_str!("../recipes/pi4-debian-raid5.toml"),
-    include_str!("../recipes/pi5-penta-sata-raid5.toml"),
-    include_str!("../recipes/rock5b-asm1166-raid5.toml"),
-];
 const CONFIG_TXT: &str = include_str!("../tui/tests/data/pi5-jmb585/boot/firmware/config.txt");
 
 fn parse_recipe(text: &str) {
@@ -115,19 +100,16 @@ fn sfdisk_image(script: &str) -> Vec<u8> {
         .unwrap()
         .set_len(256 << 10)
         .unwrap();
-    let mut child = Command::new("sfdisk")
-        .args(["-q", "--no-reread", "--wipe", "never"])
-        .arg(&img)
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success(), "sfdisk refused:\n{script}");
+    let mut sfdisk = spawn_with_stdin(
+        Command::new("sfdisk")
+            .args(["-q", "--no-reread", "--wipe", "never"])
+            .arg(&img),
+        script,
+    );
+    assert!(
+        sfdisk.wait().unwrap().success(),
+        "sfdisk refused:\n{script}"
+    );
     std::fs::read(&img).unwrap()
 }
 

@@ -5,6 +5,10 @@
 
 pub mod http;
 pub mod repo;
+#[path = "../../tui/tests/shared/stdin.rs"]
+mod stdin;
+
+pub use stdin::spawn_with_stdin;
 
 use std::fs;
 use std::io::Write;
@@ -120,19 +124,8 @@ impl RpiFixture {
         let table = format!(
             "label: dos\nlabel-id: 0x1234abcd\nunit: sectors\n\nstart={boot_start}, size={boot_sectors}, type=c\nstart={root_start}, size={root_sectors}, type=83\n"
         );
-        let mut child = Command::new("sfdisk")
-            .arg("-q")
-            .arg(&img)
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(table.as_bytes())
-            .unwrap();
-        assert!(child.wait().unwrap().success());
+        let mut sfdisk = spawn_with_stdin(Command::new("sfdisk").arg("-q").arg(&img), &table);
+        assert!(sfdisk.wait().unwrap().success());
 
         run(Command::new("mkfs.vfat")
             // FAT32 like pi-gen. Its 512 MiB partition takes 4 sectors per

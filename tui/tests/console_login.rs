@@ -4,9 +4,13 @@
 //! `sudo` with `setpriv`, so the host's real sudo asks for its password.
 //! Nothing here may start the wizard without a password.
 
+#[path = "shared/stdin.rs"]
+mod stdin;
+
 use nasforge_setup::image_files::{ENABLE_WIZARD, FILES, SETUP_BINARY};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use stdin::spawn_with_stdin;
 
 fn installed(path: &str) -> &'static str {
     FILES.iter().find(|f| f.path == path).unwrap().contents
@@ -81,21 +85,15 @@ impl Board {
             "setpriv {user}--groups={groups} --reset-env env {env} sh -ic '. {}; echo login-shell-goes-on'",
             self.path("snippet.sh").display()
         );
-        let mut child = Command::new("timeout")
-            .args(["60", "script", "-qec", &shell, "/dev/null"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(typed.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = spawn_with_stdin(
+            Command::new("timeout")
+                .args(["60", "script", "-qec", &shell, "/dev/null"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            typed,
+        )
+        .wait_with_output()
+        .unwrap();
         let shown = String::from_utf8_lossy(&out.stdout).replace('\r', "");
         assert!(
             out.status.success(),

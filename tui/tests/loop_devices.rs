@@ -12,6 +12,7 @@ use nasforge_setup::journal::Journal;
 use nasforge_setup::partition::{self, PartitionKind};
 use nasforge_setup::planner;
 use nasforge_setup::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_setup::setup::Prepared;
 use nasforge_setup::signature::{self, Signature};
 use nasforge_setup::spec::DeviceRecipe;
 use nasforge_setup::steps::{self, Action, Context};
@@ -204,6 +205,45 @@ fn apply_step(step: &steps::Step, runner: &mut SystemRunner) {
     }
 }
 
+fn quiet_runner(host: Host) -> SystemRunner {
+    let mut runner = SystemRunner::new(host, None).unwrap();
+    runner.echo = false;
+    runner
+}
+
+fn prepare(host: &Host, recipe: &DeviceRecipe) -> Prepared {
+    nasforge_setup::setup::prepare(
+        host,
+        Path::new("recipe.toml"),
+        recipe,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+/// Runs the prepared steps on `host` as a run that stopped before
+/// `partition:sdb` resumes, expecting it to fail: that step's index and the
+/// error.
+fn resume_at_partition_sdb(
+    recipe: DeviceRecipe,
+    prepared: Prepared,
+    journal_path: &Path,
+    host: &Host,
+) -> (usize, String) {
+    let mut journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
+    let index = journal
+        .steps
+        .iter()
+        .position(|s| s.id == "partition:sdb")
+        .unwrap();
+    journal.done = common::done_before(&journal.steps, index);
+    let mut runner = quiet_runner(host.clone());
+    let err =
+        executor::execute(&mut journal, journal_path, host, &mut runner, &mut |_| {}).unwrap_err();
+    (index, err.to_string())
+}
+
 #[test]
 fn gpt_partition_and_mkfs_for_each_filesystem() {
     for fs in ["ext4", "xfs", "btrfs"] {
@@ -212,8 +252,7 @@ fn gpt_partition_and_mkfs_for_each_filesystem() {
         };
         let (plan, context) = plan_on(disk.path(), "single", fs, 1);
         let steps = steps::generate(&plan, &context);
-        let mut runner = SystemRunner::new(Host::new("/"), None).unwrap();
-        runner.echo = false;
+        let mut runner = quiet_runner(Host::new("/"));
         apply_step(
             steps
                 .iter()
@@ -332,6 +371,16 @@ fn pi5_with_sdb_on(disk: &Loop) -> common::Board {
     board
 }
 
+fn sdb_as_the_wizard_sees_it(board: &common::Board) -> Disk {
+    let facts = facts::gather(&board.host, &mut RecordingRunner::default()).unwrap();
+    facts
+        .inventory
+        .disks
+        .into_iter()
+        .find(|d| d.name == "sdb")
+        .unwrap()
+}
+
 const RAID5_ALL_SATA: &str = "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid5\"\ndisks = { transport = \"sata\" }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n";
 
 /// `nasforge-setup --unattended` on `board` with the RAID5_ALL_SATA recipe.
@@ -387,14 +436,7 @@ fn a_disk_that_gained_data_after_planning_is_refused_at_the_step() {
     let host = board.host.clone();
     let root = host.root.clone();
     let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
-    let prepared = nasforge_setup::setup::prepare(
-        &host,
-        Path::new("recipe.toml"),
-        &recipe,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let prepared = prepare(&host, &recipe);
     assert!(
         prepared.plan.arrays[0]
             .members
@@ -407,25 +449,7 @@ fn a_disk_that_gained_data_after_planning_is_refused_at_the_step() {
     run("mkfs.ext4", &["-q", "-L", "late", disk.path()]);
     let before = disk.sha256();
     let journal_path = root.join("journal.json");
-    let mut journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
-    let index = journal
-        .steps
-        .iter()
-        .position(|s| s.id == "partition:sdb")
-        .unwrap();
-    journal.done = journal.steps[..index]
-        .iter()
-        .map(|s| nasforge_setup::journal::StepRecord {
-            id: s.id.clone(),
-            already_done: None,
-            at: 0,
-        })
-        .collect();
-    let mut runner = SystemRunner::new(host.clone(), None).unwrap();
-    runner.echo = false;
-    let err = executor::execute(&mut journal, &journal_path, &host, &mut runner, &mut |_| {})
-        .unwrap_err();
-    let text = err.to_string();
+    let (index, text) = resume_at_partition_sdb(recipe, prepared, &journal_path, &host);
     assert!(
         text.contains("partition:sdb")
             && text.contains("now holds an ext4 filesystem labelled 'late'"),
@@ -646,20 +670,14 @@ fn whole_disks_only_util_linux_or_no_probe_names_are_refused_without_wipe_and_le
         let before = disk.sha256();
         let board = pi5_with_sdb_on(&disk);
 
-        let facts = facts::gather(&board.host, &mut RecordingRunner::default()).unwrap();
-        let sdb = facts
-            .inventory
-            .disks
-            .iter()
-            .find(|d| d.name == "sdb")
-            .unwrap();
+        let sdb = sdb_as_the_wizard_sees_it(&board);
         assert!(
             !sdb.is_blank() && sdb.describe_contents().contains(case.described),
             "the wizard sees {}: {:?}",
             case.described,
             sdb.contents
         );
-        assert_ne!(choices::holds(sdb), "empty", "{}", case.described);
+        assert_ne!(choices::holds(&sdb), "empty", "{}", case.described);
 
         let out = unattended(&board);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -682,8 +700,7 @@ fn whole_disks_only_util_linux_or_no_probe_names_are_refused_without_wipe_and_le
         let (plan, context) = plan_over("single", "ext4", 1, true, vec![found]);
         assert!(plan.arrays[0].members[0].erase, "{}", case.described);
         let steps = steps::generate(&plan, &context);
-        let mut runner = SystemRunner::new(Host::new("/"), None).unwrap();
-        runner.echo = false;
+        let mut runner = quiet_runner(Host::new("/"));
         apply_step(
             steps.iter().find(|s| s.id.starts_with("wipe:")).unwrap(),
             &mut runner,
@@ -710,24 +727,11 @@ fn a_fully_zeroed_disk_is_still_blank() {
     assert_eq!(signature::whole_disk(&disk.device, vec![]).unwrap(), []);
 
     let board = pi5_with_sdb_on(&disk);
-    let facts = facts::gather(&board.host, &mut RecordingRunner::default()).unwrap();
-    let sdb = facts
-        .inventory
-        .disks
-        .iter()
-        .find(|d| d.name == "sdb")
-        .unwrap();
+    let sdb = sdb_as_the_wizard_sees_it(&board);
     assert!(sdb.is_blank(), "{:?}", sdb.contents);
-    assert_eq!(choices::holds(sdb), "empty");
+    assert_eq!(choices::holds(&sdb), "empty");
     let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
-    let prepared = nasforge_setup::setup::prepare(
-        &board.host,
-        Path::new("recipe.toml"),
-        &recipe,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let prepared = prepare(&board.host, &recipe);
     assert!(
         prepared.plan.arrays[0]
             .members
@@ -745,14 +749,7 @@ fn a_disk_that_gained_a_fake_raid_label_after_planning_is_refused_at_the_step() 
     let board = pi5_with_sdb_on(&disk);
     let host = board.host.clone();
     let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
-    let prepared = nasforge_setup::setup::prepare(
-        &host,
-        Path::new("recipe.toml"),
-        &recipe,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let prepared = prepare(&host, &recipe);
 
     // Between planning and running, the disk turns out to be an Intel RST
     // member (a BIOS RAID set up on it): only util-linux's probe names it.
@@ -760,25 +757,7 @@ fn a_disk_that_gained_a_fake_raid_label_after_planning_is_refused_at_the_step() 
     assert_eq!(blkid_type(&disk).as_deref(), Some("isw_raid_member"));
     let before = disk.sha256();
     let journal_path = host.path(nasforge_setup::journal::PATH);
-    let mut journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
-    let index = journal
-        .steps
-        .iter()
-        .position(|s| s.id == "partition:sdb")
-        .unwrap();
-    journal.done = journal.steps[..index]
-        .iter()
-        .map(|s| nasforge_setup::journal::StepRecord {
-            id: s.id.clone(),
-            already_done: None,
-            at: 0,
-        })
-        .collect();
-    let mut runner = SystemRunner::new(host.clone(), None).unwrap();
-    runner.echo = false;
-    let err = executor::execute(&mut journal, &journal_path, &host, &mut runner, &mut |_| {})
-        .unwrap_err();
-    let text = err.to_string();
+    let (_, text) = resume_at_partition_sdb(recipe, prepared, &journal_path, &host);
     assert!(
         text.contains("partition:sdb")
             && text.contains("now holds an Intel RST (IMSM) fake-RAID member"),
@@ -812,8 +791,7 @@ fn a_wipe_cut_after_the_whole_disk_wipefs_resumes_after_a_reboot() {
     let (plan, context) = plan_over("single", "ext4", 1, true, vec![planned]);
     let steps = steps::generate(&plan, &context);
     let wipe = steps.iter().find(|s| s.id.starts_with("wipe:")).unwrap();
-    let mut runner = SystemRunner::new(Host::new("/"), None).unwrap();
-    runner.echo = false;
+    let mut runner = quiet_runner(Host::new("/"));
 
     // The power goes right after `wipefs --all --force <disk>` ...
     let whole = wipe
@@ -855,14 +833,7 @@ fn a_wipe_cut_before_the_ends_are_zeroed_runs_again_despite_the_bytes_left() {
         Path::new("recipe.toml"),
     )
     .unwrap();
-    let prepared = nasforge_setup::setup::prepare(
-        &board.host,
-        Path::new("recipe.toml"),
-        &recipe,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let prepared = prepare(&board.host, &recipe);
     let wipe = prepared.steps.iter().find(|s| s.id == "wipe:sdb").unwrap();
     assert_eq!(wipe.check(&board.host), steps::Check::Pending);
 
@@ -891,21 +862,13 @@ fn a_partition_step_cut_after_the_table_runs_again_and_wipes_the_partition() {
     // The guard, on the Pi 5 fixture whose sdb is this loop device.
     let board = pi5_with_sdb_on(&disk);
     let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
-    let prepared = nasforge_setup::setup::prepare(
-        &board.host,
-        Path::new("recipe.toml"),
-        &recipe,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let prepared = prepare(&board.host, &recipe);
     let step = prepared
         .steps
         .iter()
         .find(|s| s.id == "partition:sdb")
         .unwrap();
-    let mut on_board = SystemRunner::new(board.host.clone(), None).unwrap();
-    on_board.echo = false;
+    let mut on_board = quiet_runner(board.host.clone());
     on_board.apply(&step.actions[0]).unwrap(); // WriteGpt, then the power goes
     assert_eq!(step.check(&board.host), steps::Check::Pending);
 
@@ -917,8 +880,7 @@ fn a_partition_step_cut_after_the_table_runs_again_and_wipes_the_partition() {
         .iter()
         .find(|s| s.id.starts_with("partition:"))
         .unwrap();
-    let mut runner = SystemRunner::new(Host::new("/"), None).unwrap();
-    runner.echo = false;
+    let mut runner = quiet_runner(Host::new("/"));
     runner.apply(&partition_step.actions[0]).unwrap();
     run("partx", &["-u", disk.path()]);
     run("mkfs.ext4", &["-q", "-L", "ghost", &disk.part1()]);
@@ -948,14 +910,7 @@ fn an_old_array_under_the_planned_name_is_never_formatted() {
     let board = common::writable_copy("pi5-jmb585");
     let host = board.host.clone();
     let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
-    let prepared = nasforge_setup::setup::prepare(
-        &host,
-        Path::new("recipe.toml"),
-        &recipe,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let prepared = prepare(&host, &recipe);
     // After planning, the old disks come up and assemble as /dev/md/data.
     let md = host.path("/sys/block/md127/md/dev-sde1");
     std::fs::create_dir_all(&md).unwrap();
@@ -966,19 +921,11 @@ fn an_old_array_under_the_planned_name_is_never_formatted() {
 
     let journal_path = host.path(nasforge_setup::journal::PATH);
     let mut journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
-    let mut runner = SystemRunner::new(host.clone(), None).unwrap();
-    runner.echo = false;
+    let mut runner = quiet_runner(host.clone());
     for from in ["create-array:data", "mkfs:data"] {
         // From the create step, and as if an older nasforge had found it done.
         let index = journal.steps.iter().position(|s| s.id == from).unwrap();
-        journal.done = journal.steps[..index]
-            .iter()
-            .map(|s| nasforge_setup::journal::StepRecord {
-                id: s.id.clone(),
-                already_done: None,
-                at: 0,
-            })
-            .collect();
+        journal.done = common::done_before(&journal.steps, index);
         let err = executor::execute(&mut journal, &journal_path, &host, &mut runner, &mut |_| {})
             .unwrap_err();
         assert!(

@@ -5,34 +5,18 @@
 //! CI runs one to two thousand cases per property (seconds); a longer run:
 //! `PROPTEST_CASES=100000 cargo test -p nasforge-setup --test proptest_board`.
 
-#[path = "proptest_support/gpt.rs"]
-mod gpt;
+#[path = "proptest_support/mod.rs"]
+mod proptest_support;
 
 use nasforge_setup::partition::{GptReadError, PartitionKind, is_ours, read_gpt, write_single};
 use nasforge_setup::size::Size;
 use nasforge_setup::spec::DeviceRecipe;
 use proptest::prelude::*;
 use proptest::sample::Index;
+use proptest_support::{RECIPES, config, gpt};
 use std::io::Cursor;
 use std::path::Path;
 use std::sync::OnceLock;
-
-/// `cases` unless PROPTEST_CASES asks for a longer run.
-fn config(cases: u32) -> ProptestConfig {
-    let mut config = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        config.cases = cases;
-    }
-    config.failure_persistence = None;
-    config
-}
-
-const RECIPES: [&str; 4] = [
-    include_str!("../../recipes/cm4-marvell9215-raid10.toml"),
-    include_str!("../../recipes/pi4-debian-raid5.toml"),
-    include_str!("../../recipes/pi5-penta-sata-raid5.toml"),
-    include_str!("../../recipes/rock5b-asm1166-raid5.toml"),
-];
 
 /// Flips, inserts and deletes at positions in `bytes[from..]`.
 fn mutate(base: &[u8], from: usize, ops: &[(u8, Index, u8)]) -> Vec<u8> {

@@ -178,14 +178,7 @@ fn the_udev_queue_is_restarted_when_mdadm_create_fails() {
         c.plan.clone(),
         c.steps.clone(),
     );
-    journal.done = c.steps[..index]
-        .iter()
-        .map(|s| nasforge_setup::journal::StepRecord {
-            id: s.id.clone(),
-            already_done: None,
-            at: 0,
-        })
-        .collect();
+    journal.done = common::done_before(&c.steps, index);
     // The third action of the step is mdadm --create.
     let mut runner = RecordingRunner::interrupting_at(2);
     let path = board.host.path(nasforge_setup::journal::PATH);

@@ -118,3 +118,19 @@ fn make_nodes(root: &Path, manifest: &str, dev: &Path) {
         }
     }
 }
+
+/// The journal records of a run that stopped at `steps[index]`, so that
+/// executing the journal starts there.
+pub fn done_before(
+    steps: &[nasforge_setup::steps::Step],
+    index: usize,
+) -> Vec<nasforge_setup::journal::StepRecord> {
+    steps[..index]
+        .iter()
+        .map(|s| nasforge_setup::journal::StepRecord {
+            id: s.id.clone(),
+            already_done: None,
+            at: 0,
+        })
+        .collect()
+}
