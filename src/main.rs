@@ -130,7 +130,7 @@ enum Command {
     /// swap, part of md/dm or open exclusively elsewhere, and nothing can
     /// mount it while nasforge has it). Every check reads that open device:
     /// the disk holding `/`, a partition, a read-only card, an internal
-    /// (non-removable SATA or NVMe) disk without --force, and disks larger
+    /// (non-removable SATA, NVMe, SAS/SCSI or virtio) disk without --force, and disks larger
     /// than --max-size are refused. The question shows the model, serial,
     /// size and contents and expires after 5 minutes; after `yes`, the
     /// device is read again, and if its size, model, serial or first and
@@ -164,7 +164,8 @@ enum Command {
         #[arg(long)]
         force_large: bool,
         /// Write to an internal disk: one that sysfs reports non-removable on
-        /// a SATA or NVMe bus (this computer's own disk, whatever its size)
+        /// a SATA, NVMe, SAS/SCSI or virtio bus (this computer's own disk,
+        /// whatever its size)
         #[arg(long)]
         force: bool,
         /// Seconds the question waits for `yes` (tests shorten it)

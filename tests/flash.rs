@@ -820,10 +820,10 @@ fn help_teaches_the_checks_and_force() {
     for taught in [
         "O_EXCL",
         "EBUSY",
-        "internal (non-removable SATA or NVMe) disk without --force",
+        "internal (non-removable SATA, NVMe, SAS/SCSI or virtio) disk without",
         "expires after 5 minutes",
         "a card swapped at the prompt",
-        "non-removable on a SATA or NVMe bus",
+        "non-removable on a SATA, NVMe, SAS/SCSI or virtio bus",
     ] {
         assert!(c.stdout.contains(taught), "{taught}:\n{}", c.stdout);
     }

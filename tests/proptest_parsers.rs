@@ -311,6 +311,9 @@ fn a_first_sector_past_any_disk_does_not_wrap_onto_the_image() {
     let first = (1u64 << 55) + 2048;
     let err = layout_of(&gpt::gpt_image(128, &[(first, first + 2047)])).unwrap_err();
     assert!(err.to_string().contains("beyond any disk"), "{err}");
+    // A partition over every sector there could be: its length overflows.
+    let err = layout_of(&gpt::gpt_image(128, &[(0, u64::MAX)])).unwrap_err();
+    assert!(err.to_string().contains("beyond any disk"), "{err}");
     assert!(layout_of(&gpt::gpt_image(128, &[(2048, 4095)])).is_ok());
 }
 

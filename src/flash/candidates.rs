@@ -96,7 +96,8 @@ pub enum Refusal {
     NotADisk {
         kind: String,
     },
-    /// A non-removable disk on a SATA or NVMe bus: a computer's own disk,
+    /// A non-removable disk on a SATA, NVMe, SAS/SCSI or virtio bus: a
+    /// computer's own disk,
     /// never an SD card, eMMC in a reader, or a USB stick.
     Internal {
         /// "Samsung SSD 980, serial S64D..."
@@ -158,11 +159,12 @@ impl Device {
         }
     }
 
-    /// Non-removable on a SATA or NVMe bus: a computer's own disk. USB and
-    /// MMC report their own transports, so a disk in a USB enclosure or a
-    /// card in a reader never counts.
+    /// Non-removable on a SATA, NVMe, SAS/SCSI (an HBA) or virtio (a
+    /// virtual machine's) bus: a computer's own disk. USB and MMC report
+    /// their own transports, so a disk in a USB enclosure or a card in a
+    /// reader never counts.
     pub fn is_internal(&self) -> bool {
-        !self.removable && matches!(self.transport.as_str(), "sata" | "nvme")
+        !self.removable && matches!(self.transport.as_str(), "sata" | "nvme" | "scsi" | "virtio")
     }
 
     /// "a dos partition table; sdb1: a vfat filesystem labelled 'bootfs'"
@@ -425,6 +427,7 @@ fn transport_name(transport: &str) -> &str {
     match transport {
         "sata" => "SATA",
         "nvme" => "NVMe",
+        "scsi" => "SAS/SCSI",
         other => other,
     }
 }
@@ -637,7 +640,7 @@ mod tests {
     }
 
     #[test]
-    fn internal_sata_and_nvme_disks_need_force_whatever_their_size() {
+    fn internal_sata_nvme_sas_and_virtio_disks_need_force_whatever_their_size() {
         let root = tempfile::tempdir().unwrap();
         let sata = fake_disk(
             root.path(),
@@ -653,10 +656,28 @@ mod tests {
             "Samsung SSD 980 1TB",
             "S64DNX0R123456",
         );
+        // A SAS/SATA disk behind an HBA (no `ata` in its path), and a
+        // virtual machine's disk.
+        let sas = fake_disk(
+            root.path(),
+            "devices/pci0000:00/0000:00:01.0/0000:01:00.0/host2/port-2:0/end_device-2:0/target2:0:0/2:0:0:0/block/sdd",
+            0,
+            "ST4000NM0023",
+            "Z1Z0ABCD",
+        );
+        let vm = fake_disk(
+            root.path(),
+            "devices/pci0000:00/0000:00:04.0/virtio1/block/vda",
+            0,
+            "unknown",
+            "vm-disk-1",
+        );
         let system = SystemUse::default();
         for (sys, kind, model, serial) in [
             (&sata, "SATA", "WDC WD10EZEX-08W", "WD-WCC6Y0RL1234"),
             (&nvme, "NVMe", "Samsung SSD 980 1TB", "S64DNX0R123456"),
+            (&sas, "SAS/SCSI", "ST4000NM0023", "Z1Z0ABCD"),
+            (&vm, "virtio", "unknown", "vm-disk-1"),
         ] {
             let d = read_device(sys, &system).unwrap();
             assert!(d.is_internal(), "{d:?}");

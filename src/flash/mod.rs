@@ -2,8 +2,8 @@
 //! verified, and never onto the wrong disk.
 //!
 //! - [`candidates`]: which disks there are, what they hold, which are
-//!   refused (the system disk, anything mounted or held, internal SATA and
-//!   NVMe disks without `--force`, anything larger than `--max-size`,
+//!   refused (the system disk, anything mounted or held, internal SATA,
+//!   NVMe, SAS/SCSI and virtio disks without `--force`, anything larger than `--max-size`,
 //!   partitions, read-only media) and why.
 //! - [`target`]: the named target opened once (a disk O_EXCL), checked
 //!   through that descriptor, and checked again after the question.
@@ -39,7 +39,7 @@ pub struct Options {
     pub yes: bool,
     pub max_size: u64,
     pub force_large: bool,
-    /// Write an internal (non-removable SATA or NVMe) disk.
+    /// Write an internal (non-removable SATA, NVMe, SAS/SCSI or virtio) disk.
     pub force: bool,
     /// How long the question waits for `yes`.
     pub confirm_timeout: Duration,

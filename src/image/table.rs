@@ -289,7 +289,7 @@ fn read_gpt(file: &mut File, disk_size: u64) -> Result<Layout> {
             // in range rather than wrap onto some other part of the image.
             let bytes = |sectors: u64| sectors.checked_mul(SECTOR);
             let (start, size) = bytes(p.first_lba)
-                .zip(bytes(p.last_lba - p.first_lba + 1))
+                .zip((p.last_lba - p.first_lba).checked_add(1).and_then(bytes))
                 .filter(|(start, size)| start.checked_add(*size).is_some())
                 .with_context(|| {
                     format!(

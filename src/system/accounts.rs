@@ -36,8 +36,14 @@ pub fn record(fields: &[&str]) -> Result<String> {
 }
 
 pub fn check_fields(fields: &[&str]) -> Result<()> {
-    if let Some(f) = fields.iter().find(|f| f.contains([':', '\n', '\r'])) {
-        bail!("refusing to write an account field containing `:` or a line break: {f:?}");
+    // The field is named by position, not shown: it may be a password hash.
+    if let Some(i) = fields.iter().position(|f| f.contains([':', '\n', '\r'])) {
+        let account = if i == 0 { "?" } else { fields[0] };
+        bail!(
+            "refusing to write field {} of account `{}`: it contains `:` or a line break",
+            i + 1,
+            account.escape_debug()
+        );
     }
     Ok(())
 }

@@ -212,9 +212,12 @@ pub fn crypt_hash_problem(s: &str) -> Option<String> {
             let tail = match tail {
                 [rounds, salt, hash] => {
                     let n = rounds.strip_prefix("rounds=").unwrap_or("");
+                    // libxcrypt raises fewer rounds to 1000 when it hashes,
+                    // so such a hash could never match: its user locked out.
                     let ok = n.len() <= 9
                         && n.starts_with(|c: char| ('1'..='9').contains(&c))
-                        && n.bytes().all(|c| c.is_ascii_digit());
+                        && n.bytes().all(|c| c.is_ascii_digit())
+                        && n.parse::<u32>().is_ok_and(|n| n >= 1000);
                     if !ok {
                         return Some(format!(
                             "`{rounds}` is not `rounds=N` with N from 1000 to 999999999"
@@ -425,6 +428,7 @@ mod tests {
             (y.replace("$y$", "$gy$") + "x", "not 43"),
             (format!("{}!", &y[..y.len() - 1]), "other than letters"),
             ("$6$rounds=0$salt$x".into(), "not `rounds=N`"),
+            (good.replacen("$6$", "$6$rounds=999$", 1), "not `rounds=N`"),
             ("$6$a$b$c$d".into(), "has the form"),
             (
                 "$6$saltisfartoolongxxxxxxx$h".into(),

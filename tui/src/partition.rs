@@ -205,7 +205,7 @@ pub fn read_gpt<D: Read + Seek>(dev: &mut D, block_size: u64) -> Result<GptTable
     }
     let stored_crc = u32_at(&header, 16);
     header[16..20].fill(0);
-    if crc32(&header[..header_size]) != stored_crc {
+    if crc32fast::hash(&header[..header_size]) != stored_crc {
         return Err(GptReadError::Header("its CRC does not match"));
     }
     let entry_size = u32_at(&header, 84);
@@ -225,7 +225,7 @@ pub fn read_gpt<D: Read + Seek>(dev: &mut D, block_size: u64) -> Result<GptTable
     let mut array = vec![0u8; array_len as usize];
     dev.seek(SeekFrom::Start(start * block_size))?;
     dev.read_exact(&mut array)?;
-    if crc32(&array) != u32_at(&header, 88) {
+    if crc32fast::hash(&array) != u32_at(&header, 88) {
         return Err(GptReadError::Header(
             "the CRC of its entry array does not match",
         ));
@@ -262,15 +262,6 @@ pub fn read_gpt<D: Read + Seek>(dev: &mut D, block_size: u64) -> Result<GptTable
 /// GPT stores the first three GUID fields little-endian.
 fn guid(bytes: &[u8]) -> Uuid {
     Uuid::from_bytes_le(bytes.try_into().expect("a 16-byte slice"))
-}
-
-/// CRC-32 (IEEE, reflected), the checksum GPT headers and entry arrays carry.
-fn crc32(bytes: &[u8]) -> u32 {
-    !bytes.iter().fold(!0u32, |crc, &b| {
-        (0..8).fold(crc ^ u32::from(b), |c, _| {
-            (c >> 1) ^ (0xEDB8_8320 & (c & 1).wrapping_neg())
-        })
-    })
 }
 
 /// BLKRRPART: the kernel drops and re-reads the disk's partitions.

@@ -271,7 +271,7 @@ fn unrecognised(head: &[u8], tail: &[u8]) -> Option<Signature> {
 /// signature libblkid knows (filesystems, RAID and fake-RAID members,
 /// bcache, partition tables), where `blkid -p` reports one or gives up as
 /// "ambivalent". wipefs is in util-linux, on every Debian-based board.
-fn util_linux(path: &Path) -> Result<Vec<Signature>, String> {
+pub fn util_linux(path: &Path) -> Result<Vec<Signature>, String> {
     let out = Command::new("wipefs")
         .args(["--no-act", "--json", "--output", "TYPE,USAGE,UUID,LABEL"])
         .arg(path)

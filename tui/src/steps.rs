@@ -406,6 +406,13 @@ fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: &mut Vec<St
         actions.push(Action::ZeroEnds {
             device: device.clone(),
         });
+        // udev probes a disk again only when it notices the write, in its
+        // own time: until then its record still names what was erased, and
+        // the partition step's check right after would refuse the disk. A
+        // change event of our own, then settle (which waits for every event
+        // the kernel has sent so far), leaves no such window.
+        actions.push(run(&["udevadm", "trigger", "--action=change", &device]));
+        actions.push(run(&["udevadm", "settle"]));
         steps.push(Step {
             id: format!("wipe:{}", disk.name),
             title: format!(
@@ -760,7 +767,16 @@ impl Step {
                 }
             }
             Guard::Filesystem { device, uuid } => {
-                match signature::read(&host.dev_path(device), 0, None) {
+                let path = host.dev_path(device);
+                // What this module's probe misses (f2fs, jfs, bcache...),
+                // util-linux's names: a fresh array or partition with no
+                // signature is the only thing formatted.
+                match signature::read(&path, 0, None).and_then(|mut found| {
+                    if found.is_empty() {
+                        found = signature::util_linux(&path).map_err(std::io::Error::other)?;
+                    }
+                    Ok(found)
+                }) {
                     // Absent: mkfs runs and reports the missing device itself.
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => Check::Pending,
                     Err(e) => Check::Refuse(format!("cannot read {device}: {e}")),

@@ -356,6 +356,33 @@ fn an_array_of_other_disks_under_the_planned_name_is_refused_not_formatted() {
 }
 
 #[test]
+fn a_filesystem_only_util_linux_names_is_refused_not_formatted() {
+    // nasforge's own probe does not know f2fs; wipefs does, right before mkfs.
+    let c = case(common::board("pi5-jmb585"), PI5_RAID5);
+    let board = common::writable_copy("pi5-jmb585");
+    partitioned(&board, &["sda", "sdb", "sdc", "sdd"]);
+    assemble(&board, "data", &["sda1", "sdb1", "sdc1", "sdd1"], None);
+    assert!(matches!(
+        check(&c, &board, "mkfs:data"),
+        steps::Check::Pending
+    ));
+    let out = std::process::Command::new("mkfs.f2fs")
+        .args(["-q", "-l", "old"])
+        .arg(board.node("md127"))
+        .output()
+        .expect("mkfs.f2fs (f2fs-tools, installed by scripts/setup)");
+    assert!(out.status.success(), "{out:?}");
+    let steps::Check::Refuse(why) = check(&c, &board, "mkfs:data") else {
+        panic!("mkfs over f2fs: {:?}", check(&c, &board, "mkfs:data"));
+    };
+    assert!(
+        why.contains("/dev/md/data holds an f2fs filesystem labelled 'old'")
+            && why.contains("nothing was formatted"),
+        "{why}"
+    );
+}
+
+#[test]
 fn the_array_setup_made_is_done_and_only_then_cleared() {
     let c = case(common::board("pi5-jmb585"), PI5_RAID5);
     let board = common::writable_copy("pi5-jmb585");
