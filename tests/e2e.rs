@@ -9,6 +9,7 @@
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
 mod common;
+mod home_network;
 
 use common::*;
 use std::io::Write;
@@ -452,6 +453,17 @@ name = "data"
 path = "/srv/data"
 smb = {{ users = ["admin"] }}
 nfs = {{ clients = "10.0.2.0/24" }}
+[[shares]]
+name = "backup"
+path = "/srv/data/backup"
+smb = {{ users = ["admin"], timemachine = true, timemachine_max_size = "1536MiB" }}
+[[shares]]
+name = "media"
+path = "/srv/data/media"
+smb = {{ users = ["admin"], guest = true }}
+[packages]
+# avahi's command-line tools, to ask the board's own responder what it says.
+install = ["avahi-utils"]
 [output]
 path = "out/nas.img"
 "#,
@@ -593,10 +605,16 @@ path = "out/nas.img"
         .output()
         .unwrap();
     let listing = printed(&nfs);
-    assert!(
-        nfs.status.success() && listing.contains("payload.bin"),
-        "NFS listing:\n{listing}"
-    );
+    if !(nfs.status.success() && listing.contains("payload.bin")) {
+        // What the board thinks it exports, and whether the array is still
+        // mounted where the share lives.
+        let (_, why) = board.ssh(
+            &key,
+            "mountpoint /srv/data; sudo -S exportfs -v; sudo -S journalctl -b --no-pager \
+             | grep -iE 'srv-data|inactive unit|md127|md/data|nfs|mountd|exportfs' | tail -80",
+        );
+        panic!("NFS listing:\n{listing}\non the board:\n{why}");
+    }
     let cat = Command::new("nfs-cat")
         .arg(format!(
             "nfs://127.0.0.1/srv/data/payload.bin?version=4&nfsport={}",
@@ -611,6 +629,17 @@ path = "out/nas.img"
     );
     assert_eq!(sha256_bytes(&cat.stdout), want, "the file read over NFS");
     t.lap("NFS: listed and read back");
+    home_network::found_by_name(&board, &key, "e2enas", "backup");
+    t.lap("found by name: avahi-resolve, avahi-browse, wsdd2");
+    home_network::time_machine_and_guests(&board, &key, d, 1536);
+    t.lap("Time Machine limit and folder, guest share");
+    home_network::add_plain_share(&board, &key);
+    home_network::shares_behave_like_samba_own(&board);
+    t.lap("smbtorture: nasforge's share beside a plain one, vfs.fruit");
+    if std::env::var("NASFORGE_BENCH_SHARES").is_ok_and(|v| v == "1") {
+        home_network::throughput(&board, d);
+    }
+    home_network::remove_plain_share(&board, &key);
 
     let (ok, mdstat) = board.ssh(&key, "cat /proc/mdstat");
     assert!(ok && mdstat.contains(": active raid5"), "{mdstat}");

@@ -126,8 +126,17 @@ path = "out/nas.img"
         "samba",
         "nfs-kernel-server",
         "smartmontools",
+        "avahi-daemon",
+        "wsdd2",
     ]));
-    for p in ["mdadm", "samba", "nfs-kernel-server", "smartmontools"] {
+    for p in [
+        "mdadm",
+        "samba",
+        "nfs-kernel-server",
+        "smartmontools",
+        "avahi-daemon",
+        "wsdd2",
+    ] {
         assert!(
             status.contains(&format!("{p} installed")),
             "{p} is not installed:\n{status}\n{log}"

@@ -99,6 +99,16 @@ fn env(userconf: bool) -> Env {
                 fields: &[],
             },
             Pkg {
+                name: "avahi-daemon",
+                version: "0.8-10",
+                fields: &[],
+            },
+            Pkg {
+                name: "wsdd2",
+                version: "1.8.7",
+                fields: &[],
+            },
+            Pkg {
                 name: "btrfs-progs",
                 version: "6.2",
                 fields: &[],
@@ -214,7 +224,9 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("+ 6 packages (") && r.stderr.contains("samba 2:4.17.12"),
+        r.stderr.contains("+ 8 packages (")
+            && r.stderr.contains("samba 2:4.17.12")
+            && r.stderr.contains("wsdd2 1.8.7"),
         "{}",
         r.stderr
     );
@@ -274,7 +286,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     );
     // The first-boot service, enabled, and what it will do.
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
-    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
+    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server avahi-daemon wsdd2 smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
     assert!(
         stat(
             &img,

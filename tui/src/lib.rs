@@ -9,6 +9,7 @@
 //! builds the same spec on screen and hands it to the same core.
 
 pub mod atomic_file;
+pub mod avahi;
 pub mod controllers;
 pub mod disks;
 pub mod executor;

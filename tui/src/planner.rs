@@ -652,7 +652,12 @@ impl Plan {
                 } else {
                     ""
                 };
-                how.push(format!("SMB for {}{tm}", smb.users.join(", ")));
+                if smb.guest {
+                    how.push("SMB read-only for guests".into());
+                }
+                if !smb.users.is_empty() {
+                    how.push(format!("SMB for {}{tm}", smb.users.join(", ")));
+                }
             }
             if let Some(nfs) = &share.nfs {
                 let ro = if nfs.readonly { " read-only" } else { "" };

@@ -1,6 +1,8 @@
 //! Samba: the shares go in a file of their own, pulled into smb.conf with
 //! one `include =` line, so the distribution's smb.conf stays as shipped.
 
+use crate::avahi;
+use crate::size::Size;
 use crate::spec::Share;
 
 pub const SHARES_FILE: &str = "/etc/samba/nasforge.conf";
@@ -17,41 +19,79 @@ pub fn include_line() -> String {
     format!("include = {SHARES_FILE}")
 }
 
-pub fn shares_conf(shares: &[&Share]) -> String {
+/// The smb.conf text for the SMB shares, each with the Time Machine size
+/// limit to write (None: Samba's own, no limit).
+pub fn shares_conf(shares: &[(&Share, Option<Size>)]) -> String {
     let mut out = String::from(
         "# Written by nasforge-setup from the recipe's [[shares]].\n\
          [global]\n\
          \x20  # macOS clients: Apple extensions, needed for Time Machine.\n\
          \x20  fruit:aapl = yes\n\
-         \x20  fruit:model = MacSamba\n",
+         \x20  # Finder's copies run on the NAS instead of through the client.\n\
+         \x20  fruit:copyfile = yes\n",
     );
-    for share in shares {
+    out += &format!("   fruit:model = {}\n", avahi::MODEL);
+    out += &format!(
+        "   # Announced by avahi from {}, not by smbd as well.\n",
+        avahi::SERVICE_FILE
+    );
+    out += "   multicast dns register = no\n";
+    if shares
+        .iter()
+        .any(|(s, _)| s.smb.as_ref().is_some_and(|s| s.guest))
+    {
+        // A client without an account (or with a wrong user name) is the
+        // guest, which only guest shares let in.
+        out += "   map to guest = bad user\n";
+    }
+    for (share, max_size) in shares {
         let Some(smb) = &share.smb else { continue };
         let users = smb.users.join(" ");
         out += &format!("\n[{}]\n", share.name);
-        out += &format!("   path = {}\n", share.path);
-        out += &format!("   valid users = {users}\n");
-        if smb.readonly {
-            out += "   read only = yes\n";
+        if smb.timemachine {
+            // Each user's Macs back up into a folder only that user can
+            // open, created at setup; macOS adds one sparse bundle per Mac.
+            out += &format!("   path = {}/%U\n", share.path);
         } else {
-            out += "   read only = no\n";
-            out += &format!("   write list = {users}\n");
+            out += &format!("   path = {}\n", share.path);
+        }
+        if smb.guest {
+            out += "   guest ok = yes\n";
+            out += "   read only = yes\n";
+            if !smb.readonly && !users.is_empty() {
+                out += &format!("   write list = {users}\n");
+            }
+        } else {
+            out += &format!("   valid users = {users}\n");
+            out += &format!(
+                "   read only = {}\n",
+                if smb.readonly { "yes" } else { "no" }
+            );
         }
         // Every share gets the same vfs stack: fruit on some shares and not
         // others confuses macOS clients that have both mounted.
         out += "   vfs objects = fruit streams_xattr\n";
         out += "   fruit:metadata = stream\n";
-        out += "   create mask = 0664\n";
-        out += "   directory mask = 2775\n";
-        if smb.users.len() > 1 {
+        out += SHARED_GROUP;
+        if smb.users.len() > 1 && !smb.timemachine {
             out += &format!("   force group = {}\n", smb.users[0]);
         }
         if smb.timemachine {
             out += "   fruit:time machine = yes\n";
+            if let Some(max) = max_size {
+                out += &format!("   fruit:time machine max size = {}M\n", max.bytes() >> 20);
+            }
         }
     }
     out
 }
+
+/// Files and folders made through SMB are the group's to change, as the
+/// setgid directory nasforge makes for the share is. The owner's execute
+/// bit stays: Samba keeps the DOS archive attribute there, and without it a
+/// client that creates a file with full access is denied (smbtorture's
+/// smb2.connect and smb2.read.access failed with `create mask = 0664`).
+const SHARED_GROUP: &str = "   create mask = 0774\n   directory mask = 2775\n";
 
 pub fn import_command() -> Vec<String> {
     [

@@ -248,12 +248,21 @@ pub struct Share {
 #[serde(deny_unknown_fields)]
 pub struct Smb {
     /// Unix users (created by the image builder) allowed on the share; the
-    /// first one owns the directory.
+    /// first one owns the directory. Empty only on a guest share.
+    #[serde(default)]
     pub users: Vec<String>,
     #[serde(default)]
     pub timemachine: bool,
+    /// Time Machine's limit for the backups of each Mac; without it, half
+    /// the array the share is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timemachine_max_size: Option<Size>,
     #[serde(default)]
     pub readonly: bool,
+    /// Anyone on the network may read without a password; only the users
+    /// (if any) may write.
+    #[serde(default)]
+    pub guest: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -585,6 +594,10 @@ pub fn required_packages(storage: Option<&Storage>, shares: &[Share]) -> Vec<&'s
             "nfs-kernel-server",
             wizard || shares.iter().any(|s| s.nfs.is_some()),
         ),
+        // `<hostname>.local` and the Bonjour records Macs and Time Machine
+        // look for; WS-Discovery for Windows' Network view.
+        ("avahi-daemon", wizard || !shares.is_empty()),
+        ("wsdd2", wizard || shares.iter().any(|s| s.smb.is_some())),
         ("smartmontools", storage.is_some()),
     ]
     .into_iter()
@@ -694,10 +707,10 @@ fn check_share(at: &str, share: &Share, out: &mut Vec<SpecProblem>) {
         ));
     }
     if let Some(smb) = &share.smb {
-        if smb.users.is_empty() {
+        if smb.users.is_empty() && !smb.guest {
             out.push(problem(
                 format!("{at}.smb.users"),
-                "no user may open this share; list at least one user, e.g. users = [\"admin\"]",
+                "no user may open this share; list at least one user, e.g. users = [\"admin\"], or make it a read-only share for everyone with guest = true",
             ));
         }
         for (j, user) in smb.users.iter().enumerate() {
@@ -710,6 +723,26 @@ fn check_share(at: &str, share: &Share, out: &mut Vec<SpecProblem>) {
         }
         if smb.timemachine && smb.readonly {
             out.push(problem(format!("{at}.smb.timemachine"), "a Time Machine share must be writable; remove readonly = true or timemachine = true"));
+        }
+        if smb.timemachine && smb.guest {
+            out.push(problem(format!("{at}.smb.guest"), "a Time Machine share keeps each user's backups apart, so it cannot be open to guests; remove guest = true or timemachine = true"));
+        }
+        if smb.timemachine_max_size.is_some() && !smb.timemachine {
+            out.push(problem(format!("{at}.smb.timemachine_max_size"), "only a Time Machine share has a size limit; add timemachine = true or remove timemachine_max_size"));
+        }
+        if smb
+            .timemachine_max_size
+            .is_some_and(|s| s.bytes() < 1 << 30)
+        {
+            out.push(problem(format!("{at}.smb.timemachine_max_size"), "Time Machine needs room for at least one full backup; give 1GiB or more, e.g. timemachine_max_size = \"500GiB\""));
+        }
+        // Bonjour carries the share's name in a TXT string of at most 255
+        // bytes (`dk0=adVN=NAME,adVF=0x82`).
+        if smb.timemachine && name.len() > 200 {
+            out.push(problem(
+                format!("{at}.name"),
+                "a Time Machine share's name must fit Bonjour's record: at most 200 bytes",
+            ));
         }
     }
     if let Some(nfs) = &share.nfs {
@@ -854,7 +887,9 @@ mod tests {
             smb: smb.then(|| Smb {
                 users: vec!["admin".into()],
                 timemachine: false,
+                timemachine_max_size: None,
                 readonly: false,
+                guest: false,
             }),
             nfs: nfs.then(|| Nfs {
                 clients: Clients(vec!["192.168.1.0/24".into()]),
@@ -877,6 +912,8 @@ mod tests {
                 "xfsprogs",
                 "samba",
                 "samba-vfs-modules",
+                "avahi-daemon",
+                "wsdd2",
                 "smartmontools"
             ]
         );
@@ -894,6 +931,7 @@ mod tests {
                 "e2fsprogs",
                 "btrfs-progs",
                 "nfs-kernel-server",
+                "avahi-daemon",
                 "smartmontools"
             ]
         );
@@ -906,6 +944,8 @@ mod tests {
                 "samba",
                 "samba-vfs-modules",
                 "nfs-kernel-server",
+                "avahi-daemon",
+                "wsdd2",
                 "smartmontools"
             ]
         );
@@ -921,6 +961,8 @@ mod tests {
                 "samba",
                 "samba-vfs-modules",
                 "nfs-kernel-server",
+                "avahi-daemon",
+                "wsdd2",
                 "smartmontools"
             ]
         );

@@ -79,6 +79,8 @@ pub struct ShareStatus {
     pub name: String,
     pub path: String,
     pub smb_users: Vec<String>,
+    /// Anyone may read it over SMB without a password.
+    pub smb_guest: bool,
     pub nfs_clients: Vec<String>,
 }
 
@@ -255,6 +257,7 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
                 name: s.name.clone(),
                 path: s.path.clone(),
                 smb_users: s.smb.as_ref().map(|x| x.users.clone()).unwrap_or_default(),
+                smb_guest: s.smb.as_ref().is_some_and(|x| x.guest),
                 nfs_clients: s
                     .nfs
                     .as_ref()
@@ -350,6 +353,9 @@ impl Status {
         }
         for s in &self.shares {
             let mut how = Vec::new();
+            if s.smb_guest {
+                how.push("SMB read-only for guests".into());
+            }
             if !s.smb_users.is_empty() {
                 how.push(format!("SMB for {}", s.smb_users.join(", ")));
             }

@@ -7,8 +7,9 @@ use crate::disks::{self, Host, Identity};
 use crate::partition::{self, PartitionKind};
 use crate::planner::{ArrayPlan, CHUNK_KIB, Plan};
 use crate::signature::{self, Signature};
-use crate::spec::{Filesystem, Level};
-use crate::{fstab, mdadm, nfs, samba};
+use crate::size::Size;
+use crate::spec::{Filesystem, Level, Share};
+use crate::{avahi, fstab, mdadm, nfs, samba};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -258,6 +259,33 @@ fn part_name(array: &str) -> String {
     format!("nasforge-{array}")
 }
 
+/// systemd's name for the mount unit of `path` (`systemd-escape --path
+/// --suffix=mount`); spec paths are absolute and limited to `A-Za-z0-9._-/`.
+pub fn mount_unit(path: &str) -> String {
+    let trimmed = path.trim_matches('/');
+    if trimmed.is_empty() {
+        return "-.mount".into();
+    }
+    let mut out = String::new();
+    for (i, part) in trimmed.split('/').filter(|p| !p.is_empty()).enumerate() {
+        if i > 0 {
+            out.push('-');
+        }
+        for (j, c) in part.chars().enumerate() {
+            if c.is_ascii_alphanumeric()
+                || c == '_'
+                || c == ':'
+                || (c == '.' && !(i == 0 && j == 0))
+            {
+                out.push(c);
+            } else {
+                out += &format!("\\x{:02x}", c as u32);
+            }
+        }
+    }
+    out + ".mount"
+}
+
 /// The device the filesystem goes on: the md array, or the single disk's
 /// partition.
 pub fn filesystem_device(array: &ArrayPlan) -> String {
@@ -330,13 +358,25 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     }
     for array in &plan.arrays {
         let mount = &array.spec.mount;
+        let device = filesystem_device(array);
         steps.push(Step {
             id: format!("mount:{}", array.spec.name),
             title: format!("Mount '{}' at {mount}", array.spec.name),
             guard: Guard::Mounted {
                 mount: mount.clone(),
             },
-            actions: vec![run(&["mkdir", "-p", mount]), run(&["mount", mount])],
+            // systemd binds an fstab mount to its by-uuid device unit and
+            // unmounts at once a filesystem mounted by hand while that unit
+            // is not yet active (an array started late by mdadm's last-resort
+            // timer): the shares then land on the SD card. Udev is asked to
+            // look at the device again, and systemd mounts it once the device
+            // is there, or fails the step after its device timeout.
+            actions: vec![
+                run(&["mkdir", "-p", mount]),
+                run(&["udevadm", "trigger", "--action=change", &device]),
+                run(&["udevadm", "settle"]),
+                run(&["systemctl", "start", &mount_unit(mount)]),
+            ],
             always: vec![],
         });
     }
@@ -571,12 +611,31 @@ fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
     if plan.shares.is_empty() {
         return;
     }
+    // The array a share's path lies on: the longest mount point above it.
+    let array_of = |share: &Share| {
+        plan.arrays
+            .iter()
+            .filter(|a| {
+                let m = a.spec.mount.as_str();
+                share.path == m || share.path.starts_with(&format!("{m}/"))
+            })
+            .max_by_key(|a| a.spec.mount.len())
+    };
     let mut dirs = Vec::new();
     for share in &plan.shares {
         dirs.push(run(&["mkdir", "-p", &share.path]));
-        if let Some(owner) = share.smb.as_ref().and_then(|s| s.users.first()) {
+        let Some(smb) = &share.smb else { continue };
+        if let Some(owner) = smb.users.first() {
             dirs.push(run(&["chown", &format!("{owner}:"), &share.path]));
             dirs.push(run(&["chmod", "2775", &share.path]));
+        }
+        if smb.timemachine {
+            for user in &smb.users {
+                let own = format!("{}/{user}", share.path);
+                dirs.push(run(&["mkdir", "-p", &own]));
+                dirs.push(run(&["chown", &format!("{user}:"), &own]));
+                dirs.push(run(&["chmod", "0700", &own]));
+            }
         }
     }
     steps.push(Step {
@@ -586,14 +645,27 @@ fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
         actions: dirs,
         always: vec![],
     });
-    let smb: Vec<_> = plan.shares.iter().filter(|s| s.smb.is_some()).collect();
+    let smb: Vec<(&Share, Option<Size>)> = plan
+        .shares
+        .iter()
+        .filter_map(|s| {
+            let smb = s.smb.as_ref()?;
+            // Half the array: room for the backups and for everything else.
+            let max = smb.timemachine_max_size.or_else(|| {
+                smb.timemachine
+                    .then(|| array_of(s).map(|a| Size(a.capacity.bytes() / 2)))
+                    .flatten()
+            });
+            Some((s, max))
+        })
+        .collect();
     if !smb.is_empty() {
         steps.push(Step {
             id: "samba-config".into(),
             title: format!(
                 "Configure Samba shares ({})",
                 smb.iter()
-                    .map(|s| s.name.as_str())
+                    .map(|(s, _)| s.name.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -640,18 +712,44 @@ fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
             always: vec![],
         });
     }
+    let shares: Vec<&Share> = smb.iter().map(|(s, _)| *s).collect();
+    let mut announce = Vec::new();
+    if !shares.is_empty() {
+        announce.push(Action::WriteFile {
+            path: avahi::SERVICE_FILE.into(),
+            contents: avahi::service_file(&shares),
+            mode: 0o644,
+        });
+    }
+    // One `systemctl enable` for both: each costs seconds on a Pi's SD card.
+    let mut units = vec!["systemctl", "enable", "avahi-daemon.service"];
+    if !shares.is_empty() {
+        units.push("wsdd2.service");
+    }
+    announce.push(run(&units));
+    announce.push(run(&[
+        "systemctl",
+        "reload-or-restart",
+        "avahi-daemon.service",
+    ]));
+    if !shares.is_empty() {
+        // Windows 10 and 11 list a server in Network only through
+        // WS-Discovery; wsdd2 reads the names it answers with from smb.conf.
+        announce.push(run(&["systemctl", "restart", "wsdd2.service"]));
+    }
+    steps.push(Step {
+        id: "announce".into(),
+        title: "Answer to the NAS's name on the network (mDNS, WS-Discovery)".into(),
+        guard: Guard::Always,
+        actions: announce,
+        always: vec![],
+    });
     let exported: Vec<_> = plan
         .shares
         .iter()
         .filter(|s| s.nfs.is_some())
         .map(|s| {
-            let mount = plan
-                .arrays
-                .iter()
-                .map(|a| a.spec.mount.as_str())
-                .filter(|m| s.path == *m || s.path.starts_with(&format!("{m}/")))
-                .max_by_key(|m| m.len())
-                .unwrap_or(s.path.as_str());
+            let mount = array_of(s).map_or(s.path.as_str(), |a| a.spec.mount.as_str());
             (s, mount)
         })
         .collect();

@@ -577,8 +577,13 @@ mount = "/srv/media_2.x"
 [[shares]]
 name = "Família Fotos"
 path = "/srv/data/fotos-2024.d"
-smb = { users = ["admin", "anna_b"], timemachine = true }
+smb = { users = ["admin", "anna_b"], timemachine = true, timemachine_max_size = "300GiB" }
 nfs = { clients = ["192.168.1.0/24", "fd00::/64", "*.lan", "nas-?.home.arpa"] }
+
+[[shares]]
+name = "Media & more"
+path = "/srv/media_2.x/public"
+smb = { users = ["admin"], guest = true }
 
 [[shares]]
 name = "backup$"
@@ -606,6 +611,13 @@ fn written(steps: &[Step], path: &str) -> String {
 /// `testparm -s` on the file: Samba's own parser must load it, see exactly
 /// the shares nasforge meant, and no parameter nasforge did not write.
 /// Returns each share's parameters as testparm read them back.
+fn ran(steps: &[Step], argv: &[&str]) -> bool {
+    steps
+        .iter()
+        .flat_map(|s| &s.actions)
+        .any(|a| matches!(a, Action::Run(cmd) if cmd.argv == argv))
+}
+
 fn testparm(conf: &str) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("nasforge.conf");
@@ -670,7 +682,10 @@ fn rendered_files_read_back_as_the_recipe_meant() {
 
     let smb = testparm(&written(&c.steps, nasforge_setup::samba::SHARES_FILE));
     let names: Vec<&str> = smb.keys().map(String::as_str).collect();
-    assert_eq!(names, ["Família Fotos", "backup$", "global"]);
+    assert_eq!(
+        names,
+        ["Família Fotos", "Media & more", "backup$", "global"]
+    );
     let params = |share: &str| -> Vec<(&str, &str)> {
         let mut p: Vec<_> = smb[share]
             .iter()
@@ -680,25 +695,49 @@ fn rendered_files_read_back_as_the_recipe_meant() {
         p
     };
     assert_eq!(
+        params("global"),
+        [
+            ("fruit:aapl", "yes"),
+            ("fruit:copyfile", "yes"),
+            ("fruit:model", "MacSamba"),
+            ("idmap config * : backend", "tdb"),
+            ("map to guest", "Bad User"),
+            ("multicast dns register", "No"),
+        ]
+    );
+    // Each user's backups in a folder of their own; the limit in MiB.
+    assert_eq!(
         params("Família Fotos"),
         [
-            ("create mask", "0664"),
+            ("create mask", "0774"),
             ("directory mask", "02775"),
-            ("force group", "admin"),
             ("fruit:metadata", "stream"),
             ("fruit:time machine", "yes"),
-            ("path", "/srv/data/fotos-2024.d"),
+            ("fruit:time machine max size", "307200M"),
+            ("path", "/srv/data/fotos-2024.d/%U"),
             ("read only", "No"),
             ("valid users", "admin anna_b"),
             ("vfs objects", "fruit streams_xattr"),
-            ("write list", "admin anna_b"),
         ]
     );
-    // `read only = yes` is Samba's default, which testparm -s leaves out.
+    // Guests read; only the users may write. `read only = yes` is Samba's
+    // default, which testparm -s leaves out.
+    assert_eq!(
+        params("Media & more"),
+        [
+            ("create mask", "0774"),
+            ("directory mask", "02775"),
+            ("fruit:metadata", "stream"),
+            ("guest ok", "Yes"),
+            ("path", "/srv/media_2.x/public"),
+            ("vfs objects", "fruit streams_xattr"),
+            ("write list", "admin"),
+        ]
+    );
     assert_eq!(
         params("backup$"),
         [
-            ("create mask", "0664"),
+            ("create mask", "0774"),
             ("directory mask", "02775"),
             ("fruit:metadata", "stream"),
             ("path", "/srv/media_2.x"),
@@ -706,6 +745,14 @@ fn rendered_files_read_back_as_the_recipe_meant() {
             ("vfs objects", "fruit streams_xattr"),
         ]
     );
+    for user in ["admin", "anna_b"] {
+        let own = format!("/srv/data/fotos-2024.d/{user}");
+        assert!(
+            ran(&c.steps, &["chown", &format!("{user}:"), &own])
+                && ran(&c.steps, &["chmod", "0700", &own]),
+            "{user}'s Time Machine folder"
+        );
+    }
 
     let exports = written(&c.steps, nasforge_setup::nfs::EXPORTS_FILE);
     let lines: Vec<_> = exports
@@ -773,4 +820,25 @@ fn rendered_files_read_back_as_the_recipe_meant() {
             ],
         ]
     );
+}
+
+/// The mount step starts the unit systemd made from the fstab line; its
+/// name must be the one systemd derives from the path.
+#[test]
+fn mount_units_are_named_as_systemd_names_them() {
+    for path in [
+        "/srv/data",
+        "/srv/media_2.x",
+        "/srv/my-data/.hidden/a.b_c",
+        "/.dot/x-y",
+        "/srv//double/",
+    ] {
+        let out = std::process::Command::new("systemd-escape")
+            .args(["--path", "--suffix=mount", path])
+            .output()
+            .expect("systemd-escape (systemd, installed by scripts/setup)");
+        assert!(out.status.success());
+        let want = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(steps::mount_unit(path), want.trim(), "{path}");
+    }
 }

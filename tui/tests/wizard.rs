@@ -7,10 +7,12 @@ mod common;
 use nasforge_setup::journal::{self, Journal, StepRecord};
 use nasforge_setup::runner::RecordingRunner;
 use nasforge_setup::setup::{self, SetupError};
+use nasforge_setup::size::Size;
 use nasforge_setup::spec::{
     Array, Clients, Count, DeviceRecipe, DiskMatch, Filesystem, Level, Mode, Nfs, Share, Smb,
     Storage,
 };
+use nasforge_setup::wizard::screens::shares::Field;
 use nasforge_setup::wizard::theme::Theme;
 use nasforge_setup::wizard::{
     self, Effect, Handoff, Msg, Screen, Settings, Wizard, facts, service,
@@ -156,12 +158,12 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
     keys(&mut w, &[Enter]);
     assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
     // Name (follows the array: "tank"), SMB, users, password, again,
-    // Time Machine, NFS, clients.
+    // guests, Time Machine, its size limit (left empty), NFS, clients.
     keys(&mut w, &[Down, Down, Down]);
     typing(&mut w, "correct horse");
     keys(&mut w, &[Down]);
     typing(&mut w, "correct horse");
-    keys(&mut w, &[Down, SPACE, Down, SPACE, Down, Enter]);
+    keys(&mut w, &[Down, Down, SPACE, Down, Down, SPACE, Down, Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
     typing(&mut w, "sdd");
     keys(&mut w, &[Enter]);
@@ -191,7 +193,9 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
             smb: Some(Smb {
                 users: vec!["admin".into()],
                 timemachine: true,
+                timemachine_max_size: None,
                 readonly: false,
+                guest: false,
             }),
             nfs: Some(Nfs {
                 clients: Clients(vec!["192.168.1.0/24".into()]),
@@ -336,7 +340,7 @@ fn esc_goes_back_without_losing_any_choice() {
     typing(&mut w, "pw");
     keys(&mut w, &[Down]);
     typing(&mut w, "pw");
-    keys(&mut w, &[Down, SPACE, Down, SPACE, Enter]);
+    keys(&mut w, &[Down, Down, SPACE, Down, Down, SPACE, Enter]);
     typing(&mut w, "sdd");
     keys(&mut w, &[Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
@@ -407,7 +411,7 @@ fn each_screen_at_80x24() {
     typing(&mut w, "secret1");
     keys(&mut w, &[Down]);
     typing(&mut w, "secret1");
-    keys(&mut w, &[Down, Down, SPACE]);
+    keys(&mut w, &[Down, Down, Down, SPACE]);
     insta::assert_snapshot!("shares", screen(&w));
     keys(&mut w, &[Enter]);
     insta::assert_snapshot!("review", screen(&w));
@@ -527,7 +531,7 @@ fn a_plan_whose_service_did_not_start_can_be_started_again() {
     snapshot.service = Some("inactive".into());
     w.update(Msg::Progress(snapshot));
     assert!(
-        screen(&w).contains("Setup stopped after 0 of 16 steps"),
+        screen(&w).contains("Setup stopped after 0 of 17 steps"),
         "{}",
         screen(&w)
     );
@@ -576,20 +580,8 @@ fn done_says_how_to_connect_and_what_to_do_when_a_disk_fails() {
     assert_eq!(again.screen, Screen::Done);
 }
 
-#[test]
-fn nfs_shares_are_shown_as_host_and_path() {
-    let board = board();
-    let mut w = wizard_on(&board, PLAIN);
-    choose(&mut w, &["sda", "sdb"]);
-    keys(&mut w, &[Enter, Enter, Down, SPACE, Down, SPACE, Enter]);
-    assert_eq!(w.screen, Screen::Review, "SMB off, NFS on: {:?}", w.notice);
-    let handoff = start(&mut w);
-    let share = &handoff.recipe.shares[0];
-    assert!(share.smb.is_none() && share.nfs.is_some());
-    assert_eq!(
-        handoff.recipe.storage.as_ref().unwrap().arrays[0].level,
-        Level::Raid1
-    );
+/// The wizard re-attached to the handoff's setup, every step done.
+fn attach_finished(w: &mut Wizard, handoff: &Handoff) {
     let mut journal = Journal::new(
         handoff.recipe.clone(),
         handoff.context.clone(),
@@ -612,11 +604,31 @@ fn nfs_shares_are_shown_as_host_and_path() {
         arrays: vec![],
     });
     assert_eq!(w.screen, Screen::Done);
+}
+
+#[test]
+fn nfs_shares_are_shown_as_a_local_name_and_path() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb"]);
+    keys(&mut w, &[Enter, Enter, Down, SPACE, Down, SPACE, Enter]);
+    assert_eq!(w.screen, Screen::Review, "SMB off, NFS on: {:?}", w.notice);
+    let handoff = start(&mut w);
+    let share = &handoff.recipe.shares[0];
+    assert!(share.smb.is_none() && share.nfs.is_some());
+    assert_eq!(
+        handoff.recipe.storage.as_ref().unwrap().arrays[0].level,
+        Level::Raid1
+    );
+    attach_finished(&mut w, &handoff);
     let shown = screen(&w);
+    // A Linux client finds pinas.local through mDNS; a bare pinas only
+    // through a DNS entry nobody made.
     assert!(
-        shown.contains("pinas:/srv/data") && !shown.contains("smb://"),
+        shown.contains("pinas.local:/srv/data") && !shown.contains("smb://"),
         "{shown}"
     );
+    assert!(!shown.contains("pinas:/srv/data"), "{shown}");
 }
 
 #[test]
@@ -863,5 +875,222 @@ fn a_first_boot_that_staged_no_packages_does_not_hold_setup_back() {
         service::packages_missing(&board.host),
         None,
         "first boot finished"
+    );
+}
+
+/// Two blank disks in the default mirror, to the shares form.
+fn to_shares(w: &mut Wizard) {
+    choose(w, &["sda", "sdb"]);
+    keys(w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+}
+
+/// Walks the form with ↓ (or ↑ when it is above) to the field.
+fn focus(w: &mut Wizard, field: Field) {
+    for step in [Down, Up] {
+        for _ in 0..20 {
+            if w.shares.focus == field {
+                return;
+            }
+            keys(w, &[step]);
+        }
+    }
+    panic!("{field:?} is not on the form: {}", screen(w));
+}
+
+fn admin_password(w: &mut Wizard) {
+    focus(w, Field::Password(0));
+    typing(w, "secret1");
+    keys(w, &[Down]);
+    typing(w, "secret1");
+}
+
+fn smb_spec(w: &Wizard) -> Smb {
+    w.share_specs()[0].smb.clone().unwrap()
+}
+
+/// The whole review on a screen tall enough to hold it.
+fn review_text(w: &Wizard) -> String {
+    render_at(w, 132, 200).backend().to_string()
+}
+
+#[test]
+fn guests_and_time_machine_exclude_each_other() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    to_shares(&mut w);
+    admin_password(&mut w);
+    focus(&mut w, Field::TimeMachine);
+    keys(&mut w, &[SPACE]);
+    assert!(smb_spec(&w).timemachine);
+
+    focus(&mut w, Field::Guest);
+    keys(&mut w, &[SPACE]);
+    let smb = smb_spec(&w);
+    assert!(smb.guest && !smb.timemachine, "{smb:?}");
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        !notice.error && notice.text.contains("Time Machine is now off"),
+        "{notice:?}"
+    );
+    let shown = screen(&w);
+    insta::assert_snapshot!("shares_guest", shown);
+    assert!(
+        shown.contains("[x] Guests may read without a password (read-only for them)")
+            && shown.contains("[ ] Time Machine backups")
+            && shown.contains("Guests or Time Machine, not both"),
+        "{shown}"
+    );
+
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let handoff = w.handoff().unwrap();
+    assert_eq!(
+        handoff.recipe.shares[0].smb,
+        Some(Smb {
+            users: vec!["admin".into()],
+            timemachine: false,
+            timemachine_max_size: None,
+            readonly: false,
+            guest: true,
+        })
+    );
+    let review = review_text(&w);
+    assert!(
+        review.contains("SMB: guests may read without a password; only admin may write"),
+        "{review}"
+    );
+
+    keys(&mut w, &[Esc]);
+    focus(&mut w, Field::TimeMachine);
+    keys(&mut w, &[SPACE]);
+    let smb = smb_spec(&w);
+    assert!(smb.timemachine && !smb.guest, "{smb:?}");
+    assert!(
+        w.notice
+            .as_ref()
+            .is_some_and(|n| n.text.contains("Guest access is now off")),
+        "{:?}",
+        w.notice
+    );
+}
+
+#[test]
+fn a_guest_share_may_have_no_users_and_says_guests_need_no_password() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    to_shares(&mut w);
+    focus(&mut w, Field::Users);
+    ctrl(&mut w, 'u');
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares);
+    assert_eq!(w.shares.focus, Field::Users);
+    assert!(
+        w.notice
+            .as_ref()
+            .is_some_and(|n| n.error && n.text.contains("Name at least one user for SMB")),
+        "{:?}",
+        w.notice
+    );
+
+    focus(&mut w, Field::Guest);
+    keys(&mut w, &[SPACE, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let review = review_text(&w);
+    assert!(
+        review.contains("SMB: guests may read without a password; nobody may write")
+            && !review.contains("SMB for"),
+        "{review}"
+    );
+    let handoff = start(&mut w);
+    let smb = handoff.recipe.shares[0].smb.clone().unwrap();
+    assert!(smb.guest && smb.users.is_empty(), "{smb:?}");
+    assert!(handoff.smbpasswd.is_empty());
+
+    attach_finished(&mut w, &handoff);
+    let shown = screen(&w);
+    for needle in [
+        "\\\\pinas\\data",
+        "smb://pinas.local/data",
+        "Guests         connect without a password and may only read",
+        "May write      nobody over SMB",
+    ] {
+        assert!(shown.contains(needle), "{needle} missing:\n{shown}");
+    }
+}
+
+#[test]
+fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    to_shares(&mut w);
+    admin_password(&mut w);
+    focus(&mut w, Field::TimeMachine);
+    keys(&mut w, &[SPACE]);
+    focus(&mut w, Field::TimeMachineSize);
+    assert!(
+        screen(&w).contains("Time Machine size limit")
+            && screen(&w).contains("empty: half the array"),
+        "{}",
+        screen(&w)
+    );
+
+    for (typed, why) in [
+        ("12 parsecs", "unknown unit"),
+        ("100MiB", "less than 1 GiB"),
+    ] {
+        ctrl(&mut w, 'u');
+        typing(&mut w, typed);
+        keys(&mut w, &[Enter]);
+        assert_eq!(w.screen, Screen::Shares, "{typed} is refused");
+        assert_eq!(w.shares.focus, Field::TimeMachineSize);
+        let notice = w.notice.clone().unwrap();
+        assert!(
+            notice.error
+                && notice.text.starts_with("Time Machine size limit: ")
+                && notice.text.contains(typed)
+                && notice.text.contains(why),
+            "{notice:?}"
+        );
+        let shown = flat(&screen(&w));
+        assert!(shown.contains(&notice.text), "shown whole: {shown}");
+    }
+    insta::assert_snapshot!("shares_timemachine_limit_refused", screen(&w));
+
+    ctrl(&mut w, 'u');
+    typing(&mut w, "300GiB");
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let smb = w.handoff().unwrap().recipe.shares[0].smb.clone().unwrap();
+    assert_eq!(smb.timemachine_max_size, Some(Size(300 << 30)));
+    let review = review_text(&w);
+    assert!(
+        review.contains("Time Machine for Macs, limited to 300GiB"),
+        "{review}"
+    );
+
+    // Empty: the recipe's default, half of the 4 TB mirror.
+    keys(&mut w, &[Esc]);
+    ctrl(&mut w, 'u');
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    assert_eq!(smb_spec(&w).timemachine_max_size, None);
+    let review = review_text(&w);
+    assert!(
+        review.contains("Time Machine for Macs, limited to half the array, about 2 TB"),
+        "{review}"
+    );
+
+    // A limit left behind when Time Machine goes off is not the recipe's.
+    keys(&mut w, &[Esc]);
+    ctrl(&mut w, 'u');
+    typing(&mut w, "12 parsecs");
+    focus(&mut w, Field::TimeMachine);
+    keys(&mut w, &[SPACE, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let smb = smb_spec(&w);
+    assert!(
+        !smb.timemachine && smb.timemachine_max_size.is_none(),
+        "{smb:?}"
     );
 }

@@ -158,7 +158,7 @@ fn the_binary_walks_to_the_review_screen_and_shows_the_commands() {
     tmux.type_text("s3cret pass");
     tmux.keys(&["Down"]);
     tmux.type_text("s3cret pass");
-    let shares = tmux.wait_for("Same again           ***********");
+    let shares = tmux.wait_for("Same again               ***********");
     assert!(!shares.contains("s3cret"), "{shares}");
     tmux.keys(&["Enter"]);
 
@@ -168,7 +168,7 @@ fn the_binary_walks_to_the_review_screen_and_shows_the_commands() {
         "{review}"
     );
     assert!(review.contains("Type sdd or its serial"), "{review}");
-    let erase = tmux.page_until("[1/18] Erase sdd");
+    let erase = tmux.page_until("[1/19] Erase sdd");
     assert!(
         erase.contains("wipefs --all --force /dev/disk/by-id/wwn-0x50014ee2b0000004"),
         "{erase}"

@@ -1,6 +1,11 @@
 //! Done: how to reach the shares from each kind of computer, where the
 //! status lives, and what to do when a disk fails, for the plan the setup
 //! service finished.
+//!
+//! Only names the NAS answers to: `<host>.local` through avahi (mDNS, what
+//! macOS and Linux ask), and the bare host name through wsdd2 and nmbd
+//! (LLMNR and NetBIOS, what Windows asks). A bare name on macOS or Linux
+//! would need a DNS entry nobody made.
 
 use super::Help;
 use crate::planner::{Alert, Plan};
@@ -79,10 +84,23 @@ fn text(w: &Wizard, plan: &Plan) -> Vec<(String, Style)> {
                 format!("  macOS, Linux   smb://{host}.local/{}", share.name),
                 Style::new(),
             );
-            say(
-                format!("  Users          {}", smb.users.join(", ")),
-                Style::new(),
-            );
+            if smb.guest {
+                say(
+                    "  Guests         connect without a password and may only read".into(),
+                    Style::new(),
+                );
+                let writers = if smb.users.is_empty() {
+                    "nobody over SMB".to_string()
+                } else {
+                    smb.users.join(", ")
+                };
+                say(format!("  May write      {writers}"), Style::new());
+            } else {
+                say(
+                    format!("  Users          {}", smb.users.join(", ")),
+                    Style::new(),
+                );
+            }
             if smb.timemachine {
                 say(
                     format!(
@@ -95,9 +113,13 @@ fn text(w: &Wizard, plan: &Plan) -> Vec<(String, Style)> {
         }
         if let Some(nfs) = &share.nfs {
             say(
+                format!("  NFS            {host}.local:{}", share.path),
+                Style::new(),
+            );
+            say(
                 format!(
-                    "  NFS            {host}:{}  (sudo mount -t nfs {host}.local:{} /mnt)",
-                    share.path, share.path
+                    "  Mount          sudo mount -t nfs {host}.local:{} /mnt",
+                    share.path
                 ),
                 Style::new(),
             );

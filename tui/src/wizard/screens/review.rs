@@ -6,7 +6,9 @@
 use super::Help;
 use crate::disks::Disk;
 use crate::executor;
+use crate::planner::Plan;
 use crate::samba;
+use crate::size::Size;
 use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::scroll::{Scroll, wrap_hanging};
 use crate::wizard::{Effect, Screen, Wizard};
@@ -97,6 +99,54 @@ pub fn help(w: &Wizard) -> Help {
     ]
 }
 
+/// The shares in words. The plan's own line per share (what `plan`
+/// prints) says neither who may read without a password nor how much room
+/// Time Machine takes, and has no users to name on a share only guests
+/// read.
+fn describe_shares(plan: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    for share in &plan.shares {
+        out.push(format!("Share '{}': {}", share.name, share.path));
+        if let Some(smb) = &share.smb {
+            let users = smb.users.join(", ");
+            out.push(match (smb.guest, smb.users.is_empty()) {
+                (false, _) => format!("  SMB for {users}"),
+                (true, true) => {
+                    "  SMB: guests may read without a password; nobody may write".to_string()
+                }
+                (true, false) => {
+                    format!("  SMB: guests may read without a password; only {users} may write")
+                }
+            });
+            if smb.timemachine {
+                let limit = match smb.timemachine_max_size {
+                    Some(size) => exact(size),
+                    None => match plan.arrays.iter().find(|a| a.spec.mount == share.path) {
+                        Some(a) => {
+                            format!("half the array, about {}", Size(a.capacity.bytes() / 2))
+                        }
+                        None => "half the array".to_string(),
+                    },
+                };
+                out.push(format!("  Time Machine for Macs, limited to {limit}"));
+            }
+        }
+        if let Some(nfs) = &share.nfs {
+            out.push(format!("  NFS to {}", nfs.clients.0.join(" ")));
+        }
+    }
+    out
+}
+
+/// A size as the recipe writes it ("300GiB"), where `Display` would round
+/// a binary size to a decimal one ("322.1 GB") the user never typed.
+fn exact(size: Size) -> String {
+    match serde_json::to_value(size) {
+        Ok(serde_json::Value::String(text)) => text,
+        _ => size.to_string(),
+    }
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     let theme = &w.settings.theme;
     let mut lines: Vec<(String, Style)> = Vec::new();
@@ -107,13 +157,20 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
                 theme.title(),
             ));
             lines.push((String::new(), Style::new()));
-            for l in handoff.plan.describe().lines() {
+            let arrays = Plan {
+                shares: Vec::new(),
+                ..handoff.plan.clone()
+            };
+            for l in arrays.describe().lines() {
                 let style = if l.trim_start().starts_with("warning:") {
                     theme.warning()
                 } else {
                     Style::new()
                 };
                 lines.push((l.to_string(), style));
+            }
+            for l in describe_shares(&handoff.plan) {
+                lines.push((l, Style::new()));
             }
             let users = handoff.samba_users();
             if !users.is_empty() {

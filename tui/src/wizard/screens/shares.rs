@@ -1,8 +1,10 @@
 //! Shares: how the array is reached. SMB for Windows and Macs (with
-//! passwords typed masked, staged only as NT hashes, and Time Machine),
-//! NFS for Linux clients on a network. The share is the whole array.
+//! passwords typed masked, staged only as NT hashes, read access for
+//! guests, and Time Machine), NFS for Linux clients on a network. The
+//! share is the whole array.
 
 use super::Help;
+use crate::size::Size;
 use crate::smbpasswd;
 use crate::spec::{Clients, Nfs, Share, Smb};
 use crate::wizard::facts::Facts;
@@ -25,7 +27,9 @@ pub enum Field {
     /// The password of the i-th user, and its repetition.
     Password(usize),
     Again(usize),
+    Guest,
     TimeMachine,
+    TimeMachineSize,
     Nfs,
     Clients,
 }
@@ -54,7 +58,10 @@ pub struct ShareForm {
     pub users: TextField,
     /// By user name, so a password survives editing the user list.
     pub passwords: BTreeMap<String, Password>,
+    pub guest: bool,
     pub timemachine: bool,
+    /// Empty for the recipe's default, half the array.
+    pub timemachine_size: TextField,
     pub nfs: bool,
     pub clients: TextField,
     pub focus: Field,
@@ -69,7 +76,9 @@ impl ShareForm {
             smb: true,
             users: TextField::new(facts.accounts.first().map_or("", |a| a.name.as_str())),
             passwords: BTreeMap::new(),
+            guest: false,
             timemachine: false,
+            timemachine_size: TextField::new(""),
             nfs: false,
             clients: TextField::new(facts.hardware.network.as_deref().unwrap_or("")),
             focus: Field::Name,
@@ -104,7 +113,10 @@ impl ShareForm {
             for i in 0..self.user_names().len() {
                 fields.extend([Field::Password(i), Field::Again(i)]);
             }
-            fields.push(Field::TimeMachine);
+            fields.extend([Field::Guest, Field::TimeMachine]);
+            if self.timemachine {
+                fields.push(Field::TimeMachineSize);
+            }
         }
         fields.push(Field::Nfs);
         if self.nfs {
@@ -120,14 +132,47 @@ impl ShareForm {
             Field::Name => Some(&mut self.name),
             Field::Users => Some(&mut self.users),
             Field::Clients => Some(&mut self.clients),
+            Field::TimeMachineSize => Some(&mut self.timemachine_size),
             Field::Password(i) => Some(&mut self.passwords.entry(user(i)).or_default().first),
             Field::Again(i) => Some(&mut self.passwords.entry(user(i)).or_default().again),
-            Field::Smb | Field::TimeMachine | Field::Nfs => None,
+            Field::Smb | Field::Guest | Field::TimeMachine | Field::Nfs => None,
         }
     }
 
     fn password(&self, user: &str) -> Option<&Password> {
         self.passwords.get(user)
+    }
+
+    /// Turns guest access on or off; on turns Time Machine off, which keeps
+    /// each user's backups apart. The message says what else changed.
+    fn toggle_guest(&mut self) -> Option<&'static str> {
+        self.guest = !self.guest;
+        (self.guest && std::mem::take(&mut self.timemachine))
+            .then_some("Time Machine is now off: a share open to guests cannot hold backups.")
+    }
+
+    fn toggle_timemachine(&mut self) -> Option<&'static str> {
+        self.timemachine = !self.timemachine;
+        (self.timemachine && std::mem::take(&mut self.guest))
+            .then_some("Guest access is now off: Time Machine keeps each user's backups apart.")
+    }
+
+    /// The Time Machine limit typed; None when empty (half the array) or
+    /// Time Machine is off.
+    fn timemachine_max_size(&self) -> Result<Option<Size>, String> {
+        let typed = self.timemachine_size.value().trim();
+        if !self.timemachine || typed.is_empty() {
+            return Ok(None);
+        }
+        let size: Size = typed.parse().map_err(|e| {
+            format!("Time Machine size limit: {e}; or leave it empty for half the array.")
+        })?;
+        if size.bytes() < 1 << 30 {
+            return Err(format!(
+                "Time Machine size limit: {typed} is less than 1 GiB, too little for one full backup; give more, or leave it empty for half the array."
+            ));
+        }
+        Ok(Some(size))
     }
 
     /// The share as the recipe's `[[shares]]` would say it; none when
@@ -142,7 +187,10 @@ impl ShareForm {
             smb: self.smb.then(|| Smb {
                 users: self.user_names(),
                 timemachine: self.timemachine,
+                // `problem` keeps an invalid limit from leaving this screen.
+                timemachine_max_size: self.timemachine_max_size().ok().flatten(),
                 readonly: false,
+                guest: self.guest,
             }),
             nfs: self.nfs.then(|| Nfs {
                 clients: Clients(
@@ -177,8 +225,11 @@ impl ShareForm {
     fn problem(&self, facts: &Facts) -> Option<(String, Field)> {
         if self.smb {
             let users = self.user_names();
-            if users.is_empty() {
-                return Some(("Name at least one user for SMB.".into(), Field::Users));
+            if users.is_empty() && !self.guest {
+                return Some((
+                    "Name at least one user for SMB, or let guests read without a password.".into(),
+                    Field::Users,
+                ));
             }
             let known: Vec<&str> = facts.accounts.iter().map(|a| a.name.as_str()).collect();
             if let Some(user) = users.iter().find(|u| !known.contains(&u.as_str())) {
@@ -209,6 +260,9 @@ impl ShareForm {
                     ));
                 }
             }
+            if let Err(problem) = self.timemachine_max_size() {
+                return Some((problem, Field::TimeMachineSize));
+            }
         }
         if self.nfs && self.clients.value().trim().is_empty() {
             return Some((
@@ -233,12 +287,24 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
     let fields = w.shares.fields();
     let at = fields.iter().position(|f| *f == focus).unwrap_or(0);
     match nav(key) {
-        Some(Nav::Toggle) => match focus {
-            Field::Smb => w.shares.smb = !w.shares.smb,
-            Field::TimeMachine => w.shares.timemachine = !w.shares.timemachine,
-            Field::Nfs => w.shares.nfs = !w.shares.nfs,
-            _ => {}
-        },
+        Some(Nav::Toggle) => {
+            let also = match focus {
+                Field::Smb => {
+                    w.shares.smb = !w.shares.smb;
+                    None
+                }
+                Field::Guest => w.shares.toggle_guest(),
+                Field::TimeMachine => w.shares.toggle_timemachine(),
+                Field::Nfs => {
+                    w.shares.nfs = !w.shares.nfs;
+                    None
+                }
+                _ => None,
+            };
+            if let Some(also) = also {
+                w.info(also);
+            }
+        }
         Some(Nav::Down | Nav::NextField) => w.shares.focus = fields[(at + 1).min(fields.len() - 1)],
         Some(Nav::Up | Nav::PrevField) => w.shares.focus = fields[at.saturating_sub(1)],
         Some(Nav::Next) => {
@@ -260,7 +326,10 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
 
 pub fn help(w: &Wizard) -> Help {
     let mut keys = vec![("↑↓", "field")];
-    if matches!(w.shares.focus, Field::Smb | Field::TimeMachine | Field::Nfs) {
+    if matches!(
+        w.shares.focus,
+        Field::Smb | Field::Guest | Field::TimeMachine | Field::Nfs
+    ) {
         keys.push(("Space", "on/off"));
     }
     keys.extend([("Enter", "review"), ("Esc", "back"), ("Ctrl-C", "quit")]);
@@ -313,8 +382,14 @@ fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
         )),
         Field::Users => {
             let known: Vec<&str> = w.facts.accounts.iter().map(|a| a.name.as_str()).collect();
+            // With guests reading, the users listed are the ones who write.
+            let label = if form.guest {
+                "    Users who may write"
+            } else {
+                "    Users"
+            };
             text(
-                "    Users",
+                label,
                 Cow::Borrowed(&form.users),
                 format!("accounts: {}", known.join(", ")),
             )
@@ -322,17 +397,26 @@ fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
         Field::Password(i) => {
             let (user, field) = password(i, false);
             let note = if w.facts.staged_smb_users.contains(&user) {
-                "leave empty to keep the image's"
+                "empty: keep the image's"
             } else {
                 ""
             };
             text(&format!("    Password for {user}"), field, note.into())
         }
         Field::Again(i) => text("    Same again", password(i, true).1, String::new()),
+        Field::Guest => FormRow::Check(format!(
+            "    {} Guests may read without a password (read-only for them)",
+            check(form.guest)
+        )),
         Field::TimeMachine => FormRow::Check(format!(
             "    {} Time Machine backups for Macs",
             check(form.timemachine)
         )),
+        Field::TimeMachineSize => text(
+            "    Time Machine size limit",
+            Cow::Borrowed(&form.timemachine_size),
+            "empty: half the array".into(),
+        ),
         Field::Nfs => FormRow::Check(format!(
             "{} NFS: for Linux and Unix clients",
             check(form.nfs)
@@ -363,8 +447,8 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         match form_row(w, *field) {
             FormRow::Text { label, field, note } => {
                 let [label_area, input, note_area] = Layout::horizontal([
-                    Constraint::Length(25),
-                    Constraint::Length(20),
+                    Constraint::Length(29),
+                    Constraint::Length(17),
                     Constraint::Fill(1),
                 ])
                 .spacing(1)
@@ -390,6 +474,9 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     if form.smb {
         notes.push(Line::raw(
             "Samba keeps only a hash of each password; the wizard stages that hash for setup to import, never the password itself.",
+        ));
+        notes.push(Line::raw(
+            "Guests or Time Machine, not both: turning one on turns the other off.",
         ));
     }
     if !form.smb && !form.nfs {

@@ -1,0 +1,305 @@
+//! The emulated board as the clients on a home network meet it: found by
+//! name (avahi, wsdd2), its shares put through Samba's own conformance suite
+//! beside a plain share on the same filesystem, Time Machine and a guest
+//! share used with a real SMB client.
+
+use super::common::printed;
+use super::{Board, PASSWORD};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+/// A share with nothing but what makes it writable for the user: what
+/// nasforge's shares are compared with.
+const PLAIN: &str = "[plain]\n   path = /srv/data\n   valid users = admin\n   read only = no\n";
+
+const SMB2_SUITES: &[&str] = &[
+    "smb2.connect",
+    "smb2.read",
+    "smb2.getinfo",
+    "smb2.rw",
+    "smb2.dir",
+    "smb2.rename",
+    "smb2.delete-on-close-perms",
+];
+
+/// vfs.fruit's tests except those that need a second share without fruit
+/// to plant AppleDouble files (Samba's own test environment has one) and
+/// Timemachine-volsize, which expects that environment's 32 KiB limit: the
+/// limit is checked below through a client instead.
+const FRUIT_NOT_APPLICABLE: &[&str] = &[
+    "OS X AppleDouble file conversion",
+    "OS X AppleDouble file conversion without embedded xattr",
+    "delete_trigger_convert_sharing_violation",
+    "invalid AFP_AfpInfo",
+];
+
+/// `<hostname>.local` answers, the SMB server and the Time Machine share
+/// are announced with the records macOS reads, and WS-Discovery listens.
+pub fn found_by_name(board: &Board, key: &Path, host: &str, timemachine: &str) {
+    let (ok, out) = board.ssh(key, &format!("avahi-resolve -4 -n {host}.local"));
+    assert!(
+        ok && out.contains(&format!("{host}.local\t10.0.2.15")),
+        "avahi-resolve:\n{out}"
+    );
+    let resolved = |kind: &str| -> Vec<String> {
+        let (ok, out) = board.ssh(key, &format!("avahi-browse -rtpk {kind}"));
+        assert!(ok, "avahi-browse {kind}:\n{out}");
+        // =;iface;proto;name;type;domain;host;address;port;txt
+        out.lines()
+            .filter(|l| l.starts_with("=;eth0;IPv4;"))
+            .map(str::to_string)
+            .collect()
+    };
+    let smb = resolved("_smb._tcp");
+    assert!(
+        smb.iter()
+            .any(|l| l.contains(&format!(";_smb._tcp;local;{host}.local;10.0.2.15;445;"))),
+        "_smb._tcp: {smb:?}"
+    );
+    let disks = resolved("_adisk._tcp");
+    assert!(
+        disks.iter().any(|l| {
+            l.contains(";_adisk._tcp;local;")
+                && l.contains("\"sys=waMa=0,adVF=0x100\"")
+                && l.contains(&format!("\"dk0=adVN={timemachine},adVF=0x82\""))
+        }),
+        "_adisk._tcp: {disks:?}"
+    );
+    let model = resolved("_device-info._tcp");
+    assert!(
+        model.iter().any(|l| l.ends_with(";\"model=MacSamba\"")),
+        "_device-info._tcp: {model:?}"
+    );
+    let (ok, out) = board.ssh(
+        key,
+        "systemctl is-active wsdd2.service && sudo -S ss -lnup sport = :3702",
+    );
+    assert!(
+        ok && out.contains("active") && out.contains("\"wsdd2\""),
+        "wsdd2 on WS-Discovery's port 3702:\n{out}"
+    );
+}
+
+fn torture(board: &Board, share: &str, tests: &[&str]) -> String {
+    let out = Command::new("smbtorture")
+        .arg(format!("//127.0.0.1/{share}"))
+        .args(["-p", &board.smb.to_string()])
+        .args(["-U", &format!("admin%{PASSWORD}"), "--target=samba3"])
+        .args(tests)
+        .output()
+        .expect("smbtorture (samba-testsuite, installed by scripts/setup)");
+    printed(&out)
+}
+
+/// The tests smbtorture reports as failed or in error.
+fn failed(report: &str) -> BTreeSet<String> {
+    report
+        .lines()
+        .filter_map(|l| l.strip_prefix("failure: ").or(l.strip_prefix("error: ")))
+        .map(|l| l.trim_end_matches(" [").to_string())
+        .collect()
+}
+
+/// Adds a share with nothing but what makes it writable for the user on
+/// the same filesystem: what nasforge's shares are compared with.
+pub fn add_plain_share(board: &Board, key: &Path) {
+    let (ok, out) = board.ssh(
+        key,
+        &format!(
+            "sudo -S sh -c \"printf '\\n{}' >> /etc/samba/smb.conf && smbcontrol smbd reload-config\"",
+            PLAIN.replace('\n', "\\n")
+        ),
+    );
+    assert!(ok, "adding the plain share:\n{out}");
+}
+
+pub fn remove_plain_share(board: &Board, key: &Path) {
+    let (ok, out) = board.ssh(
+        key,
+        "sudo -S sh -c \"sed -i '/^\\[plain\\]/,\\$d' /etc/samba/smb.conf && smbcontrol smbd reload-config\"",
+    );
+    assert!(ok, "removing the plain share:\n{out}");
+}
+
+/// Samba's conformance suite finds nothing wrong with nasforge's share that
+/// it does not also find with the plain share, and the Apple extensions
+/// nasforge switches on pass vfs.fruit.
+pub fn shares_behave_like_samba_own(board: &Board) {
+    let plain = torture(board, "plain", SMB2_SUITES);
+    let ours = torture(board, "data", SMB2_SUITES);
+    assert!(
+        ours.lines().filter(|l| l.starts_with("success: ")).count() > 30,
+        "smbtorture ran too few tests:\n{ours}"
+    );
+    let only_ours: Vec<_> = failed(&ours).difference(&failed(&plain)).cloned().collect();
+    assert!(
+        only_ours.is_empty(),
+        "smbtorture fails {only_ours:?} on nasforge's share but not on a plain one:\n{ours}"
+    );
+    eprintln!(
+        "e2e: smbtorture: the plain share fails {:?}, nasforge's share no other",
+        failed(&plain)
+    );
+    let fruit = torture(board, "data", &["vfs.fruit"]);
+    let broken: Vec<_> = failed(&fruit)
+        .into_iter()
+        .filter(|t| !FRUIT_NOT_APPLICABLE.contains(&t.as_str()))
+        .collect();
+    assert!(
+        broken.is_empty() && fruit.contains("success: read metadata"),
+        "vfs.fruit fails {broken:?}:\n{fruit}"
+    );
+}
+
+/// MiB/s of one transfer of `bytes`.
+fn rate(bytes: u64, started: Instant) -> f64 {
+    bytes as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The benchmark (benches/shares.sh): 256 MiB put and got over SMB to
+/// nasforge's share and to the plain one, twice each, and read over NFS.
+pub fn throughput(board: &Board, dir: &Path) {
+    let file = dir.join("bench.bin");
+    let size: u64 = 256 << 20;
+    let mut f = std::fs::File::create(&file).unwrap();
+    std::io::copy(
+        &mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), size),
+        &mut f,
+    )
+    .unwrap();
+    let back = dir.join("bench.back");
+    for round in 1..=2 {
+        for share in ["data", "plain"] {
+            let started = Instant::now();
+            let (ok, out) = smbclient(
+                board,
+                share,
+                Some("admin"),
+                &format!("put {} bench-{share}.bin", file.display()),
+            );
+            assert!(ok, "{out}");
+            let put = rate(size, started);
+            let started = Instant::now();
+            let (ok, out) = smbclient(
+                board,
+                share,
+                Some("admin"),
+                &format!("get bench-{share}.bin {}", back.display()),
+            );
+            assert!(ok, "{out}");
+            let get = rate(size, started);
+            println!(
+                "bench: round {round} SMB {share:5}  put {put:6.1} MiB/s  get {get:6.1} MiB/s"
+            );
+        }
+        // nfs-cp does not overwrite.
+        std::fs::remove_file(&back).unwrap();
+        let started = Instant::now();
+        let out = Command::new("nfs-cp")
+            .arg(format!(
+                "nfs://127.0.0.1/srv/data/bench-data.bin?version=4&nfsport={}",
+                board.nfs
+            ))
+            .arg(&back)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", printed(&out));
+        println!(
+            "bench: round {round} NFS data   get {:6.1} MiB/s",
+            rate(size, started)
+        );
+    }
+}
+
+fn smbclient(board: &Board, share: &str, user: Option<&str>, commands: &str) -> (bool, String) {
+    let mut c = Command::new("smbclient");
+    c.arg(format!("//127.0.0.1/{share}"))
+        .args(["-p", &board.smb.to_string()]);
+    match user {
+        Some(user) => c.args(["-U", &format!("{user}%{PASSWORD}")]),
+        None => c.arg("-N"),
+    };
+    let out = c.args(["-c", commands]).output().unwrap();
+    (out.status.success(), printed(&out))
+}
+
+/// A Time Machine share keeps each user's backups in a folder of their own
+/// and tells the client the size limit as the volume's size; a guest share
+/// lets anyone read and only its users write.
+pub fn time_machine_and_guests(board: &Board, key: &Path, dir: &Path, limit_mib: u64) {
+    let note = dir.join("note.txt");
+    std::fs::write(&note, "from a Mac\n").unwrap();
+    let (ok, out) = smbclient(
+        board,
+        "backup",
+        Some("admin"),
+        &format!("put {} note.txt; du", note.display()),
+    );
+    assert!(ok, "{out}");
+    // "N blocks of size B. M blocks available"
+    let volume = out
+        .lines()
+        .find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.get(1..4) == Some(&["blocks", "of", "size"][..])).then(|| {
+                w[0].parse::<u64>().unwrap() * w[4].trim_end_matches('.').parse::<u64>().unwrap()
+            })
+        })
+        .unwrap_or_else(|| panic!("no volume size from smbclient du:\n{out}"));
+    assert_eq!(volume, limit_mib << 20, "{out}");
+    let (ok, out) = board.ssh(
+        key,
+        "stat -c '%U %a' /srv/data/backup/admin && stat -c %U /srv/data/backup/admin/note.txt",
+    );
+    assert!(
+        ok && out.lines().collect::<Vec<_>>() == ["admin 2700", "admin"],
+        "the backup landed in admin's own folder:\n{out}"
+    );
+
+    let (ok, out) = smbclient(
+        board,
+        "media",
+        Some("admin"),
+        &format!("put {} admin.txt", note.display()),
+    );
+    assert!(ok, "a user writes to the guest share:\n{out}");
+    let out = Command::new("smbclient")
+        .args(["-N", "-L", "//127.0.0.1", "-p", &board.smb.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        printed(&out)
+            .lines()
+            .any(|l| l.trim_start().starts_with("media ")),
+        "a guest lists the shares:\n{}",
+        printed(&out)
+    );
+    let back = dir.join("guest.txt");
+    let (ok, out) = smbclient(
+        board,
+        "media",
+        None,
+        &format!("get admin.txt {}", back.display()),
+    );
+    assert!(
+        ok && std::fs::read(&back).unwrap() == b"from a Mac\n",
+        "a guest reads:\n{out}"
+    );
+    let (_, out) = smbclient(
+        board,
+        "media",
+        None,
+        &format!("put {} guest.txt", note.display()),
+    );
+    assert!(
+        out.contains("NT_STATUS_ACCESS_DENIED"),
+        "a guest must not write:\n{out}"
+    );
+    let (ok, out) = smbclient(board, "data", None, "ls");
+    assert!(
+        !ok && out.contains("NT_STATUS_ACCESS_DENIED"),
+        "a guest must not open a share for users:\n{out}"
+    );
+}
