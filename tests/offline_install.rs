@@ -117,26 +117,26 @@ path = "out/nas.img"
         started.elapsed().as_secs_f64()
     );
 
-    let status = stdout(Command::new("chroot").arg(&mnt).args([
-        "dpkg-query",
-        "-W",
-        "-f",
-        "${Package} ${db:Status-Status}\\n",
+    let packages = [
         "mdadm",
         "samba",
         "nfs-kernel-server",
         "smartmontools",
         "avahi-daemon",
         "wsdd2",
-    ]));
-    for p in [
-        "mdadm",
-        "samba",
-        "nfs-kernel-server",
-        "smartmontools",
-        "avahi-daemon",
-        "wsdd2",
-    ] {
+    ];
+    let status = stdout(
+        Command::new("chroot")
+            .arg(&mnt)
+            .args([
+                "dpkg-query",
+                "-W",
+                "-f",
+                "${Package} ${db:Status-Status}\\n",
+            ])
+            .args(packages),
+    );
+    for p in packages {
         assert!(
             status.contains(&format!("{p} installed")),
             "{p} is not installed:\n{status}\n{log}"
