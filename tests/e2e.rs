@@ -610,8 +610,8 @@ path = "out/nas.img"
         // mounted where the share lives.
         let (_, why) = board.ssh(
             &key,
-            "mountpoint /srv/data; sudo -S exportfs -v; sudo -S journalctl -b --no-pager \
-             | grep -iE 'srv-data|inactive unit|md127|md/data|nfs|mountd|exportfs' | tail -80",
+            "mountpoint /srv/data; sudo -S sh -c 'exportfs -v; journalctl -b --no-pager' \
+             | grep -iE 'srv-data|inactive unit|md127|md/data|nfs|mountd|exportfs|/srv' | tail -80",
         );
         panic!("NFS listing:\n{listing}\non the board:\n{why}");
     }

@@ -572,6 +572,31 @@ fn warnings(spec: &Array, chosen: &[(&Disk, bool)], lost: Size) -> Vec<String> {
 }
 
 impl Plan {
+    /// The array a path lies on: the one with the longest mount point at or
+    /// above it.
+    pub fn array_of(&self, path: &str) -> Option<&ArrayPlan> {
+        self.arrays
+            .iter()
+            .filter(|a| {
+                let m = a.spec.mount.as_str();
+                path == m || path.starts_with(&format!("{m}/"))
+            })
+            .max_by_key(|a| a.spec.mount.len())
+    }
+
+    /// How much a Time Machine share lets each of its users fill: the
+    /// recipe's limit, or half the array shared among the users (Samba
+    /// applies the limit to each user's folder); none for a share that is
+    /// not Time Machine or not on an array.
+    pub fn timemachine_limit(&self, share: &Share) -> Option<Size> {
+        let smb = share.smb.as_ref().filter(|s| s.timemachine)?;
+        smb.timemachine_max_size.or_else(|| {
+            let array = self.array_of(&share.path)?;
+            let users = smb.users.len().max(1) as u64;
+            Some(Size(array.capacity.bytes() / 2 / users))
+        })
+    }
+
     /// The plan in words, as `plan` prints it and the wizard shows it.
     pub fn describe(&self) -> String {
         let mut out = String::new();
@@ -656,7 +681,8 @@ impl Plan {
                     how.push("SMB read-only for guests".into());
                 }
                 if !smb.users.is_empty() {
-                    how.push(format!("SMB for {}{tm}", smb.users.join(", ")));
+                    let ro = if smb.readonly { " read-only" } else { "" };
+                    how.push(format!("SMB{ro} for {}{tm}", smb.users.join(", ")));
                 }
             }
             if let Some(nfs) = &share.nfs {

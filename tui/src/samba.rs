@@ -51,7 +51,9 @@ pub fn shares_conf(shares: &[(&Share, Option<Size>)]) -> String {
         if smb.timemachine {
             // Each user's Macs back up into a folder only that user can
             // open, created at setup; macOS adds one sparse bundle per Mac.
-            out += &format!("   path = {}/%U\n", share.path);
+            // %u, the account the client was mapped to: what the folders
+            // are named after, whatever case the Mac typed the name in.
+            out += &format!("   path = {}/%u\n", share.path);
         } else {
             out += &format!("   path = {}\n", share.path);
         }

@@ -253,8 +253,8 @@ pub struct Smb {
     pub users: Vec<String>,
     #[serde(default)]
     pub timemachine: bool,
-    /// Time Machine's limit for the backups of each Mac; without it, half
-    /// the array the share is on.
+    /// Time Machine's limit for each user's backups (all of that user's
+    /// Macs); without it, half the array shared among the users.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timemachine_max_size: Option<Size>,
     #[serde(default)]

@@ -611,16 +611,6 @@ fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
     if plan.shares.is_empty() {
         return;
     }
-    // The array a share's path lies on: the longest mount point above it.
-    let array_of = |share: &Share| {
-        plan.arrays
-            .iter()
-            .filter(|a| {
-                let m = a.spec.mount.as_str();
-                share.path == m || share.path.starts_with(&format!("{m}/"))
-            })
-            .max_by_key(|a| a.spec.mount.len())
-    };
     let mut dirs = Vec::new();
     for share in &plan.shares {
         dirs.push(run(&["mkdir", "-p", &share.path]));
@@ -648,16 +638,8 @@ fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
     let smb: Vec<(&Share, Option<Size>)> = plan
         .shares
         .iter()
-        .filter_map(|s| {
-            let smb = s.smb.as_ref()?;
-            // Half the array: room for the backups and for everything else.
-            let max = smb.timemachine_max_size.or_else(|| {
-                smb.timemachine
-                    .then(|| array_of(s).map(|a| Size(a.capacity.bytes() / 2)))
-                    .flatten()
-            });
-            Some((s, max))
-        })
+        .filter(|s| s.smb.is_some())
+        .map(|s| (s, plan.timemachine_limit(s)))
         .collect();
     if !smb.is_empty() {
         steps.push(Step {
@@ -714,7 +696,12 @@ fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
     }
     let shares: Vec<&Share> = smb.iter().map(|(s, _)| *s).collect();
     let mut announce = Vec::new();
-    if !shares.is_empty() {
+    if shares.is_empty() {
+        // A plan without SMB must not keep announcing an earlier one's.
+        announce.push(Action::RemoveFile {
+            path: avahi::SERVICE_FILE.into(),
+        });
+    } else {
         announce.push(Action::WriteFile {
             path: avahi::SERVICE_FILE.into(),
             contents: avahi::service_file(&shares),
@@ -749,7 +736,9 @@ fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
         .iter()
         .filter(|s| s.nfs.is_some())
         .map(|s| {
-            let mount = array_of(s).map_or(s.path.as_str(), |a| a.spec.mount.as_str());
+            let mount = plan
+                .array_of(&s.path)
+                .map_or(s.path.as_str(), |a| a.spec.mount.as_str());
             (s, mount)
         })
         .collect();

@@ -714,7 +714,7 @@ fn rendered_files_read_back_as_the_recipe_meant() {
             ("fruit:metadata", "stream"),
             ("fruit:time machine", "yes"),
             ("fruit:time machine max size", "307200M"),
-            ("path", "/srv/data/fotos-2024.d/%U"),
+            ("path", "/srv/data/fotos-2024.d/%u"),
             ("read only", "No"),
             ("valid users", "admin anna_b"),
             ("vfs objects", "fruit streams_xattr"),

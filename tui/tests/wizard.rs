@@ -187,21 +187,36 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
             mailaddr: None,
             alert_program: None,
         }),
-        shares: vec![Share {
-            name: "tank".into(),
-            path: "/srv/tank".into(),
-            smb: Some(Smb {
-                users: vec!["admin".into()],
-                timemachine: true,
-                timemachine_max_size: None,
-                readonly: false,
-                guest: false,
-            }),
-            nfs: Some(Nfs {
-                clients: Clients(vec!["192.168.1.0/24".into()]),
-                readonly: false,
-            }),
-        }],
+        // Time Machine on a share of its own, in a folder of the array.
+        shares: vec![
+            Share {
+                name: "tank".into(),
+                path: "/srv/tank".into(),
+                smb: Some(Smb {
+                    users: vec!["admin".into()],
+                    timemachine: false,
+                    timemachine_max_size: None,
+                    readonly: false,
+                    guest: false,
+                }),
+                nfs: Some(Nfs {
+                    clients: Clients(vec!["192.168.1.0/24".into()]),
+                    readonly: false,
+                }),
+            },
+            Share {
+                name: "timemachine".into(),
+                path: "/srv/tank/timemachine".into(),
+                smb: Some(Smb {
+                    users: vec!["admin".into()],
+                    timemachine: true,
+                    timemachine_max_size: None,
+                    readonly: false,
+                    guest: false,
+                }),
+                nfs: None,
+            },
+        ],
     };
     assert_eq!(handoff.recipe, expected);
     let members: Vec<&str> = handoff.plan.arrays[0]
@@ -909,6 +924,14 @@ fn smb_spec(w: &Wizard) -> Smb {
     w.share_specs()[0].smb.clone().unwrap()
 }
 
+/// The Time Machine share the form adds beside the array's share.
+fn tm_spec(w: &Wizard) -> Option<Smb> {
+    let specs = w.share_specs();
+    let tm = specs.get(1)?;
+    assert_eq!(tm.name, "timemachine");
+    tm.smb.clone().filter(|s| s.timemachine)
+}
+
 /// The whole review on a screen tall enough to hold it.
 fn review_text(w: &Wizard) -> String {
     render_at(w, 132, 200).backend().to_string()
@@ -922,12 +945,12 @@ fn guests_and_time_machine_exclude_each_other() {
     admin_password(&mut w);
     focus(&mut w, Field::TimeMachine);
     keys(&mut w, &[SPACE]);
-    assert!(smb_spec(&w).timemachine);
+    assert!(tm_spec(&w).is_some());
 
     focus(&mut w, Field::Guest);
     keys(&mut w, &[SPACE]);
     let smb = smb_spec(&w);
-    assert!(smb.guest && !smb.timemachine, "{smb:?}");
+    assert!(smb.guest && tm_spec(&w).is_none(), "{smb:?}");
     let notice = w.notice.clone().unwrap();
     assert!(
         !notice.error && notice.text.contains("Time Machine is now off"),
@@ -937,7 +960,7 @@ fn guests_and_time_machine_exclude_each_other() {
     insta::assert_snapshot!("shares_guest", shown);
     assert!(
         shown.contains("[x] Guests may read without a password (read-only for them)")
-            && shown.contains("[ ] Time Machine backups")
+            && shown.contains("[ ] Time Machine for Macs")
             && shown.contains("Guests or Time Machine, not both"),
         "{shown}"
     );
@@ -965,7 +988,7 @@ fn guests_and_time_machine_exclude_each_other() {
     focus(&mut w, Field::TimeMachine);
     keys(&mut w, &[SPACE]);
     let smb = smb_spec(&w);
-    assert!(smb.timemachine && !smb.guest, "{smb:?}");
+    assert!(tm_spec(&w).is_some() && !smb.guest, "{smb:?}");
     assert!(
         w.notice
             .as_ref()
@@ -1061,7 +1084,7 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
     typing(&mut w, "300GiB");
     keys(&mut w, &[Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
-    let smb = w.handoff().unwrap().recipe.shares[0].smb.clone().unwrap();
+    let smb = w.handoff().unwrap().recipe.shares[1].smb.clone().unwrap();
     assert_eq!(smb.timemachine_max_size, Some(Size(300 << 30)));
     let review = review_text(&w);
     assert!(
@@ -1074,7 +1097,7 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
     ctrl(&mut w, 'u');
     keys(&mut w, &[Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
-    assert_eq!(smb_spec(&w).timemachine_max_size, None);
+    assert_eq!(tm_spec(&w).unwrap().timemachine_max_size, None);
     let review = review_text(&w);
     assert!(
         review.contains("Time Machine for Macs, limited to half the array, about 2 TB"),
@@ -1088,9 +1111,9 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
     focus(&mut w, Field::TimeMachine);
     keys(&mut w, &[SPACE, Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
-    let smb = smb_spec(&w);
+    let specs = w.share_specs();
     assert!(
-        !smb.timemachine && smb.timemachine_max_size.is_none(),
-        "{smb:?}"
+        specs.len() == 1 && specs[0].smb.as_ref().is_some_and(|s| !s.timemachine),
+        "{specs:?}"
     );
 }

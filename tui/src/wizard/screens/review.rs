@@ -110,23 +110,26 @@ fn describe_shares(plan: &Plan) -> Vec<String> {
         if let Some(smb) = &share.smb {
             let users = smb.users.join(", ");
             out.push(match (smb.guest, smb.users.is_empty()) {
+                (false, _) if smb.readonly => format!("  SMB read-only for {users}"),
                 (false, _) => format!("  SMB for {users}"),
                 (true, true) => {
                     "  SMB: guests may read without a password; nobody may write".to_string()
+                }
+                (true, false) if smb.readonly => {
+                    format!("  SMB: guests and {users} may read without writing")
                 }
                 (true, false) => {
                     format!("  SMB: guests may read without a password; only {users} may write")
                 }
             });
             if smb.timemachine {
-                let limit = match smb.timemachine_max_size {
-                    Some(size) => exact(size),
-                    None => match plan.arrays.iter().find(|a| a.spec.mount == share.path) {
-                        Some(a) => {
-                            format!("half the array, about {}", Size(a.capacity.bytes() / 2))
-                        }
-                        None => "half the array".to_string(),
-                    },
+                let limit = match (smb.timemachine_max_size, plan.timemachine_limit(share)) {
+                    (Some(size), _) => exact(size),
+                    (None, Some(size)) if smb.users.len() > 1 => {
+                        format!("half the array shared among its users, about {size} each")
+                    }
+                    (None, Some(size)) => format!("half the array, about {size}"),
+                    (None, None) => "no limit (the share is on no array)".to_string(),
                 };
                 out.push(format!("  Time Machine for Macs, limited to {limit}"));
             }

@@ -19,6 +19,9 @@ use ratatui::widgets::{Paragraph, Wrap};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+/// The share the wizard adds for Time Machine, in a folder of the array.
+const TIME_MACHINE_SHARE: &str = "timemachine";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
     Name,
@@ -181,14 +184,14 @@ impl ShareForm {
         if !self.smb && !self.nfs {
             return Vec::new();
         }
-        vec![Share {
-            name: self.name.value().trim().to_string(),
+        let name = self.name.value().trim().to_string();
+        let mut shares = vec![Share {
+            name: name.clone(),
             path: mount.to_string(),
             smb: self.smb.then(|| Smb {
                 users: self.user_names(),
-                timemachine: self.timemachine,
-                // `problem` keeps an invalid limit from leaving this screen.
-                timemachine_max_size: self.timemachine_max_size().ok().flatten(),
+                timemachine: false,
+                timemachine_max_size: None,
                 readonly: false,
                 guest: self.guest,
             }),
@@ -203,7 +206,31 @@ impl ShareForm {
                 ),
                 readonly: false,
             }),
-        }]
+        }];
+        // Time Machine keeps each user's backups in a folder only that user
+        // opens; on a share of its own, the array's share stays a share of
+        // files.
+        if self.smb && self.timemachine {
+            let tm = if name.eq_ignore_ascii_case(TIME_MACHINE_SHARE) {
+                "backups"
+            } else {
+                TIME_MACHINE_SHARE
+            };
+            shares.push(Share {
+                name: tm.to_string(),
+                path: format!("{}/{tm}", mount.trim_end_matches('/')),
+                smb: Some(Smb {
+                    users: self.user_names(),
+                    timemachine: true,
+                    // `problem` keeps an invalid limit from leaving this screen.
+                    timemachine_max_size: self.timemachine_max_size().ok().flatten(),
+                    readonly: false,
+                    guest: false,
+                }),
+                nfs: None,
+            });
+        }
+        shares
     }
 
     /// (user, uid, NT hash) for every share user given a password here.
@@ -409,7 +436,7 @@ fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
             check(form.guest)
         )),
         Field::TimeMachine => FormRow::Check(format!(
-            "    {} Time Machine backups for Macs",
+            "    {} Time Machine for Macs (its own share, timemachine)",
             check(form.timemachine)
         )),
         Field::TimeMachineSize => text(
