@@ -72,14 +72,21 @@ pub fn found_by_name(board: &Board, key: &Path, host: &str, timemachine: &str) {
         model.iter().any(|l| l.ends_with(";\"model=MacSamba\"")),
         "_device-info._tcp: {model:?}"
     );
+    // WS-Discovery (3702) lists the NAS in Windows' Network view; LLMNR
+    // (5355) answers the bare name in `\\host\share`.
     let (ok, out) = board.ssh(
         key,
-        "systemctl is-active wsdd2.service && sudo -S ss -lnup sport = :3702",
+        "systemctl is-active wsdd2.service && sudo -S ss -lnup sport = :3702 or sport = :5355",
     );
-    assert!(
-        ok && out.contains("active") && out.contains("\"wsdd2\""),
-        "wsdd2 on WS-Discovery's port 3702:\n{out}"
-    );
+    for port in [":3702 ", ":5355 "] {
+        assert!(
+            ok && out.contains("active")
+                && out
+                    .lines()
+                    .any(|l| l.contains(port) && l.contains("\"wsdd2\"")),
+            "wsdd2 on port{port}:\n{out}"
+        );
+    }
 }
 
 fn torture(board: &Board, share: &str, tests: &[&str]) -> String {
