@@ -924,12 +924,32 @@ fn smb_spec(w: &Wizard) -> Smb {
     w.share_specs()[0].smb.clone().unwrap()
 }
 
+/// Types `limit` over the focused size field and goes on to the review:
+/// the limit the Time Machine share carries, and the review's text.
+fn review_with_limit(w: &mut Wizard, limit: &str) -> (Option<Size>, String) {
+    ctrl(w, 'u');
+    typing(w, limit);
+    keys(w, &[Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    (tm_spec(w).unwrap().timemachine_max_size, review_text(w))
+}
+
 /// The Time Machine share the form adds beside the array's share.
 fn tm_spec(w: &Wizard) -> Option<Smb> {
     let specs = w.share_specs();
     let tm = specs.get(1)?;
     assert_eq!(tm.name, "timemachine");
     tm.smb.clone().filter(|s| s.timemachine)
+}
+
+/// The shares screen with admin's password typed and Time Machine ticked.
+fn time_machine_on(board: &common::Board) -> Wizard {
+    let mut w = wizard_on(board, PLAIN);
+    to_shares(&mut w);
+    admin_password(&mut w);
+    focus(&mut w, Field::TimeMachine);
+    keys(&mut w, &[SPACE]);
+    w
 }
 
 /// The whole review on a screen tall enough to hold it.
@@ -940,11 +960,7 @@ fn review_text(w: &Wizard) -> String {
 #[test]
 fn guests_and_time_machine_exclude_each_other() {
     let board = board();
-    let mut w = wizard_on(&board, PLAIN);
-    to_shares(&mut w);
-    admin_password(&mut w);
-    focus(&mut w, Field::TimeMachine);
-    keys(&mut w, &[SPACE]);
+    let mut w = time_machine_on(&board);
     assert!(tm_spec(&w).is_some());
 
     focus(&mut w, Field::Guest);
@@ -1045,11 +1061,7 @@ fn a_guest_share_may_have_no_users_and_says_guests_need_no_password() {
 #[test]
 fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
     let board = board();
-    let mut w = wizard_on(&board, PLAIN);
-    to_shares(&mut w);
-    admin_password(&mut w);
-    focus(&mut w, Field::TimeMachine);
-    keys(&mut w, &[SPACE]);
+    let mut w = time_machine_on(&board);
     focus(&mut w, Field::TimeMachineSize);
     assert!(
         screen(&w).contains("Time Machine size limit")
@@ -1080,13 +1092,8 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
     }
     insta::assert_snapshot!("shares_timemachine_limit_refused", screen(&w));
 
-    ctrl(&mut w, 'u');
-    typing(&mut w, "300GiB");
-    keys(&mut w, &[Enter]);
-    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
-    let smb = w.handoff().unwrap().recipe.shares[1].smb.clone().unwrap();
-    assert_eq!(smb.timemachine_max_size, Some(Size(300 << 30)));
-    let review = review_text(&w);
+    let (limit, review) = review_with_limit(&mut w, "300GiB");
+    assert_eq!(limit, Some(Size(300 << 30)));
     assert!(
         review.contains("Time Machine for Macs, limited to 300GiB"),
         "{review}"
@@ -1094,11 +1101,8 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
 
     // Empty: the recipe's default, half of the 4 TB mirror.
     keys(&mut w, &[Esc]);
-    ctrl(&mut w, 'u');
-    keys(&mut w, &[Enter]);
-    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
-    assert_eq!(tm_spec(&w).unwrap().timemachine_max_size, None);
-    let review = review_text(&w);
+    let (limit, review) = review_with_limit(&mut w, "");
+    assert_eq!(limit, None);
     assert!(
         review.contains("Time Machine for Macs, limited to half the array, about 2 TB"),
         "{review}"
