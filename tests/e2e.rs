@@ -321,6 +321,7 @@ fn smb_get(board: &Board, dir: &Path, name: &str) -> String {
             return sha256_file(&back);
         }
         let not_yet = text.contains("NT_STATUS_CONNECTION_RESET")
+            || text.contains("NT_STATUS_CONNECTION_DISCONNECTED")
             || text.contains("NT_STATUS_CONNECTION_REFUSED")
             || text.contains("NT_STATUS_IO_TIMEOUT");
         assert!(
