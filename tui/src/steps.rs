@@ -259,6 +259,15 @@ fn part_name(array: &str) -> String {
     format!("nasforge-{array}")
 }
 
+/// A change event for `device`, then a wait for every event sent so far:
+/// udev's record of the device (what it holds, its by-uuid link) is fresh.
+fn udev_reprobe(device: &str) -> [Action; 2] {
+    [
+        run(&["udevadm", "trigger", "--action=change", device]),
+        run(&["udevadm", "settle"]),
+    ]
+}
+
 /// systemd's name for the mount unit of `path` (`systemd-escape --path
 /// --suffix=mount`); spec paths are absolute and limited to `A-Za-z0-9._-/`.
 pub fn mount_unit(path: &str) -> String {
@@ -358,7 +367,7 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     }
     for array in &plan.arrays {
         let mount = &array.spec.mount;
-        let device = filesystem_device(array);
+        let [trigger, settle] = udev_reprobe(&filesystem_device(array));
         steps.push(Step {
             id: format!("mount:{}", array.spec.name),
             title: format!("Mount '{}' at {mount}", array.spec.name),
@@ -373,8 +382,8 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
             // is there, or fails the step after its device timeout.
             actions: vec![
                 run(&["mkdir", "-p", mount]),
-                run(&["udevadm", "trigger", "--action=change", &device]),
-                run(&["udevadm", "settle"]),
+                trigger,
+                settle,
                 run(&["systemctl", "start", &mount_unit(mount)]),
             ],
             always: vec![],
@@ -451,8 +460,7 @@ fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: &mut Vec<St
         // the partition step's check right after would refuse the disk. A
         // change event of our own, then settle (which waits for every event
         // the kernel has sent so far), leaves no such window.
-        actions.push(run(&["udevadm", "trigger", "--action=change", &device]));
-        actions.push(run(&["udevadm", "settle"]));
+        actions.extend(udev_reprobe(&device));
         steps.push(Step {
             id: format!("wipe:{}", disk.name),
             title: format!(
