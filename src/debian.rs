@@ -11,7 +11,7 @@
 use crate::io::hash::sha256_hex;
 use crate::packages::sources;
 use anyhow::{Context, Result, bail};
-use nasforge_setup::steps::shell_quote;
+use nasforge_engine::steps::shell_quote;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -402,7 +402,7 @@ pub fn parse_disks(spec: &str) -> Result<(usize, u64), String> {
     };
     let bytes: crate::size::Size = size
         .parse()
-        .map_err(|e: nasforge_setup::size::SizeError| e.to_string())?;
+        .map_err(|e: nasforge_engine::size::SizeError| e.to_string())?;
     Ok((n, bytes.0))
 }
 

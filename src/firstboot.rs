@@ -5,14 +5,14 @@
 
 use crate::image::ext4::{Ext4, Op};
 use anyhow::{Context, Result, bail};
-use nasforge_setup::spec::{DeviceRecipe, Mode, Share, Storage};
+use nasforge_engine::spec::{DeviceRecipe, Mode, Share, Storage};
 use std::path::{Path, PathBuf};
 
-const UNIT: &str = include_str!("../files/firstboot/nasforge-firstboot.service");
-const SCRIPT: &str = include_str!("../files/firstboot/firstboot");
+const UNIT: &str = include_str!("../files/board/nasforge-firstboot.service");
+const SCRIPT: &str = include_str!("../files/board/firstboot");
 const UNIT_PATH: &str = "/etc/systemd/system/nasforge-firstboot.service";
 const WANTS: &str = "/etc/systemd/system/multi-user.target.wants";
-pub use nasforge_setup::image_files::SETUP_BINARY;
+pub use nasforge_engine::image_files::SETUP_BINARY;
 
 pub struct Plan {
     /// Packages to install from the staged repository (empty: none staged).

@@ -8,7 +8,7 @@ use crate::diag::{Located, LocatedErrors, did_you_mean};
 use crate::packages::PackagesSection;
 use crate::size::Size;
 use crate::system::SystemSection;
-use nasforge_setup::spec::{DeviceRecipe, Share, Storage};
+use nasforge_engine::spec::{DeviceRecipe, Share, Storage};
 use serde::Deserialize;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -566,7 +566,7 @@ impl Recipe {
         // is offline at first boot, so a missing mkfs would fail there,
         // after the arrays exist.
         let required: Vec<String> =
-            nasforge_setup::spec::required_packages(raw.storage.as_ref(), &raw.shares)
+            nasforge_engine::spec::required_packages(raw.storage.as_ref(), &raw.shares)
                 .into_iter()
                 .map(String::from)
                 .collect();
@@ -726,7 +726,7 @@ fn url_problem(value: &str, schemes: &[&str]) -> Option<String> {
 
 /// An error at a dotted path of the recipe (`system.users[0].name`).
 fn at_path(file: &Path, text: &str, path: &str, message: &str) -> Located {
-    let at = nasforge_setup::spec::locate(text, path);
+    let at = nasforge_engine::spec::locate(text, path);
     let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
     Located::at(file, text, line, col, format!("{path}: {message}"))
 }

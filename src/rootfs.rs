@@ -235,9 +235,9 @@ pub fn apply(
     if recipe
         .storage
         .as_ref()
-        .is_some_and(|s| s.mode == nasforge_setup::spec::Mode::Wizard)
+        .is_some_and(|s| s.mode == nasforge_engine::spec::Mode::Wizard)
     {
-        use nasforge_setup::image_files::{ENABLE_WIZARD, FILES};
+        use nasforge_engine::image_files::{ENABLE_WIZARD, FILES};
         let dirs: Vec<&str> = FILES
             .iter()
             .filter_map(|f| f.path.rsplit_once('/').map(|(d, _)| d))

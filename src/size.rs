@@ -1,8 +1,8 @@
-//! Byte sizes. Parsing is the device library's (`nasforge_setup::size`), so a
+//! Byte sizes. Parsing is the device library's (`nasforge_engine::size`), so a
 //! recipe means the same bytes on the workstation and on the board: `512MiB`,
 //! `2GiB` are binary, `1TB`, `500GB` decimal.
 
-pub use nasforge_setup::size::Size;
+pub use nasforge_engine::size::Size;
 
 /// `1.5 GiB`-style rendering for messages and reports.
 pub fn human(bytes: u64) -> String {

@@ -368,13 +368,13 @@ fn hostile_password_hashes_are_refused_and_real_ones_accepted() {
     }
 }
 
-/// tui/tests/data/hostile-values.toml through `nasforge check`: every value
+/// engine/tests/data/hostile-values.toml through `nasforge check`: every value
 /// the board would write into a file, a unit or a command line is refused on
 /// the workstation, at its line, with the board's own words.
 #[test]
 fn check_refuses_every_hostile_board_value_at_its_line() {
     let table: toml::Table =
-        toml::from_str(include_str!("../tui/tests/data/hostile-values.toml")).unwrap();
+        toml::from_str(include_str!("../engine/tests/data/hostile-values.toml")).unwrap();
     let template = table["template"].as_str().unwrap();
     // The template passes every recipe check: what stops it is the
     // placeholder base image, read only after them.

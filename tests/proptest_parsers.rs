@@ -7,7 +7,7 @@
 //! `PROPTEST_CASES=100000 cargo test --test proptest_parsers`.
 
 mod common;
-#[path = "../tui/tests/proptest_support/mod.rs"]
+#[path = "../engine/tests/proptest_support/mod.rs"]
 mod proptest_support;
 
 use common::{nasforge, run, spawn_with_stdin, write_recipe};
@@ -71,7 +71,7 @@ fn mutate_text(base: &str, ops: &[Mutation]) -> String {
     String::from_utf8_lossy(&mutate(base.as_bytes(), 0..base.len(), ops)).into_owned()
 }
 
-const CONFIG_TXT: &str = include_str!("../tui/tests/data/pi5-jmb585/boot/firmware/config.txt");
+const CONFIG_TXT: &str = include_str!("../engine/tests/data/pi5-jmb585/boot/firmware/config.txt");
 
 fn parse_recipe(text: &str) {
     if let Err(e) = Recipe::parse(Path::new("/nonexistent/r.toml"), text) {

@@ -353,7 +353,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     let smb = debugfs_cat(&img, off, "/var/lib/nasforge/smbpasswd");
     assert!(
         smb.starts_with("admin:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:")
-            && smb.contains(&nasforge_setup::smbpasswd::nt_hash(PASSWORD)),
+            && smb.contains(&nasforge_engine::shares::smbpasswd::nt_hash(PASSWORD)),
         "{smb}"
     );
     // The recipe travels, without the password.
@@ -362,7 +362,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
         copy.contains("[[storage.arrays]]") && !copy.contains(PASSWORD),
         "{copy}"
     );
-    nasforge_setup::spec::DeviceRecipe::parse(&copy, Path::new("nasforge.toml"))
+    nasforge_engine::spec::DeviceRecipe::parse(&copy, Path::new("nasforge.toml"))
         .expect("the board can read the copy");
 
     assert!(
@@ -395,7 +395,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
         ]),
         "{manifest:#}"
     );
-    let nt = nasforge_setup::smbpasswd::nt_hash(PASSWORD);
+    let nt = nasforge_engine::shares::smbpasswd::nt_hash(PASSWORD);
     assert!(
         !manifest_text.contains(&hash) && !manifest_text.contains(&nt[..12]),
         "no secret value in the manifest"

@@ -1,12 +1,12 @@
 //! Which block devices may be flashed, from sysfs and /proc: identity
 //! (model, serial, transport, size), what each holds (signatures read from
-//! its first and last bytes by `nasforge_setup::signature`, the same probe
+//! its first and last bytes by `nasforge_engine::machine::signature`, the same probe
 //! the on-board setup trusts) and whether the running system uses it. A
 //! target is refused for a reason the user can read, with the flag that
 //! overrides it when one exists.
 
-use nasforge_setup::signature::{self, Signature};
-use nasforge_setup::sysfs::{parse_devnum, read_trimmed, read_u64};
+use nasforge_engine::machine::signature::{self, Signature};
+use nasforge_engine::machine::sysfs::{parse_devnum, read_trimmed, read_u64};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::fs;

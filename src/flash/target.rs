@@ -13,8 +13,8 @@
 
 use super::candidates::{self, Device, Refusal, SystemUse};
 use crate::io::direct::{AlignedBuf, DiskFile};
-use nasforge_setup::signature::{self, Ends, Signature, WINDOW};
-use nasforge_setup::sysfs::read_u64;
+use nasforge_engine::machine::signature::{self, Ends, Signature, WINDOW};
+use nasforge_engine::machine::sysfs::read_u64;
 use sha2::{Digest, Sha256};
 use std::fs::{self, OpenOptions};
 use std::io;

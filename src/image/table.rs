@@ -271,7 +271,7 @@ fn read_mbr(file: &mut File, mbr: &[u8; 512], disk_size: u64) -> Result<Layout> 
 }
 
 fn read_gpt(file: &mut File, disk_size: u64) -> Result<Layout> {
-    use nasforge_setup::partition::{GptReadError, read_gpt};
+    use nasforge_engine::storage::partition::{GptReadError, read_gpt};
     let table = read_gpt(file, SECTOR).map_err(|e| match e {
         GptReadError::Header(_) => {
             anyhow::anyhow!("corrupt GPT partition table: {e}; repair it with `sgdisk -e` first")

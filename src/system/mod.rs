@@ -250,10 +250,10 @@ pub fn problems_for(vendor: Vendor, sys: &SystemSection) -> Vec<(String, String)
 /// Wizard mode's storage is set up by someone who logs in and runs `sudo
 /// nasforge-setup`: without a user who may use sudo, nobody could.
 pub fn wizard_problems(
-    storage: Option<&nasforge_setup::spec::Storage>,
+    storage: Option<&nasforge_engine::spec::Storage>,
     sys: &SystemSection,
 ) -> Vec<(String, String)> {
-    let wizard = storage.is_some_and(|s| s.mode == nasforge_setup::spec::Mode::Wizard);
+    let wizard = storage.is_some_and(|s| s.mode == nasforge_engine::spec::Mode::Wizard);
     if !wizard || sys.users.iter().any(|u| u.sudo) {
         return Vec::new();
     }
@@ -277,7 +277,7 @@ pub struct Applied {
 
 /// Staged for first boot: Samba's passwords (imported by nasforge-setup,
 /// then deleted) and SSH keys of users Raspberry Pi OS creates itself.
-pub use nasforge_setup::samba::STAGED_PASSWORDS as SMBPASSWD;
+pub use nasforge_engine::shares::samba::STAGED_PASSWORDS as SMBPASSWD;
 pub const STAGED_KEYS: &str = "/var/lib/nasforge/authorized_keys";
 
 fn days_since_epoch() -> u64 {
@@ -537,10 +537,10 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
                 .password
                 .as_deref()
                 .context("validated: share users have a password")?;
-            smbpasswd.push_str(&nasforge_setup::smbpasswd::line(
+            smbpasswd.push_str(&nasforge_engine::shares::smbpasswd::line(
                 &u.name,
                 uid,
-                &nasforge_setup::smbpasswd::nt_hash(password),
+                &nasforge_engine::shares::smbpasswd::nt_hash(password),
                 now,
             ));
             smbpasswd.push('\n');

@@ -1,6 +1,6 @@
 //! Password material computed on the workstation, so the image never
 //! carries a plaintext password: a crypt(3) hash for /etc/shadow. (Samba's
-//! NT hash is nasforge_setup::smbpasswd's, shared with the board.) Also the
+//! NT hash is nasforge_engine::shares::smbpasswd's, shared with the board.) Also the
 //! rules a recipe's own hashes must meet, and the list of what in a
 //! finished image is a password equivalent.
 

@@ -5,7 +5,7 @@
 
 pub mod http;
 pub mod repo;
-#[path = "../../tui/tests/shared/stdin.rs"]
+#[path = "../../engine/tests/shared/stdin.rs"]
 mod stdin;
 
 pub use stdin::spawn_with_stdin;

@@ -1,13 +1,13 @@
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use nasforge_setup::disks::Host;
-use nasforge_setup::executor::{self, Event};
-use nasforge_setup::journal::Journal;
-use nasforge_setup::planner::Plan;
-use nasforge_setup::runner::{RecordingRunner, Runner, SystemRunner};
-use nasforge_setup::setup::{self, COMPLETE_MARKER, Outcome, SetupError};
-use nasforge_setup::spec::DeviceRecipe;
-use nasforge_setup::status::{self, Setup};
+use nasforge_engine::executor::{self, Event};
+use nasforge_engine::journal::Journal;
+use nasforge_engine::machine::disks::Host;
+use nasforge_engine::planner::Plan;
+use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::setup::{self, COMPLETE_MARKER, Outcome, SetupError};
+use nasforge_engine::spec::DeviceRecipe;
+use nasforge_engine::status::{self, Setup};
 use nasforge_setup::wizard::{self, Exit};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -106,7 +106,7 @@ fn wizard(host: &Host, dry_run: bool) -> anyhow::Result<()> {
         println!(
             "Samba passwords for {} would be staged as NT hashes in {}.",
             users.join(", "),
-            nasforge_setup::samba::STAGED_PASSWORDS
+            nasforge_engine::shares::samba::STAGED_PASSWORDS
         );
     }
     println!("\nSteps (nothing is run):");

@@ -1,10 +1,11 @@
 //! The nasforge-setup binary as first boot and a user run it.
 
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
-use nasforge_setup::journal::{self, Journal, StepRecord};
-use nasforge_setup::setup::{self, COMPLETE_MARKER};
-use nasforge_setup::spec::DeviceRecipe;
+use nasforge_engine::journal::{self, Journal, StepRecord};
+use nasforge_engine::setup::{self, COMPLETE_MARKER};
+use nasforge_engine::spec::DeviceRecipe;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -162,7 +163,7 @@ fn finished_journal(board: &common::Board, recipe_text: &str) {
         &board.host,
         Path::new("r.toml"),
         &recipe,
-        &mut nasforge_setup::runner::RecordingRunner::default(),
+        &mut nasforge_engine::runner::RecordingRunner::default(),
         &mut |_| {},
     )
     .unwrap();
@@ -253,7 +254,7 @@ fn status_summarises_smart_health_per_member() {
     let journal = Journal::load(&board.host.path(journal::PATH))
         .unwrap()
         .unwrap();
-    let mut runner = nasforge_setup::runner::RecordingRunner::default();
+    let mut runner = nasforge_engine::runner::RecordingRunner::default();
     runner.responses.push((
         "smartctl -H -A -j /dev/disk/by-id/wwn-0x50014ee2b0000003".into(),
         r#"{"smart_status":{"passed":false},"temperature":{"current":51},"power_on_time":{"hours":40112}}"#.into(),
@@ -262,7 +263,7 @@ fn status_summarises_smart_health_per_member() {
         "smartctl -H -A -j".into(),
         r#"{"smart_status":{"passed":true},"temperature":{"current":34},"power_on_time":{"hours":1200}}"#.into(),
     ));
-    let status = nasforge_setup::status::collect(&board.host, Some(&journal), &mut runner);
+    let status = nasforge_engine::status::collect(&board.host, Some(&journal), &mut runner);
     assert_eq!(
         runner.lines.len(),
         4,
@@ -293,7 +294,7 @@ fn an_old_array_assembled_under_the_recipes_name_stops_the_plan() {
     let arrays = board.inventory().arrays;
     assert_eq!(
         arrays,
-        [nasforge_setup::disks::MdArray {
+        [nasforge_engine::machine::disks::MdArray {
             device: "md127".into(),
             name: Some("data".into()),
             members: vec!["sdd".into()],

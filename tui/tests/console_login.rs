@@ -4,10 +4,10 @@
 //! `sudo` with `setpriv`, so the host's real sudo asks for its password.
 //! Nothing here may start the wizard without a password.
 
-#[path = "shared/stdin.rs"]
+#[path = "../../engine/tests/shared/stdin.rs"]
 mod stdin;
 
-use nasforge_setup::image_files::{ENABLE_WIZARD, FILES, SETUP_BINARY};
+use nasforge_engine::image_files::{ENABLE_WIZARD, FILES, SETUP_BINARY};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use stdin::spawn_with_stdin;

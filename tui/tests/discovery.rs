@@ -1,14 +1,15 @@
 //! Discovery on fake sysfs/udev/proc trees modelled on real boards.
 
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
-use nasforge_setup::disks::{Disk, InUse, RotationalSource};
-use nasforge_setup::planner;
-use nasforge_setup::runner::{Query, RunError, Runner};
-use nasforge_setup::setup;
-use nasforge_setup::signature::Signature;
-use nasforge_setup::spec::{DeviceRecipe, Transport};
-use nasforge_setup::steps::{Action, Cmd};
+use nasforge_engine::machine::disks::{Disk, InUse, RotationalSource};
+use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::planner;
+use nasforge_engine::runner::{Query, RunError, Runner};
+use nasforge_engine::setup;
+use nasforge_engine::spec::{DeviceRecipe, Transport};
+use nasforge_engine::steps::{Action, Cmd};
 use std::path::Path;
 use std::time::Duration;
 
@@ -240,7 +241,9 @@ fn the_real_host_root_disk_is_the_boot_disk() {
         sys
     };
     let name = disk_dir.file_name().unwrap().to_string_lossy().into_owned();
-    let inv = nasforge_setup::disks::discover(&nasforge_setup::disks::Host::new("/")).unwrap();
+    let inv =
+        nasforge_engine::machine::disks::discover(&nasforge_engine::machine::disks::Host::new("/"))
+            .unwrap();
     let Some(disk) = inv.disks.iter().find(|d| d.name == name) else {
         println!("skipped: / is on {name}, a virtual device discovery leaves out");
         return;

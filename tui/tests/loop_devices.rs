@@ -4,18 +4,19 @@
 //! bcache, fake-RAID metadata, bytes no probe knows). md RAID, mounts and shares are proved in the emulated
 //! board, not here (this kernel has no md driver).
 
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
-use nasforge_setup::disks::{Disk, Host, Partition};
-use nasforge_setup::executor;
-use nasforge_setup::journal::Journal;
-use nasforge_setup::partition::{self, PartitionKind};
-use nasforge_setup::planner;
-use nasforge_setup::runner::{RecordingRunner, Runner, SystemRunner};
-use nasforge_setup::setup::Prepared;
-use nasforge_setup::signature::{self, Signature};
-use nasforge_setup::spec::DeviceRecipe;
-use nasforge_setup::steps::{self, Action, Context};
+use nasforge_engine::executor;
+use nasforge_engine::journal::Journal;
+use nasforge_engine::machine::disks::{Disk, Host, Partition};
+use nasforge_engine::machine::signature::{self, Signature};
+use nasforge_engine::planner;
+use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::setup::Prepared;
+use nasforge_engine::spec::DeviceRecipe;
+use nasforge_engine::steps::{self, Action, Context};
+use nasforge_engine::storage::partition::{self, PartitionKind};
 use nasforge_setup::wizard::{choices, facts};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -144,14 +145,14 @@ fn loop_disk(name: &str) -> Disk {
         name: name.to_string(),
         major: 7,
         minor: 0,
-        size: nasforge_setup::size::Size(320 * MIB),
+        size: nasforge_engine::size::Size(320 * MIB),
         logical_block_size: 512,
         model: None,
         serial: None,
         wwn: None,
         transport: None,
         rotational: false,
-        rotational_from: nasforge_setup::disks::RotationalSource::Sysfs,
+        rotational_from: nasforge_engine::machine::disks::RotationalSource::Sysfs,
         removable: false,
         controller: None,
         usb_mbit: None,
@@ -173,7 +174,7 @@ fn plan_over(
         "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"vol\"\nlevel = \"{level}\"\ndisks = {{ count = {count} }}\nfilesystem = \"{fs}\"\nmount = \"/srv/vol\"\nwipe = {wipe}\n"
     );
     let recipe = DeviceRecipe::parse(&recipe, Path::new("test.toml")).unwrap();
-    let inventory = nasforge_setup::disks::Inventory {
+    let inventory = nasforge_engine::machine::disks::Inventory {
         disks,
         network: None,
         arrays: vec![],
@@ -212,7 +213,7 @@ fn quiet_runner(host: Host) -> SystemRunner {
 }
 
 fn prepare(host: &Host, recipe: &DeviceRecipe) -> Prepared {
-    nasforge_setup::setup::prepare(
+    nasforge_engine::setup::prepare(
         host,
         Path::new("recipe.toml"),
         recipe,
@@ -756,7 +757,7 @@ fn a_disk_that_gained_a_fake_raid_label_after_planning_is_refused_at_the_step() 
     write_imsm(&disk);
     assert_eq!(blkid_type(&disk).as_deref(), Some("isw_raid_member"));
     let before = disk.sha256();
-    let journal_path = host.path(nasforge_setup::journal::PATH);
+    let journal_path = host.path(nasforge_engine::journal::PATH);
     let (_, text) = resume_at_partition_sdb(recipe, prepared, &journal_path, &host);
     assert!(
         text.contains("partition:sdb")
@@ -784,7 +785,7 @@ fn a_wipe_cut_after_the_whole_disk_wipefs_resumes_after_a_reboot() {
             name: format!("{name}p{number}"),
             number,
             start: MIB + (number as u64 - 1) * 16 * MIB,
-            size: nasforge_setup::size::Size(16 * MIB),
+            size: nasforge_engine::size::Size(16 * MIB),
             contents: vec![],
         })
         .collect();
@@ -919,7 +920,7 @@ fn an_old_array_under_the_planned_name_is_never_formatted() {
     std::fs::create_dir_all(board.node("md")).unwrap();
     std::os::unix::fs::symlink("../md127", board.node("md/data")).unwrap();
 
-    let journal_path = host.path(nasforge_setup::journal::PATH);
+    let journal_path = host.path(nasforge_engine::journal::PATH);
     let mut journal = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
     let mut runner = quiet_runner(host.clone());
     for from in ["create-array:data", "mkfs:data"] {

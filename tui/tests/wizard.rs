@@ -2,22 +2,23 @@
 //! Pi 5 + JMB585 fixture with four WD Red disks, one of which (sdd) still
 //! holds an ext4 filesystem "photos".
 
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
-use nasforge_setup::journal::{self, Journal, StepRecord};
-use nasforge_setup::runner::RecordingRunner;
-use nasforge_setup::setup::{self, SetupError};
-use nasforge_setup::size::Size;
-use nasforge_setup::spec::{
+use nasforge_engine::journal::{self, Journal, StepRecord};
+use nasforge_engine::runner::RecordingRunner;
+use nasforge_engine::setup::{self, SetupError};
+use nasforge_engine::size::Size;
+use nasforge_engine::spec::{
     Array, Clients, Count, DeviceRecipe, DiskMatch, Filesystem, Level, Mode, Nfs, Share, Smb,
     Storage,
 };
+use nasforge_engine::{image_files, shares::samba, shares::smbpasswd};
 use nasforge_setup::wizard::screens::shares::Field;
 use nasforge_setup::wizard::theme::Theme;
 use nasforge_setup::wizard::{
     self, Effect, Handoff, Msg, Screen, Settings, Wizard, facts, service,
 };
-use nasforge_setup::{image_files, samba, smbpasswd};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -226,7 +227,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
         .collect();
     assert_eq!(members, ALL_FOUR);
     assert_eq!(handoff.steps[0].id, "wipe:sdd");
-    let mkfs = nasforge_setup::executor::dry_run(&handoff.steps);
+    let mkfs = nasforge_engine::executor::dry_run(&handoff.steps);
     assert!(
         mkfs.contains(&format!("mkfs.xfs -f -L tank -m uuid={FS_UUID}")),
         "{mkfs}"

@@ -2,11 +2,13 @@
 //! shares on it, as the same `Storage` and `Share` types a recipe holds,
 //! planned by the same planner `--unattended` uses. Pure.
 
-use crate::disks::{Disk, Inventory};
-use crate::matching;
-use crate::planner::{self, ArrayPlan, Plan};
-use crate::signature::Signature;
-use crate::spec::{self, Array, Count, DiskMatch, Filesystem, Level, Mode, Share, Storage};
+use nasforge_engine::machine::disks::{Disk, Inventory};
+use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::matching;
+use nasforge_engine::planner::{self, ArrayPlan, Plan};
+use nasforge_engine::spec::{
+    self, Array, Count, DiskMatch, Filesystem, Level, Mode, Share, Storage,
+};
 
 /// The levels offered, most commonly wanted first.
 pub const LEVELS: [Level; 6] = [
@@ -34,7 +36,10 @@ pub fn ineligible(disk: &Disk) -> Option<String> {
 
 /// A few words for the table's "holds" column.
 pub fn holds(disk: &Disk) -> String {
-    if disk.in_use.contains(&crate::disks::InUse::Boot) {
+    if disk
+        .in_use
+        .contains(&nasforge_engine::machine::disks::InUse::Boot)
+    {
         return "the system".into();
     }
     let contents = disk.all_contents();

@@ -3,10 +3,10 @@
 //! shares. Gathered once at start; the screens only read it.
 
 use super::hardware::{self, Hardware};
-use crate::disks::{self, DiscoveryError, Host, Inventory};
-use crate::runner::Runner;
-use crate::steps::Cmd;
-use crate::{samba, setup, smbpasswd, status};
+use nasforge_engine::machine::disks::{self, DiscoveryError, Host, Inventory};
+use nasforge_engine::runner::Runner;
+use nasforge_engine::steps::Cmd;
+use nasforge_engine::{setup, shares::samba, shares::smbpasswd, status};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq)]

@@ -2,8 +2,8 @@
 //! the SATA controllers (or why there is none), and the address shares
 //! will be reached at. Read under the host's root like discovery.
 
-use crate::controllers;
-use crate::disks::{Host, Inventory};
+use nasforge_engine::machine::controllers;
+use nasforge_engine::machine::disks::{Host, Inventory};
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -93,7 +93,7 @@ fn sata_controllers(host: &Host, inventory: &Inventory) -> Vec<SataController> {
                 .and_then(|(speed, width)| {
                     // "8.0 GT/s PCIe"; "Unknown" while the link is down.
                     let gts = speed.split_whitespace().next()?.parse::<f32>().ok()?;
-                    Some(crate::planner::pcie_link(
+                    Some(nasforge_engine::planner::pcie_link(
                         (gts * 1000.0).round() as u32,
                         width.parse().ok()?,
                     ))
@@ -136,7 +136,7 @@ fn problems(host: &Host, board: Option<&str>, found: &[SataController]) -> Vec<S
         return out;
     }
     let pi5 = board.is_some_and(|b| b.contains("Raspberry Pi 5 Model"));
-    let config = crate::setup::boot_dir(host).join("config.txt");
+    let config = nasforge_engine::setup::boot_dir(host).join("config.txt");
     if pi5 && !pcie_connector_enabled(&fs::read_to_string(&config).unwrap_or_default()) {
         out.push(format!(
             "dtparam=pciex1 is missing from {}, so the Pi 5's PCIe connector is off: add it (and dtparam=pciex1_gen=3 for a JMB585 or ASM1166) and reboot",

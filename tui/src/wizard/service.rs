@@ -6,14 +6,16 @@
 //! then watches the journal, the log and /proc/mdstat.
 
 use super::Handoff;
-use crate::atomic_file;
-use crate::disks::Host;
-use crate::image_files::{FIRSTBOOT_ENV, PACKAGES_INSTALLED, SETUP_SERVICE, WIZARD_RECIPE};
-use crate::journal::Journal;
-use crate::runner::Runner;
-use crate::status::{self, ArrayStatus};
-use crate::steps::{Action, Cmd};
-use crate::{samba, setup, smbpasswd};
+use nasforge_engine::atomic_file;
+use nasforge_engine::image_files::{
+    FIRSTBOOT_ENV, PACKAGES_INSTALLED, SETUP_SERVICE, WIZARD_RECIPE,
+};
+use nasforge_engine::journal::Journal;
+use nasforge_engine::machine::disks::Host;
+use nasforge_engine::runner::Runner;
+use nasforge_engine::status::{self, ArrayStatus};
+use nasforge_engine::steps::{Action, Cmd};
+use nasforge_engine::{setup, shares::samba, shares::smbpasswd};
 use std::io::{Read, Seek, SeekFrom};
 
 /// What the progress screen shows, read from the machine once a second.

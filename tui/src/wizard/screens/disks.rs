@@ -4,10 +4,10 @@
 //! its name is typed on the review screen.
 
 use super::Help;
-use crate::disks::Disk;
 use crate::wizard::choices;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Screen, Wizard};
+use nasforge_engine::machine::disks::Disk;
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -157,7 +157,7 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         "Chosen: none yet".to_string()
     } else {
         let names: Vec<&str> = chosen.iter().map(|d| d.name.as_str()).collect();
-        let total = crate::size::Size(chosen.iter().map(|d| d.size.0).sum());
+        let total = nasforge_engine::size::Size(chosen.iter().map(|d| d.size.0).sum());
         format!("Chosen: {} ({total} raw)", names.join(", "))
     };
     frame.render_widget(Paragraph::new(summary), chosen_area);

@@ -8,11 +8,11 @@
 //! would need a DNS entry nobody made.
 
 use super::Help;
-use crate::planner::{Alert, Plan};
-use crate::spec::Level;
-use crate::status::minutes_text;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Wizard};
+use nasforge_engine::planner::{Alert, Plan};
+use nasforge_engine::spec::Level;
+use nasforge_engine::status::minutes_text;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;

@@ -3,11 +3,11 @@
 //! speed), a recommendation, the filesystem and the mount point.
 
 use super::Help;
-use crate::planner::ArrayPlan;
-use crate::spec::{Filesystem, Level};
 use crate::wizard::choices::{self, FILESYSTEMS, LevelOption};
 use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
+use nasforge_engine::planner::ArrayPlan;
+use nasforge_engine::spec::{Filesystem, Level};
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -4,14 +4,14 @@
 //! confirmed by typing its name or serial.
 
 use super::Help;
-use crate::disks::Disk;
-use crate::executor;
-use crate::planner::Plan;
-use crate::samba;
-use crate::size::Size;
 use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::scroll::{Scroll, wrap_hanging};
 use crate::wizard::{Effect, Screen, Wizard};
+use nasforge_engine::executor;
+use nasforge_engine::machine::disks::Disk;
+use nasforge_engine::planner::Plan;
+use nasforge_engine::shares::samba;
+use nasforge_engine::size::Size;
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -4,12 +4,12 @@
 //! share is the whole array.
 
 use super::Help;
-use crate::size::Size;
-use crate::smbpasswd;
-use crate::spec::{Clients, Nfs, Share, Smb};
 use crate::wizard::facts::Facts;
 use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
+use nasforge_engine::shares::smbpasswd;
+use nasforge_engine::size::Size;
+use nasforge_engine::spec::{Clients, Nfs, Share, Smb};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -131,7 +131,10 @@ fn disk_summary(w: &Wizard) -> String {
     }
     let system: Vec<&str> = disks
         .iter()
-        .filter(|d| d.in_use.contains(&crate::disks::InUse::Boot))
+        .filter(|d| {
+            d.in_use
+                .contains(&nasforge_engine::machine::disks::InUse::Boot)
+        })
         .map(|d| d.name.as_str())
         .collect();
     if !system.is_empty() {

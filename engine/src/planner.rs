@@ -2,7 +2,7 @@
 //! list of refusals that each name the disk and the reason. Pure: no I/O, so
 //! the wizard can re-plan on every keystroke and tests can cover every level.
 
-use crate::disks::{Disk, Inventory, MdArray};
+use crate::machine::disks::{Disk, Inventory, MdArray};
 use crate::matching;
 use crate::size::Size;
 use crate::spec::{Array, Count, Level, Share, Storage, Transport};
@@ -455,7 +455,7 @@ fn plan_array(
 }
 
 fn name_taken(index: usize, spec: &Array, existing: &MdArray, inventory: &Inventory) -> String {
-    let device = crate::mdadm::device(&spec.name);
+    let device = crate::storage::mdadm::device(&spec.name);
     let members: Vec<String> = existing
         .members
         .iter()

@@ -2,9 +2,9 @@
 //! execution with the journal. The wizard will call the same pieces with a
 //! spec built on screen.
 
-use crate::disks::{self, DiscoveryError, Host, Inventory};
 use crate::executor::{self, Event, ExecError};
 use crate::journal::{self, Journal, JournalError};
+use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
 use crate::planner::{self, Plan, Refusal};
 use crate::runner::Runner;
 use crate::size::Size;
@@ -174,7 +174,7 @@ pub fn prepare(
         let never = d
             .in_use
             .iter()
-            .find(|u| matches!(u, crate::disks::InUse::Boot))
+            .find(|u| matches!(u, crate::machine::disks::InUse::Boot))
             .or(d.in_use.first())
             .map(|why| format!(" (never used: {why})"))
             .unwrap_or_default();

@@ -2,7 +2,7 @@
 //! `storage.mode = "wizard"` gets the wizard, never without a password: the
 //! login screen says how to start it, a login on the console starts it
 //! through sudo, and a login over SSH prints a one-line hint. Nothing runs
-//! it on a terminal before a login. The texts live in `tui/files/`; the
+//! it on a terminal before a login. The texts live in `files/board/`; the
 //! builder links this library and copies them from here.
 
 /// Where the builder installs the nasforge-setup binary.
@@ -33,17 +33,17 @@ pub struct ImageFile {
 pub const FILES: [ImageFile; 3] = [
     ImageFile {
         path: "/usr/lib/nasforge/setup-pending.issue",
-        contents: include_str!("../files/nasforge-setup-pending.issue"),
+        contents: include_str!("../../files/board/nasforge-setup-pending.issue"),
         mode: 0o644,
     },
     ImageFile {
         path: "/etc/systemd/system/nasforge-setup.service",
-        contents: include_str!("../files/nasforge-setup.service"),
+        contents: include_str!("../../files/board/nasforge-setup.service"),
         mode: 0o644,
     },
     ImageFile {
         path: "/etc/profile.d/nasforge-setup.sh",
-        contents: include_str!("../files/nasforge-setup-hint.sh"),
+        contents: include_str!("../../files/board/nasforge-setup-hint.sh"),
         mode: 0o644,
     },
 ];

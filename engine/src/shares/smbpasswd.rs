@@ -1,6 +1,6 @@
 //! Samba passwords chosen in the wizard, staged exactly as the image builder
 //! stages the recipe's: NT hashes in smbpasswd format at
-//! [`samba::STAGED_PASSWORDS`](crate::samba::STAGED_PASSWORDS), which the
+//! [`samba::STAGED_PASSWORDS`](crate::shares::samba::STAGED_PASSWORDS), which the
 //! `samba-users` step imports with pdbedit and then deletes. A password is
 //! never written in clear.
 

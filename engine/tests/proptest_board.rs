@@ -3,14 +3,16 @@
 //! someone plugged in. Each returns a value or an error, and never panics.
 //!
 //! CI runs one to two thousand cases per property (seconds); a longer run:
-//! `PROPTEST_CASES=100000 cargo test -p nasforge-setup --test proptest_board`.
+//! `PROPTEST_CASES=100000 cargo test -p nasforge-engine --test proptest_board`.
 
 #[path = "proptest_support/mod.rs"]
 mod proptest_support;
 
-use nasforge_setup::partition::{GptReadError, PartitionKind, is_ours, read_gpt, write_single};
-use nasforge_setup::size::Size;
-use nasforge_setup::spec::DeviceRecipe;
+use nasforge_engine::size::Size;
+use nasforge_engine::spec::DeviceRecipe;
+use nasforge_engine::storage::partition::{
+    GptReadError, PartitionKind, is_ours, read_gpt, write_single,
+};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest_support::{RECIPES, config, gpt};

@@ -3,14 +3,14 @@
 //! signature bytes, and udev's by-id links beside them.
 #![allow(dead_code)] // each test binary uses a different subset of these helpers
 
-use nasforge_setup::disks::{self, Host, Inventory};
+use nasforge_engine::machine::disks::{self, Host, Inventory};
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 pub fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
+        .join("../engine/tests/data")
         .join(rel)
 }
 
@@ -122,12 +122,12 @@ fn make_nodes(root: &Path, manifest: &str, dev: &Path) {
 /// The journal records of a run that stopped at `steps[index]`, so that
 /// executing the journal starts there.
 pub fn done_before(
-    steps: &[nasforge_setup::steps::Step],
+    steps: &[nasforge_engine::steps::Step],
     index: usize,
-) -> Vec<nasforge_setup::journal::StepRecord> {
+) -> Vec<nasforge_engine::journal::StepRecord> {
     steps[..index]
         .iter()
-        .map(|s| nasforge_setup::journal::StepRecord {
+        .map(|s| nasforge_engine::journal::StepRecord {
             id: s.id.clone(),
             already_done: None,
             at: 0,

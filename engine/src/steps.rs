@@ -3,13 +3,13 @@
 //! before it runs, so a step that already happened is skipped and a disk
 //! that changed since planning is refused rather than overwritten.
 
-use crate::disks::{self, Host, Identity};
-use crate::partition::{self, PartitionKind};
+use crate::machine::disks::{self, Host, Identity};
+use crate::machine::signature::{self, Signature};
 use crate::planner::{ArrayPlan, CHUNK_KIB, Plan};
-use crate::signature::{self, Signature};
 use crate::size::Size;
 use crate::spec::{Filesystem, Level, Share};
-use crate::{avahi, fstab, mdadm, nfs, samba};
+use crate::storage::partition::{self, PartitionKind};
+use crate::{shares::avahi, shares::nfs, shares::samba, storage::fstab, storage::mdadm};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -1,8 +1,8 @@
 //! The recipe's [storage] and [[shares]] sections: parsing, errors with
 //! file:line:col, and the cross-field checks.
 
-use nasforge_setup::size::Size;
-use nasforge_setup::spec::{Count, DeviceRecipe, Level, Mode, RecipeError, Transport};
+use nasforge_engine::size::Size;
+use nasforge_engine::spec::{Count, DeviceRecipe, Level, Mode, RecipeError, Transport};
 use std::path::Path;
 
 const ISSUE_EXAMPLE: &str = r#"

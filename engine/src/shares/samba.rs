@@ -1,7 +1,7 @@
 //! Samba: the shares go in a file of their own, pulled into smb.conf with
 //! one `include =` line, so the distribution's smb.conf stays as shipped.
 
-use crate::avahi;
+use crate::shares::avahi;
 use crate::size::Size;
 use crate::spec::Share;
 

@@ -2,10 +2,10 @@
 //! for real and logs every command's output; `RecordingRunner` only writes
 //! them down, for `plan --dry-run` and for tests.
 
-use crate::disks::Host;
-use crate::partition::{self, PartitionError};
+use crate::machine::disks::Host;
 use crate::steps::{Action, Cmd};
-use crate::{atomic_file, managed, signature};
+use crate::storage::partition::{self, PartitionError};
+use crate::{atomic_file, machine::signature, managed};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;

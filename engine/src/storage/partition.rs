@@ -90,7 +90,7 @@ pub fn write_single(
         .write(true)
         .open(path)
         .map_err(io)?;
-    let blocks = crate::signature::device_size(&file).map_err(io)? / block_size;
+    let blocks = crate::machine::signature::device_size(&file).map_err(io)? / block_size;
 
     let mut disk = gpt::GptConfig::new()
         .writable(true)

@@ -3,13 +3,13 @@
 
 mod common;
 
-use nasforge_setup::disks::{
+use nasforge_engine::machine::disks::{
     Controller, Disk, InUse, Inventory, MdArray, NetworkLink, RotationalSource,
 };
-use nasforge_setup::planner::{self, Refusal, Tolerance};
-use nasforge_setup::signature::Signature;
-use nasforge_setup::size::Size;
-use nasforge_setup::spec::{Array, Count, DiskMatch, Filesystem, Level, Mode, Storage, Transport};
+use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::planner::{self, Refusal, Tolerance};
+use nasforge_engine::size::Size;
+use nasforge_engine::spec::{Array, Count, DiskMatch, Filesystem, Level, Mode, Storage, Transport};
 
 const TB: u64 = 1_000_000_000_000;
 
@@ -515,7 +515,7 @@ fn an_assembled_array_with_the_planned_name_is_refused_naming_it_and_its_members
             device: part.clone(),
             by: "md127".into(),
         }];
-        d.partitions = vec![nasforge_setup::disks::Partition {
+        d.partitions = vec![nasforge_engine::machine::disks::Partition {
             name: part,
             number: 1,
             start: 1 << 20,

@@ -3,8 +3,8 @@
 //! and written to the boot partition so a user can read it from their
 //! workstation when the board has no screen.
 
-use crate::disks::Host;
 use crate::journal::Journal;
+use crate::machine::disks::Host;
 use crate::runner::Runner;
 use crate::size::Size;
 use crate::steps::Cmd;
@@ -187,7 +187,7 @@ fn statvfs(path: &Path) -> Option<(Size, Size)> {
 pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
     let mut arrays =
         parse_mdstat(&std::fs::read_to_string(host.path("/proc/mdstat")).unwrap_or_default());
-    let names = crate::disks::md_names(host);
+    let names = crate::machine::disks::md_names(host);
     for a in &mut arrays {
         a.name = names
             .iter()

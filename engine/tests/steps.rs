@@ -3,14 +3,14 @@
 
 mod common;
 
-use nasforge_setup::executor::{self, Event};
-use nasforge_setup::journal::Journal;
-use nasforge_setup::partition;
-use nasforge_setup::planner::{self, Plan};
-use nasforge_setup::runner::RecordingRunner;
-use nasforge_setup::setup;
-use nasforge_setup::spec::DeviceRecipe;
-use nasforge_setup::steps::{self, Action, Context, Step};
+use nasforge_engine::executor::{self, Event};
+use nasforge_engine::journal::Journal;
+use nasforge_engine::planner::{self, Plan};
+use nasforge_engine::runner::RecordingRunner;
+use nasforge_engine::setup;
+use nasforge_engine::spec::DeviceRecipe;
+use nasforge_engine::steps::{self, Action, Context, Step};
+use nasforge_engine::storage::partition;
 use std::path::Path;
 
 const PI5_RAID5: &str = r#"
@@ -181,7 +181,7 @@ fn the_udev_queue_is_restarted_when_mdadm_create_fails() {
     journal.done = common::done_before(&c.steps, index);
     // The third action of the step is mdadm --create.
     let mut runner = RecordingRunner::interrupting_at(2);
-    let path = board.host.path(nasforge_setup::journal::PATH);
+    let path = board.host.path(nasforge_engine::journal::PATH);
     let err =
         executor::execute(&mut journal, &path, &board.host, &mut runner, &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("create-array:data"), "{err}");
@@ -203,7 +203,7 @@ fn lines_per_step(steps: &[Step]) -> Vec<Vec<String>> {
         .map(|s| {
             let mut r = RecordingRunner::default();
             for a in s.actions.iter().chain(&s.always) {
-                nasforge_setup::runner::Runner::apply(&mut r, a).unwrap();
+                nasforge_engine::runner::Runner::apply(&mut r, a).unwrap();
             }
             r.lines
         })
@@ -219,7 +219,7 @@ fn resume_from_every_step(board_name: &str, recipe: &str) {
         let staged = board.host.path("/var/lib/nasforge/smbpasswd");
         std::fs::create_dir_all(staged.parent().unwrap()).unwrap();
         std::fs::write(&staged, "admin:1000:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:8846F7EAEE8FB117AD06BDD830B7586C:[U          ]:LCT-6565F0A2:\n").unwrap();
-        let path = board.host.path(nasforge_setup::journal::PATH);
+        let path = board.host.path(nasforge_engine::journal::PATH);
         let mut journal = Journal::new(
             c.recipe.clone(),
             c.context.clone(),
@@ -680,7 +680,10 @@ fn parse_export(line: &str) -> (String, Vec<(String, String)>) {
 fn rendered_files_read_back_as_the_recipe_meant() {
     let c = case(common::board("pi5-jmb585"), ODD_BUT_VALID);
 
-    let smb = testparm(&written(&c.steps, nasforge_setup::samba::SHARES_FILE));
+    let smb = testparm(&written(
+        &c.steps,
+        nasforge_engine::shares::samba::SHARES_FILE,
+    ));
     let names: Vec<&str> = smb.keys().map(String::as_str).collect();
     assert_eq!(
         names,
@@ -754,7 +757,7 @@ fn rendered_files_read_back_as_the_recipe_meant() {
         );
     }
 
-    let exports = written(&c.steps, nasforge_setup::nfs::EXPORTS_FILE);
+    let exports = written(&c.steps, nasforge_engine::shares::nfs::EXPORTS_FILE);
     let lines: Vec<_> = exports
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -786,7 +789,7 @@ fn rendered_files_read_back_as_the_recipe_meant() {
         ]
     );
 
-    let fstab = nasforge_setup::managed::merge(
+    let fstab = nasforge_engine::managed::merge(
         "proc /proc proc defaults 0 0\n",
         &written(&c.steps, "/etc/fstab"),
     );

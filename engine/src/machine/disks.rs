@@ -10,12 +10,12 @@
 //! discovers it again just before, so this check runs right before the
 //! first write as well as at planning.
 
-use crate::controllers;
-use crate::signature::{self, Signature};
+use crate::machine::controllers;
+use crate::machine::signature::{self, Signature};
+use crate::machine::sysfs::{parse_devnum, read_trimmed, read_u64};
+use crate::machine::udev;
 use crate::size::Size;
 use crate::spec::Transport;
-use crate::sysfs::{parse_devnum, read_trimmed, read_u64};
-use crate::udev;
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 //! Runs the journal's steps in order from where it stopped, checking each
 //! step's guard first and saving the journal after each one.
 
-use crate::disks::Host;
 use crate::journal::{self, Failure, Journal, JournalError, StepRecord};
+use crate::machine::disks::Host;
 use crate::runner::{RecordingRunner, RunError, Runner};
 use crate::steps::{Check, Step};
 use std::path::Path;

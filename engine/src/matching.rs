@@ -1,7 +1,7 @@
 //! Does a disk satisfy an array's `disks = { ... }` rules? When it does not,
 //! say which rule failed, so a refusal can tell the user what to change.
 
-use crate::disks::Disk;
+use crate::machine::disks::Disk;
 use crate::spec::DiskMatch;
 
 /// The first rule `disk` fails, in words; None when every rule holds.

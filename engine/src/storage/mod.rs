@@ -1,0 +1,6 @@
+//! Where disks become storage: the GPT partition on each member, the md RAID
+//! arrays (mdadm and mdadm.conf), and the fstab lines that mount them.
+
+pub mod fstab;
+pub mod mdadm;
+pub mod partition;
