@@ -165,7 +165,7 @@ fn rate(bytes: u64, started: Instant) -> f64 {
     bytes as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// The benchmark (benches/shares.sh): 256 MiB put and got over SMB to
+/// The benchmark (scripts/bench/shares.sh): 256 MiB put and got over SMB to
 /// nasforge's share and to the plain one, twice each, and read over NFS.
 pub fn throughput(board: &Board, dir: &Path) {
     let file = dir.join("bench.bin");

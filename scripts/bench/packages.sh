@@ -5,9 +5,9 @@
 # Prints the `packages` phase of the second of two builds. Target (issue 4):
 # under 2 s.
 #
-# Usage: benches/packages.sh [WORKDIR]
+# Usage: scripts/bench/packages.sh [WORKDIR]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 cargo build --release -q

@@ -11,11 +11,11 @@
 # the host's page cache). The source image is read into the page cache
 # before each run, so both sides pay the same (nothing) for reading it.
 #
-# Needs root (loop devices). Usage: benches/flash.sh [WORKDIR]
+# Needs root (loop devices). Usage: scripts/bench/flash.sh [WORKDIR]
 # (default: a temporary directory; an image already there is reused).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-[ "$(id -u)" -eq 0 ] || { echo "benches/flash.sh: needs root for loop devices" >&2; exit 1; }
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" -eq 0 ] || { echo "scripts/bench/flash.sh: needs root for loop devices" >&2; exit 1; }
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 keep=${1:-}

@@ -10,9 +10,9 @@
 #   rss     nasforge's peak resident memory over both builds
 # Targets (issue 2): build <= 1.3, xz <= 1.05, rss <= 64 MiB.
 #
-# Usage: benches/build.sh [WORKDIR]   (default: a temporary directory)
+# Usage: scripts/bench/build.sh [WORKDIR]   (default: a temporary directory)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 trap '[ -z "${1:-}" ] && rm -rf "$work"' EXIT

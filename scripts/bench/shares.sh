@@ -9,9 +9,9 @@
 # It rides on the end-to-end test's boot (NASFORGE_BENCH_SHARES=1), so it
 # takes as long as that test (about 20 minutes with the Debian base cached).
 #
-# Usage: benches/shares.sh
+# Usage: scripts/bench/shares.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 NASFORGE_SLOW_TESTS=1 NASFORGE_BENCH_SHARES=1 \
