@@ -1,3 +1,8 @@
+//! The `nasforge-setup` command line: each command is a call into
+//! [`nasforge_engine`] (or the wizard) and the printing of what it
+//! returned; planning, setup and status live in the engine, so first boot
+//! and the wizard share them.
+
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use nasforge_engine::executor::{self, Event};

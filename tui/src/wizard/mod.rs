@@ -31,7 +31,7 @@ use nasforge_engine::steps::{self, Context, Step};
 use nasforge_engine::{journal, setup, shares::smbpasswd};
 use ratatui::Frame;
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
-use ratatui::layout::{Constraint, Layout};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Padding, Paragraph};
 use screens::{disks, done, layout, progress, review, shares, welcome};
@@ -310,6 +310,26 @@ pub fn draw(frame: &mut Frame, w: &Wizard) {
         Constraint::Length(1),
     ])
     .areas(frame.area());
+    let block = Block::bordered()
+        .title(title(w))
+        .padding(Padding::horizontal(1));
+    let inner = block.inner(body);
+    frame.render_widget(block, body);
+    let keys = draw_screen(frame, inner, w);
+    if let Some(n) = &w.notice {
+        let style = if n.error { theme.error() } else { theme.good() };
+        let lines: Vec<Line> = notice_lines.into_iter().map(Line::raw).collect();
+        frame.render_widget(Paragraph::new(lines).style(style), notice);
+    }
+    frame.render_widget(Paragraph::new(help_bar(&keys, &theme)), help);
+    if theme.ascii {
+        theme::asciify(frame.buffer_mut());
+    }
+}
+
+/// The frame's title: the host, and which step of how many this is.
+fn title(w: &Wizard) -> Line<'static> {
+    let theme = &w.settings.theme;
     let step = Screen::ALL.iter().position(|s| *s == w.screen).unwrap_or(0) + 1;
     let mut title = vec![
         Span::raw(" nasforge setup · "),
@@ -324,46 +344,45 @@ pub fn draw(frame: &mut Frame, w: &Wizard) {
     if w.settings.dry_run {
         title.push(Span::styled(" dry run ", theme.warning()));
     }
-    let block = Block::bordered()
-        .title(Line::from(title))
-        .padding(Padding::horizontal(1));
-    let inner = block.inner(body);
-    frame.render_widget(block, body);
-    let keys = match w.screen {
+    Line::from(title)
+}
+
+/// Draws the current screen inside the frame; the keys it takes, for the
+/// help bar.
+fn draw_screen(frame: &mut Frame, area: Rect, w: &Wizard) -> screens::Help {
+    match w.screen {
         Screen::Welcome => {
-            welcome::draw(frame, inner, w);
+            welcome::draw(frame, area, w);
             welcome::help(w)
         }
         Screen::Disks => {
-            disks::draw(frame, inner, w);
+            disks::draw(frame, area, w);
             disks::help(w)
         }
         Screen::Layout => {
-            layout::draw(frame, inner, w);
+            layout::draw(frame, area, w);
             layout::help(w)
         }
         Screen::Shares => {
-            shares::draw(frame, inner, w);
+            shares::draw(frame, area, w);
             shares::help(w)
         }
         Screen::Review => {
-            review::draw(frame, inner, w);
+            review::draw(frame, area, w);
             review::help(w)
         }
         Screen::Progress => {
-            progress::draw(frame, inner, w);
+            progress::draw(frame, area, w);
             progress::help(w)
         }
         Screen::Done => {
-            done::draw(frame, inner, w);
+            done::draw(frame, area, w);
             done::help(w)
         }
-    };
-    if let Some(n) = &w.notice {
-        let style = if n.error { theme.error() } else { theme.good() };
-        let lines: Vec<Line> = notice_lines.into_iter().map(Line::raw).collect();
-        frame.render_widget(Paragraph::new(lines).style(style), notice);
     }
+}
+
+fn help_bar(keys: &screens::Help, theme: &Theme) -> Line<'static> {
     let mut spans = Vec::new();
     for (i, (key, what)) in keys.iter().enumerate() {
         if i > 0 {
@@ -372,10 +391,7 @@ pub fn draw(frame: &mut Frame, w: &Wizard) {
         spans.push(Span::styled(*key, theme.key()));
         spans.push(Span::raw(format!(" {what}")));
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), help);
-    if theme.ascii {
-        theme::asciify(frame.buffer_mut());
-    }
+    Line::from(spans)
 }
 
 /// How the wizard ended.

@@ -82,13 +82,26 @@ fn health(w: &Wizard, disk: &Disk) -> &'static str {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
-    let theme = &w.settings.theme;
     let [table_area, detail_area, chosen_area] = Layout::vertical([
         Constraint::Fill(1),
         Constraint::Length(5),
         Constraint::Length(1),
     ])
     .areas(area);
+    let mut state = TableState::default().with_selected(Some(w.disks.cursor));
+    frame.render_stateful_widget(table(w), table_area, &mut state);
+    if let Some(d) = w.facts.inventory.disks.get(w.disks.cursor) {
+        frame.render_widget(
+            Paragraph::new(detail(w, d)).wrap(Wrap { trim: false }),
+            detail_area,
+        );
+    }
+    frame.render_widget(Paragraph::new(chosen_summary(w)), chosen_area);
+}
+
+/// Every disk in a row: chosen or not, identity, health and contents.
+fn table(w: &Wizard) -> Table<'_> {
+    let theme = &w.settings.theme;
     let rows = w.facts.inventory.disks.iter().map(|d| {
         let chosen = w.disks.chosen.contains(&d.name);
         let ineligible = choices::ineligible(d).is_some();
@@ -119,7 +132,7 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         ])
         .style(style)
     });
-    let table = Table::new(
+    Table::new(
         rows,
         [
             Constraint::Length(3),
@@ -142,25 +155,17 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     // A marker as well as the style: some consoles show neither colour nor
     // reverse video.
     .highlight_symbol(">")
-    .highlight_spacing(HighlightSpacing::Always);
-    let mut state = TableState::default().with_selected(Some(w.disks.cursor));
-    frame.render_stateful_widget(table, table_area, &mut state);
+    .highlight_spacing(HighlightSpacing::Always)
+}
 
-    if let Some(d) = w.facts.inventory.disks.get(w.disks.cursor) {
-        frame.render_widget(
-            Paragraph::new(detail(w, d)).wrap(Wrap { trim: false }),
-            detail_area,
-        );
-    }
+fn chosen_summary(w: &Wizard) -> String {
     let chosen = w.chosen();
-    let summary = if chosen.is_empty() {
-        "Chosen: none yet".to_string()
-    } else {
-        let names: Vec<&str> = chosen.iter().map(|d| d.name.as_str()).collect();
-        let total = nasforge_engine::size::Size(chosen.iter().map(|d| d.size.0).sum());
-        format!("Chosen: {} ({total} raw)", names.join(", "))
-    };
-    frame.render_widget(Paragraph::new(summary), chosen_area);
+    if chosen.is_empty() {
+        return "Chosen: none yet".to_string();
+    }
+    let names: Vec<&str> = chosen.iter().map(|d| d.name.as_str()).collect();
+    let total = nasforge_engine::size::Size(chosen.iter().map(|d| d.size.0).sum());
+    format!("Chosen: {} ({total} raw)", names.join(", "))
 }
 
 /// The cursor disk in full: identity, where it hangs, what it holds.

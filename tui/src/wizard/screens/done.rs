@@ -10,8 +10,8 @@
 use super::Help;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Wizard};
-use nasforge_engine::planner::{Alert, Plan};
-use nasforge_engine::spec::Level;
+use nasforge_engine::planner::{Alert, ArrayPlan, Plan};
+use nasforge_engine::spec::{Level, Share};
 use nasforge_engine::status::minutes_text;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
@@ -48,139 +48,139 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     w.done.draw(frame, area, &lines);
 }
 
-fn text(w: &Wizard, plan: &Plan) -> Vec<(String, Style)> {
+/// The screen's lines, each with its style, in the order they are read.
+type Lines = Vec<(String, Style)>;
+
+fn text(w: &Wizard, plan: &Plan) -> Lines {
     let theme = &w.settings.theme;
-    let host = &w.facts.hostname;
-    let mut out: Vec<(String, Style)> = Vec::new();
-    let mut say = |text: String, style: Style| out.push((text, style));
-    say("Your NAS is ready.".into(), theme.good());
+    let mut out: Lines = vec![("Your NAS is ready.".into(), theme.good())];
+    out.extend(still_syncing(w));
+    for share in &plan.shares {
+        out.extend(how_to_connect(w, share));
+    }
+    out.extend([
+        (String::new(), Style::new()),
+        ("Status".into(), theme.title()),
+        (
+            format!(
+                "  sudo nasforge-setup status; also written to {}, which any computer can read from the boot partition.",
+                w.facts.status_file
+            ),
+            Style::new(),
+        ),
+    ]);
+    for array in &plan.arrays {
+        out.extend(when_a_disk_fails(w, plan, array));
+    }
+    out
+}
+
+/// Arrays md is still resyncing: usable, but not yet redundant.
+fn still_syncing(w: &Wizard) -> Lines {
+    let mut out = Lines::new();
     for a in w.progress.iter().flat_map(|p| &p.arrays) {
         if let Some((kind, pct)) = &a.sync {
             let eta = a
                 .finish_minutes
                 .map(|m| format!(", about {} left", minutes_text(m)))
                 .unwrap_or_default();
-            say(
+            out.push((
                 format!(
                     "{} is still building its redundancy ({kind} {pct:.1}%{eta}); it can be used meanwhile.",
                     a.name.as_deref().unwrap_or(&a.device)
                 ),
                 Style::new(),
-            );
+            ));
         }
     }
-    for share in &plan.shares {
-        say(String::new(), Style::new());
-        say(
+    out
+}
+
+/// A share's addresses from Windows, macOS and Linux, and who gets in.
+fn how_to_connect(w: &Wizard, share: &Share) -> Lines {
+    let host = &w.facts.hostname;
+    let mut out: Lines = vec![
+        (String::new(), Style::new()),
+        (
             format!("Share '{}' ({})", share.name, share.path),
-            theme.title(),
-        );
-        if let Some(smb) = &share.smb {
-            say(
-                format!("  Windows        \\\\{host}\\{}", share.name),
-                Style::new(),
-            );
-            say(
-                format!("  macOS, Linux   smb://{host}.local/{}", share.name),
-                Style::new(),
-            );
-            if smb.guest {
-                say(
-                    "  Guests         connect without a password and may only read".into(),
-                    Style::new(),
-                );
-                let writers = if smb.users.is_empty() {
-                    "nobody over SMB".to_string()
-                } else {
-                    smb.users.join(", ")
-                };
-                say(format!("  May write      {writers}"), Style::new());
-            } else {
-                say(
-                    format!("  Users          {}", smb.users.join(", ")),
-                    Style::new(),
-                );
-            }
-            if smb.timemachine {
-                say(
-                    format!(
-                        "  Time Machine   choose '{}' on {host}.local in Time Machine's settings",
-                        share.name
-                    ),
-                    Style::new(),
-                );
-            }
-        }
-        if let Some(nfs) = &share.nfs {
-            say(
-                format!("  NFS            {host}.local:{}", share.path),
-                Style::new(),
-            );
-            say(
-                format!(
-                    "  Mount          sudo mount -t nfs {host}.local:{} /mnt",
-                    share.path
-                ),
-                Style::new(),
-            );
-            say(
-                format!("  NFS clients    {}", nfs.clients.0.join(" ")),
-                Style::new(),
-            );
-        }
-    }
-    say(String::new(), Style::new());
-    say("Status".into(), theme.title());
-    say(
-        format!(
-            "  sudo nasforge-setup status; also written to {}, which any computer can read from the boot partition.",
-            w.facts.status_file
+            w.settings.theme.title(),
         ),
-        Style::new(),
-    );
-    for array in &plan.arrays {
-        say(String::new(), Style::new());
-        say(
-            format!("When a disk of '{}' fails", array.spec.name),
-            theme.title(),
-        );
-        let alert = match &plan.alert {
-            Alert::Mail(to) => format!("mdadm mails {to}"),
-            Alert::Program(program) => format!("mdadm runs {program}"),
-        };
-        if array.spec.level == Level::Single || array.tolerance.guaranteed == 0 {
-            say(
-                format!(
-                    "  '{}' has no second copy of the data: one failed disk loses it. Keep backups; smartd logs early warnings.",
-                    array.spec.name
-                ),
-                Style::new(),
-            );
-            continue;
+    ];
+    let mut say = |text: String| out.push((text, Style::new()));
+    if let Some(smb) = &share.smb {
+        say(format!("  Windows        \\\\{host}\\{}", share.name));
+        say(format!(
+            "  macOS, Linux   smb://{host}.local/{}",
+            share.name
+        ));
+        if smb.guest {
+            say("  Guests         connect without a password and may only read".into());
+            let writers = if smb.users.is_empty() {
+                "nobody over SMB".to_string()
+            } else {
+                smb.users.join(", ")
+            };
+            say(format!("  May write      {writers}"));
+        } else {
+            say(format!("  Users          {}", smb.users.join(", ")));
         }
-        let md = format!("/dev/md/{}", array.spec.name);
-        let healthy = array
-            .members
-            .first()
-            .map_or("/dev/sda".to_string(), |m| m.disk.dev_path());
-        say(
-            format!(
-                "  {alert}, and the status says DEGRADED and names the disk. The array keeps working. To replace the disk:"
-            ),
-            Style::new(),
-        );
-        for step in [
-            format!(
-                "  1. sudo mdadm {md} --fail /dev/sdX1 --remove /dev/sdX1   (sdX: the failed disk)"
-            ),
-            "  2. Swap in a disk at least as large.".to_string(),
-            format!(
-                "  3. sudo sfdisk -d {healthy} | sudo sfdisk /dev/sdY   (copies a healthy member's partitions)"
-            ),
-            format!("  4. sudo mdadm {md} --add /dev/sdY1   (the status shows the rebuild)"),
-        ] {
-            say(step, Style::new());
+        if smb.timemachine {
+            say(format!(
+                "  Time Machine   choose '{}' on {host}.local in Time Machine's settings",
+                share.name
+            ));
         }
     }
+    if let Some(nfs) = &share.nfs {
+        say(format!("  NFS            {host}.local:{}", share.path));
+        say(format!(
+            "  Mount          sudo mount -t nfs {host}.local:{} /mnt",
+            share.path
+        ));
+        say(format!("  NFS clients    {}", nfs.clients.0.join(" ")));
+    }
+    out
+}
+
+/// What the alert is, and how to swap the disk; or, for an array without
+/// redundancy, that there is nothing to rebuild from.
+fn when_a_disk_fails(w: &Wizard, plan: &Plan, array: &ArrayPlan) -> Lines {
+    let mut out: Lines = vec![
+        (String::new(), Style::new()),
+        (
+            format!("When a disk of '{}' fails", array.spec.name),
+            w.settings.theme.title(),
+        ),
+    ];
+    let mut say = |text: String| out.push((text, Style::new()));
+    if array.spec.level == Level::Single || array.tolerance.guaranteed == 0 {
+        say(format!(
+            "  '{}' has no second copy of the data: one failed disk loses it. Keep backups; smartd logs early warnings.",
+            array.spec.name
+        ));
+        return out;
+    }
+    let alert = match &plan.alert {
+        Alert::Mail(to) => format!("mdadm mails {to}"),
+        Alert::Program(program) => format!("mdadm runs {program}"),
+    };
+    let md = format!("/dev/md/{}", array.spec.name);
+    let healthy = array
+        .members
+        .first()
+        .map_or("/dev/sda".to_string(), |m| m.disk.dev_path());
+    say(format!(
+        "  {alert}, and the status says DEGRADED and names the disk. The array keeps working. To replace the disk:"
+    ));
+    say(format!(
+        "  1. sudo mdadm {md} --fail /dev/sdX1 --remove /dev/sdX1   (sdX: the failed disk)"
+    ));
+    say("  2. Swap in a disk at least as large.".to_string());
+    say(format!(
+        "  3. sudo sfdisk -d {healthy} | sudo sfdisk /dev/sdY   (copies a healthy member's partitions)"
+    ));
+    say(format!(
+        "  4. sudo mdadm {md} --add /dev/sdY1   (the status shows the rebuild)"
+    ));
     out
 }

@@ -6,6 +6,7 @@ use super::Help;
 use crate::wizard::choices::{self, FILESYSTEMS, LevelOption};
 use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
+use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::planner::ArrayPlan;
 use nasforge_engine::spec::{Filesystem, Level};
 use ratatui::Frame;
@@ -171,63 +172,37 @@ fn marker(focused: bool) -> &'static str {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let [text_area, fs_area, mount_area] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    frame.render_widget(
+        Paragraph::new(levels(w)).wrap(Wrap { trim: false }),
+        text_area,
+    );
+    draw_filesystem(frame, fs_area, w);
+    draw_mount(frame, mount_area, w);
+}
+
+/// The chosen disks, a row per level, the recommendation and what the
+/// level in effect is expected to manage.
+fn levels(w: &Wizard) -> Vec<Line<'static>> {
     let theme = &w.settings.theme;
     let chosen = w.chosen();
     let options = options(w);
     let current = w.level();
     let (recommended, why) = choices::recommend(&chosen);
-    let focus = w.layout.focus;
-
-    let sizes: Vec<String> = {
-        let mut s: Vec<String> = chosen.iter().map(|d| d.size.to_string()).collect();
-        s.dedup();
-        s
-    };
-    let kinds = if chosen.iter().all(|d| d.rotational) {
-        "HDD"
-    } else if chosen.iter().all(|d| !d.rotational) {
-        "SSD"
-    } else {
-        "mixed"
-    };
-    let mut lines = vec![Line::styled(
-        format!(
-            "RAID level for {} disk(s) ({} × {} {kinds}):",
-            chosen.len(),
-            chosen.len(),
-            sizes.join("/")
+    let mut lines = vec![
+        Line::styled(heading(&chosen), theme.title()),
+        Line::styled(
+            "      Level     Usable  Disks that may fail  Speed",
+            theme.disabled(),
         ),
-        theme.title(),
-    )];
-    lines.push(Line::styled(
-        "      Level     Usable  Disks that may fail  Speed",
-        theme.disabled(),
-    ));
+    ];
     for o in &options {
-        let is_current = o.level == current;
-        let focused = is_current && focus == Focus::Levels;
-        let radio = if is_current { "(*)" } else { "( )" };
-        let text = match &o.outcome {
-            Ok(plan) => format!(
-                "{} {radio} {:<8}{:>7}  {:<20} ≈{} MB/s",
-                marker(focused),
-                o.level.to_string(),
-                plan.capacity.to_string(),
-                tolerance(plan),
-                plan.throughput.bottleneck().mb_s
-            ),
-            Err(why) => format!("   -  {:<8}{why}", o.level.to_string()),
-        };
-        let mut spans = vec![Span::raw(text)];
-        if o.level == recommended && o.outcome.is_ok() {
-            spans.push(Span::styled("  recommended", theme.good()));
-        }
-        let style = match (&o.outcome, focused) {
-            (Err(_), _) => theme.disabled(),
-            (Ok(_), true) => theme.cursor(),
-            (Ok(_), false) => Style::new(),
-        };
-        lines.push(Line::from(spans).style(style));
+        lines.push(level_row(w, o, current, recommended));
     }
     lines.push(Line::raw(format!("Recommended: {recommended}, {why}.")));
     if let Some(Ok(plan)) = options
@@ -244,16 +219,66 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             lines.push(Line::styled(format!("! {warning}"), theme.warning()));
         }
     }
-    let [text_area, fs_area, mount_area] = Layout::vertical([
-        Constraint::Fill(1),
-        Constraint::Length(1),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), text_area);
+    lines
+}
 
-    let mut fs_spans = vec![
-        Span::raw(marker(focus == Focus::Filesystem)),
+/// "RAID level for 2 disk(s) (2 × 4 TB HDD):"
+fn heading(chosen: &[&Disk]) -> String {
+    let sizes: Vec<String> = {
+        let mut s: Vec<String> = chosen.iter().map(|d| d.size.to_string()).collect();
+        s.dedup();
+        s
+    };
+    let kinds = if chosen.iter().all(|d| d.rotational) {
+        "HDD"
+    } else if chosen.iter().all(|d| !d.rotational) {
+        "SSD"
+    } else {
+        "mixed"
+    };
+    format!(
+        "RAID level for {} disk(s) ({} × {} {kinds}):",
+        chosen.len(),
+        chosen.len(),
+        sizes.join("/")
+    )
+}
+
+/// One level: what the planner says of it, or why it does not fit.
+fn level_row(w: &Wizard, o: &LevelOption, current: Level, recommended: Level) -> Line<'static> {
+    let theme = &w.settings.theme;
+    let is_current = o.level == current;
+    let focused = is_current && w.layout.focus == Focus::Levels;
+    let radio = if is_current { "(*)" } else { "( )" };
+    let text = match &o.outcome {
+        Ok(plan) => format!(
+            "{} {radio} {:<8}{:>7}  {:<20} ≈{} MB/s",
+            marker(focused),
+            o.level.to_string(),
+            plan.capacity.to_string(),
+            tolerance(plan),
+            plan.throughput.bottleneck().mb_s
+        ),
+        Err(why) => format!("   -  {:<8}{why}", o.level.to_string()),
+    };
+    let mut spans = vec![Span::raw(text)];
+    if o.level == recommended && o.outcome.is_ok() {
+        spans.push(Span::styled("  recommended", theme.good()));
+    }
+    let style = match (&o.outcome, focused) {
+        (Err(_), _) => theme.disabled(),
+        (Ok(_), true) => theme.cursor(),
+        (Ok(_), false) => Style::new(),
+    };
+    Line::from(spans).style(style)
+}
+
+/// The filesystems in a row, the one in effect in angle brackets.
+fn draw_filesystem(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let theme = &w.settings.theme;
+    let focused = w.layout.focus == Focus::Filesystem;
+    let mut spans = vec![
+        Span::raw(marker(focused)),
         Span::styled(" Filesystem  ", theme.title()),
     ];
     for f in FILESYSTEMS {
@@ -262,42 +287,40 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         } else {
             format!(" {f} ")
         };
-        let style = if f == w.layout.filesystem && focus == Focus::Filesystem {
+        let style = if f == w.layout.filesystem && focused {
             theme.cursor()
         } else {
             Style::new()
         };
-        fs_spans.push(Span::styled(text, style));
-        fs_spans.push(Span::raw(" "));
+        spans.push(Span::styled(text, style));
+        spans.push(Span::raw(" "));
     }
-    frame.render_widget(Paragraph::new(Line::from(fs_spans)), fs_area);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
 
+/// The mount point's field, and the array it names.
+fn draw_mount(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let theme = &w.settings.theme;
+    let focused = w.layout.focus == Focus::Mount;
     let [label, field, note] = Layout::horizontal([
         Constraint::Length(14),
         Constraint::Length(24),
         Constraint::Fill(1),
     ])
-    .areas(mount_area);
+    .areas(area);
     frame.render_widget(
         Line::from(vec![
-            Span::raw(marker(focus == Focus::Mount)),
+            Span::raw(marker(focused)),
             Span::styled(" Mount point", theme.title()),
         ]),
         label,
     );
-    w.layout
-        .mount
-        .draw(frame, field, focus == Focus::Mount, theme);
-    let device = if current == Level::Single {
-        format!(
-            "  array '{}' on one partition",
-            choices::array_name(w.layout.mount.value().trim())
-        )
+    w.layout.mount.draw(frame, field, focused, theme);
+    let array = choices::array_name(w.layout.mount.value().trim());
+    let device = if w.level() == Level::Single {
+        format!("  array '{array}' on one partition")
     } else {
-        format!(
-            "  as /dev/md/{}",
-            choices::array_name(w.layout.mount.value().trim())
-        )
+        format!("  as /dev/md/{array}")
     };
     frame.render_widget(Span::raw(device), note);
 }

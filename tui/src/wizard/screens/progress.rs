@@ -68,7 +68,6 @@ pub fn help(w: &Wizard) -> Help {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
-    let theme = &w.settings.theme;
     let [head, steps_area, output_area, md_area, foot] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(7),
@@ -77,12 +76,46 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         Constraint::Length(2),
     ])
     .areas(area);
+    draw_header(frame, head, w);
+    if let Some(j) = journal(w) {
+        draw_steps(frame, steps_area, w, j);
+    }
+    draw_output(frame, output_area, w);
+    frame.render_widget(Line::raw(resync(w)), md_area);
+    frame.render_widget(
+        Paragraph::new(format!(
+            "Setup runs as {SETUP_SERVICE}: leaving this screen does not stop it. Run `sudo nasforge-setup` to come back."
+        ))
+        .style(w.settings.theme.disabled())
+        .wrap(Wrap { trim: true }),
+        foot,
+    );
+}
+
+/// Where the setup stands, in a line, and the service's own state below it.
+fn draw_header(frame: &mut Frame, area: Rect, w: &Wizard) {
     let service = w
         .progress
         .as_ref()
         .and_then(|p| p.service.clone())
         .unwrap_or_else(|| "unknown".into());
-    let (headline, style) = match (stage(w), journal(w)) {
+    let (headline, style) = headline(w);
+    frame.render_widget(
+        Paragraph::new(vec![
+            Line::styled(headline, style),
+            Line::styled(
+                format!("{SETUP_SERVICE}: {service}"),
+                w.settings.theme.disabled(),
+            ),
+        ])
+        .wrap(Wrap { trim: true }),
+        area,
+    );
+}
+
+fn headline(w: &Wizard) -> (String, Style) {
+    let theme = &w.settings.theme;
+    match (stage(w), journal(w)) {
         (Stage::Complete, Some(j)) => (
             format!("Setup finished: all {} steps done.", j.steps.len()),
             theme.good(),
@@ -119,54 +152,51 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             Some(Err(e)) => (e.clone(), theme.error()),
             _ => ("Starting setup...".into(), Style::new()),
         },
-    };
-    frame.render_widget(
-        Paragraph::new(vec![
-            Line::styled(headline, style),
-            Line::styled(format!("{SETUP_SERVICE}: {service}"), theme.disabled()),
-        ])
-        .wrap(Wrap { trim: true }),
-        head,
-    );
-
-    if let Some(j) = journal(w) {
-        let current = j.next_step();
-        let rows = steps_area.height as usize;
-        // Keep the running step in view, with what was just done above it.
-        let first = current
-            .saturating_sub(rows / 2)
-            .min(j.steps.len().saturating_sub(rows));
-        let lines: Vec<Line> = j
-            .steps
-            .iter()
-            .enumerate()
-            .skip(first)
-            .take(rows)
-            .map(|(i, step)| {
-                let failed = j.failure.as_ref().is_some_and(|f| f.index == i);
-                let (mark, style) = if i < current {
-                    ("ok ", theme.good())
-                } else if failed {
-                    ("!! ", theme.error())
-                } else if i == current {
-                    (">> ", theme.title())
-                } else {
-                    ("   ", Style::new())
-                };
-                Line::styled(
-                    format!("{mark}[{}/{}] {}", i + 1, j.steps.len(), step.title),
-                    style,
-                )
-            })
-            .collect();
-        frame.render_widget(Paragraph::new(lines), steps_area);
     }
+}
 
+/// The journal's steps, each marked done, failed, running or to come.
+fn draw_steps(frame: &mut Frame, area: Rect, w: &Wizard, j: &Journal) {
+    let theme = &w.settings.theme;
+    let current = j.next_step();
+    let rows = area.height as usize;
+    // Keep the running step in view, with what was just done above it.
+    let first = current
+        .saturating_sub(rows / 2)
+        .min(j.steps.len().saturating_sub(rows));
+    let lines: Vec<Line> = j
+        .steps
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .map(|(i, step)| {
+            let failed = j.failure.as_ref().is_some_and(|f| f.index == i);
+            let (mark, style) = if i < current {
+                ("ok ", theme.good())
+            } else if failed {
+                ("!! ", theme.error())
+            } else if i == current {
+                (">> ", theme.title())
+            } else {
+                ("   ", Style::new())
+            };
+            Line::styled(
+                format!("{mark}[{}/{}] {}", i + 1, j.steps.len(), step.title),
+                style,
+            )
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The end of the setup log, as much as fits.
+fn draw_output(frame: &mut Frame, area: Rect, w: &Wizard) {
     let block = Block::new()
         .borders(Borders::TOP)
         .title(format!("Output ({})", setup::LOG));
-    let inner = block.inner(output_area);
-    frame.render_widget(block, output_area);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
     let log = w
         .progress
         .as_ref()
@@ -177,7 +207,10 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         .map(|l| Line::raw(l.clone()))
         .collect();
     frame.render_widget(Paragraph::new(tail), inner);
+}
 
+/// md's resync of each array still building its redundancy, with a bar.
+fn resync(w: &Wizard) -> String {
     let syncing: Vec<String> = w
         .progress
         .iter()
@@ -197,13 +230,5 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             ))
         })
         .collect();
-    frame.render_widget(Line::raw(syncing.join("  ")), md_area);
-    frame.render_widget(
-        Paragraph::new(format!(
-            "Setup runs as {SETUP_SERVICE}: leaving this screen does not stop it. Run `sudo nasforge-setup` to come back."
-        ))
-        .style(theme.disabled())
-        .wrap(Wrap { trim: true }),
-        foot,
-    );
+    syncing.join("  ")
 }

@@ -151,53 +151,6 @@ fn exact(size: Size) -> String {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
-    let theme = &w.settings.theme;
-    let mut lines: Vec<(String, Style)> = Vec::new();
-    match w.handoff() {
-        Ok(handoff) => {
-            lines.push((
-                "Nothing has changed yet. Setup will do this:".into(),
-                theme.title(),
-            ));
-            lines.push((String::new(), Style::new()));
-            let arrays = Plan {
-                shares: Vec::new(),
-                ..handoff.plan.clone()
-            };
-            for l in arrays.describe().lines() {
-                let style = if l.trim_start().starts_with("warning:") {
-                    theme.warning()
-                } else {
-                    Style::new()
-                };
-                lines.push((l.to_string(), style));
-            }
-            for l in describe_shares(&handoff.plan) {
-                lines.push((l, Style::new()));
-            }
-            let users = handoff.samba_users();
-            if !users.is_empty() {
-                lines.push((
-                    format!(
-                        "Samba passwords for {} are staged as NT hashes in {} (never in clear) for the step that imports them.",
-                        users.join(", "),
-                        samba::STAGED_PASSWORDS
-                    ),
-                    Style::new(),
-                ));
-            }
-            lines.push((String::new(), Style::new()));
-            lines.push(("Commands, in order:".into(), theme.title()));
-            for l in executor::dry_run(&handoff.steps).lines() {
-                lines.push((l.to_string(), Style::new()));
-            }
-        }
-        Err(problems) => {
-            for p in problems {
-                lines.push((p, theme.error()));
-            }
-        }
-    }
     // Why setup cannot start, shown whole: it says what to do.
     let blocked = w
         .facts
@@ -210,13 +163,68 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         .map_or(3, |t| wrap_hanging(t, area.width as usize, 0).len().max(3));
     let [text, prompt] =
         Layout::vertical([Constraint::Fill(1), Constraint::Length(1 + below as u16)]).areas(area);
-    let more = w.review.scroll.draw(frame, text, &lines);
+    let more = w.review.scroll.draw(frame, text, &plan_text(w));
+    draw_prompt(frame, prompt, w, more, blocked);
+}
+
+/// The plan in words, then every command; or why there is no plan.
+fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
+    let theme = &w.settings.theme;
+    let handoff = match w.handoff() {
+        Ok(handoff) => handoff,
+        Err(problems) => return problems.into_iter().map(|p| (p, theme.error())).collect(),
+    };
+    let mut lines: Vec<(String, Style)> = vec![
+        (
+            "Nothing has changed yet. Setup will do this:".into(),
+            theme.title(),
+        ),
+        (String::new(), Style::new()),
+    ];
+    let arrays = Plan {
+        shares: Vec::new(),
+        ..handoff.plan.clone()
+    };
+    for l in arrays.describe().lines() {
+        let style = if l.trim_start().starts_with("warning:") {
+            theme.warning()
+        } else {
+            Style::new()
+        };
+        lines.push((l.to_string(), style));
+    }
+    for l in describe_shares(&handoff.plan) {
+        lines.push((l, Style::new()));
+    }
+    let users = handoff.samba_users();
+    if !users.is_empty() {
+        lines.push((
+            format!(
+                "Samba passwords for {} are staged as NT hashes in {} (never in clear) for the step that imports them.",
+                users.join(", "),
+                samba::STAGED_PASSWORDS
+            ),
+            Style::new(),
+        ));
+    }
+    lines.push((String::new(), Style::new()));
+    lines.push(("Commands, in order:".into(), theme.title()));
+    for l in executor::dry_run(&handoff.steps).lines() {
+        lines.push((l.to_string(), Style::new()));
+    }
+    lines
+}
+
+/// Below the text: whether more follows, then the disk to confirm, why
+/// setup cannot start, or what Enter does.
+fn draw_prompt(frame: &mut Frame, area: Rect, w: &Wizard, more: bool, blocked: Option<String>) {
+    let theme = &w.settings.theme;
     let [rule, ask, field] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(2),
         Constraint::Fill(1),
     ])
-    .areas(prompt);
+    .areas(area);
     let rule_text = if more {
         "── more below: ↓ PgDn End ──"
     } else {
@@ -224,28 +232,7 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     };
     frame.render_widget(Line::styled(rule_text, theme.disabled()), rule);
     if let Some(disk) = pending(w) {
-        let serial = disk
-            .serial
-            .as_deref()
-            .map(|s| format!(" or its serial {s}"))
-            .unwrap_or_default();
-        frame.render_widget(
-            Paragraph::new(Span::styled(
-                format!(
-                    "{} holds {}. Type {}{serial} to erase it:",
-                    disk.name,
-                    disk.describe_contents(),
-                    disk.name
-                ),
-                theme.warning(),
-            ))
-            .wrap(Wrap { trim: false }),
-            ask,
-        );
-        let [mark, input] =
-            Layout::horizontal([Constraint::Length(2), Constraint::Length(24)]).areas(field);
-        frame.render_widget(Span::raw(">"), mark);
-        w.review.confirm.draw(frame, input, true, theme);
+        draw_confirm(frame, ask, field, w, disk);
     } else if let Some(why) = blocked {
         frame.render_widget(
             Paragraph::new(why)
@@ -264,4 +251,30 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             ask.union(field),
         );
     }
+}
+
+/// What the disk holds, and the field its name or serial is typed in.
+fn draw_confirm(frame: &mut Frame, ask: Rect, field: Rect, w: &Wizard, disk: &Disk) {
+    let serial = disk
+        .serial
+        .as_deref()
+        .map(|s| format!(" or its serial {s}"))
+        .unwrap_or_default();
+    frame.render_widget(
+        Paragraph::new(Span::styled(
+            format!(
+                "{} holds {}. Type {}{serial} to erase it:",
+                disk.name,
+                disk.describe_contents(),
+                disk.name
+            ),
+            w.settings.theme.warning(),
+        ))
+        .wrap(Wrap { trim: false }),
+        ask,
+    );
+    let [mark, input] =
+        Layout::horizontal([Constraint::Length(2), Constraint::Length(24)]).areas(field);
+    frame.render_widget(Span::raw(">"), mark);
+    w.review.confirm.draw(frame, input, true, &w.settings.theme);
 }

@@ -373,27 +373,21 @@ enum FormRow<'a> {
     Check(String),
 }
 
-fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
-    let form = &w.shares;
-    let check = |on: bool| if on { "[x]" } else { "[ ]" };
-    fn text<'a>(label: &str, field: Cow<'a, TextField>, note: String) -> FormRow<'a> {
+impl<'a> FormRow<'a> {
+    fn text(label: &str, field: Cow<'a, TextField>, note: String) -> FormRow<'a> {
         FormRow::Text {
             label: label.to_string(),
             field,
             note,
         }
     }
-    let password = |i: usize, again: bool| {
-        let user = form.user_names().get(i).cloned().unwrap_or_default();
-        let field = match form.password(&user) {
-            Some(p) if again => Cow::Borrowed(&p.again),
-            Some(p) => Cow::Borrowed(&p.first),
-            None => Cow::Owned(TextField::masked()),
-        };
-        (user, field)
-    };
+}
+
+fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
+    let form = &w.shares;
+    let check = |on: bool| if on { "[x]" } else { "[ ]" };
     match field {
-        Field::Name => text(
+        Field::Name => FormRow::text(
             "Share name",
             Cow::Borrowed(&form.name),
             format!(
@@ -407,30 +401,9 @@ fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
             "{} SMB: Windows, macOS and Linux file sharing",
             check(form.smb)
         )),
-        Field::Users => {
-            let known: Vec<&str> = w.facts.accounts.iter().map(|a| a.name.as_str()).collect();
-            // With guests reading, the users listed are the ones who write.
-            let label = if form.guest {
-                "    Users who may write"
-            } else {
-                "    Users"
-            };
-            text(
-                label,
-                Cow::Borrowed(&form.users),
-                format!("accounts: {}", known.join(", ")),
-            )
-        }
-        Field::Password(i) => {
-            let (user, field) = password(i, false);
-            let note = if w.facts.staged_smb_users.contains(&user) {
-                "empty: keep the image's"
-            } else {
-                ""
-            };
-            text(&format!("    Password for {user}"), field, note.into())
-        }
-        Field::Again(i) => text("    Same again", password(i, true).1, String::new()),
+        Field::Users => users_row(w),
+        Field::Password(i) => password_row(w, i, false),
+        Field::Again(i) => password_row(w, i, true),
         Field::Guest => FormRow::Check(format!(
             "    {} Guests may read without a password (read-only for them)",
             check(form.guest)
@@ -439,7 +412,7 @@ fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
             "    {} Time Machine for Macs (its own share, timemachine)",
             check(form.timemachine)
         )),
-        Field::TimeMachineSize => text(
+        Field::TimeMachineSize => FormRow::text(
             "    Time Machine size limit",
             Cow::Borrowed(&form.timemachine_size),
             "empty: half the array".into(),
@@ -448,12 +421,48 @@ fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
             "{} NFS: for Linux and Unix clients",
             check(form.nfs)
         )),
-        Field::Clients => text(
+        Field::Clients => FormRow::text(
             "    Allowed clients",
             Cow::Borrowed(&form.clients),
             "hosts or networks".into(),
         ),
     }
+}
+
+fn users_row(w: &Wizard) -> FormRow<'_> {
+    let known: Vec<&str> = w.facts.accounts.iter().map(|a| a.name.as_str()).collect();
+    // With guests reading, the users listed are the ones who write.
+    let label = if w.shares.guest {
+        "    Users who may write"
+    } else {
+        "    Users"
+    };
+    FormRow::text(
+        label,
+        Cow::Borrowed(&w.shares.users),
+        format!("accounts: {}", known.join(", ")),
+    )
+}
+
+/// The i-th user's password, or (`again`) its repetition; a user not
+/// typed for yet gets an empty field.
+fn password_row(w: &Wizard, i: usize, again: bool) -> FormRow<'_> {
+    let form = &w.shares;
+    let user = form.user_names().get(i).cloned().unwrap_or_default();
+    let field = match form.password(&user) {
+        Some(p) if again => Cow::Borrowed(&p.again),
+        Some(p) => Cow::Borrowed(&p.first),
+        None => Cow::Owned(TextField::masked()),
+    };
+    if again {
+        return FormRow::text("    Same again", field, String::new());
+    }
+    let note = if w.facts.staged_smb_users.contains(&user) {
+        "empty: keep the image's"
+    } else {
+        ""
+    };
+    FormRow::text(&format!("    Password for {user}"), field, note.into())
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {

@@ -3,8 +3,10 @@
 
 use super::Help;
 use crate::wizard::choices;
+use crate::wizard::hardware::SataController;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::scroll::wrap_hanging;
+use crate::wizard::theme::Theme;
 use crate::wizard::{Effect, Screen, Wizard};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
@@ -27,16 +29,50 @@ pub fn help(_: &Wizard) -> Help {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
-    let theme = &w.settings.theme;
+    let mut lines: Vec<Line> = [
+        "This wizard turns the disks in this box into network storage: a RAID",
+        "array, a filesystem and shares. Nothing on any disk changes until you",
+        "confirm on the review screen.",
+        "",
+    ]
+    .into_iter()
+    .map(Line::raw)
+    .collect();
+    lines.extend(machine(w, area.width as usize));
+    lines.push(Line::raw(""));
+    lines.extend(warnings(w));
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+}
+
+/// The board, its kernel, SATA controllers, network and disks: a labelled
+/// row each.
+fn machine(w: &Wizard, width: usize) -> Vec<Line<'static>> {
     let hw = &w.facts.hardware;
     let unknown = || "unknown".to_string();
-    let width = area.width as usize;
-    let mut lines: Vec<Line> = Vec::new();
-    // A label, then its value wrapped under itself.
-    let mut row = |label: &str, value: String| {
-        let wrapped = wrap_hanging(&format!("{label:<10}{value}"), width, 10);
-        for (i, l) in wrapped.into_iter().enumerate() {
-            lines.push(if i == 0 {
+    let mut lines = Vec::new();
+    let mut row =
+        |label: &str, value: String| lines.extend(labelled(&w.settings.theme, width, label, value));
+    row("Board", hw.board.clone().unwrap_or_else(unknown));
+    row("Kernel", hw.kernel.clone().unwrap_or_else(unknown));
+    if hw.controllers.is_empty() {
+        row("SATA", "no controller found".into());
+    }
+    for c in &hw.controllers {
+        row("SATA", controller(c));
+    }
+    row("Network", network(w));
+    row("Disks", disk_summary(w));
+    lines
+}
+
+/// A label, then its value wrapped under itself.
+fn labelled(theme: &Theme, width: usize, label: &str, value: String) -> Vec<Line<'static>> {
+    let wrapped = wrap_hanging(&format!("{label:<10}{value}"), width, 10);
+    wrapped
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
                 let rest: String = l.chars().skip(10).collect();
                 Line::from(vec![
                     Span::styled(format!("{label:<10}"), theme.title()),
@@ -44,29 +80,29 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
                 ])
             } else {
                 Line::raw(l)
-            });
-        }
+            }
+        })
+        .collect()
+}
+
+fn controller(c: &SataController) -> String {
+    let mut text = format!("{} at {}", c.name, c.pci);
+    if let Some(link) = &c.link {
+        text += &format!(", {link}");
+    }
+    text += &match &c.driver {
+        Some(driver) => match c.disks {
+            1 => format!(", driver {driver}, 1 disk"),
+            n => format!(", driver {driver}, {n} disks"),
+        },
+        None => ", NO DRIVER".to_string(),
     };
-    row("Board", hw.board.clone().unwrap_or_else(unknown));
-    row("Kernel", hw.kernel.clone().unwrap_or_else(unknown));
-    if hw.controllers.is_empty() {
-        row("SATA", "no controller found".into());
-    }
-    for c in &hw.controllers {
-        let mut text = format!("{} at {}", c.name, c.pci);
-        if let Some(link) = &c.link {
-            text += &format!(", {link}");
-        }
-        text += &match &c.driver {
-            Some(driver) => match c.disks {
-                1 => format!(", driver {driver}, 1 disk"),
-                n => format!(", driver {driver}, {n} disks"),
-            },
-            None => ", NO DRIVER".to_string(),
-        };
-        row("SATA", text);
-    }
-    let network = match (&hw.address, &w.facts.inventory.network) {
+    text
+}
+
+fn network(w: &Wizard) -> String {
+    let hw = &w.facts.hardware;
+    match (&hw.address, &w.facts.inventory.network) {
         (Some(addr), link) => {
             let mut text = addr.to_string();
             if let Some(net) = &hw.network {
@@ -78,23 +114,20 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             text
         }
         (None, _) => "no address yet: is the cable in, and is there DHCP?".into(),
-    };
-    row("Network", network);
-    row("Disks", disk_summary(w));
-    let mut lines: Vec<Line> = [
-        "This wizard turns the disks in this box into network storage: a RAID",
-        "array, a filesystem and shares. Nothing on any disk changes until you",
-        "confirm on the review screen.",
-        "",
-    ]
-    .into_iter()
-    .map(Line::raw)
-    .chain(lines)
-    .collect();
-    lines.push(Line::raw(""));
-    for problem in &hw.problems {
-        lines.push(Line::styled(format!("! {problem}"), theme.warning()));
     }
+}
+
+/// What stands in the way (hardware problems, missing packages, no root),
+/// and whether this is a dry run.
+fn warnings(w: &Wizard) -> Vec<Line<'static>> {
+    let theme = &w.settings.theme;
+    let mut lines: Vec<Line> = w
+        .facts
+        .hardware
+        .problems
+        .iter()
+        .map(|problem| Line::styled(format!("! {problem}"), theme.warning()))
+        .collect();
     if let Some(why) = &w.facts.packages_missing {
         lines.push(Line::styled(
             format!("! Setup cannot start: {why}."),
@@ -113,7 +146,7 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             Style::new(),
         ));
     }
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    lines
 }
 
 fn disk_summary(w: &Wizard) -> String {
