@@ -8,6 +8,7 @@
 pub mod board;
 pub mod boot;
 pub mod build;
+pub mod cli;
 pub mod debian;
 pub mod diag;
 pub mod emulate;
