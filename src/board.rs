@@ -1,6 +1,6 @@
 //! What nasforge knows about each board. The facts live in `overlays/<board>.toml`
-//! (data a contributor can correct without reading Rust); this module only
-//! loads them.
+//! (data a contributor can correct without reading Rust): how it boots, and
+//! the defaults `[kernel] build` uses for it. This module only loads them.
 
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +112,25 @@ pub struct BoardInfo {
     /// Extra module alternatives the `sata` capability needs on this board.
     #[serde(default)]
     pub sata_modules: Vec<Vec<String>>,
+    /// What `[kernel] build` uses for this board when the recipe does not
+    /// say, and what the "kernel lacks sata/md" error offers as the fix.
+    #[serde(default)]
+    pub kernel: BoardKernel,
+}
+
+/// A board's `[kernel]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoardKernel {
+    pub defconfig: Option<String>,
+    /// Why there is no defconfig for this board.
+    pub unverified: Option<String>,
+    #[serde(default)]
+    pub fragments: Vec<String>,
+    /// A source URL pattern for the remedy text.
+    pub source: Option<String>,
+    /// Which tree that is, in words.
+    pub tree: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -138,6 +157,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_board_has_kernel_data_and_named_fragments_exist() {
+        for m in Model::ALL {
+            let b = m.info().kernel;
+            assert!(
+                b.defconfig.is_some() != b.unverified.is_some(),
+                "{m}: exactly one of defconfig/unverified"
+            );
+            for f in &b.fragments {
+                assert!(
+                    crate::kernel::fragments::bundled(f).is_some(),
+                    "{m}: unknown fragment {f}"
+                );
+            }
+        }
+        assert_eq!(
+            Model::Pi5.info().kernel.defconfig.as_deref(),
+            Some("bcm2712_defconfig")
+        );
+        assert_eq!(
+            Model::Cm4.info().kernel.defconfig.as_deref(),
+            Some("bcm2711_defconfig")
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! nasforge: turns a stock Raspberry Pi OS, Armbian or Debian image into a
-//! NAS image. The library is the builder; `src/main.rs` is its command line.
+//! NAS image. The library is the builder; `src/main.rs` is its command line,
+//! and `cli` words the reports some of its commands print.
 //!
 //! Pure parts (recipe, board data, config.txt/cmdline/armbianEnv editing,
 //! kernel capability rules) sit beside the effectful edges (io, fetch,
@@ -8,6 +9,7 @@
 pub mod board;
 pub mod boot;
 pub mod build;
+pub mod cli;
 pub mod debian;
 pub mod diag;
 pub mod emulate;

@@ -334,7 +334,7 @@ fn run(cli: Cli) -> Result<()> {
             let r = Recipe::load(&recipe)?;
             print!(
                 "{}",
-                nasforge::kernel::build::command(&r, &cache(cli.cache)?, config_only)?
+                nasforge::cli::kernel::build(&r, &cache(cli.cache)?, config_only)?
             );
             Ok(())
         }

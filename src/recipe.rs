@@ -418,10 +418,10 @@ impl Recipe {
         };
 
         let kernel_build = raw.kernel.build_file.as_ref().and_then(|b| {
-            use crate::kernel::build::{BuildSpec, Defconfig, FragmentRef, KernelSource, board_kernel};
+            use crate::kernel::build::{BuildSpec, Defconfig, FragmentRef, KernelSource};
             let b_ref = b.get_ref();
             let dir = file.parent().unwrap_or(Path::new("."));
-            let defaults = board_kernel(model);
+            let defaults = model.info().kernel;
             let mut ok = true;
             if info.family == Family::Generic {
                 err(b.span(), format!("nasforge cannot install a kernel on board `{model}`"), defaults.unverified.clone());

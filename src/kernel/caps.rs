@@ -4,7 +4,7 @@
 //! Pure: it takes the files' text, so tests feed it fixture strings.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
@@ -140,13 +140,19 @@ fn config_values(config: &str) -> BTreeMap<&str, &str> {
         .collect()
 }
 
-impl KernelFiles {
-    /// `extra` adds board-specific module alternatives to a capability (Rockchip's
-    /// native SATA needs `ahci_platform` or `ahci_dwc`).
-    pub fn report(&self, extra: &[(Capability, Vec<String>)]) -> KernelReport {
-        let mut builtin = std::collections::BTreeSet::new();
-        let mut loadable = std::collections::BTreeSet::new();
-        if let Some(b) = &self.modules_builtin {
+/// Where each driver is, read from the modules files or else the config.
+struct Found<'a> {
+    builtin: BTreeSet<String>,
+    loadable: BTreeSet<String>,
+    config: BTreeMap<&'a str, &'a str>,
+    from_modules: bool,
+}
+
+impl Found<'_> {
+    fn read(files: &KernelFiles) -> Found<'_> {
+        let mut builtin = BTreeSet::new();
+        let mut loadable = BTreeSet::new();
+        if let Some(b) = &files.modules_builtin {
             builtin.extend(
                 b.lines()
                     .map(str::trim)
@@ -154,38 +160,49 @@ impl KernelFiles {
                     .map(module_name),
             );
         }
-        if let Some(d) = &self.modules_dep {
+        if let Some(d) = &files.modules_dep {
             loadable.extend(
                 d.lines()
                     .filter_map(|l| l.split_once(':'))
                     .map(|(m, _)| module_name(m)),
             );
         }
-        let from_modules = self.modules_builtin.is_some() || self.modules_dep.is_some();
-        let config = self
-            .config
-            .as_deref()
-            .map(config_values)
-            .unwrap_or_default();
+        Found {
+            builtin,
+            loadable,
+            config: files
+                .config
+                .as_deref()
+                .map(config_values)
+                .unwrap_or_default(),
+            from_modules: files.modules_builtin.is_some() || files.modules_dep.is_some(),
+        }
+    }
 
-        let presence = |module: &str| -> Presence {
-            if from_modules {
-                if builtin.contains(module) {
-                    Presence::Builtin
-                } else if loadable.contains(module) {
-                    Presence::Module
-                } else {
-                    Presence::Absent
-                }
+    fn presence(&self, module: &str) -> Presence {
+        if self.from_modules {
+            if self.builtin.contains(module) {
+                Presence::Builtin
+            } else if self.loadable.contains(module) {
+                Presence::Module
             } else {
-                match config_symbol(module).and_then(|s| config.get(s)) {
-                    Some(&"y") => Presence::Builtin,
-                    Some(&"m") => Presence::Module,
-                    _ => Presence::Absent,
-                }
+                Presence::Absent
             }
-        };
+        } else {
+            match config_symbol(module).and_then(|s| self.config.get(s)) {
+                Some(&"y") => Presence::Builtin,
+                Some(&"m") => Presence::Module,
+                _ => Presence::Absent,
+            }
+        }
+    }
+}
 
+impl KernelFiles {
+    /// `extra` adds board-specific module alternatives to a capability (Rockchip's
+    /// native SATA needs `ahci_platform` or `ahci_dwc`).
+    pub fn report(&self, extra: &[(Capability, Vec<String>)]) -> KernelReport {
+        let found = Found::read(self);
         let mut modules = BTreeMap::new();
         let mut capabilities = BTreeMap::new();
         for cap in Capability::ALL {
@@ -202,11 +219,11 @@ impl KernelFiles {
             );
             let mut missing = Vec::new();
             for group in groups {
-                let found = group.iter().any(|m| presence(m) != Presence::Absent);
+                let ok = group.iter().any(|m| found.presence(m) != Presence::Absent);
                 for m in &group {
-                    modules.insert(m.clone(), presence(m));
+                    modules.insert(m.clone(), found.presence(m));
                 }
-                if !found {
+                if !ok {
                     missing.push(group.join("|"));
                 }
             }
@@ -220,7 +237,11 @@ impl KernelFiles {
         }
         KernelReport {
             version: self.version.clone(),
-            evidence: if from_modules { "modules" } else { "config" },
+            evidence: if found.from_modules {
+                "modules"
+            } else {
+                "config"
+            },
             modules,
             capabilities,
         }

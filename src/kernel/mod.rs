@@ -2,30 +2,19 @@
 //! actually boot. The CM4 seed could not see its SATA card until the kernel
 //! was rebuilt, so this is checked, never assumed.
 
+mod booted;
 pub mod build;
 pub mod caps;
 pub mod fragments;
 pub mod install;
 pub mod kconfig;
 
+pub use booted::{Booted, booted, version_in};
 pub use caps::{Capability, KernelFiles, KernelReport, Presence};
 
-use crate::board::{Family, Model};
-use crate::boot::config_txt::ConfigTxt;
+use crate::board::Model;
 use crate::image::Image;
 use anyhow::{Result, bail};
-use serde::Serialize;
-use std::io::Read;
-
-/// Which kernel a board boots, and how that was worked out.
-#[derive(Debug, Clone, Serialize)]
-pub struct Booted {
-    pub board: Model,
-    /// The kernel image file (`kernel_2712.img`, `/boot/Image`, ...).
-    pub file: Option<String>,
-    pub version: Option<String>,
-    pub reason: String,
-}
 
 /// Every installed kernel (`/lib/modules/<version>`), read in one debugfs run.
 pub fn installed(image: &Image) -> Result<Vec<KernelFiles>> {
@@ -72,190 +61,6 @@ pub fn board_extras(board: Model) -> Vec<(Capability, Vec<String>)> {
         .into_iter()
         .map(|g| (Capability::Sata, g))
         .collect()
-}
-
-/// The version string the kernel image itself carries: "Linux version X ...".
-/// Raspberry Pi OS ships gzip-compressed arm64 images, so gzip is unwrapped.
-pub fn version_in(mut r: impl Read) -> Result<Option<String>> {
-    let mut head = [0u8; 2];
-    let n = r.read(&mut head)?;
-    let chained = std::io::Read::chain(&head[..n], r);
-    let mut reader: Box<dyn Read> = if head[..n] == [0x1f, 0x8b] {
-        Box::new(flate2::read::GzDecoder::new(chained))
-    } else {
-        Box::new(chained)
-    };
-    const NEEDLE: &[u8] = b"Linux version ";
-    let mut window: Vec<u8> = Vec::with_capacity(1 << 17);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => return Ok(None),
-            Ok(n) => n,
-            // A kernel we cannot decompress simply yields no version.
-            Err(_) => return Ok(None),
-        };
-        window.extend_from_slice(&buf[..n]);
-        if let Some(i) = window.windows(NEEDLE.len()).position(|w| w == NEEDLE) {
-            let rest = &window[i + NEEDLE.len()..];
-            if let Some(end) = rest.iter().position(|b| b.is_ascii_whitespace() || *b == 0) {
-                return Ok(Some(String::from_utf8_lossy(&rest[..end]).into_owned()));
-            }
-            if rest.len() > 256 {
-                return Ok(None);
-            }
-            continue;
-        }
-        let keep = window.len().saturating_sub(NEEDLE.len() + 256);
-        window.drain(..keep);
-    }
-}
-
-/// Works out the kernel `board` boots from this image.
-pub fn booted(image: &Image, board: Model, versions: &[String]) -> Result<Booted> {
-    let info = board.info();
-    let from_name = |file: &str| -> Option<String> {
-        let name = file.rsplit('/').next().unwrap_or(file);
-        let v = name
-            .strip_prefix("vmlinuz-")
-            .or_else(|| name.strip_prefix("Image-"))?;
-        versions.iter().find(|x| *x == v).cloned()
-    };
-    match info.family {
-        Family::Rpi => {
-            let Some(fat) = image.fat(false)? else {
-                bail!("board {board} boots from a FAT partition, but this image has none");
-            };
-            let config = fat
-                .read("config.txt")?
-                .map(|b| ConfigTxt::parse(&String::from_utf8_lossy(&b)));
-            let filters: Vec<String> = info.filters.clone();
-            let configured = config
-                .as_ref()
-                .and_then(|c| c.effective("kernel", &filters));
-            let names = fat.list_root()?;
-            let (file, reason) = match configured {
-                Some(k) => (
-                    Some(k.clone()),
-                    format!("config.txt sets kernel={k} for {board}"),
-                ),
-                None => match info
-                    .kernels
-                    .iter()
-                    .find(|k| names.iter().any(|n| n.eq_ignore_ascii_case(&k.image)))
-                {
-                    Some(k) => (
-                        Some(k.image.clone()),
-                        format!("{} is what the {board} firmware loads by default", k.image),
-                    ),
-                    None => (
-                        None,
-                        format!(
-                            "none of the {board} firmware's default kernels ({}) is on the boot partition",
-                            info.kernels
-                                .iter()
-                                .map(|k| k.image.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ),
-                },
-            };
-            let Some(file) = file else {
-                return Ok(Booted {
-                    board,
-                    file: None,
-                    version: None,
-                    reason,
-                });
-            };
-            if let Some(v) = from_name(&file) {
-                return Ok(Booted {
-                    board,
-                    file: Some(file),
-                    version: Some(v),
-                    reason,
-                });
-            }
-            if let Some(r) = fat.reader(&file)? {
-                if let Some(v) = version_in(r)? {
-                    return Ok(Booted {
-                        board,
-                        file: Some(file),
-                        version: Some(v),
-                        reason: format!("{reason}; its header names the version"),
-                    });
-                }
-            } else {
-                return Ok(Booted {
-                    board,
-                    file: Some(file.clone()),
-                    version: None,
-                    reason: format!("{reason}, but {file} is missing from the boot partition"),
-                });
-            }
-            let suffix = info
-                .kernels
-                .iter()
-                .find(|k| k.image.eq_ignore_ascii_case(&file))
-                .map(|k| k.module_suffix.clone());
-            let by_suffix: Vec<&String> = versions
-                .iter()
-                .filter(|v| suffix.as_ref().is_some_and(|s| v.ends_with(s.as_str())))
-                .collect();
-            let version = by_suffix.last().map(|v| (*v).clone());
-            Ok(Booted {
-                board,
-                file: Some(file),
-                version,
-                reason: format!("{reason}; matched by module directory suffix"),
-            })
-        }
-        Family::Armbian | Family::Generic => {
-            let Some(root) = image.ext4() else {
-                bail!("board {board} boots from the ext4 root, but this image has none");
-            };
-            // Armbian links /boot/Image; Debian links /boot/vmlinuz and /vmlinuz.
-            let candidates = ["/boot/Image", "/boot/vmlinuz", "/vmlinuz"];
-            for c in candidates {
-                if let Some(target) = root.readlink(c)?
-                    && let Some(v) = from_name(&target)
-                {
-                    return Ok(Booted {
-                        board,
-                        file: Some(c.to_string()),
-                        version: Some(v),
-                        reason: format!("{c} links to {target}"),
-                    });
-                }
-                let tmp = tempfile::NamedTempFile::new()?;
-                if root.dump(c, tmp.path())?
-                    && let Some(v) = version_in(std::fs::File::open(tmp.path())?)?
-                {
-                    return Ok(Booted {
-                        board,
-                        file: Some(c.to_string()),
-                        version: Some(v),
-                        reason: format!("{c}'s header names its version"),
-                    });
-                }
-            }
-            if versions.len() == 1 {
-                return Ok(Booted {
-                    board,
-                    file: None,
-                    version: Some(versions[0].clone()),
-                    reason: "the only kernel in /lib/modules".into(),
-                });
-            }
-            Ok(Booted {
-                board,
-                file: None,
-                version: None,
-                reason: format!("no {} in the root filesystem", candidates.join(" or ")),
-            })
-        }
-    }
 }
 
 /// Fails unless the kernel the board boots has every required capability.

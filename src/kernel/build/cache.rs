@@ -1,0 +1,126 @@
+//! The build cache: `<cache>/kernels/builds/<key>`, where the key is the
+//! source digest, the defconfig and the fragments' settings, and the lock
+//! that keeps two nasforge runs out of one directory.
+
+use super::digest::sha256_file;
+use super::say;
+use super::source::source_digest;
+use super::spec::{BuildSpec, Defconfig, KernelSource};
+use super::{ARCH, FORMAT, LOCALVERSION};
+use anyhow::{Result, bail};
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// An exclusive lock on a file in the cache, held while it lives, so two
+/// nasforge runs do not extract or build into the same directory.
+pub(super) struct Lock(#[allow(dead_code)] fs::File);
+
+impl Lock {
+    pub(super) fn take(path: &Path) -> Result<Lock> {
+        if let Some(d) = path.parent() {
+            fs::create_dir_all(d)?;
+        }
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor this struct owns.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            say(
+                "kernel",
+                format!("waiting for another nasforge using {}", path.display()),
+            );
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                bail!(
+                    "cannot lock {}: {}",
+                    path.display(),
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+        Ok(Lock(f))
+    }
+}
+
+/// Everything nasforge keeps for kernels: sources, builds, work trees.
+pub(super) fn kernels_dir(cache: &Path) -> PathBuf {
+    cache.join("kernels")
+}
+
+/// The cache key of a build: source digest, defconfig (its content for a
+/// file) and every fragment's settings, in order. Comments in fragments
+/// do not change it.
+pub fn cache_key(source_digest: &str, spec: &BuildSpec) -> Result<String> {
+    let mut h = Sha256::new();
+    h.update(format!(
+        "{FORMAT}\nsource {source_digest}\narch {ARCH}\nlocalversion {LOCALVERSION}\n"
+    ));
+    match &spec.defconfig {
+        Defconfig::Target(t) => h.update(format!("defconfig {t}\n")),
+        Defconfig::File(p) => h.update(format!("defconfig-file {}\n", sha256_file(p)?)),
+    }
+    for f in &spec.fragments {
+        let frag = f.load()?;
+        h.update(format!(
+            "fragment {}\n",
+            frag.name.rsplit('/').next().unwrap_or(&frag.name)
+        ));
+        for s in &frag.settings {
+            h.update(s.render());
+            h.update("\n");
+        }
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+fn result_dir(cache: &Path, key: &str) -> PathBuf {
+    kernels_dir(cache).join("builds").join(key)
+}
+
+/// The directory a build of `spec` is cached in, whether or not it exists
+/// yet. A download is not needed for this (its sha256 is its digest); a
+/// local tarball or tree is hashed.
+pub fn cached_dir(spec: &BuildSpec, cache: &Path) -> Result<PathBuf> {
+    Ok(locate(spec, cache)?.1)
+}
+
+pub(super) fn locate(spec: &BuildSpec, cache: &Path) -> Result<(String, PathBuf)> {
+    let digest = match &spec.source {
+        KernelSource::Url { sha256, .. } => sha256.clone(),
+        _ => source_digest(spec, cache)?.0,
+    };
+    let dir = result_dir(cache, &cache_key(&digest, spec)?);
+    Ok((digest, dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::build::FragmentRef;
+
+    #[test]
+    fn cache_key_follows_settings_not_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x.config");
+        let spec = |defconfig: &str| BuildSpec {
+            source: KernelSource::Tree(dir.path().into()),
+            defconfig: Defconfig::Target(defconfig.into()),
+            fragments: vec![
+                FragmentRef::Bundled("sata".into()),
+                FragmentRef::File(f.clone()),
+            ],
+        };
+        fs::write(&f, "# why\nCONFIG_A=y\n").unwrap();
+        let k1 = cache_key("abc", &spec("defconfig")).unwrap();
+        fs::write(&f, "# a different reason\nCONFIG_A=y\n").unwrap();
+        assert_eq!(cache_key("abc", &spec("defconfig")).unwrap(), k1);
+        fs::write(&f, "CONFIG_A=m\n").unwrap();
+        assert_ne!(cache_key("abc", &spec("defconfig")).unwrap(), k1);
+        fs::write(&f, "CONFIG_A=y\n").unwrap();
+        assert_ne!(cache_key("abd", &spec("defconfig")).unwrap(), k1);
+        assert_ne!(cache_key("abc", &spec("allnoconfig")).unwrap(), k1);
+    }
+}
