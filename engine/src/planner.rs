@@ -9,10 +9,6 @@ use crate::spec::{Array, Count, Level, Share, Storage, Transport};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// md's default chunk, passed explicitly so the filesystem's stripe geometry
-/// is known before the array exists.
-pub const CHUNK_KIB: u64 = 512;
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub arrays: Vec<ArrayPlan>,
@@ -455,7 +451,7 @@ fn plan_array(
 }
 
 fn name_taken(index: usize, spec: &Array, existing: &MdArray, inventory: &Inventory) -> String {
-    let device = crate::storage::mdadm::device(&spec.name);
+    let device = spec.md_device();
     let members: Vec<String> = existing
         .members
         .iter()
@@ -605,7 +601,7 @@ impl Plan {
             let device = if s.level == Level::Single {
                 "a partition".to_string()
             } else {
-                format!("/dev/md/{}", s.name)
+                s.md_device()
             };
             out += &format!(
                 "Array '{}': {} of {} disk(s) as {device}, {} mounted at {}\n",

@@ -5,11 +5,12 @@
 
 use crate::machine::disks::{self, Host, Identity};
 use crate::machine::signature::{self, Signature};
-use crate::planner::{ArrayPlan, CHUNK_KIB, Plan};
+use crate::planner::{ArrayPlan, Plan};
 use crate::size::Size;
 use crate::spec::{Filesystem, Level, Share};
 use crate::storage::partition::{self, PartitionKind};
 use crate::{shares::avahi, shares::nfs, shares::samba, storage::fstab, storage::mdadm};
+use mdadm::CHUNK_KIB;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -301,7 +302,7 @@ pub fn filesystem_device(array: &ArrayPlan) -> String {
     if array.spec.level == Level::Single {
         partition::partition_path(&array.members[0].disk.stable_path(), 1)
     } else {
-        mdadm::device(&array.spec.name)
+        array.spec.md_device()
     }
 }
 
@@ -517,7 +518,7 @@ fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: &mut Vec<St
         partitions.push(part);
     }
     if array.spec.level != Level::Single {
-        let device = mdadm::device(name);
+        let device = array.spec.md_device();
         steps.push(Step {
             id: format!("create-array:{name}"),
             title: format!(
