@@ -4,9 +4,8 @@
 //! on the workstation so that a bad storage section fails there, with the file,
 //! line and column, long before a board boots. Field names are snake_case as in
 //! the recipe; enums are lowercase words; unknown keys are errors.
-
 //!
-//! Each section's types live with their checks: [`storage`] and [`shares`].
+//! Each section's types live with their checks, in `storage` and `shares`.
 //! This module reads the recipe, runs the checks across both sections and
 //! locates each problem in the text ([`locate`]).
 
