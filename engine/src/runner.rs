@@ -144,6 +144,95 @@ impl SystemRunner {
             }
         })
     }
+
+    /// A command on a device an interrupted run already removed is noted,
+    /// not run.
+    fn skip_absent(&mut self, path: &str, cmd: &Cmd) {
+        let note = format!("# skipped, {path} no longer exists: {cmd}\n");
+        if self.echo {
+            eprint!("{note}");
+        }
+        self.log(&note);
+    }
+
+    fn replace_managed_block(&mut self, path: &str, contents: &str) -> Result<(), RunError> {
+        let existing = match std::fs::read_to_string(self.host.path(path)) {
+            Ok(text) => text,
+            // Only a file that is not there yet starts empty: any
+            // other failure would replace the system's file with
+            // just nasforge's block.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(RunError::Io {
+                    what: format!(
+                        "reading {path} to update nasforge's block in it (the file was left as it is; fix or move it, then start setup again)"
+                    ),
+                    source,
+                });
+            }
+        };
+        self.write(path, &managed::merge(&existing, contents), 0o644)
+    }
+
+    fn capture_to_file(
+        &mut self,
+        path: &str,
+        header: &str,
+        cmd: &Cmd,
+        drop: &[String],
+    ) -> Result<(), RunError> {
+        let output = self.exec(cmd)?;
+        let kept: String = output
+            .lines()
+            .map(|l| {
+                let words: Vec<&str> = l
+                    .split_whitespace()
+                    .filter(|w| !drop.iter().any(|d| w.starts_with(d.as_str())))
+                    .collect();
+                words.join(" ") + "\n"
+            })
+            .collect();
+        self.write(path, &format!("{header}{kept}"), 0o644)
+    }
+
+    fn remove_file(&mut self, path: &str) -> Result<(), RunError> {
+        match std::fs::remove_file(self.host.path(path)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RunError::Io {
+                what: format!("removing {path}"),
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn reread_partitions(&mut self, action: &Action, device: &str) -> Result<(), RunError> {
+        self.log(&format!("{action}\n"));
+        let path = self.host.dev_path(device);
+        let reread = partition::reread(&path);
+        if reread.is_ok() && partition::kernel_has_partition(&self.host.path("/sys"), &path, 1) {
+            return Ok(());
+        }
+        self.log(&format!(
+            "BLKRRPART: {reread:?} and no partition 1 in sysfs; trying partx\n"
+        ));
+        self.exec(&Cmd::new(&["partx", "-u", device])).map(drop)
+    }
+
+    fn zero_ends(&mut self, action: &Action, device: &str) -> Result<(), RunError> {
+        self.log(&format!("{action}\n"));
+        let path = self.host.dev_path(device);
+        let io = |source| RunError::Io {
+            what: format!("zeroing {device}"),
+            source,
+        };
+        let file = OpenOptions::new().write(true).open(&path).map_err(io)?;
+        let size = signature::device_size(&file).map_err(io)?;
+        let len = signature::WINDOW.min(size);
+        let zeros = vec![0u8; len as usize];
+        file.write_all_at(&zeros, 0).map_err(io)?;
+        file.write_all_at(&zeros, size - len).map_err(io)?;
+        file.sync_all().map_err(io)
+    }
 }
 
 impl Runner for SystemRunner {
@@ -155,11 +244,7 @@ impl Runner for SystemRunner {
                     ..
                 },
             ) if !self.host.dev_path(path).exists() => {
-                let note = format!("# skipped, {path} no longer exists: {cmd}\n");
-                if self.echo {
-                    eprint!("{note}");
-                }
-                self.log(&note);
+                self.skip_absent(path, cmd);
                 Ok(())
             }
             Action::Run(cmd) => self.exec(cmd).map(drop),
@@ -168,50 +253,14 @@ impl Runner for SystemRunner {
                 contents,
                 mode,
             } => self.write(path, contents, *mode),
-            Action::ManagedBlock { path, contents } => {
-                let existing = match std::fs::read_to_string(self.host.path(path)) {
-                    Ok(text) => text,
-                    // Only a file that is not there yet starts empty: any
-                    // other failure would replace the system's file with
-                    // just nasforge's block.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                    Err(source) => {
-                        return Err(RunError::Io {
-                            what: format!(
-                                "reading {path} to update nasforge's block in it (the file was left as it is; fix or move it, then start setup again)"
-                            ),
-                            source,
-                        });
-                    }
-                };
-                self.write(path, &managed::merge(&existing, contents), 0o644)
-            }
+            Action::ManagedBlock { path, contents } => self.replace_managed_block(path, contents),
             Action::CaptureToFile {
                 path,
                 header,
                 cmd,
                 drop,
-            } => {
-                let output = self.exec(cmd)?;
-                let kept: String = output
-                    .lines()
-                    .map(|l| {
-                        let words: Vec<&str> = l
-                            .split_whitespace()
-                            .filter(|w| !drop.iter().any(|d| w.starts_with(d.as_str())))
-                            .collect();
-                        words.join(" ") + "\n"
-                    })
-                    .collect();
-                self.write(path, &format!("{header}{kept}"), 0o644)
-            }
-            Action::RemoveFile { path } => match std::fs::remove_file(self.host.path(path)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RunError::Io {
-                    what: format!("removing {path}"),
-                    source: e,
-                }),
-                _ => Ok(()),
-            },
+            } => self.capture_to_file(path, header, cmd, drop),
+            Action::RemoveFile { path } => self.remove_file(path),
             Action::WriteGpt {
                 device,
                 block_size,
@@ -223,35 +272,8 @@ impl Runner for SystemRunner {
                     .map(drop)?;
                 Ok(())
             }
-            Action::RereadPartitions { device } => {
-                self.log(&format!("{action}\n"));
-                let path = self.host.dev_path(device);
-                let reread = partition::reread(&path);
-                if reread.is_ok()
-                    && partition::kernel_has_partition(&self.host.path("/sys"), &path, 1)
-                {
-                    return Ok(());
-                }
-                self.log(&format!(
-                    "BLKRRPART: {reread:?} and no partition 1 in sysfs; trying partx\n"
-                ));
-                self.exec(&Cmd::new(&["partx", "-u", device])).map(drop)
-            }
-            Action::ZeroEnds { device } => {
-                self.log(&format!("{action}\n"));
-                let path = self.host.dev_path(device);
-                let io = |source| RunError::Io {
-                    what: format!("zeroing {device}"),
-                    source,
-                };
-                let file = OpenOptions::new().write(true).open(&path).map_err(io)?;
-                let size = signature::device_size(&file).map_err(io)?;
-                let len = signature::WINDOW.min(size);
-                let zeros = vec![0u8; len as usize];
-                file.write_all_at(&zeros, 0).map_err(io)?;
-                file.write_all_at(&zeros, size - len).map_err(io)?;
-                file.sync_all().map_err(io)
-            }
+            Action::RereadPartitions { device } => self.reread_partitions(action, device),
+            Action::ZeroEnds { device } => self.zero_ends(action, device),
         }
     }
 

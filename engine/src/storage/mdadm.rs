@@ -1,14 +1,14 @@
 //! mdadm invocations and /etc/mdadm/mdadm.conf, with the traps from the
 //! field notes built in.
 
-use crate::planner::{Alert, ArrayPlan, CHUNK_KIB};
+use crate::planner::{Alert, ArrayPlan};
 use crate::spec::Level;
 
 pub const CONF: &str = "/etc/mdadm/mdadm.conf";
 
-pub fn device(name: &str) -> String {
-    format!("/dev/md/{name}")
-}
+/// md's default chunk, passed explicitly so the filesystem's stripe geometry
+/// is known before the array exists.
+pub const CHUNK_KIB: u64 = 512;
 
 /// `mdadm --create` for an array whose members are `partitions`.
 pub fn create(array: &ArrayPlan, homehost: &str, partitions: &[String]) -> Vec<String> {
@@ -17,7 +17,7 @@ pub fn create(array: &ArrayPlan, homehost: &str, partitions: &[String]) -> Vec<S
     let mut argv: Vec<String> = vec![
         "mdadm".into(),
         "--create".into(),
-        device(name),
+        array.spec.md_device(),
         "--run".into(),
         format!("--homehost={homehost}"),
         format!("--name={name}"),

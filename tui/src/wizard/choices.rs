@@ -4,7 +4,6 @@
 
 use nasforge_engine::machine::disks::{Disk, Inventory};
 use nasforge_engine::machine::signature::Signature;
-use nasforge_engine::matching;
 use nasforge_engine::planner::{self, ArrayPlan, Plan};
 use nasforge_engine::spec::{
     self, Array, Count, DiskMatch, Filesystem, Level, Mode, Share, Storage,
@@ -137,7 +136,7 @@ pub fn storage(chosen: &[&Disk], level: Level, filesystem: Filesystem, mount: &s
             name: array_name(mount),
             level,
             disks: DiskMatch {
-                serial: Some(matching::any_of(&serials)),
+                serial: Some(spec::glob::any_of(&serials)),
                 count: Count::Exactly(chosen.len()),
                 ..DiskMatch::default()
             },

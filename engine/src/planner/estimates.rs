@@ -1,0 +1,146 @@
+//! What an array of given members will be: its capacity, how many failed
+//! disks it survives, and the sequential speed its slowest part allows.
+
+use super::{Limit, Throughput, Tolerance};
+use crate::machine::disks::{Disk, Inventory};
+use crate::size::Size;
+use crate::spec::{Level, Transport};
+
+pub(super) fn data_disks(level: Level, n: usize) -> usize {
+    match level {
+        Level::Raid0 => n,
+        Level::Raid1 | Level::Single => 1,
+        Level::Raid5 => n - 1,
+        Level::Raid6 => n - 2,
+        Level::Raid10 => n / 2,
+    }
+}
+
+/// Capacity and the bytes lost to mixed sizes, from member sizes alone.
+pub fn capacity(level: Level, sizes: &[u64]) -> (Size, Size) {
+    let n = sizes.len() as u64;
+    let smallest = sizes.iter().copied().min().unwrap_or(0);
+    let total: u64 = sizes.iter().sum();
+    let usable = match level {
+        // md raid0 stripes unequal members in zones and uses every byte.
+        Level::Raid0 => return (Size(total), Size(0)),
+        Level::Raid1 | Level::Single => smallest,
+        Level::Raid5 => smallest * (n - 1),
+        Level::Raid6 => smallest * (n - 2),
+        Level::Raid10 => smallest * n / 2,
+    };
+    (Size(usable), Size(total - smallest * n))
+}
+
+pub fn tolerance(level: Level, n: usize) -> Tolerance {
+    let (guaranteed, best_case) = match level {
+        Level::Raid0 | Level::Single => (0, 0),
+        Level::Raid1 => (n - 1, n - 1),
+        Level::Raid5 => (1, 1),
+        Level::Raid6 => (2, 2),
+        Level::Raid10 => (1, n / 2),
+    };
+    Tolerance {
+        guaranteed,
+        best_case,
+    }
+}
+
+/// Sequential MB/s one disk sustains, by kind (field-note ballparks).
+fn disk_mb_s(disk: &Disk) -> u32 {
+    let media = match (disk.transport, disk.rotational) {
+        (_, true) => 180,
+        (Some(Transport::Nvme), false) => 1500,
+        (Some(Transport::Mmc), false) => 40,
+        (_, false) => 500,
+    };
+    match disk.usb_mbit {
+        Some(mbit) => media.min(usb_mb_s(mbit)),
+        None => media,
+    }
+}
+
+fn usb_mb_s(mbit: u32) -> u32 {
+    match mbit {
+        0..=480 => 35,
+        481..=5000 => 400,
+        _ => 900,
+    }
+}
+
+/// What a PCIe link carries in practice: Gen2 x1 ≈ 330 MB/s (CM4 seed),
+/// Gen3 x1 ≈ 800 MB/s (Pi 5 + JMB585 seed); other rates scaled from those.
+pub fn pcie_mb_s(mts: u32, width: u32) -> u32 {
+    let per_lane = match mts {
+        15_000.. => 1600,
+        7_900.. => 800,
+        4_900.. => 330,
+        _ => 165,
+    };
+    per_lane * width
+}
+
+/// "PCIe Gen 2 (5.0 GT/s) x1": people know links by generation, the kernel
+/// reports the transfer rate.
+pub fn pcie_link(mts: u32, width: u32) -> String {
+    let rate = format!("{:.1} GT/s", mts as f32 / 1000.0);
+    let generation = match mts {
+        2_500 => Some(1),
+        5_000 => Some(2),
+        8_000 => Some(3),
+        16_000 => Some(4),
+        32_000 => Some(5),
+        _ => None,
+    };
+    match generation {
+        Some(g) => format!("PCIe Gen {g} ({rate}) x{width}"),
+        None => format!("PCIe {rate} x{width}"),
+    }
+}
+
+/// What a network link carries: GbE ≈ 117 MB/s (seed measurements).
+pub fn network_mb_s(mbit: u32) -> u32 {
+    (mbit as u64 * 117 / 1000) as u32
+}
+
+pub(super) fn throughput(level: Level, members: &[&Disk], inventory: &Inventory) -> Throughput {
+    let slowest = members.iter().map(|d| disk_mb_s(d)).min().unwrap_or(0);
+    let n = members.len();
+    let disks = slowest * data_disks(level, n).max(1) as u32;
+    let mut limits = vec![Limit {
+        what: format!("the disks ({n} × ≈{slowest} MB/s, {level})"),
+        mb_s: disks,
+    }];
+    let mut seen: Vec<&str> = Vec::new();
+    for disk in members {
+        let Some(c) = &disk.controller else { continue };
+        let (Some(mts), Some(width)) = (c.link_mts, c.link_width) else {
+            continue;
+        };
+        if seen.contains(&c.pci.as_str()) {
+            continue;
+        }
+        seen.push(&c.pci);
+        // Each member carries 1/n of the traffic, so a link shared by k
+        // members caps the array at link × n / k.
+        let behind = members
+            .iter()
+            .filter(|d| d.controller.as_ref().is_some_and(|o| o.pci == c.pci))
+            .count();
+        let mb_s = (pcie_mb_s(mts, width) as u64 * n as u64 / behind as u64) as u32;
+        limits.push(Limit {
+            what: format!("the {} link of the {}", pcie_link(mts, width), c.label()),
+            mb_s,
+        });
+    }
+    if let Some(net) = &inventory.network {
+        limits.push(Limit {
+            what: format!("the network ({} at {} Mbit/s)", net.interface, net.mbit),
+            mb_s: network_mb_s(net.mbit),
+        });
+    }
+    let bottleneck = (0..limits.len())
+        .min_by_key(|&i| limits[i].mb_s)
+        .unwrap_or(0);
+    Throughput { limits, bottleneck }
+}

@@ -1,0 +1,295 @@
+//! Which disks an array takes: the ones its rules match that are free and
+//! blank (or may be erased), as many as its count asks for, or refusals
+//! that name each disk in the way.
+
+use super::estimates::{capacity, throughput, tolerance};
+use super::{ArrayPlan, Member, Refusal, refusals};
+use crate::machine::disks::{Disk, Inventory};
+use crate::matching;
+use crate::size::Size;
+use crate::spec::{Array, Count, Level, Transport};
+
+/// A disk the array's rules match, by what may be done with it.
+pub(super) enum Candidate<'a> {
+    Usable { disk: &'a Disk, erase: bool },
+    HoldsData(&'a Disk),
+    InUse(&'a Disk),
+}
+
+fn refuse(spec: &Array, disk: Option<&str>, reason: String) -> Refusal {
+    Refusal {
+        array: spec.name.clone(),
+        disk: disk.map(str::to_string),
+        reason,
+    }
+}
+
+pub(super) fn plan_array(
+    index: usize,
+    spec: &Array,
+    inventory: &Inventory,
+    taken: &[String],
+) -> Result<ArrayPlan, Vec<Refusal>> {
+    // The steps address the array as /dev/md/<name>: with another array
+    // already there under that name, "create" would find it done and mkfs
+    // would format it.
+    if spec.level != Level::Single
+        && let Some(existing) = inventory
+            .arrays
+            .iter()
+            .find(|a| a.name.as_deref() == Some(spec.name.as_str()))
+    {
+        return Err(vec![refuse(
+            spec,
+            None,
+            refusals::name_taken(index, spec, existing, inventory),
+        )]);
+    }
+    let (candidates, mismatched) = candidates(spec, inventory, taken);
+    let mut skipped = Vec::new();
+    let mut refused = Vec::new();
+    for c in &candidates {
+        match c {
+            Candidate::InUse(d) => skipped.push(format!("{}: {}", d.name, refusals::in_use(d))),
+            Candidate::HoldsData(d) if spec.disks.count == Count::All => {
+                refused.push(refuse(spec, Some(&d.name), refusals::holds_data(index, d)))
+            }
+            _ => {}
+        }
+    }
+    // Blank disks first: with a count, a disk with data is only taken when
+    // there are not enough blank ones.
+    let mut usable: Vec<(&Disk, bool)> = usable(&candidates).collect();
+    usable.sort_by_key(|(_, erase)| *erase);
+    let wanted = match spec.disks.count {
+        Count::Exactly(n) => n,
+        Count::All => usable.len(),
+    };
+    check_count(
+        index,
+        spec,
+        &usable,
+        wanted,
+        &candidates,
+        &mismatched,
+        &mut refused,
+    );
+    if !refused.is_empty() {
+        return Err(refused);
+    }
+    let chosen = choose(usable, wanted, &candidates, inventory, &mut skipped);
+    Ok(array_plan(spec, &chosen, inventory, skipped))
+}
+
+/// The disks not taken by an earlier array, sorted by what they hold, and
+/// the ones the rules do not match, with the rule each fails.
+fn candidates<'a>(
+    spec: &Array,
+    inventory: &'a Inventory,
+    taken: &[String],
+) -> (Vec<Candidate<'a>>, Vec<String>) {
+    let mut mismatched = Vec::new();
+    let mut candidates = Vec::new();
+    for disk in &inventory.disks {
+        if taken.contains(&disk.name) {
+            continue;
+        }
+        if let Some(why) = matching::mismatch(&spec.disks, disk) {
+            mismatched.push(format!("{} ({why})", disk.name));
+            continue;
+        }
+        candidates.push(if !disk.in_use.is_empty() {
+            Candidate::InUse(disk)
+        } else if disk.is_blank() {
+            Candidate::Usable { disk, erase: false }
+        } else if spec.wipe {
+            Candidate::Usable { disk, erase: true }
+        } else {
+            Candidate::HoldsData(disk)
+        });
+    }
+    (candidates, mismatched)
+}
+
+/// The candidates that may be taken, and whether each is to be erased.
+fn usable<'c, 'a>(candidates: &'c [Candidate<'a>]) -> impl Iterator<Item = (&'a Disk, bool)> + 'c {
+    candidates.iter().filter_map(|c| match c {
+        Candidate::Usable { disk, erase } => Some((*disk, *erase)),
+        _ => None,
+    })
+}
+
+/// Refuses an array that cannot get as many disks as its count or level
+/// needs, or gets more than `single` takes. Disks refused already explain
+/// the shortfall, so the level is only checked when there are none.
+fn check_count(
+    index: usize,
+    spec: &Array,
+    usable: &[(&Disk, bool)],
+    wanted: usize,
+    candidates: &[Candidate],
+    mismatched: &[String],
+    refused: &mut Vec<Refusal>,
+) {
+    let level = spec.level;
+    let rules = refusals::describe_rules(spec);
+    if let Count::Exactly(n) = spec.disks.count
+        && usable.len() < n
+    {
+        for c in candidates {
+            if let Candidate::HoldsData(d) = c {
+                refused.push(refuse(spec, Some(&d.name), refusals::holds_data(index, d)));
+            }
+        }
+        refused.push(refuse(
+            spec,
+            None,
+            refusals::shortfall(n, usable.len(), &rules, candidates, mismatched),
+        ));
+    } else if refused.is_empty() && wanted < level.min_disks() {
+        refused.push(refuse(
+            spec,
+            None,
+            format!(
+                "{level} needs at least {} disks but {} {}: {}",
+                level.min_disks(),
+                wanted,
+                if wanted == 1 {
+                    "is usable"
+                } else {
+                    "are usable"
+                },
+                refusals::shortfall(
+                    level.min_disks(),
+                    usable.len(),
+                    &rules,
+                    candidates,
+                    mismatched
+                )
+            ),
+        ));
+    } else if refused.is_empty()
+        && let Some(max) = level.max_disks()
+        && wanted > max
+    {
+        let names: Vec<&str> = usable.iter().map(|(d, _)| d.name.as_str()).collect();
+        refused.push(refuse(
+            spec,
+            None,
+            format!("{level} takes one disk but {} match ({}); set count = 1 or narrow the rules (model, serial, size)", wanted, names.join(", ")),
+        ));
+    }
+}
+
+/// The first `wanted` usable disks, as members in discovery order; the
+/// usable ones left over are noted in `skipped`.
+fn choose<'a>(
+    usable: Vec<(&'a Disk, bool)>,
+    wanted: usize,
+    candidates: &[Candidate<'a>],
+    inventory: &Inventory,
+    skipped: &mut Vec<String>,
+) -> Vec<(&'a Disk, bool)> {
+    let mut chosen: Vec<(&Disk, bool)> = usable.into_iter().take(wanted).collect();
+    // Members in discovery order, however they were picked.
+    chosen.sort_by_key(|(d, _)| inventory.disks.iter().position(|o| o.name == d.name));
+    for (d, _) in self::usable(candidates) {
+        if !chosen.iter().any(|(c, _)| c.name == d.name) {
+            skipped.push(format!(
+                "{}: not needed (count = {wanted}; blank disks are taken first)",
+                d.name
+            ));
+        }
+    }
+    chosen
+}
+
+/// The plan of an array made of `chosen`.
+fn array_plan(
+    spec: &Array,
+    chosen: &[(&Disk, bool)],
+    inventory: &Inventory,
+    skipped: Vec<String>,
+) -> ArrayPlan {
+    let level = spec.level;
+    let disks: Vec<&Disk> = chosen.iter().map(|(d, _)| *d).collect();
+    let sizes: Vec<u64> = disks.iter().map(|d| d.size.0).collect();
+    let (capacity, lost) = capacity(level, &sizes);
+    let warnings = warnings(spec, chosen, lost);
+    ArrayPlan {
+        spec: spec.clone(),
+        members: chosen
+            .iter()
+            .map(|(d, erase)| Member {
+                disk: (*d).clone(),
+                erase: *erase,
+            })
+            .collect(),
+        capacity,
+        lost_to_mixed_sizes: lost,
+        tolerance: tolerance(level, disks.len()),
+        throughput: throughput(level, &disks, inventory),
+        warnings,
+        skipped,
+    }
+}
+
+fn warnings(spec: &Array, chosen: &[(&Disk, bool)], lost: Size) -> Vec<String> {
+    let mut out = Vec::new();
+    let level = spec.level;
+    if level == Level::Raid0 {
+        out.push(
+            "raid0 has no redundancy: one failed disk loses everything on the array".to_string(),
+        );
+    }
+    let smallest = chosen.iter().map(|(d, _)| d.size).min();
+    if let Some(smallest) = smallest
+        && chosen.iter().any(|(d, _)| d.size != smallest)
+    {
+        if level == Level::Raid0 {
+            out.push("members differ in size: md stripes the extra space over fewer disks, so the end of the array is slower".to_string());
+        } else {
+            out.push(format!(
+                "members differ in size: each counts as the smallest ({smallest}), so {lost} of the larger disks is unused"
+            ));
+        }
+    }
+    for (d, erase) in chosen {
+        if *erase {
+            out.push(format!(
+                "{} holds {} and will be erased (wipe = true)",
+                d.name,
+                d.describe_contents()
+            ));
+        }
+    }
+    let usb: Vec<&str> = chosen
+        .iter()
+        .filter(|(d, _)| d.transport == Some(Transport::Usb))
+        .map(|(d, _)| d.name.as_str())
+        .collect();
+    if !usb.is_empty() && level != Level::Single {
+        out.push(format!(
+            "{} {} attached over USB: UAS link resets drop USB disks out of arrays (raspberrypi/linux #3070, #3905, #5959); prefer SATA or NVMe members",
+            usb.join(", "),
+            if usb.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    if chosen.iter().any(|(d, _)| d.rotational) && chosen.iter().any(|(d, _)| !d.rotational) {
+        out.push(
+            "the array mixes SSDs and spinning disks: it runs at the spinning disks' speed"
+                .to_string(),
+        );
+    }
+    let mut noted: Vec<&str> = Vec::new();
+    for (d, _) in chosen {
+        if let Some(c) = &d.controller
+            && let Some(note) = &c.note
+            && !noted.contains(&c.pci.as_str())
+        {
+            noted.push(&c.pci);
+            out.push(format!("{}: {note}", c.label()));
+        }
+    }
+    out
+}

@@ -1,0 +1,176 @@
+//! The planner: a storage spec and the discovered disks become a plan, or a
+//! list of refusals that each name the disk and the reason. Pure: no I/O, so
+//! the wizard can re-plan on every keystroke and tests can cover every level.
+//!
+//! `members` picks each array's disks (or says why it cannot, in the words
+//! of `refusals`), `estimates` works out what the array will hold and
+//! sustain, and `describe` puts the plan in words.
+
+mod describe;
+mod estimates;
+mod members;
+mod refusals;
+
+pub use estimates::{capacity, network_mb_s, pcie_link, pcie_mb_s, tolerance};
+
+use crate::machine::disks::{Disk, Inventory};
+use crate::size::Size;
+use crate::spec::{Array, Share, Storage};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub arrays: Vec<ArrayPlan>,
+    pub shares: Vec<Share>,
+    pub alert: Alert,
+}
+
+/// Where mdadm's monitor reports a failing disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Alert {
+    Mail(String),
+    Program(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArrayPlan {
+    pub spec: Array,
+    pub members: Vec<Member>,
+    /// Usable bytes before RAID metadata and filesystem overhead.
+    pub capacity: Size,
+    /// Bytes the larger members contribute that the level cannot use.
+    pub lost_to_mixed_sizes: Size,
+    pub tolerance: Tolerance,
+    pub throughput: Throughput,
+    pub warnings: Vec<String>,
+    /// Matching disks that were left out, and why.
+    pub skipped: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    pub disk: Disk,
+    /// It holds something that will be erased (the recipe allowed it).
+    pub erase: bool,
+}
+
+/// How many members may fail without losing data: `guaranteed` whichever
+/// fail, `best_case` if the right ones fail (raid10 mirrors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub guaranteed: usize,
+    pub best_case: usize,
+}
+
+/// Sequential throughput estimate in MB/s and what limits it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    pub limits: Vec<Limit>,
+    /// Index into `limits` of the slowest one.
+    pub bottleneck: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limit {
+    pub what: String,
+    pub mb_s: u32,
+}
+
+impl Throughput {
+    pub fn bottleneck(&self) -> &Limit {
+        &self.limits[self.bottleneck]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    pub array: String,
+    /// The disk the refusal is about; None when it is about the array as a whole.
+    pub disk: Option<String>,
+    pub reason: String,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.disk {
+            Some(disk) => write!(f, "array '{}': {disk}: {}", self.array, self.reason),
+            None => write!(f, "array '{}': {}", self.array, self.reason),
+        }
+    }
+}
+
+impl ArrayPlan {
+    pub fn data_disks(&self) -> usize {
+        estimates::data_disks(self.spec.level, self.members.len())
+    }
+
+    /// All members the same size? (md raid0 needs a layout otherwise.)
+    pub fn equal_members(&self) -> bool {
+        self.members
+            .windows(2)
+            .all(|w| w[0].disk.size == w[1].disk.size)
+    }
+}
+
+/// Plans every array in order; a disk taken by one array is not offered to
+/// the next. Refusals are collected for all arrays, not just the first.
+pub fn plan(
+    storage: &Storage,
+    shares: &[Share],
+    inventory: &Inventory,
+) -> Result<Plan, Vec<Refusal>> {
+    let mut taken: Vec<String> = Vec::new();
+    let mut arrays = Vec::new();
+    let mut refusals = Vec::new();
+    for (index, spec) in storage.arrays.iter().enumerate() {
+        match members::plan_array(index, spec, inventory, &taken) {
+            Ok(array) => {
+                taken.extend(array.members.iter().map(|m| m.disk.name.clone()));
+                arrays.push(array);
+            }
+            Err(mut r) => refusals.append(&mut r),
+        }
+    }
+    if !refusals.is_empty() {
+        return Err(refusals);
+    }
+    let alert = match (&storage.alert_program, &storage.mailaddr) {
+        (Some(program), _) => Alert::Program(program.clone()),
+        (None, Some(mail)) => Alert::Mail(mail.clone()),
+        (None, None) => Alert::Mail("root".into()),
+    };
+    Ok(Plan {
+        arrays,
+        shares: shares.to_vec(),
+        alert,
+    })
+}
+
+impl Plan {
+    /// The array a path lies on: the one with the longest mount point at or
+    /// above it.
+    pub fn array_of(&self, path: &str) -> Option<&ArrayPlan> {
+        self.arrays
+            .iter()
+            .filter(|a| {
+                let m = a.spec.mount.as_str();
+                path == m || path.starts_with(&format!("{m}/"))
+            })
+            .max_by_key(|a| a.spec.mount.len())
+    }
+
+    /// How much a Time Machine share lets each of its users fill: the
+    /// recipe's limit, or half the array shared among the users (Samba
+    /// applies the limit to each user's folder); none for a share that is
+    /// not Time Machine or not on an array.
+    pub fn timemachine_limit(&self, share: &Share) -> Option<Size> {
+        let smb = share.smb.as_ref().filter(|s| s.timemachine)?;
+        smb.timemachine_max_size.or_else(|| {
+            let array = self.array_of(&share.path)?;
+            let users = smb.users.len().max(1) as u64;
+            Some(Size(array.capacity.bytes() / 2 / users))
+        })
+    }
+}

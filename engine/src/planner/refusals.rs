@@ -1,0 +1,82 @@
+//! The words of a refusal: what is in the way and what to change.
+
+use super::members::Candidate;
+use crate::machine::disks::{Disk, Inventory, MdArray};
+use crate::spec::Array;
+
+/// Why a disk holding data is refused when the recipe does not allow
+/// erasing it.
+pub(super) fn holds_data(index: usize, d: &Disk) -> String {
+    format!(
+        "holds {} and the recipe does not allow erasing it; back it up and set wipe = true in storage.arrays[{index}], or take the disk out",
+        d.describe_contents()
+    )
+}
+
+/// Why a disk the system uses is left out.
+pub(super) fn in_use(d: &Disk) -> String {
+    let why: Vec<String> = d.in_use.iter().map(ToString::to_string).collect();
+    format!("never used: {}", why.join(", "))
+}
+
+pub(super) fn name_taken(
+    index: usize,
+    spec: &Array,
+    existing: &MdArray,
+    inventory: &Inventory,
+) -> String {
+    let device = spec.md_device();
+    let members: Vec<String> = existing
+        .members
+        .iter()
+        .map(|m| {
+            let disk = inventory
+                .disks
+                .iter()
+                .find(|d| d.name == *m || d.partitions.iter().any(|p| p.name == *m));
+            match disk {
+                Some(d) if d.name != *m => format!("{m} on {} ({})", d.name, d.summary()),
+                Some(d) => format!("{m} ({})", d.summary()),
+                None => m.clone(),
+            }
+        })
+        .collect();
+    let members = if members.is_empty() {
+        "no members listed".to_string()
+    } else {
+        members.join(", ")
+    };
+    format!(
+        "{device} already exists ({}, from {members}): an array of other disks, probably an old NAS's, has the name this recipe gives its new array, and setting up would format it. Nothing was changed. To keep it, rename the new array (storage.arrays[{index}].name) or take its disks out; to erase it and build the new array, set wipe = true in storage.arrays[{index}] and stop it (`mdadm --stop {device}`) just before running `nasforge-setup --unattended` again",
+        existing.device
+    )
+}
+
+pub(super) fn describe_rules(spec: &Array) -> String {
+    toml::to_string(&spec.disks)
+        .map(|t| t.lines().collect::<Vec<_>>().join(", "))
+        .unwrap_or_default()
+}
+
+pub(super) fn shortfall(
+    needed: usize,
+    usable: usize,
+    rules: &str,
+    candidates: &[Candidate],
+    mismatched: &[String],
+) -> String {
+    let mut why = vec![format!(
+        "needs {needed} disks matching {{ {rules} }}, but only {usable} can be used"
+    )];
+    for c in candidates {
+        match c {
+            Candidate::Usable { disk, .. } => why.push(format!("{} can be used", disk.name)),
+            Candidate::HoldsData(d) => why.push(format!("{} holds data (wipe is false)", d.name)),
+            Candidate::InUse(d) => why.push(format!("{} is in use by the system", d.name)),
+        }
+    }
+    if !mismatched.is_empty() {
+        why.push(format!("not matching: {}", mismatched.join(", ")));
+    }
+    why.join("; ")
+}

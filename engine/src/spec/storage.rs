@@ -1,0 +1,387 @@
+//! The recipe's `[storage]` section: the arrays to build, which disks each
+//! takes, and where mdadm's monitor reports, with the checks serde cannot
+//! express.
+
+use super::paths::{check_absolute_dir, is_safe_path, is_under};
+use super::{SpecProblem, glob, problem};
+use crate::size::Size;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Storage {
+    /// `unattended` builds everything at first boot from this recipe; `wizard`
+    /// waits for someone to log in and run it (`sudo nasforge-setup`).
+    pub mode: Mode,
+    #[serde(default)]
+    pub arrays: Vec<Array>,
+    /// Where mdadm's monitor mails array failures (`MAILADDR`); `root` when
+    /// neither this nor `alert_program` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mailaddr: Option<String>,
+    /// A program mdadm's monitor runs on array events (`PROGRAM`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_program: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Unattended,
+    Wizard,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Array {
+    /// The md name: the array appears as `/dev/md/<name>`.
+    pub name: String,
+    pub level: Level,
+    pub disks: DiskMatch,
+    pub filesystem: Filesystem,
+    pub mount: String,
+    /// Allow erasing member disks that hold a partition table, a filesystem
+    /// or a RAID/ZFS label. Mounted, in-use and boot disks are never erased.
+    #[serde(default)]
+    pub wipe: bool,
+}
+
+impl Array {
+    /// Where the md array appears, `/dev/md/<name>` (a `single` array has
+    /// none: its filesystem goes on the disk's partition).
+    pub fn md_device(&self) -> String {
+        format!("/dev/md/{}", self.name)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Raid0,
+    Raid1,
+    Raid5,
+    Raid6,
+    Raid10,
+    /// One disk with a filesystem on it; no md layer.
+    Single,
+}
+
+impl Level {
+    /// The fewest members mdadm accepts (raid10 with the default near-2
+    /// layout works on two disks).
+    pub fn min_disks(self) -> usize {
+        match self {
+            Level::Single => 1,
+            Level::Raid0 | Level::Raid1 | Level::Raid10 => 2,
+            Level::Raid5 => 3,
+            Level::Raid6 => 4,
+        }
+    }
+
+    pub fn max_disks(self) -> Option<usize> {
+        (self == Level::Single).then_some(1)
+    }
+
+    /// The value for `mdadm --level`; None for `single`.
+    pub fn mdadm(self) -> Option<&'static str> {
+        match self {
+            Level::Raid0 => Some("0"),
+            Level::Raid1 => Some("1"),
+            Level::Raid5 => Some("5"),
+            Level::Raid6 => Some("6"),
+            Level::Raid10 => Some("10"),
+            Level::Single => None,
+        }
+    }
+
+    /// Levels that stripe data in chunks: they get `--chunk` and the
+    /// filesystem gets stride/stripe-width.
+    pub fn is_striped(self) -> bool {
+        matches!(
+            self,
+            Level::Raid0 | Level::Raid5 | Level::Raid6 | Level::Raid10
+        )
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Raid0 => "raid0",
+            Level::Raid1 => "raid1",
+            Level::Raid5 => "raid5",
+            Level::Raid6 => "raid6",
+            Level::Raid10 => "raid10",
+            Level::Single => "single",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Filesystem {
+    Ext4,
+    Xfs,
+    Btrfs,
+}
+
+impl fmt::Display for Filesystem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Filesystem::Ext4 => "ext4",
+            Filesystem::Xfs => "xfs",
+            Filesystem::Btrfs => "btrfs",
+        })
+    }
+}
+
+/// How a disk is attached. USB and MMC are listed so that rules can name
+/// (and warnings can single out) them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Sata,
+    Sas,
+    Usb,
+    Nvme,
+    Mmc,
+    Virtio,
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Transport::Sata => "sata",
+            Transport::Sas => "sas",
+            Transport::Usb => "usb",
+            Transport::Nvme => "nvme",
+            Transport::Mmc => "mmc",
+            Transport::Virtio => "virtio",
+        })
+    }
+}
+
+/// Which disks an array takes, in the style of curtin/subiquity match rules:
+/// every rule that is set must hold. `model`, `serial`, `wwn` and
+/// `controller` are shell-style globs (`*`, `?`, `[...]`, `{a,b}`), compared
+/// without regard to case.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskMatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_size: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwn: Option<String>,
+    /// The SATA controller's name ("JMicron JMB585") or PCI id ("197b:0585").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
+    /// How many disks to take: a number, or "all" (the default) for every
+    /// matching disk.
+    #[serde(default)]
+    pub count: Count,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Count {
+    #[default]
+    All,
+    Exactly(usize),
+}
+
+impl Serialize for Count {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Count::All => s.serialize_str("all"),
+            Count::Exactly(n) => s.serialize_u64(*n as u64),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number of disks or \"all\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Count, E> {
+                match v {
+                    "all" => Ok(Count::All),
+                    _ => Err(E::custom(format!(
+                        "invalid count `{v}`: write a number of disks (count = 3) or \"all\""
+                    ))),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Count, E> {
+                usize::try_from(v)
+                    .map(Count::Exactly)
+                    .map_err(|_| E::custom("count cannot be negative"))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Count, E> {
+                Ok(Count::Exactly(v as usize))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// Directories that belong to the operating system: an array mounted over
+/// them would hide the system.
+const SYSTEM_DIRS: &[&str] = &[
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/run", "/sbin", "/sys",
+    "/tmp", "/usr", "/var",
+];
+
+/// The `[storage]` section's own problems, each array's included.
+pub(super) fn check_storage(storage: &Storage, out: &mut Vec<SpecProblem>) {
+    if storage.mode == Mode::Unattended && storage.arrays.is_empty() {
+        out.push(problem(
+            "storage.arrays",
+            "unattended mode needs at least one [[storage.arrays]]; add one, or set mode = \"wizard\"",
+        ));
+    }
+    // Both become one line of mdadm.conf: a line break would add lines of
+    // its own, mdadm reads only the first word, and the address goes on to
+    // sendmail's command line and the mail's To: header.
+    if let Some(mail) = &storage.mailaddr
+        && !is_mail_address(mail)
+    {
+        out.push(problem("storage.mailaddr", format!("`{}` is not a mail address; write one address of letters, digits and . _ % + - @ (without spaces or control characters), such as \"root\" or \"me@example.com\"", mail.escape_debug())));
+    }
+    if let Some(program) = &storage.alert_program
+        && (program == "/" || !is_safe_path(program))
+    {
+        out.push(problem("storage.alert_program", format!("`{}` must be an absolute path to a program, made of letters, digits and . _ - / (without spaces or control characters), e.g. \"/usr/local/bin/nas-alert\"", program.escape_debug())));
+    }
+    for (i, array) in storage.arrays.iter().enumerate() {
+        check_array(&format!("storage.arrays[{i}]"), array, out);
+        check_against_earlier(i, array, &storage.arrays[..i], out);
+    }
+}
+
+/// The name and mount point of `storage.arrays[i]` against the arrays
+/// before it.
+fn check_against_earlier(i: usize, array: &Array, earlier: &[Array], out: &mut Vec<SpecProblem>) {
+    if let Some(first) = earlier.iter().position(|a| a.name == array.name) {
+        out.push(problem(
+            format!("storage.arrays[{i}].name"),
+            format!("the name `{}` is already used by storage.arrays[{first}]; every array needs its own name", array.name),
+        ));
+    }
+    for (j, other) in earlier.iter().enumerate() {
+        if other.mount == array.mount {
+            out.push(problem(
+                format!("storage.arrays[{i}].mount"),
+                format!("{} is already the mount point of storage.arrays[{j}]; give each array its own directory", array.mount),
+            ));
+        } else if is_under(&array.mount, &other.mount) || is_under(&other.mount, &array.mount) {
+            out.push(problem(
+                format!("storage.arrays[{i}].mount"),
+                format!("{} and {} (storage.arrays[{j}]) are nested, so one hides the other if mounted out of order; use side-by-side directories such as /srv/a and /srv/b", array.mount, other.mount),
+            ));
+        }
+    }
+}
+
+fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
+    let name = &array.name;
+    if name.is_empty()
+        || name.len() > 32
+        || name.starts_with('-')
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        out.push(problem(
+            format!("{at}.name"),
+            format!("`{}` cannot be an md array name; use 1 to 32 letters, digits, '-' or '_', e.g. \"data\"", name.escape_debug()),
+        ));
+    }
+    check_absolute_dir(&format!("{at}.mount"), &array.mount, out);
+    if let Some(dir) = SYSTEM_DIRS
+        .iter()
+        .find(|d| array.mount == **d || is_under(&array.mount, d))
+    {
+        out.push(problem(
+            format!("{at}.mount"),
+            format!("{} would cover the system directory {dir}; mount arrays under /srv or /mnt, e.g. /srv/{name}", array.mount),
+        ));
+    } else if array.mount == "/" || array.mount == "/home" {
+        out.push(problem(
+            format!("{at}.mount"),
+            format!(
+                "{} is a system directory; mount arrays under /srv or /mnt, e.g. /srv/{name}",
+                array.mount
+            ),
+        ));
+    }
+    let level = array.level;
+    if let Count::Exactly(n) = array.disks.count {
+        if n < level.min_disks() {
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{level} needs at least {} disks but count = {n}; raise count or choose another level", level.min_disks()),
+            ));
+        } else if let Some(max) = level.max_disks()
+            && n > max
+        {
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{level} uses exactly one disk but count = {n}; set count = 1, or use raid1/raid5 for several disks"),
+            ));
+        }
+    }
+    if let (Some(min), Some(max)) = (array.disks.min_size, array.disks.max_size)
+        && min > max
+    {
+        out.push(problem(
+            format!("{at}.disks.min_size"),
+            format!("min_size ({min}) is larger than max_size ({max}), so no disk can match; swap or widen them"),
+        ));
+    }
+    for (key, pattern) in [
+        ("model", &array.disks.model),
+        ("serial", &array.disks.serial),
+        ("wwn", &array.disks.wwn),
+        ("controller", &array.disks.controller),
+    ] {
+        let Some(pattern) = pattern else { continue };
+        // Patterns are only matched, never written into a file, but the
+        // plan prints them on the console: no control characters.
+        let why = if pattern.chars().any(char::is_control) {
+            Err("control characters (line breaks, tabs, escapes) cannot appear in it")
+        } else {
+            glob::check_glob(pattern)
+        };
+        if let Err(why) = why {
+            out.push(problem(
+                format!("{at}.disks.{key}"),
+                format!("`{}` is not a valid pattern: {why}", pattern.escape_debug()),
+            ));
+        }
+    }
+}
+
+/// A local user (`root`) or one address (`me@example.com`).
+pub(super) fn is_mail_address(mail: &str) -> bool {
+    !mail.is_empty()
+        && mail.len() <= 254
+        && !mail.starts_with(['-', '@', '.'])
+        && mail.matches('@').count() <= 1
+        && !mail.ends_with(['@', '.'])
+        && mail
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._%+-@".contains(c))
+}

@@ -1,0 +1,157 @@
+//! What a step does: commands to run, files to write, a GPT to lay down,
+//! each printable as `plan --dry-run` shows it.
+
+use crate::storage::partition::PartitionKind;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cmd {
+    pub argv: Vec<String>,
+    /// Text in stdout that means failure although the exit status is 0
+    /// (pdbedit prints "failed" per account and exits 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fails_if_stdout_has: Option<String>,
+    /// A device path the command works on that may be gone when the step
+    /// is re-run: an old partition that the interrupted run's whole-disk
+    /// wipefs already removed. The command is skipped when it is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_if_present: Option<String>,
+}
+
+impl Cmd {
+    pub fn new<S: AsRef<str>>(argv: &[S]) -> Cmd {
+        Cmd {
+            argv: argv.iter().map(|s| s.as_ref().to_string()).collect(),
+            fails_if_stdout_has: None,
+            only_if_present: None,
+        }
+    }
+}
+
+impl fmt::Display for Cmd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let quoted: Vec<String> = self.argv.iter().map(|a| shell_quote(a)).collect();
+        f.write_str(&quoted.join(" "))
+    }
+}
+
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    Run(Cmd),
+    /// Replace a whole file (atomically).
+    WriteFile {
+        path: String,
+        contents: String,
+        mode: u32,
+    },
+    /// Replace nasforge's marked block inside a file the system also uses.
+    ManagedBlock {
+        path: String,
+        contents: String,
+    },
+    /// Write `header` followed by the output of `cmd` (mdadm.conf's ARRAY
+    /// lines come from `mdadm --detail --scan`), without the words that
+    /// start with one of `drop`.
+    CaptureToFile {
+        path: String,
+        header: String,
+        cmd: Cmd,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        drop: Vec<String>,
+    },
+    RemoveFile {
+        path: String,
+    },
+    /// Protective MBR + GPT with one partition named `name`, 1 MiB aligned.
+    WriteGpt {
+        device: String,
+        block_size: u64,
+        name: String,
+        kind: PartitionKind,
+    },
+    /// BLKRRPART, falling back to `partx -u` when the kernel refuses.
+    RereadPartitions {
+        device: String,
+    },
+    /// Zero the first and last MiB, where every signature the safety check
+    /// reads lives, after wipefs has removed the ones it knows.
+    ZeroEnds {
+        device: String,
+    },
+}
+
+impl fmt::Display for Action {
+    /// One line per command, as `plan --dry-run` prints them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let indent = |text: &str| {
+            text.lines()
+                .map(|l| format!("    | {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        match self {
+            Action::Run(cmd) if cmd.only_if_present.is_some() => {
+                write!(f, "{cmd}  # if it still exists")
+            }
+            Action::Run(cmd) => write!(f, "{cmd}"),
+            Action::WriteFile {
+                path,
+                contents,
+                mode,
+            } => write!(f, "# write {path} (mode {mode:o}):\n{}", indent(contents)),
+            Action::ManagedBlock { path, contents } => write!(
+                f,
+                "# replace nasforge's block in {path} with:\n{}",
+                indent(contents)
+            ),
+            Action::CaptureToFile {
+                path,
+                header,
+                cmd,
+                drop,
+            } => {
+                let without = if drop.is_empty() {
+                    String::new()
+                } else {
+                    format!(" without {}", drop.join(", "))
+                };
+                write!(
+                    f,
+                    "# write {path}:\n{}\n    | <output of `{cmd}`{without}>",
+                    indent(header)
+                )
+            }
+            Action::RemoveFile { path } => write!(f, "rm -f {}", shell_quote(path)),
+            Action::WriteGpt {
+                device,
+                block_size,
+                name,
+                kind,
+            } => write!(
+                f,
+                "# write {device}: protective MBR + GPT ({block_size}-byte sectors), partition 1 '{name}' ({}) from 1 MiB to the last whole MiB",
+                kind.describe()
+            ),
+            Action::RereadPartitions { device } => {
+                write!(
+                    f,
+                    "# re-read {device}'s partition table (BLKRRPART ioctl, else partx -u {device})"
+                )
+            }
+            Action::ZeroEnds { device } => write!(f, "# zero the first and last MiB of {device}"),
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! The check before each step: is it done already, still to do, or has
+//! the machine changed since planning so that running it would destroy
+//! something?
+
+use super::Step;
+use crate::machine::disks::{self, Host, Identity};
+use crate::machine::signature::{self, Signature};
+use crate::storage::partition::{self, PartitionKind};
+use serde::{Deserialize, Serialize};
+
+/// What to check before a step runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "guard", rename_all = "snake_case")]
+pub enum Guard {
+    /// The step is idempotent by construction (whole-file writes, enables).
+    Always,
+    /// Wiping: the disk at `device` must be the planned one, not in use by
+    /// the running system, and hold nothing beyond what it held when the
+    /// plan was made (less, after an interrupted wipe).
+    NotInUse {
+        device: String,
+        disk: Identity,
+        held: Vec<Signature>,
+    },
+    /// Partitioning: the disk at `device` must be the planned one and
+    /// blank or carry our table (a run cut short re-runs, which also wipes
+    /// the new partition); anything else means it changed since planning.
+    Partition {
+        device: String,
+        disk: Identity,
+        block_size: u64,
+        name: String,
+        kind: PartitionKind,
+    },
+    /// Done if the md array exists with exactly `members` (partition
+    /// paths); refused if an array of other devices has its name.
+    ArrayExists {
+        device: String,
+        members: Vec<String>,
+    },
+    /// Refused if the array is there with other members than `members`:
+    /// it is not the one the setup made.
+    OurArray {
+        device: String,
+        members: Vec<String>,
+    },
+    /// Done if the filesystem with this UUID is on the device; refused if
+    /// any other signature is.
+    Filesystem { device: String, uuid: String },
+    /// Done if something is mounted there.
+    Mounted { mount: String },
+    /// Done (nothing to do) if the file is absent.
+    FilePresent { path: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    Pending,
+    Done(String),
+    Refuse(String),
+}
+
+impl Step {
+    /// Looks at the system (through `host`) to decide whether the step
+    /// still has to run.
+    pub fn check(&self, host: &Host) -> Check {
+        match &self.guard {
+            Guard::Always => Check::Pending,
+            Guard::NotInUse { device, disk, held } => check_wipe(host, device, disk, held),
+            Guard::Partition {
+                device,
+                disk,
+                block_size,
+                name,
+                kind,
+            } => check_partition(host, device, disk, *block_size, name, *kind),
+            Guard::ArrayExists { device, members } => {
+                let Some(kernel) = disks::kernel_name(host, device) else {
+                    return Check::Pending;
+                };
+                match array_is_ours(host, device, &kernel, members) {
+                    Ok(()) => Check::Done(format!(
+                        "{device} ({kernel}) exists with the planned members"
+                    )),
+                    Err(why) => Check::Refuse(why),
+                }
+            }
+            Guard::OurArray { device, members } => {
+                // Absent: wipefs runs and reports the missing array itself.
+                let Some(kernel) = disks::kernel_name(host, device) else {
+                    return Check::Pending;
+                };
+                match array_is_ours(host, device, &kernel, members) {
+                    Ok(()) => Check::Pending,
+                    Err(why) => Check::Refuse(why),
+                }
+            }
+            Guard::Filesystem { device, uuid } => check_filesystem(host, device, uuid),
+            Guard::Mounted { mount } => {
+                let mountinfo =
+                    std::fs::read_to_string(host.path("/proc/self/mountinfo")).unwrap_or_default();
+                if mountinfo
+                    .lines()
+                    .any(|l| l.split_whitespace().nth(4) == Some(mount.as_str()))
+                {
+                    Check::Done(format!("{mount} is mounted"))
+                } else {
+                    Check::Pending
+                }
+            }
+            Guard::FilePresent { path } => {
+                if host.path(path).exists() {
+                    Check::Pending
+                } else {
+                    Check::Done(format!(
+                        "{path} is not there (already imported, or the image staged none)"
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// Wiping: the planned disk, not in use, holding nothing new.
+fn check_wipe(host: &Host, device: &str, disk: &Identity, held: &[Signature]) -> Check {
+    let found = match planned_disk(host, device, disk) {
+        Ok(found) => found,
+        Err(why) => return Check::Refuse(format!("nothing was erased: {why}")),
+    };
+    if !found.in_use.is_empty() {
+        return Check::Refuse(format!(
+            "{device} ({}) is in use: {}; nothing was erased",
+            found.name,
+            in_use(&found)
+        ));
+    }
+    // A wipe cut short leaves part of what was there, never more;
+    // once wipefs has cleared the magic, the rest of what was
+    // there is bytes no probe recognises.
+    let new: Vec<String> = found
+        .all_contents()
+        .into_iter()
+        .filter(|(_, s)| !held.contains(s) && !matches!(s, Signature::Unrecognised { .. }))
+        .map(|(on, s)| format!("{on}: {s}"))
+        .collect();
+    if !new.is_empty() {
+        return Check::Refuse(format!(
+            "{device} ({}) now holds {}, which it did not hold when the plan was made (it held {}); nothing was erased. {REPLAN}",
+            found.name,
+            new.join("; "),
+            describe(held)
+        ));
+    }
+    Check::Pending
+}
+
+/// Partitioning: the planned disk, not in use, blank or with our table.
+fn check_partition(
+    host: &Host,
+    device: &str,
+    disk: &Identity,
+    block_size: u64,
+    name: &str,
+    kind: PartitionKind,
+) -> Check {
+    let found = match planned_disk(host, device, disk) {
+        Ok(found) => found,
+        Err(why) => return Check::Refuse(format!("nothing was written: {why}")),
+    };
+    if !found.in_use.is_empty() {
+        return Check::Refuse(format!(
+            "{device} ({}) is in use: {}; nothing was written",
+            found.name,
+            in_use(&found)
+        ));
+    }
+    // Our own table means a run of this step was cut short: it
+    // runs again (it is idempotent), so the new partition's
+    // wipefs is not skipped.
+    if found.is_blank() || partition::is_ours(&host.dev_path(device), block_size, name, kind) {
+        return Check::Pending;
+    }
+    Check::Refuse(format!(
+        "{device} ({}) now holds {}, which was not there when the plan was made (or was to be erased); nothing was written. {REPLAN}",
+        found.name,
+        found.describe_contents()
+    ))
+}
+
+/// Formatting: nothing on the device, or the filesystem this setup made.
+fn check_filesystem(host: &Host, device: &str, uuid: &str) -> Check {
+    let path = host.dev_path(device);
+    // What this module's probe misses (f2fs, jfs, bcache...),
+    // util-linux's names: a fresh array or partition with no
+    // signature is the only thing formatted.
+    match signature::read(&path, 0, None).and_then(|mut found| {
+        if found.is_empty() {
+            found = signature::util_linux(&path).map_err(std::io::Error::other)?;
+        }
+        Ok(found)
+    }) {
+        // Absent: mkfs runs and reports the missing device itself.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Check::Pending,
+        Err(e) => Check::Refuse(format!("cannot read {device}: {e}")),
+        Ok(found) if found.is_empty() => Check::Pending,
+        Ok(found)
+            if found
+                .iter()
+                .any(|s| matches!(s, Signature::Filesystem { uuid: Some(u), .. } if u == uuid)) =>
+        {
+            Check::Done(format!("{device} already has filesystem {uuid}"))
+        }
+        Ok(found) => Check::Refuse(format!(
+            "{device} holds {}, not the filesystem this setup makes (UUID {uuid}); nothing was formatted. If it is an array or disk from elsewhere, stop or detach it; if it is data you meant to erase, run `wipefs --all {device}`; then start setup again",
+            describe(&found)
+        )),
+    }
+}
+
+/// How a refusal that found the disks changed tells the user to go on.
+const REPLAN: &str =
+    "Check the disk is the one you meant, then remove /var/lib/nasforge/journal.json to plan again";
+
+fn in_use(disk: &disks::Disk) -> String {
+    disk.in_use
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe(signatures: &[Signature]) -> String {
+    if signatures.is_empty() {
+        return "nothing".into();
+    }
+    signatures
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The disk at `device`, if it is the one the step was planned for. Kernel
+/// names move between boots, and a disk without a unique by-id link is
+/// addressed by its kernel name, so after a power cut another disk can sit
+/// at the planned path.
+fn planned_disk(host: &Host, device: &str, planned: &Identity) -> Result<disks::Disk, String> {
+    let found = disk_by_path(host, device)?;
+    let identity = found.identity();
+    if identity.same_disk(planned) {
+        Ok(found)
+    } else {
+        Err(format!(
+            "{device} is now {identity}, not the disk this step was planned for ({planned}): the disks were renumbered or swapped since planning. Put the planned disk back, or check the disks and remove /var/lib/nasforge/journal.json to plan again"
+        ))
+    }
+}
+
+/// Finds the disk a step names by path, through its by-id link when it has
+/// one (kernel names can move between boots).
+fn disk_by_path(host: &Host, device: &str) -> Result<disks::Disk, String> {
+    let Some(name) = disks::kernel_name(host, device) else {
+        return Err(format!("{device} is gone; is the disk still attached?"));
+    };
+    let inventory = disks::discover(host).map_err(|e| e.to_string())?;
+    inventory
+        .disks
+        .into_iter()
+        .find(|d| d.name == name)
+        .ok_or_else(|| format!("{device} ({name}) is not a disk the system lists any more"))
+}
+
+/// Whether the md array at `device` (kernel name `kernel`) is made of
+/// exactly the planned partitions; if not, why not.
+fn array_is_ours(
+    host: &Host,
+    device: &str,
+    kernel: &str,
+    planned: &[String],
+) -> Result<(), String> {
+    let found = disks::md_members(host, kernel);
+    let mut expected = Vec::new();
+    let mut missing = Vec::new();
+    for part in planned {
+        match disks::kernel_name(host, part) {
+            Some(name) => expected.push(name),
+            None => missing.push(part.as_str()),
+        }
+    }
+    expected.sort();
+    if missing.is_empty() && found == expected {
+        return Ok(());
+    }
+    let found = if found.is_empty() {
+        "no members the kernel lists".to_string()
+    } else {
+        found.join(", ")
+    };
+    let mut planned_text = expected.join(", ");
+    if !missing.is_empty() {
+        if !planned_text.is_empty() {
+            planned_text += ", ";
+        }
+        planned_text += &format!("{} (not there)", missing.join(", "));
+    }
+    Err(format!(
+        "{device} ({kernel}) is made of {found}, but this setup planned it from {planned_text}: it is not the array this setup creates, so nothing was written to it. It is probably an old array with the same name: stop it (`mdadm --stop {device}`) and take its disks out, or check the disks and remove /var/lib/nasforge/journal.json to plan again with another name"
+    ))
+}

@@ -1,0 +1,188 @@
+//! The steps that put the arrays on the network: the shared directories,
+//! Samba and its passwords, the mDNS and WS-Discovery announcement, and
+//! the NFS exports.
+
+use super::{Action, Cmd, Guard, Step, run};
+use crate::planner::Plan;
+use crate::shares::{avahi, nfs, samba};
+use crate::size::Size;
+use crate::spec::Share;
+
+pub(super) fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
+    if plan.shares.is_empty() {
+        return;
+    }
+    steps.push(dirs_step(plan));
+    let smb: Vec<(&Share, Option<Size>)> = plan
+        .shares
+        .iter()
+        .filter(|s| s.smb.is_some())
+        .map(|s| (s, plan.timemachine_limit(s)))
+        .collect();
+    if !smb.is_empty() {
+        steps.extend(samba_steps(&smb));
+    }
+    let shares: Vec<&Share> = smb.iter().map(|(s, _)| *s).collect();
+    steps.push(announce_step(&shares));
+    steps.extend(nfs_step(plan));
+}
+
+/// Each share's directory, owned by its first user; Time Machine gives
+/// every user a folder of their own.
+fn dirs_step(plan: &Plan) -> Step {
+    let mut dirs = Vec::new();
+    for share in &plan.shares {
+        dirs.push(run(&["mkdir", "-p", &share.path]));
+        let Some(smb) = &share.smb else { continue };
+        if let Some(owner) = smb.users.first() {
+            dirs.push(run(&["chown", &format!("{owner}:"), &share.path]));
+            dirs.push(run(&["chmod", "2775", &share.path]));
+        }
+        if smb.timemachine {
+            for user in &smb.users {
+                let own = format!("{}/{user}", share.path);
+                dirs.push(run(&["mkdir", "-p", &own]));
+                dirs.push(run(&["chown", &format!("{user}:"), &own]));
+                dirs.push(run(&["chmod", "0700", &own]));
+            }
+        }
+    }
+    Step {
+        id: "share-dirs".into(),
+        title: "Create the shared directories".into(),
+        guard: Guard::Always,
+        actions: dirs,
+        always: vec![],
+    }
+}
+
+/// Samba's share definitions, the passwords the image builder staged, and
+/// the service.
+fn samba_steps(smb: &[(&Share, Option<Size>)]) -> [Step; 3] {
+    [
+        Step {
+            id: "samba-config".into(),
+            title: format!(
+                "Configure Samba shares ({})",
+                smb.iter()
+                    .map(|(s, _)| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            guard: Guard::Always,
+            actions: vec![
+                Action::WriteFile {
+                    path: samba::SHARES_FILE.into(),
+                    contents: samba::shares_conf(smb),
+                    mode: 0o644,
+                },
+                Action::ManagedBlock {
+                    path: samba::SMB_CONF.into(),
+                    contents: samba::include_line(),
+                },
+                run(&["testparm", "--suppress-prompt"]),
+            ],
+            always: vec![],
+        },
+        Step {
+            id: "samba-users".into(),
+            title: "Import the Samba passwords staged by the image builder".into(),
+            guard: Guard::FilePresent {
+                path: samba::STAGED_PASSWORDS.into(),
+            },
+            actions: vec![
+                Action::Run(Cmd {
+                    fails_if_stdout_has: Some("failed".into()),
+                    ..Cmd::new(&samba::import_command())
+                }),
+                Action::RemoveFile {
+                    path: samba::STAGED_PASSWORDS.into(),
+                },
+            ],
+            always: vec![],
+        },
+        Step {
+            id: "samba-service".into(),
+            title: "Start Samba".into(),
+            guard: Guard::Always,
+            actions: vec![
+                run(&["systemctl", "enable", "smbd.service"]),
+                run(&["systemctl", "restart", "smbd.service"]),
+            ],
+            always: vec![],
+        },
+    ]
+}
+
+/// The avahi service file (removed when no share is on SMB) and the
+/// daemons that answer to the NAS's name.
+fn announce_step(shares: &[&Share]) -> Step {
+    let mut announce = Vec::new();
+    if shares.is_empty() {
+        // A plan without SMB must not keep announcing an earlier one's.
+        announce.push(Action::RemoveFile {
+            path: avahi::SERVICE_FILE.into(),
+        });
+    } else {
+        announce.push(Action::WriteFile {
+            path: avahi::SERVICE_FILE.into(),
+            contents: avahi::service_file(shares),
+            mode: 0o644,
+        });
+    }
+    // One `systemctl enable` for both: each costs seconds on a Pi's SD card.
+    let mut units = vec!["systemctl", "enable", "avahi-daemon.service"];
+    if !shares.is_empty() {
+        units.push("wsdd2.service");
+    }
+    announce.push(run(&units));
+    announce.push(run(&[
+        "systemctl",
+        "reload-or-restart",
+        "avahi-daemon.service",
+    ]));
+    if !shares.is_empty() {
+        // Windows 10 and 11 list a server in Network only through
+        // WS-Discovery; wsdd2 reads the names it answers with from smb.conf.
+        announce.push(run(&["systemctl", "restart", "wsdd2.service"]));
+    }
+    Step {
+        id: "announce".into(),
+        title: "Answer to the NAS's name on the network (mDNS, WS-Discovery)".into(),
+        guard: Guard::Always,
+        actions: announce,
+        always: vec![],
+    }
+}
+
+fn nfs_step(plan: &Plan) -> Option<Step> {
+    let exported: Vec<_> = plan
+        .shares
+        .iter()
+        .filter(|s| s.nfs.is_some())
+        .map(|s| {
+            let mount = plan
+                .array_of(&s.path)
+                .map_or(s.path.as_str(), |a| a.spec.mount.as_str());
+            (s, mount)
+        })
+        .collect();
+    if exported.is_empty() {
+        return None;
+    }
+    Some(Step {
+        id: "nfs-exports".into(),
+        title: "Export NFS shares".into(),
+        guard: Guard::Always,
+        actions: vec![
+            Action::WriteFile {
+                path: nfs::EXPORTS_FILE.into(),
+                contents: nfs::exports(&exported),
+                mode: 0o644,
+            },
+            run(&["systemctl", "enable", "--now", "nfs-server.service"]),
+            run(&["exportfs", "-ra"]),
+        ],
+        always: vec![],
+    })
+}
