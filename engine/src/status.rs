@@ -5,6 +5,7 @@
 
 use crate::journal::Journal;
 use crate::machine::disks::Host;
+use crate::machine::mounts::Mounts;
 use crate::runner::Runner;
 use crate::size::Size;
 use crate::steps::Cmd;
@@ -220,16 +221,14 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
         },
     };
     let arrays = read_arrays(host);
-    let mountinfo = std::fs::read_to_string(host.path("/proc/self/mountinfo")).unwrap_or_default();
+    let mounts = Mounts::read(&host.root);
     let mut filesystems = Vec::new();
     let mut shares = Vec::new();
     let mut disks = Vec::new();
     if let Some(j) = journal {
         for a in &j.plan.arrays {
             let mount = &a.spec.mount;
-            let mounted = mountinfo
-                .lines()
-                .any(|l| l.split_whitespace().nth(4) == Some(mount.as_str()));
+            let mounted = mounts.is_mounted(mount);
             let usage = if mounted {
                 statvfs(&host.path(mount))
             } else {
