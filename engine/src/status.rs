@@ -5,6 +5,7 @@
 
 use crate::journal::Journal;
 use crate::machine::disks::Host;
+use crate::machine::mounts::Mounts;
 use crate::runner::Runner;
 use crate::size::Size;
 use crate::steps::Cmd;
@@ -220,16 +221,14 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
         },
     };
     let arrays = read_arrays(host);
-    let mountinfo = std::fs::read_to_string(host.path("/proc/self/mountinfo")).unwrap_or_default();
+    let mounts = Mounts::read(&host.root);
     let mut filesystems = Vec::new();
     let mut shares = Vec::new();
     let mut disks = Vec::new();
     if let Some(j) = journal {
         for a in &j.plan.arrays {
             let mount = &a.spec.mount;
-            let mounted = mountinfo
-                .lines()
-                .any(|l| l.split_whitespace().nth(4) == Some(mount.as_str()));
+            let mounted = mounts.is_mounted(mount);
             let usage = if mounted {
                 statvfs(&host.path(mount))
             } else {
@@ -278,7 +277,38 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
 impl Status {
     pub fn render(&self) -> String {
         let mut out = String::from("nasforge NAS status\n\n");
-        out += &match &self.setup {
+        out += &self.setup.render();
+        section(&mut out, "Arrays", &self.arrays, ArrayStatus::render);
+        section(
+            &mut out,
+            "Filesystems",
+            &self.filesystems,
+            FilesystemStatus::render,
+        );
+        section(&mut out, "Shares", &self.shares, ShareStatus::render);
+        section(
+            &mut out,
+            "Disk health (SMART)",
+            &self.disks,
+            DiskHealth::render,
+        );
+        out
+    }
+}
+
+/// A titled list of lines, left out when there is nothing to list.
+fn section<T>(out: &mut String, title: &str, items: &[T], line: impl Fn(&T) -> String) {
+    if !items.is_empty() {
+        *out += &format!("\n{title}:\n");
+    }
+    for item in items {
+        *out += &line(item);
+    }
+}
+
+impl Setup {
+    fn render(&self) -> String {
+        match self {
             Setup::NotStarted => "Setup: not started\n".to_string(),
             Setup::NotPossible { problems } => {
                 let mut s = "Setup: NOT POSSIBLE, nothing was changed:\n".to_string();
@@ -305,85 +335,87 @@ impl Status {
                 "Setup: complete ({steps} steps, finished {})\n",
                 utc(*finished)
             ),
+        }
+    }
+}
+
+impl ArrayStatus {
+    fn render(&self) -> String {
+        let name = self
+            .name
+            .as_ref()
+            .map(|n| format!("{n} ({})", self.device))
+            .unwrap_or_else(|| self.device.clone());
+        let state = if !self.active {
+            "INACTIVE".to_string()
+        } else if self.degraded {
+            format!(
+                "DEGRADED, {} of {} disks working",
+                self.working, self.expected
+            )
+        } else {
+            "healthy".to_string()
         };
-        if !self.arrays.is_empty() {
-            out += "\nArrays:\n";
-        }
-        for a in &self.arrays {
-            let name = a
-                .name
-                .as_ref()
-                .map(|n| format!("{n} ({})", a.device))
-                .unwrap_or_else(|| a.device.clone());
-            let state = if !a.active {
-                "INACTIVE".to_string()
-            } else if a.degraded {
-                format!("DEGRADED, {} of {} disks working", a.working, a.expected)
-            } else {
-                "healthy".to_string()
-            };
-            let level = a.level.as_deref().unwrap_or("?");
-            out += &format!("  {name}: {level}, {state}");
-            if let Some((kind, pct)) = &a.sync {
-                out += &format!(", {kind} {pct:.1}%");
-                if let Some(minutes) = a.finish_minutes {
-                    out += &format!(", about {} left", minutes_text(minutes));
-                }
-            }
-            out += "\n";
-        }
-        if !self.filesystems.is_empty() {
-            out += "\nFilesystems:\n";
-        }
-        for f in &self.filesystems {
-            match (f.mounted, f.size, f.used) {
-                (true, Some(size), Some(used)) => {
-                    let pct = (used.0 * 100).checked_div(size.0).unwrap_or(0);
-                    out += &format!(
-                        "  {} ({}): {used} of {size} used ({pct}%)\n",
-                        f.mount, f.array
-                    );
-                }
-                (true, _, _) => out += &format!("  {} ({}): mounted\n", f.mount, f.array),
-                (false, _, _) => out += &format!("  {} ({}): NOT MOUNTED\n", f.mount, f.array),
+        let level = self.level.as_deref().unwrap_or("?");
+        let mut out = format!("  {name}: {level}, {state}");
+        if let Some((kind, pct)) = &self.sync {
+            out += &format!(", {kind} {pct:.1}%");
+            if let Some(minutes) = self.finish_minutes {
+                out += &format!(", about {} left", minutes_text(minutes));
             }
         }
-        if !self.shares.is_empty() {
-            out += "\nShares:\n";
-        }
-        for s in &self.shares {
-            let mut how = Vec::new();
-            if s.smb_guest {
-                how.push("SMB read-only for guests".into());
+        out + "\n"
+    }
+}
+
+impl FilesystemStatus {
+    fn render(&self) -> String {
+        match (self.mounted, self.size, self.used) {
+            (true, Some(size), Some(used)) => {
+                let pct = (used.0 * 100).checked_div(size.0).unwrap_or(0);
+                format!(
+                    "  {} ({}): {used} of {size} used ({pct}%)\n",
+                    self.mount, self.array
+                )
             }
-            if !s.smb_users.is_empty() {
-                how.push(format!("SMB for {}", s.smb_users.join(", ")));
-            }
-            if !s.nfs_clients.is_empty() {
-                how.push(format!("NFS to {}", s.nfs_clients.join(" ")));
-            }
-            out += &format!("  {}: {} ({})\n", s.name, s.path, how.join("; "));
+            (true, _, _) => format!("  {} ({}): mounted\n", self.mount, self.array),
+            (false, _, _) => format!("  {} ({}): NOT MOUNTED\n", self.mount, self.array),
         }
-        if !self.disks.is_empty() {
-            out += "\nDisk health (SMART):\n";
+    }
+}
+
+impl ShareStatus {
+    fn render(&self) -> String {
+        let mut how = Vec::new();
+        if self.smb_guest {
+            how.push("SMB read-only for guests".into());
         }
-        for d in &self.disks {
-            let verdict = match d.passed {
-                Some(true) => "passed".to_string(),
-                Some(false) => "FAILING: replace this disk".to_string(),
-                None => "unknown (no SMART data)".to_string(),
-            };
-            let temp = d
-                .temperature_c
-                .map(|t| format!(", {t} °C"))
-                .unwrap_or_default();
-            let hours = d
-                .power_on_hours
-                .map(|h| format!(", {h} hours on"))
-                .unwrap_or_default();
-            out += &format!("  {}: {verdict}{temp}{hours}\n", d.disk);
+        if !self.smb_users.is_empty() {
+            how.push(format!("SMB for {}", self.smb_users.join(", ")));
         }
-        out
+        if !self.nfs_clients.is_empty() {
+            how.push(format!("NFS to {}", self.nfs_clients.join(" ")));
+        }
+        format!("  {}: {} ({})\n", self.name, self.path, how.join("; "))
+    }
+}
+
+impl DiskHealth {
+    fn render(&self) -> String {
+        let verdict = match self.passed {
+            Some(true) => "passed".to_string(),
+            Some(false) => "FAILING: replace this disk".to_string(),
+            None => "unknown (no SMART data)".to_string(),
+        };
+        let temp = self
+            .temperature_c
+            .map(|t| format!(", {t} °C"))
+            .unwrap_or_default();
+        let hours = self
+            .power_on_hours
+            .map(|h| format!(", {h} hours on"))
+            .unwrap_or_default();
+        format!("  {}: {verdict}{temp}{hours}\n", self.disk)
     }
 }
 

@@ -1,16 +1,15 @@
 //! Which block devices may be flashed, from sysfs and /proc: identity
 //! (model, serial, transport, size), what each holds (signatures read from
 //! its first and last bytes by `nasforge_engine::machine::signature`, the same probe
-//! the on-board setup trusts) and whether the running system uses it. A
-//! target is refused for a reason the user can read, with the flag that
-//! overrides it when one exists.
+//! the on-board setup trusts) and whether the running system uses it (by
+//! `nasforge_engine::machine::mounts`, the rule the on-board setup applies
+//! before it writes a disk). A target is refused for a reason the user can
+//! read, with the flag that overrides it when one exists.
 
+use nasforge_engine::machine::mounts::{BlockDevice, InUse, SystemUse};
 use nasforge_engine::machine::signature::{self, Signature};
-use nasforge_engine::machine::sysfs::{parse_devnum, read_trimmed, read_u64};
-use std::collections::BTreeSet;
-use std::fmt;
+use nasforge_engine::machine::sysfs::{name_of, parse_devnum, read_trimmed, read_u64};
 use std::fs;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// 512 GB: no SD card or eMMC a board boots from is larger; a disk that is,
@@ -48,36 +47,6 @@ pub struct Partition {
     /// Byte offset and length on the disk.
     pub start: u64,
     pub size: u64,
-}
-
-/// How the running system uses a disk.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InUse {
-    /// It holds `/` (directly, or under an md / dm device).
-    System,
-    Mounted {
-        device: String,
-        at: String,
-    },
-    /// An md, dm (LVM, LUKS) or bcache device is built on it.
-    Held {
-        device: String,
-        by: String,
-    },
-    Swap {
-        device: String,
-    },
-}
-
-impl fmt::Display for InUse {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            InUse::System => f.write_str("it holds the running system's root filesystem"),
-            InUse::Mounted { device, at } => write!(f, "{device} is mounted at {at}"),
-            InUse::Held { device, by } => write!(f, "{device} is in use by {by}"),
-            InUse::Swap { device } => write!(f, "{device} is active swap"),
-        }
-    }
 }
 
 /// Why a target is not written.
@@ -119,10 +88,12 @@ impl Refusal {
     /// "is larger than ... (pass --force-large ...)"
     pub fn explain(&self) -> String {
         match self {
-            Refusal::InUse(InUse::System) => "it holds the running system's root filesystem; nasforge never writes the disk it runs from".into(),
-            Refusal::InUse(u @ InUse::Mounted { .. }) => format!("{u}; unmount it first (everything on the disk will be lost)"),
-            Refusal::InUse(u @ InUse::Held { .. }) => format!("{u}; stop that device first (mdadm --stop, dmsetup remove, vgchange -an)"),
-            Refusal::InUse(u @ InUse::Swap { .. }) => format!("{u}; swapoff it first"),
+            Refusal::InUse(InUse::Boot) => "it holds the running system's root filesystem; nasforge never writes the disk it runs from".into(),
+            Refusal::InUse(u @ InUse::Mounted { .. }) => format!("{}; unmount it first (everything on the disk will be lost)", u.by_path()),
+            Refusal::InUse(u @ InUse::Held { .. }) => format!("{}; stop that device first (mdadm --stop, dmsetup remove, vgchange -an)", u.by_path()),
+            Refusal::InUse(u @ InUse::Swap { .. }) => format!("{}; swapoff it first", u.by_path()),
+            // Found only by the board's discovery, never by `read_device`.
+            Refusal::InUse(u @ (InUse::EmmcBootArea | InUse::Unreadable { .. })) => u.by_path().to_string(),
             Refusal::TooLarge { size, max } => format!(
                 "it is {}, larger than --max-size {}: SD cards and eMMC are smaller, so this looks like a data disk; pass --force-large if it really is the target",
                 both_units(*size),
@@ -239,134 +210,6 @@ pub fn both_units(bytes: u64) -> String {
     )
 }
 
-/// The sysfs directory of a device number (canonical, under /sys/devices).
-pub fn sysfs_of(devnum: (u32, u32)) -> Option<PathBuf> {
-    fs::canonicalize(format!("/sys/dev/block/{}:{}", devnum.0, devnum.1)).ok()
-}
-
-pub fn name_of(sys: &Path) -> String {
-    sys.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// The whole disks a device number rests on: a partition's parent disk, and
-/// for md/dm devices (root on LVM, LUKS or RAID) every disk under them.
-fn disks_under(devnum: (u32, u32)) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    if let Some(sys) = sysfs_of(devnum) {
-        walk_down(&sys, &mut out, 0);
-    }
-    out
-}
-
-fn walk_down(sys: &Path, out: &mut BTreeSet<String>, depth: u32) {
-    let disk = if sys.join("partition").exists() {
-        sys.parent().map(Path::to_path_buf)
-    } else {
-        Some(sys.to_path_buf())
-    };
-    let Some(disk) = disk else { return };
-    let slaves: Vec<PathBuf> = fs::read_dir(disk.join("slaves"))
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    if slaves.is_empty() || depth > 8 {
-        out.insert(name_of(&disk));
-        return;
-    }
-    for s in slaves {
-        if let Ok(s) = fs::canonicalize(&s) {
-            walk_down(&s, out, depth + 1);
-        }
-    }
-}
-
-/// How the running system uses block devices, read once.
-#[derive(Default)]
-pub struct SystemUse {
-    /// Whole disks holding `/`.
-    system_disks: BTreeSet<String>,
-    /// (device number, source path, mount point)
-    mounts: Vec<((u32, u32), String, String)>,
-    swaps: Vec<String>,
-}
-
-impl SystemUse {
-    pub fn read() -> SystemUse {
-        let mut system_disks = BTreeSet::new();
-        // `/`'s st_dev names the device directly; for filesystems that report
-        // an anonymous device (btrfs, overlay), mountinfo's source is used too.
-        if let Ok(meta) = fs::metadata("/") {
-            let dev = meta.dev();
-            system_disks.extend(disks_under((libc::major(dev), libc::minor(dev))));
-        }
-        let mut mounts = Vec::new();
-        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        for line in mountinfo.lines() {
-            // id parent major:minor root mountpoint options ... - fstype source superoptions
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let Some(sep) = fields.iter().position(|f| *f == "-") else {
-                continue;
-            };
-            let (Some(devnum), Some(at)) =
-                (fields.get(2).and_then(|d| parse_devnum(d)), fields.get(4))
-            else {
-                continue;
-            };
-            let source = fields.get(sep + 2).map(|s| unescape(s)).unwrap_or_default();
-            let at = unescape(at);
-            if at == "/" {
-                system_disks.extend(disks_under(devnum));
-                if let Some(rdev) = block_rdev(Path::new(&source)) {
-                    system_disks.extend(disks_under(rdev));
-                }
-            }
-            mounts.push((devnum, source, at));
-        }
-        let swaps = fs::read_to_string("/proc/swaps")
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-            .collect();
-        SystemUse {
-            system_disks,
-            mounts,
-            swaps,
-        }
-    }
-}
-
-fn block_rdev(path: &Path) -> Option<(u32, u32)> {
-    let meta = fs::metadata(path).ok()?;
-    meta.file_type()
-        .is_block_device()
-        .then(|| (libc::major(meta.rdev()), libc::minor(meta.rdev())))
-}
-
-/// mountinfo escapes space, tab, newline and backslash as octal.
-fn unescape(s: &str) -> String {
-    let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push(
-                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap(), 8)
-                    .unwrap_or(b'?'),
-            );
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 fn transport(name: &str, sys: &str) -> String {
     let t = if name.starts_with("loop") {
         "loop"
@@ -438,7 +281,29 @@ pub fn read_device(sys: &Path, system: &SystemUse) -> Option<Device> {
     let name = name_of(sys);
     let sectors = read_u64(&sys.join("size"))?;
     let (major, minor) = parse_devnum(&fs::read_to_string(sys.join("dev")).ok()?)?;
-    let path = PathBuf::from("/dev").join(&name);
+    let partitions = partitions(sys);
+    let in_use = in_use(system, &name, (major, minor), sys, &partitions);
+    let sys_text = sys.to_string_lossy();
+    Some(Device {
+        transport: transport(&name, &sys_text),
+        model: model(sys),
+        serial: serial(sys),
+        removable: read_u64(&sys.join("removable")) == Some(1),
+        read_only: read_u64(&sys.join("ro")) == Some(1),
+        partitions,
+        path: PathBuf::from("/dev").join(&name),
+        name,
+        major,
+        minor,
+        size: sectors.checked_mul(512)?,
+        contents: Vec::new(),
+        unreadable: None,
+        in_use,
+    })
+}
+
+/// The partitions in a disk's sysfs directory, by start.
+fn partitions(sys: &Path) -> Vec<Partition> {
     let mut partitions: Vec<Partition> = fs::read_dir(sys)
         .map(|d| {
             d.flatten()
@@ -459,64 +324,31 @@ pub fn read_device(sys: &Path, system: &SystemUse) -> Option<Device> {
         })
         .unwrap_or_default();
     partitions.sort_by_key(|p| p.start);
+    partitions
+}
 
-    let mut in_use = Vec::new();
-    if system.system_disks.contains(&name) {
-        in_use.push(InUse::System);
-    }
-    let mut members: Vec<(&str, (u32, u32), &Path)> = vec![(&name, (major, minor), sys)];
-    members.extend(
-        partitions
-            .iter()
-            .map(|p| (p.name.as_str(), p.devnum, p.sys.as_path())),
-    );
-    for (dev_name, devnum, dir) in members {
-        let dev_path = format!("/dev/{dev_name}");
-        for (_, _, at) in system
-            .mounts
-            .iter()
-            .filter(|m| m.0 == devnum || m.1 == dev_path)
-        {
-            in_use.push(InUse::Mounted {
-                device: dev_path.clone(),
-                at: at.clone(),
-            });
-        }
-        let mut holders: Vec<String> = fs::read_dir(dir.join("holders"))
-            .map(|d| d.flatten().map(|e| name_of(&e.path())).collect())
-            .unwrap_or_default();
-        holders.sort();
-        for by in holders {
-            in_use.push(InUse::Held {
-                device: dev_path.clone(),
-                by,
-            });
-        }
-        if system.swaps.contains(&dev_path) {
-            in_use.push(InUse::Swap {
-                device: dev_path.clone(),
-            });
-        }
-    }
-    in_use.dedup();
-
-    let sys_text = sys.to_string_lossy();
-    Some(Device {
-        transport: transport(&name, &sys_text),
-        model: model(sys),
-        serial: serial(sys),
-        removable: read_u64(&sys.join("removable")) == Some(1),
-        read_only: read_u64(&sys.join("ro")) == Some(1),
-        partitions,
-        name,
-        path,
-        major,
-        minor,
-        size: sectors.checked_mul(512)?,
-        contents: Vec::new(),
-        unreadable: None,
-        in_use,
-    })
+/// Why the running system needs the disk, the root filesystem first:
+/// nasforge never writes the disk it runs from, whatever else holds it.
+fn in_use(
+    system: &SystemUse,
+    name: &str,
+    devnum: (u32, u32),
+    sys: &Path,
+    partitions: &[Partition],
+) -> Vec<InUse> {
+    let whole = BlockDevice { name, devnum, sys };
+    let devices: Vec<BlockDevice> = std::iter::once(whole)
+        .chain(partitions.iter().map(|p| BlockDevice {
+            name: &p.name,
+            devnum: p.devnum,
+            sys: &p.sys,
+        }))
+        .collect();
+    let (root, rest): (Vec<InUse>, Vec<InUse>) = system
+        .uses(&devices)
+        .into_iter()
+        .partition(|u| *u == InUse::Boot);
+    root.into_iter().take(1).chain(rest).collect()
 }
 
 impl Device {
@@ -550,7 +382,7 @@ impl Device {
 /// devices report size 0 and are left out), in name order, probed by path:
 /// for `--list`, which writes nothing.
 pub fn all() -> Vec<Device> {
-    let system = SystemUse::read();
+    let system = SystemUse::read(Path::new("/"));
     let mut names: Vec<String> = fs::read_dir("/sys/block")
         .map(|d| {
             d.flatten()
@@ -575,12 +407,6 @@ pub fn all() -> Vec<Device> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unescapes_mount_points() {
-        assert_eq!(unescape("/media/me/my\\040card"), "/media/me/my card");
-        assert_eq!(unescape("/srv\\"), "/srv\\");
-    }
 
     #[test]
     fn transports_come_from_the_sysfs_path() {
@@ -609,16 +435,6 @@ mod tests {
             transport("loop3", "/sys/devices/virtual/block/loop3"),
             "loop"
         );
-    }
-
-    #[test]
-    fn the_root_disk_is_found() {
-        // Whatever this machine boots from, `/` rests on at least one disk.
-        let system = SystemUse::read();
-        let meta = fs::metadata("/").unwrap();
-        if libc::major(meta.dev()) != 0 {
-            assert!(!system.system_disks.is_empty());
-        }
     }
 
     /// A fake sysfs directory for one whole disk, where the kernel would
@@ -727,6 +543,6 @@ mod tests {
         };
         assert_eq!(r.override_flag(), Some("--force-large"));
         assert!(r.explain().contains("--force-large"));
-        assert_eq!(Refusal::InUse(InUse::System).override_flag(), None);
+        assert_eq!(Refusal::InUse(InUse::Boot).override_flag(), None);
     }
 }

@@ -11,10 +11,11 @@
 //! [`Identity`] is read again and compared with the one the question showed;
 //! any difference stops the flash before a byte is written.
 
-use super::candidates::{self, Device, Refusal, SystemUse};
+use super::candidates::{self, Device, Refusal};
 use crate::io::direct::{AlignedBuf, DiskFile};
+use nasforge_engine::machine::mounts::SystemUse;
 use nasforge_engine::machine::signature::{self, Ends, Signature, WINDOW};
-use nasforge_engine::machine::sysfs::read_u64;
+use nasforge_engine::machine::sysfs::{self, read_u64};
 use sha2::{Digest, Sha256};
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -66,7 +67,7 @@ impl Identity {
             return Err(io::Error::other("no longer a block device"));
         }
         let devnum = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
-        let sys = candidates::sysfs_of(devnum).ok_or_else(|| {
+        let sys = sysfs::block_dir(Path::new("/"), devnum).ok_or_else(|| {
             io::Error::other(format!(
                 "device {}:{} is gone from /sys/dev/block",
                 devnum.0, devnum.1
@@ -236,7 +237,7 @@ fn open_disk(named: &Path, write: bool) -> Result<Target, String> {
         ));
     }
     let devnum = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
-    let sys = candidates::sysfs_of(devnum).ok_or_else(|| {
+    let sys = sysfs::block_dir(Path::new("/"), devnum).ok_or_else(|| {
         format!(
             "{shown}: block device {}:{} is not in /sys/dev/block",
             devnum.0, devnum.1
@@ -245,7 +246,7 @@ fn open_disk(named: &Path, write: bool) -> Result<Target, String> {
     if sys.join("partition").exists() {
         return Err(partition_refusal(named, &sys));
     }
-    let mut device = candidates::read_device(&sys, &SystemUse::read())
+    let mut device = candidates::read_device(&sys, &SystemUse::read(Path::new("/")))
         .ok_or_else(|| format!("{shown}: cannot read its size from {}", sys.display()))?;
     let identity = Identity::read(&disk).map_err(|e| format!("reading {shown}: {e}"))?;
     if let Some(why) = identity.disagreement() {
@@ -263,7 +264,7 @@ fn open_disk(named: &Path, write: bool) -> Result<Target, String> {
 }
 
 fn partition_refusal(named: &Path, sys: &Path) -> String {
-    let disk = sys.parent().map(candidates::name_of).unwrap_or_default();
+    let disk = sys.parent().map(sysfs::name_of).unwrap_or_default();
     format!(
         "refusing to write {}: {}",
         named.display(),
@@ -280,13 +281,18 @@ fn refused_open(named: &Path, e: &io::Error) -> String {
     let sys = fs::metadata(named)
         .ok()
         .filter(|m| m.file_type().is_block_device())
-        .and_then(|m| candidates::sysfs_of((libc::major(m.rdev()), libc::minor(m.rdev()))));
+        .and_then(|m| {
+            sysfs::block_dir(
+                Path::new("/"),
+                (libc::major(m.rdev()), libc::minor(m.rdev())),
+            )
+        });
     if let Some(sys) = &sys
         && sys.join("partition").exists()
     {
         return partition_refusal(named, sys);
     }
-    let device = sys.and_then(|s| candidates::read_device(&s, &SystemUse::read()));
+    let device = sys.and_then(|s| candidates::read_device(&s, &SystemUse::read(Path::new("/"))));
     let mut reasons: Vec<String> = device
         .iter()
         .flat_map(|d| &d.in_use)

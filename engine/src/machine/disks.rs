@@ -6,19 +6,24 @@
 //! controller and link), what it holds (signatures read from its first and
 //! last bytes, util-linux's and udev's probes, any non-zero byte at either
 //! end: see [`signature::whole_disk`]) and whether the running system uses
-//! it (boot disk, mounts, holders, swap). Every step that writes to a disk
-//! discovers it again just before, so this check runs right before the
-//! first write as well as at planning.
+//! it (boot disk, mounts, holders, swap: see [`SystemUse::uses`]). Every
+//! step that writes to a disk discovers it again just before, so this check
+//! runs right before the first write as well as at planning.
 
-use crate::machine::controllers;
+use crate::machine::hardware;
+use crate::machine::mounts::{BlockDevice, SystemUse};
 use crate::machine::signature::{self, Signature};
-use crate::machine::sysfs::{parse_devnum, read_trimmed, read_u64};
+use crate::machine::sysfs::{self, parse_devnum, read_trimmed, read_u64};
 use crate::machine::udev;
 use crate::size::Size;
-use crate::spec::Transport;
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+// The types a Disk's fields carry, named where callers meet the Disk; each
+// lives with the code that reads it from the machine.
+pub use crate::machine::hardware::{Controller, RotationalSource, Transport};
+pub use crate::machine::mounts::InUse;
 
 /// Where the system's state is read from: `/` on the board, a fake tree in
 /// tests. Device nodes are read from `dev` (default `<root>/dev`).
@@ -150,35 +155,6 @@ pub struct Disk {
     pub in_use: Vec<InUse>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RotationalSource {
-    Udev,
-    Sysfs,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Controller {
-    /// PCI address, e.g. `0000:01:00.0`.
-    pub pci: String,
-    pub vendor: u16,
-    pub device: u16,
-    pub name: Option<String>,
-    pub note: Option<String>,
-    /// Negotiated PCIe link: transfer rate in MT/s (5000 = Gen2) and lanes.
-    pub link_mts: Option<u32>,
-    pub link_width: Option<u32>,
-}
-
-impl Controller {
-    pub fn label(&self) -> String {
-        match &self.name {
-            Some(name) => name.clone(),
-            None => format!("PCI {:04x}:{:04x}", self.vendor, self.device),
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Partition {
     pub name: String,
@@ -187,46 +163,6 @@ pub struct Partition {
     pub start: u64,
     pub size: Size,
     pub contents: Vec<Signature>,
-}
-
-/// Why the running system needs a disk: such a disk is never used, whatever
-/// the recipe says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum InUse {
-    /// It holds the root filesystem.
-    Boot,
-    /// An eMMC boot area (`mmcblk*boot*`): firmware lives there.
-    EmmcBootArea,
-    Mounted {
-        device: String,
-        at: String,
-    },
-    /// Another block device (md, dm, bcache) is built on it.
-    Held {
-        device: String,
-        by: String,
-    },
-    Swap {
-        device: String,
-    },
-    /// Its bytes could not be read, so what it holds is unknown.
-    Unreadable {
-        error: String,
-    },
-}
-
-impl std::fmt::Display for InUse {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            InUse::Boot => f.write_str("it holds the running system's root filesystem"),
-            InUse::EmmcBootArea => f.write_str("it is an eMMC boot area"),
-            InUse::Mounted { device, at } => write!(f, "{device} is mounted at {at}"),
-            InUse::Held { device, by } => write!(f, "{device} is in use by {by}"),
-            InUse::Swap { device } => write!(f, "{device} is active swap"),
-            InUse::Unreadable { error } => write!(f, "its contents cannot be read ({error})"),
-        }
-    }
 }
 
 impl Disk {
@@ -320,7 +256,7 @@ pub fn discover(host: &Host) -> Result<Inventory, DiscoveryError> {
         .collect();
     names.sort_by_key(|n| natural_key(n));
 
-    let system = SystemUse::read(host);
+    let system = SystemUse::read(&host.root);
     let mut disks: Vec<Disk> = names
         .iter()
         .filter(|n| !VIRTUAL_PREFIXES.iter().any(|p| n.starts_with(p)))
@@ -448,99 +384,21 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
     let (major, minor) = parse_devnum(&fs::read_to_string(sys.join("dev")).ok()?)?;
     let udev_data = host.path("/run/udev/data");
     let db = udev::Record::read(&udev_data, major, minor);
-    let sys_text = sys.to_string_lossy().into_owned();
+    let found = partition_dirs(&sys);
 
-    let transport = transport(name, &sys_text, &db);
-    let (rotational, rotational_from) = rotational(&sys, &db);
-    let model = db
-        .decoded("ID_MODEL_ENC")
-        .or_else(|| db.get("ID_MODEL").map(|m| m.replace('_', " ")))
-        .or_else(|| read_trimmed(&sys.join("device/model")));
-    let serial = db
-        .get("ID_SERIAL_SHORT")
-        .map(str::to_string)
-        .or_else(|| read_trimmed(&sys.join("device/serial")));
-    let wwn = db
-        .get("ID_WWN_WITH_EXTENSION")
-        .or_else(|| db.get("ID_WWN"))
-        .map(str::to_string)
-        .or_else(|| {
-            read_trimmed(&sys.join("wwid")).or_else(|| read_trimmed(&sys.join("device/wwid")))
-        });
-    let by_id = pick_by_id(&db.links);
-
-    let mut partitions = Vec::new();
     let mut in_use = Vec::new();
     if name.starts_with("mmcblk") && name.contains("boot") {
         in_use.push(InUse::EmmcBootArea);
     }
-    let mut devices = vec![(name.to_string(), (major, minor), sys.clone())];
-    if let Ok(children) = fs::read_dir(&sys) {
-        let mut children: Vec<_> = children
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.join("partition").exists())
-            .collect();
-        children.sort();
-        for child in children {
-            let pname = child
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            let Some(dev) = fs::read_to_string(child.join("dev"))
-                .ok()
-                .as_deref()
-                .and_then(parse_devnum)
-            else {
-                continue;
-            };
-            partitions.push(Partition {
-                number: read_u64(&child.join("partition")).unwrap_or(0) as u32,
-                start: read_u64(&child.join("start")).unwrap_or(0) * 512,
-                size: Size(read_u64(&child.join("size")).unwrap_or(0) * 512),
-                name: pname.clone(),
-                contents: Vec::new(),
-            });
-            devices.push((pname, dev, child));
-        }
-    }
-    partitions.sort_by_key(|p| p.number);
-    for (dev_name, devnum, dir) in &devices {
-        if system.root.contains(devnum) {
-            in_use.push(InUse::Boot);
-        }
-        for at in system
-            .mounts
-            .iter()
-            .filter(|m| m.0 == *devnum || m.1 == *dev_name)
-            .map(|m| &m.2)
-        {
-            in_use.push(InUse::Mounted {
-                device: dev_name.clone(),
-                at: at.clone(),
-            });
-        }
-        if let Ok(holders) = fs::read_dir(dir.join("holders")) {
-            let mut by: Vec<String> = holders
-                .flatten()
-                .map(|h| h.file_name().to_string_lossy().into_owned())
-                .collect();
-            by.sort();
-            for by in by {
-                in_use.push(InUse::Held {
-                    device: dev_name.clone(),
-                    by,
-                });
-            }
-        }
-        if system.swaps.contains(dev_name) {
-            in_use.push(InUse::Swap {
-                device: dev_name.clone(),
-            });
-        }
-    }
-    in_use.dedup();
+    let whole = BlockDevice {
+        name,
+        devnum: (major, minor),
+        sys: &sys,
+    };
+    let devices: Vec<BlockDevice> = std::iter::once(whole)
+        .chain(found.iter().map(FoundPartition::device))
+        .collect();
+    in_use.extend(system.uses(&devices));
 
     let node = host.dev.join(name);
     let contents = match signature::whole_disk(&node, udev_contents(&db)) {
@@ -550,27 +408,11 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
             Vec::new()
         }
     };
-    for part in &mut partitions {
-        if let Ok(found) = signature::read(&node, part.start, Some(part.size.0)) {
-            part.contents = found;
-        }
-        let (pmaj, pmin) = devices
-            .iter()
-            .find(|d| d.0 == part.name)
-            .map(|d| d.1)
-            .unwrap_or_default();
-        let pdb = udev::Record::read(&udev_data, pmaj, pmin);
-        if part.contents.is_empty()
-            && let Some(fstype) = pdb.get("ID_FS_TYPE")
-        {
-            part.contents.push(Signature::Filesystem {
-                fstype: fstype.to_string(),
-                label: pdb.decoded("ID_FS_LABEL_ENC"),
-                uuid: pdb.get("ID_FS_UUID").map(str::to_string),
-            });
-        }
-    }
+    let partitions = probe_partitions(&node, &udev_data, found);
 
+    let transport = hardware::transport(name, &sys.to_string_lossy(), &db);
+    let (rotational, rotational_from) = hardware::rotational(&sys, &db);
+    let (model, serial, wwn) = hardware::names(&sys, &db);
     Some(Disk {
         name: name.to_string(),
         major,
@@ -584,15 +426,93 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
         rotational,
         rotational_from,
         removable: read_u64(&sys.join("removable")) == Some(1),
-        controller: controller(&sys),
+        controller: hardware::controller(&sys),
         usb_mbit: (transport == Some(Transport::Usb))
-            .then(|| usb_speed(&sys))
+            .then(|| hardware::usb_speed(&sys))
             .flatten(),
-        by_id,
+        by_id: pick_by_id(&db.links),
         partitions,
         contents,
         in_use,
     })
+}
+
+/// A partition found in the disk's sysfs directory, not yet probed.
+struct FoundPartition {
+    partition: Partition,
+    devnum: (u32, u32),
+    sys: PathBuf,
+}
+
+impl FoundPartition {
+    fn device(&self) -> BlockDevice<'_> {
+        BlockDevice {
+            name: &self.partition.name,
+            devnum: self.devnum,
+            sys: &self.sys,
+        }
+    }
+}
+
+/// The partitions under a disk's sysfs directory, in name order.
+fn partition_dirs(sys: &Path) -> Vec<FoundPartition> {
+    let Ok(children) = fs::read_dir(sys) else {
+        return Vec::new();
+    };
+    let mut children: Vec<PathBuf> = children
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("partition").exists())
+        .collect();
+    children.sort();
+    children
+        .into_iter()
+        .filter_map(|child| {
+            let devnum = fs::read_to_string(child.join("dev"))
+                .ok()
+                .as_deref()
+                .and_then(parse_devnum)?;
+            let partition = Partition {
+                number: read_u64(&child.join("partition")).unwrap_or(0) as u32,
+                start: read_u64(&child.join("start")).unwrap_or(0) * 512,
+                size: Size(read_u64(&child.join("size")).unwrap_or(0) * 512),
+                name: sysfs::name_of(&child),
+                contents: Vec::new(),
+            };
+            Some(FoundPartition {
+                partition,
+                devnum,
+                sys: child,
+            })
+        })
+        .collect()
+}
+
+/// What each partition holds, read at its own offset on the disk `node`,
+/// else what udev's probe recorded; sorted by partition number.
+fn probe_partitions(node: &Path, udev_data: &Path, found: Vec<FoundPartition>) -> Vec<Partition> {
+    let mut partitions: Vec<Partition> = found
+        .into_iter()
+        .map(|f| {
+            let mut part = f.partition;
+            if let Ok(found) = signature::read(node, part.start, Some(part.size.0)) {
+                part.contents = found;
+            }
+            let pdb = udev::Record::read(udev_data, f.devnum.0, f.devnum.1);
+            if part.contents.is_empty()
+                && let Some(fstype) = pdb.get("ID_FS_TYPE")
+            {
+                part.contents.push(Signature::Filesystem {
+                    fstype: fstype.to_string(),
+                    label: pdb.decoded("ID_FS_LABEL_ENC"),
+                    uuid: pdb.get("ID_FS_UUID").map(str::to_string),
+                });
+            }
+            part
+        })
+        .collect();
+    partitions.sort_by_key(|p| p.number);
+    partitions
 }
 
 /// What udev's own blkid probe found on the whole disk at its last event:
@@ -631,102 +551,6 @@ fn pick_by_id(links: &[String]) -> Option<String> {
         .map(|l| format!("/dev/disk/by-id/{l}"))
 }
 
-fn transport(name: &str, sys: &str, db: &udev::Record) -> Option<Transport> {
-    let has = |part: &str| {
-        sys.split('/').any(|c| {
-            c.starts_with(part)
-                && c[part.len()..]
-                    .chars()
-                    .all(|ch| ch.is_ascii_digit() || ch == '-' || ch == '.' || ch == ':')
-        })
-    };
-    if sys.contains("/usb") && has("usb") || db.get("ID_BUS") == Some("usb") {
-        Some(Transport::Usb)
-    } else if name.starts_with("nvme") {
-        Some(Transport::Nvme)
-    } else if name.starts_with("mmcblk") {
-        Some(Transport::Mmc)
-    } else if has("ata") {
-        Some(Transport::Sata)
-    } else if has("virtio") || name.starts_with("vd") {
-        Some(Transport::Virtio)
-    } else if sys.contains("/end_device-") || sys.contains("/sas_") {
-        Some(Transport::Sas)
-    } else if db.get("ID_BUS") == Some("ata") {
-        Some(Transport::Sata)
-    } else {
-        None
-    }
-}
-
-fn rotational(sys: &Path, db: &udev::Record) -> (bool, RotationalSource) {
-    if let Some(rpm) = db
-        .get("ID_ATA_ROTATION_RATE_RPM")
-        .and_then(|r| r.parse::<u32>().ok())
-    {
-        return (rpm > 0, RotationalSource::Udev);
-    }
-    if db.get("ID_SSD") == Some("1") {
-        return (false, RotationalSource::Udev);
-    }
-    (
-        read_u64(&sys.join("queue/rotational")) != Some(0),
-        RotationalSource::Sysfs,
-    )
-}
-
-fn is_pci_address(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && s.chars()
-            .enumerate()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
-}
-
-/// The PCI function nearest the disk: the SATA/NVMe/USB controller.
-fn controller(sys: &Path) -> Option<Controller> {
-    let dir = sys.ancestors().find(|p| {
-        p.file_name()
-            .is_some_and(|n| is_pci_address(&n.to_string_lossy()))
-    })?;
-    let hex = |file: &str| {
-        read_trimmed(&dir.join(file))
-            .and_then(|v| u16::from_str_radix(v.trim_start_matches("0x"), 16).ok())
-    };
-    let (vendor, device) = (hex("vendor")?, hex("device")?);
-    let known = controllers::lookup(vendor, device);
-    let link_mts = read_trimmed(&dir.join("current_link_speed"))
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<f32>().ok())
-        })
-        .map(|gts| (gts * 1000.0).round() as u32);
-    let link_width = read_u64(&dir.join("current_link_width"))
-        .map(|w| w as u32)
-        .filter(|&w| w > 0);
-    Some(Controller {
-        pci: dir.file_name()?.to_string_lossy().into_owned(),
-        vendor,
-        device,
-        name: known.as_ref().map(|k| k.name.to_string()),
-        note: known.and_then(|k| k.note).map(str::to_string),
-        link_mts,
-        link_width,
-    })
-}
-
-fn usb_speed(sys: &Path) -> Option<u32> {
-    sys.ancestors()
-        .filter(|p| p.join("idVendor").exists())
-        .find_map(|p| read_trimmed(&p.join("speed")))
-        .and_then(|s| s.parse::<f32>().ok())
-        .map(|s| s as u32)
-}
-
 fn network_link(host: &Host) -> Option<NetworkLink> {
     let net = host.path("/sys/class/net");
     let mut best: Option<NetworkLink> = None;
@@ -752,110 +576,9 @@ fn network_link(host: &Host) -> Option<NetworkLink> {
     best
 }
 
-/// How the running system uses block devices, from /proc.
-struct SystemUse {
-    /// Device numbers of the root filesystem.
-    root: Vec<(u32, u32)>,
-    /// (device number, source device name, mount point)
-    mounts: Vec<((u32, u32), String, String)>,
-    swaps: Vec<String>,
-}
-
-impl SystemUse {
-    fn read(host: &Host) -> SystemUse {
-        let mountinfo = fs::read_to_string(host.path("/proc/self/mountinfo")).unwrap_or_default();
-        let mut mounts = Vec::new();
-        let mut root = Vec::new();
-        for line in mountinfo.lines() {
-            // id parent major:minor root mountpoint options ... - fstype source superoptions
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let Some(sep) = fields.iter().position(|f| *f == "-") else {
-                continue;
-            };
-            let (Some(devnum), Some(at)) =
-                (fields.get(2).and_then(|d| parse_devnum(d)), fields.get(4))
-            else {
-                continue;
-            };
-            let source = fields
-                .get(sep + 2)
-                .and_then(|s| s.strip_prefix("/dev/"))
-                .unwrap_or_default()
-                .to_string();
-            let at = unescape_mount_path(at);
-            if at == "/" {
-                root.push(devnum);
-            }
-            mounts.push((devnum, source, at));
-        }
-        if host.root == Path::new("/") {
-            // `/`'s own st_dev catches roots that mountinfo names oddly.
-            if let Ok(meta) = fs::metadata("/") {
-                use std::os::unix::fs::MetadataExt;
-                let dev = meta.dev();
-                root.push((libc::major(dev), libc::minor(dev)));
-            }
-        }
-        let swaps = fs::read_to_string(host.path("/proc/swaps"))
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-            .filter_map(|l| {
-                l.split_whitespace()
-                    .next()?
-                    .strip_prefix("/dev/")
-                    .map(str::to_string)
-            })
-            .collect();
-        SystemUse {
-            root,
-            mounts,
-            swaps,
-        }
-    }
-}
-
-/// mountinfo escapes space, tab, newline and backslash as octal.
-fn unescape_mount_path(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.find('\\') {
-        out.push_str(&rest[..i]);
-        let code = rest
-            .get(i + 1..i + 4)
-            .and_then(|o| u8::from_str_radix(o, 8).ok());
-        match code {
-            Some(c) => {
-                out.push(c as char);
-                rest = &rest[i + 4..];
-            }
-            None => {
-                out.push('\\');
-                rest = &rest[i + 1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn recognises_pci_addresses() {
-        assert!(is_pci_address("0000:01:00.0"));
-        assert!(is_pci_address("0001:01:00.0"));
-        assert!(!is_pci_address("pci0000:00"));
-        assert!(!is_pci_address("ata1"));
-    }
-
-    #[test]
-    fn unescapes_mount_points() {
-        assert_eq!(unescape_mount_path("/mnt/my\\040disk"), "/mnt/my disk");
-        assert_eq!(unescape_mount_path("/srv/data"), "/srv/data");
-    }
 
     #[test]
     fn orders_names_naturally() {

@@ -1,8 +1,11 @@
 //! Reading the machine: block devices from sysfs and udev's database, what a
-//! disk already holds, and which storage controller it hangs off.
+//! disk already holds, which storage controller it hangs off, and how the
+//! running system uses it (mounts, swap, holders, the root filesystem).
 
 pub mod controllers;
 pub mod disks;
+pub mod hardware;
+pub mod mounts;
 pub mod signature;
 pub mod sysfs;
 pub mod udev;

@@ -2,7 +2,7 @@
 //! absent or empty where a driver does not report it.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The attribute's text, or None where it is missing or empty.
 pub fn read_trimmed(path: &Path) -> Option<String> {
@@ -20,6 +20,19 @@ pub fn read_u64(path: &Path) -> Option<u64> {
 pub fn parse_devnum(text: &str) -> Option<(u32, u32)> {
     let (major, minor) = text.trim().split_once(':')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The sysfs directory of block device `devnum` under `root` (canonical,
+/// under `sys/devices`), if the device exists.
+pub fn block_dir(root: &Path, devnum: (u32, u32)) -> Option<PathBuf> {
+    fs::canonicalize(root.join(format!("sys/dev/block/{}:{}", devnum.0, devnum.1))).ok()
+}
+
+/// The kernel name a sysfs directory stands for: its last component.
+pub fn name_of(sys: &Path) -> String {
+    sys.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use super::paths::{check_absolute_dir, is_safe_path, is_under};
 use super::{SpecProblem, glob, problem};
+pub use crate::machine::hardware::Transport;
 use crate::size::Size;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -132,32 +133,6 @@ impl fmt::Display for Filesystem {
             Filesystem::Ext4 => "ext4",
             Filesystem::Xfs => "xfs",
             Filesystem::Btrfs => "btrfs",
-        })
-    }
-}
-
-/// How a disk is attached. USB and MMC are listed so that rules can name
-/// (and warnings can single out) them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    Sata,
-    Sas,
-    Usb,
-    Nvme,
-    Mmc,
-    Virtio,
-}
-
-impl fmt::Display for Transport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Transport::Sata => "sata",
-            Transport::Sas => "sas",
-            Transport::Usb => "usb",
-            Transport::Nvme => "nvme",
-            Transport::Mmc => "mmc",
-            Transport::Virtio => "virtio",
         })
     }
 }

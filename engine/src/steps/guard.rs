@@ -97,12 +97,7 @@ impl Step {
             }
             Guard::Filesystem { device, uuid } => check_filesystem(host, device, uuid),
             Guard::Mounted { mount } => {
-                let mountinfo =
-                    std::fs::read_to_string(host.path("/proc/self/mountinfo")).unwrap_or_default();
-                if mountinfo
-                    .lines()
-                    .any(|l| l.split_whitespace().nth(4) == Some(mount.as_str()))
-                {
+                if crate::machine::mounts::Mounts::read(&host.root).is_mounted(mount) {
                     Check::Done(format!("{mount} is mounted"))
                 } else {
                     Check::Pending

@@ -1,0 +1,198 @@
+//! A disk's hardware as sysfs and udev's record report it: its model,
+//! serial and WWN, whether it spins, and how it hangs off the board (its
+//! bus, the PCI controller nearest it and that controller's PCIe link, a
+//! USB disk's link speed).
+
+use crate::machine::controllers;
+use crate::machine::sysfs::{read_trimmed, read_u64};
+use crate::machine::udev;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+/// How a disk is attached. USB and MMC are listed so that recipe rules can
+/// name (and warnings can single out) them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Sata,
+    Sas,
+    Usb,
+    Nvme,
+    Mmc,
+    Virtio,
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Transport::Sata => "sata",
+            Transport::Sas => "sas",
+            Transport::Usb => "usb",
+            Transport::Nvme => "nvme",
+            Transport::Mmc => "mmc",
+            Transport::Virtio => "virtio",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Controller {
+    /// PCI address, e.g. `0000:01:00.0`.
+    pub pci: String,
+    pub vendor: u16,
+    pub device: u16,
+    pub name: Option<String>,
+    pub note: Option<String>,
+    /// Negotiated PCIe link: transfer rate in MT/s (5000 = Gen2) and lanes.
+    pub link_mts: Option<u32>,
+    pub link_width: Option<u32>,
+}
+
+impl Controller {
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(name) => name.clone(),
+            None => format!("PCI {:04x}:{:04x}", self.vendor, self.device),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RotationalSource {
+    Udev,
+    Sysfs,
+}
+
+/// Model, serial and WWN: udev's, else what sysfs reports.
+pub fn names(sys: &Path, db: &udev::Record) -> (Option<String>, Option<String>, Option<String>) {
+    let model = db
+        .decoded("ID_MODEL_ENC")
+        .or_else(|| db.get("ID_MODEL").map(|m| m.replace('_', " ")))
+        .or_else(|| read_trimmed(&sys.join("device/model")));
+    let serial = db
+        .get("ID_SERIAL_SHORT")
+        .map(str::to_string)
+        .or_else(|| read_trimmed(&sys.join("device/serial")));
+    let wwn = db
+        .get("ID_WWN_WITH_EXTENSION")
+        .or_else(|| db.get("ID_WWN"))
+        .map(str::to_string)
+        .or_else(|| {
+            read_trimmed(&sys.join("wwid")).or_else(|| read_trimmed(&sys.join("device/wwid")))
+        });
+    (model, serial, wwn)
+}
+
+/// Whether the disk spins, and which source said so.
+pub fn rotational(sys: &Path, db: &udev::Record) -> (bool, RotationalSource) {
+    if let Some(rpm) = db
+        .get("ID_ATA_ROTATION_RATE_RPM")
+        .and_then(|r| r.parse::<u32>().ok())
+    {
+        return (rpm > 0, RotationalSource::Udev);
+    }
+    if db.get("ID_SSD") == Some("1") {
+        return (false, RotationalSource::Udev);
+    }
+    (
+        read_u64(&sys.join("queue/rotational")) != Some(0),
+        RotationalSource::Sysfs,
+    )
+}
+
+/// The bus of disk `name` whose sysfs path is `sys`.
+pub fn transport(name: &str, sys: &str, db: &udev::Record) -> Option<Transport> {
+    let has = |part: &str| {
+        sys.split('/').any(|c| {
+            c.starts_with(part)
+                && c[part.len()..]
+                    .chars()
+                    .all(|ch| ch.is_ascii_digit() || ch == '-' || ch == '.' || ch == ':')
+        })
+    };
+    if sys.contains("/usb") && has("usb") || db.get("ID_BUS") == Some("usb") {
+        Some(Transport::Usb)
+    } else if name.starts_with("nvme") {
+        Some(Transport::Nvme)
+    } else if name.starts_with("mmcblk") {
+        Some(Transport::Mmc)
+    } else if has("ata") {
+        Some(Transport::Sata)
+    } else if has("virtio") || name.starts_with("vd") {
+        Some(Transport::Virtio)
+    } else if sys.contains("/end_device-") || sys.contains("/sas_") {
+        Some(Transport::Sas)
+    } else if db.get("ID_BUS") == Some("ata") {
+        Some(Transport::Sata)
+    } else {
+        None
+    }
+}
+
+fn is_pci_address(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 12
+        && b[4] == b':'
+        && b[7] == b':'
+        && b[10] == b'.'
+        && s.chars()
+            .enumerate()
+            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
+}
+
+/// The PCI function nearest the disk: the SATA/NVMe/USB controller.
+pub fn controller(sys: &Path) -> Option<Controller> {
+    let dir = sys.ancestors().find(|p| {
+        p.file_name()
+            .is_some_and(|n| is_pci_address(&n.to_string_lossy()))
+    })?;
+    let hex = |file: &str| {
+        read_trimmed(&dir.join(file))
+            .and_then(|v| u16::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+    };
+    let (vendor, device) = (hex("vendor")?, hex("device")?);
+    let known = controllers::lookup(vendor, device);
+    let link_mts = read_trimmed(&dir.join("current_link_speed"))
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f32>().ok())
+        })
+        .map(|gts| (gts * 1000.0).round() as u32);
+    let link_width = read_u64(&dir.join("current_link_width"))
+        .map(|w| w as u32)
+        .filter(|&w| w > 0);
+    Some(Controller {
+        pci: dir.file_name()?.to_string_lossy().into_owned(),
+        vendor,
+        device,
+        name: known.as_ref().map(|k| k.name.to_string()),
+        note: known.and_then(|k| k.note).map(str::to_string),
+        link_mts,
+        link_width,
+    })
+}
+
+/// A USB disk's link speed in Mbit/s, from the USB device above it.
+pub fn usb_speed(sys: &Path) -> Option<u32> {
+    sys.ancestors()
+        .filter(|p| p.join("idVendor").exists())
+        .find_map(|p| read_trimmed(&p.join("speed")))
+        .and_then(|s| s.parse::<f32>().ok())
+        .map(|s| s as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_pci_addresses() {
+        assert!(is_pci_address("0000:01:00.0"));
+        assert!(is_pci_address("0001:01:00.0"));
+        assert!(!is_pci_address("pci0000:00"));
+        assert!(!is_pci_address("ata1"));
+    }
+}
