@@ -30,7 +30,9 @@ pub struct Expected {
     pub from: PathBuf,
 }
 
-pub struct Image {
+/// The image file being flashed, opened, with what is known of it before
+/// decoding (not [`crate::image::Image`], a disk image's partitions).
+pub struct ImageFile {
     pub path: PathBuf,
     pub format: Format,
     pub file: File,
@@ -42,8 +44,8 @@ pub struct Image {
     pub image_sha256: Option<Expected>,
 }
 
-impl Image {
-    pub fn open(path: &Path) -> Result<Image> {
+impl ImageFile {
+    pub fn open(path: &Path) -> Result<ImageFile> {
         let mut file =
             File::open(path).with_context(|| format!("opening the image {}", path.display()))?;
         if !file.metadata()?.is_file() {
@@ -83,7 +85,7 @@ impl Image {
             sha256,
             from: paths.sha256.clone(),
         });
-        Ok(Image {
+        Ok(ImageFile {
             path: path.to_path_buf(),
             format,
             file,
@@ -260,7 +262,7 @@ pub struct Digests {
 /// taking buffers back from `recycle`. Stops early, without error, when
 /// `send` fails (the writer quit).
 pub fn produce(
-    image: &Image,
+    image: &ImageFile,
     digests: Digests,
     send: &dyn Fn(Result<Msg>) -> bool,
     recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
@@ -289,7 +291,7 @@ fn buffer(recycle: &std::sync::mpsc::Receiver<AlignedBuf>) -> AlignedBuf {
 /// A raw image: its data regions (SEEK_DATA/SEEK_HOLE) and the table areas
 /// are read; holes elsewhere are sent as holes without reading them.
 fn produce_raw(
-    image: &Image,
+    image: &ImageFile,
     digests: Digests,
     send: &dyn Fn(Result<Msg>) -> bool,
     recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
@@ -382,7 +384,7 @@ fn produce_raw(
 /// the next one shows whether it ends the image, so the tail table area is
 /// known even when the size was not.
 fn produce_stream(
-    image: &Image,
+    image: &ImageFile,
     digests: Digests,
     send: &dyn Fn(Result<Msg>) -> bool,
     recycle: &std::sync::mpsc::Receiver<AlignedBuf>,

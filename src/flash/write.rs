@@ -12,7 +12,7 @@
 //! Until step 4 the target's old first MiB is untouched, so a failed flash
 //! never leaves a partition table that points at a half-written image.
 
-use super::source::{Batch, CHUNK, Digests, Expected, Image, Msg, Span, TABLE_AREA};
+use super::source::{Batch, CHUNK, Digests, Expected, ImageFile, Msg, Span, TABLE_AREA};
 use crate::io::direct::{AlignedBuf, DiskFile, Zeroing};
 use anyhow::{Result, anyhow, bail};
 use indicatif::ProgressBar;
@@ -228,7 +228,7 @@ impl Writer<'_> {
 fn check(
     expected: &Option<Expected>,
     got: &Option<String>,
-    image: &Image,
+    image: &ImageFile,
     what: &str,
 ) -> Result<()> {
     if let (Some(want), Some(got)) = (expected, got)
@@ -247,7 +247,7 @@ fn check(
 /// Writes `image` to `target` (named `name` in messages) in the order the
 /// module documentation gives.
 pub fn write(
-    image: &Image,
+    image: &ImageFile,
     target: &DiskFile,
     name: &str,
     opts: WriteOptions,
