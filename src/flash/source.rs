@@ -326,7 +326,7 @@ fn produce_raw(
     for (a, b) in reads {
         if a > pos {
             if let Some(h) = whole.as_mut() {
-                crate::io::hash::hash_zeros(h, a - pos);
+                sparse::hash_zeros(h, a - pos);
             }
             if !send(Ok(Msg::Hole {
                 offset: pos,
@@ -363,7 +363,7 @@ fn produce_raw(
     }
     if pos < size {
         if let Some(h) = whole.as_mut() {
-            crate::io::hash::hash_zeros(h, size - pos);
+            sparse::hash_zeros(h, size - pos);
         }
         if !send(Ok(Msg::Hole {
             offset: pos,
