@@ -288,18 +288,9 @@ fn buffer(recycle: &std::sync::mpsc::Receiver<AlignedBuf>) -> AlignedBuf {
         .unwrap_or_else(|_| AlignedBuf::new(CHUNK))
 }
 
-/// A raw image: its data regions (SEEK_DATA/SEEK_HOLE) and the table areas
-/// are read; holes elsewhere are sent as holes without reading them.
-fn produce_raw(
-    image: &ImageFile,
-    digests: Digests,
-    send: &dyn Fn(Result<Msg>) -> bool,
-    recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
-) -> Result<Option<Msg>> {
-    let size = image.file.metadata()?.len();
-    let forced = Forced { end: Some(size) };
-    let mut whole = (digests.file || digests.image).then(Sha256::new);
-    // What to read: data regions, plus the table areas even where they are holes.
+/// What to read of a raw image of `size` bytes, in order: its data regions,
+/// plus the table areas even where they are holes.
+fn raw_reads(image: &ImageFile, size: u64) -> Result<Vec<(u64, u64)>> {
     let mut reads: Vec<(u64, u64)> = Vec::new();
     let mut add = |a: u64, b: u64| {
         if a >= b {
@@ -322,8 +313,22 @@ fn produce_raw(
         }
     }
     add(tail, size);
+    Ok(reads)
+}
+
+/// A raw image: its data regions (SEEK_DATA/SEEK_HOLE) and the table areas
+/// are read; holes elsewhere are sent as holes without reading them.
+fn produce_raw(
+    image: &ImageFile,
+    digests: Digests,
+    send: &dyn Fn(Result<Msg>) -> bool,
+    recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
+) -> Result<Option<Msg>> {
+    let size = image.file.metadata()?.len();
+    let forced = Forced { end: Some(size) };
+    let mut whole = (digests.file || digests.image).then(Sha256::new);
     let mut pos = 0u64;
-    for (a, b) in reads {
+    for (a, b) in raw_reads(image, size)? {
         if a > pos {
             if let Some(h) = whole.as_mut() {
                 sparse::hash_zeros(h, a - pos);
@@ -380,6 +385,21 @@ fn produce_raw(
     }))
 }
 
+/// Reads until `buf` is full or the input ends; on an error, the error and
+/// how many bytes came before it.
+fn fill(input: &mut impl Read, buf: &mut [u8]) -> Result<usize, (std::io::Error, u64)> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((e, filled as u64)),
+        }
+    }
+    Ok(filled)
+}
+
 /// A compressed image, decoded in order. The last chunk is held back until
 /// the next one shows whether it ends the image, so the tail table area is
 /// known even when the size was not.
@@ -414,15 +434,7 @@ fn produce_stream(
     };
     loop {
         let mut buf = buffer(recycle);
-        let mut filled = 0;
-        while filled < CHUNK {
-            match dec.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(corrupt(e, pos + filled as u64)),
-            }
-        }
+        let filled = fill(&mut dec, &mut buf[..CHUNK]).map_err(|(e, n)| corrupt(e, pos + n))?;
         if let Some(h) = image_hash.as_mut() {
             h.update(&buf[..filled]);
         }
