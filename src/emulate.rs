@@ -29,7 +29,6 @@ pub struct Options {
     #[arg(long = "disks", value_name = "COUNTxSIZE", value_parser = parse_disks)]
     pub blank: Option<(usize, u64)>,
     /// An existing disk image to attach as a SATA disk (repeatable)
-    // Attached after the blank ones.
     #[arg(long = "disk", value_name = "FILE")]
     pub disks: Vec<PathBuf>,
     /// Where blank disks and the kernel go [default: IMAGE.emulate/]

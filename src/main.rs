@@ -160,13 +160,14 @@ fn run(cli: Cli) -> Result<()> {
             refresh,
             force,
         } => {
+            let r = Recipe::load(&recipe)?;
             let opts = nasforge::build::Options {
                 cache: cache(cli.cache)?,
                 output,
                 refresh,
                 force,
             };
-            build(&recipe, &opts, timings)
+            build(&r, &opts, timings)
         }
         Command::Inspect { image, json } => inspect(&image, json),
         Command::Emulate(opts) => emulate(&opts),
@@ -211,9 +212,8 @@ fn check(recipe: &Path) -> Result<()> {
     Ok(())
 }
 
-fn build(recipe: &Path, opts: &nasforge::build::Options, timings: bool) -> Result<()> {
-    let r = Recipe::load(recipe)?;
-    let report = nasforge::build::build(&r, opts)?;
+fn build(recipe: &Recipe, opts: &nasforge::build::Options, timings: bool) -> Result<()> {
+    let report = nasforge::build::build(recipe, opts)?;
     if timings {
         for (phase, d) in &report.timings {
             eprintln!("{phase:>14}  {:.2}s", d.as_secs_f64());

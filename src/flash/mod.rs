@@ -159,13 +159,12 @@ impl Summary {
 
 /// `nasforge flash --list`: one block per disk, refused ones with the reason.
 pub fn list(opts: &Options) -> String {
-    let all = opts.all;
     let disks: Vec<Device> = candidates::all()
         .into_iter()
-        .filter(|d| all || d.is_candidate())
+        .filter(|d| opts.all || d.is_candidate())
         .collect();
     if disks.is_empty() {
-        return if all {
+        return if opts.all {
             "no block devices with media found\n".into()
         } else {
             "no removable, USB or MMC disks found: insert the card (or a reader); `--list --all` shows every disk\n".into()
