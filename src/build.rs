@@ -5,14 +5,18 @@
 
 use crate::board::Model;
 use crate::image::Image;
-use crate::kernel;
+use crate::io::decompress::Format;
+use crate::kernel::{self, Booted, build::Built};
 use crate::manifest::{self, Change, Manifest};
 use crate::output::{self, Paths};
 use crate::recipe::{Recipe, Source};
+use crate::rootfs::Prepared;
 use crate::size::human;
+use crate::system::secrets::Secret;
 use anyhow::{Context, Result, bail};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use tempfile::NamedTempFile;
 
 pub struct Options {
     pub cache: PathBuf,
@@ -36,6 +40,13 @@ struct Timer {
 }
 
 impl Timer {
+    fn start() -> Self {
+        Timer {
+            start: Instant::now(),
+            phases: vec![],
+        }
+    }
+
     fn lap(&mut self, name: &'static str) {
         let now = Instant::now();
         self.phases.push((name, now - self.start));
@@ -47,32 +58,103 @@ fn say(label: &str, msg: impl AsRef<str>) {
     eprintln!("{label:>10}  {}", msg.as_ref());
 }
 
+/// What the customisation did, for the manifest: the kernel the board now
+/// boots, the changes and the warnings, in order.
+struct Edits {
+    booted: Booted,
+    changes: Vec<Change>,
+    warnings: Vec<String>,
+}
+
+impl Edits {
+    fn warn(&mut self, warnings: Vec<String>) {
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+        self.warnings.extend(warnings);
+    }
+}
+
 pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
-    let mut timer = Timer {
-        start: Instant::now(),
-        phases: vec![],
-    };
-    let board = recipe.board;
-    let info = board.info();
+    let mut timer = Timer::start();
     say(
         "recipe",
         format!(
             "{} ({}) for {}",
             recipe.name,
             recipe.file.display(),
-            info.description
+            recipe.board.info().description
         ),
     );
 
-    let (source_path, location) = match &recipe.base.source {
+    let (source_path, location) = fetch_base(recipe, &opts.cache)?;
+    timer.lap("fetch");
+
+    let paths = Paths::for_image(opts.output.as_deref().unwrap_or(&recipe.output.path));
+    let (work, format) = working_copy(recipe, &source_path, &paths, opts.force)?;
+    timer.lap("decompress");
+
+    let mut image = Image::open(work.path()).context("the base image")?;
+    describe_layout(&image);
+    crate::boot::check_family(&image, recipe.board)?;
+    if let Some(root) = image.ext4() {
+        recipe.check_for(crate::system::Vendor::detect(&root)?)?;
+    }
+    let (built_kernel, booted) = check_kernel(&image, recipe, &opts.cache)?;
+    timer.lap("kernel check");
+
+    let prepared = crate::rootfs::prepare(&image, recipe, &opts.cache, opts.refresh)?;
+    if let Some(r) = &prepared.resolved {
+        say("packages", r.summary());
+    }
+    timer.lap("packages");
+
+    let mut edits = Edits {
+        booted,
+        changes: vec![],
+        warnings: vec![],
+    };
+    if let Some(change) = grow(&mut image, work.path(), recipe, &prepared)? {
+        edits.changes.push(change);
+        timer.lap("grow");
+    }
+
+    edit_boot(&image, recipe, &mut edits)?;
+    if let Some(b) = &built_kernel {
+        install_kernel(&image, recipe, b, &mut edits)?;
+    }
+    edit_rootfs(&image, recipe, prepared, &mut edits)?;
+    image.reload().context("re-reading the customised image")?;
+    let secrets = scan_secrets(&image, &paths)?;
+    timer.lap("customise");
+
+    let base = manifest::Source {
+        location,
+        sha256: recipe.base.sha256.clone(),
+        format: format.name().into(),
+    };
+    let manifest = write_output(work, &paths, recipe, opts.force, base, edits, secrets)?;
+    timer.lap("output");
+    say_written(&paths, &manifest);
+    Ok(Report {
+        paths,
+        manifest,
+        timings: timer.phases,
+    })
+}
+
+/// The base image on this machine (downloaded, built from Debian's packages
+/// or the recipe's local file), and how the manifest names where it came from.
+fn fetch_base(recipe: &Recipe, cache: &Path) -> Result<(PathBuf, String)> {
+    Ok(match &recipe.base.source {
         Source::Url(url) => {
             let sha = recipe
                 .base
                 .sha256
                 .as_deref()
                 .expect("recipe checks that URLs have a sha256");
-            let cached = crate::fetch::cached_path(&opts.cache, url, sha).is_file();
-            let p = crate::fetch::fetch(url, sha, &opts.cache)?;
+            let cached = crate::fetch::cached_path(cache, url, sha).is_file();
+            let p = crate::fetch::fetch(url, sha, cache)?;
             say(
                 "base",
                 format!("{url}{}", if cached { " (cached)" } else { "" }),
@@ -80,7 +162,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             (p, url.clone())
         }
         Source::Debian(d) => {
-            let p = d.image(&opts.cache)?;
+            let p = d.image(cache)?;
             say(
                 "base",
                 format!(
@@ -103,13 +185,20 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             say("base", p.display().to_string());
             (p.clone(), p.display().to_string())
         }
-    };
-    timer.lap("fetch");
+    })
+}
 
-    let paths = Paths::for_image(opts.output.as_deref().unwrap_or(&recipe.output.path));
+/// The base image unpacked (and its digest checked) into a temporary file
+/// beside the output, once the output may be replaced.
+fn working_copy(
+    recipe: &Recipe,
+    source_path: &Path,
+    paths: &Paths,
+    force: bool,
+) -> Result<(NamedTempFile, Format)> {
     // Publishing removes the old output first: it must never be the base.
     if let (Ok(a), Ok(b)) = (
-        std::fs::canonicalize(&source_path),
+        std::fs::canonicalize(source_path),
         std::fs::canonicalize(&paths.image),
     ) && a == b
     {
@@ -118,27 +207,25 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             paths.image.display()
         );
     }
-    output::check_replaceable(&paths, opts.force)?;
-    let work = output::temp_beside(&paths, "work")?;
-    let format = crate::io::unpack(&source_path, work.as_file(), recipe.base.sha256.as_deref())?;
-    timer.lap("decompress");
+    output::check_replaceable(paths, force)?;
+    let work = output::temp_beside(paths, "work")?;
+    let format = crate::io::unpack(source_path, work.as_file(), recipe.base.sha256.as_deref())?;
+    Ok((work, format))
+}
 
-    let mut image = Image::open(work.path()).context("the base image")?;
-    describe_layout(&image);
-    crate::boot::check_family(&image, board)?;
-    if let Some(root) = image.ext4() {
-        recipe.check_for(crate::system::Vendor::detect(&root)?)?;
-    }
-
-    let kernels = kernel::installed(&image)?;
+/// Which kernel the board boots and, with `[kernel] build`, the kernel built
+/// to replace it: the recipe's requirements are checked on the one that will
+/// boot.
+fn check_kernel(image: &Image, recipe: &Recipe, cache: &Path) -> Result<(Option<Built>, Booted)> {
+    let board = recipe.board;
+    let kernels = kernel::installed(image)?;
     let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();
-    let mut booted = kernel::booted(&image, board, &versions)?;
-    // `[kernel] build`: the kernel to be installed is what gets checked.
+    let booted = kernel::booted(image, board, &versions)?;
     let built_kernel = recipe
         .kernel
         .build
         .as_ref()
-        .map(|spec| kernel::build::build(spec, &opts.cache))
+        .map(|spec| kernel::build::build(spec, cache))
         .transpose()?;
     if let Some(b) = &built_kernel {
         let report = b.check(board, &recipe.kernel.require)?;
@@ -174,102 +261,111 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             format!("{board} boots {}: {}", report.version, caps.join(", ")),
         );
     }
-    timer.lap("kernel check");
+    Ok((built_kernel, booted))
+}
 
-    let prepared = crate::rootfs::prepare(&image, recipe, &opts.cache, opts.refresh)?;
-    if let Some(r) = &prepared.resolved {
-        say("packages", r.summary());
-    }
-    timer.lap("packages");
-
-    // Room for the staged packages is made automatically, on top of what
-    // `[output] grow` asks for.
+/// Grows the root partition by `[output] grow` plus whatever room the staged
+/// packages need beyond the free space; the change, when there is one.
+fn grow(
+    image: &mut Image,
+    work: &Path,
+    recipe: &Recipe,
+    prepared: &Prepared,
+) -> Result<Option<Change>> {
     let needed = prepared.space_needed();
     let free = match image.ext4() {
         Some(root) if needed > 0 => root.free_bytes()?,
         _ => u64::MAX,
     };
     let extra = recipe.output.grow.unwrap_or(0) + needed.saturating_sub(free);
-    let mut changes: Vec<Change> = Vec::new();
-    if extra > 0 {
-        let before = image.root().map(|p| p.size).unwrap_or(0);
-        image.layout = crate::image::grow::grow_root(work.path(), &image.layout, extra)?;
-        let after = image.root().map(|p| p.size).unwrap_or(0);
-        say(
-            "grow",
-            format!("root partition {} -> {}", human(before), human(after)),
-        );
-        let why = match recipe.output.grow {
-            Some(g) if g == extra => format!("[output] grow = {}", human(g)),
-            _ => format!(
-                "room for the staged packages ({} needed, {} free)",
-                human(needed),
-                human(free)
-            ),
-        };
-        changes.push(Change {
-            file: "partition table".into(),
-            before_sha256: None,
-            after_sha256: None,
-            why,
-            details: vec![format!(
-                "root partition and filesystem grown from {} to {}",
-                human(before),
-                human(after)
-            )],
-        });
-        timer.lap("grow");
+    if extra == 0 {
+        return Ok(None);
     }
+    let before = image.root().map(|p| p.size).unwrap_or(0);
+    image.layout = crate::image::grow::grow_root(work, &image.layout, extra)?;
+    let after = image.root().map(|p| p.size).unwrap_or(0);
+    say(
+        "grow",
+        format!("root partition {} -> {}", human(before), human(after)),
+    );
+    let why = match recipe.output.grow {
+        Some(g) if g == extra => format!("[output] grow = {}", human(g)),
+        _ => format!(
+            "room for the staged packages ({} needed, {} free)",
+            human(needed),
+            human(free)
+        ),
+    };
+    Ok(Some(Change {
+        file: "partition table".into(),
+        before_sha256: None,
+        after_sha256: None,
+        why,
+        details: vec![format!(
+            "root partition and filesystem grown from {} to {}",
+            human(before),
+            human(after)
+        )],
+    }))
+}
 
-    let applied = crate::boot::apply(&image, recipe)?;
+fn edit_boot(image: &Image, recipe: &Recipe, edits: &mut Edits) -> Result<()> {
+    let applied = crate::boot::apply(image, recipe)?;
     for c in &applied.changes {
         say("changed", format!("{}: {}", c.file, c.details.join("; ")));
     }
     if applied.changes.is_empty() {
         say("boot", "settings already as the recipe wants them");
     }
-    for w in &applied.warnings {
-        eprintln!("warning: {w}");
+    edits.warn(applied.warnings);
+    edits.changes.extend(applied.changes);
+    Ok(())
+}
+
+/// Installs the `[kernel] build` kernel, which then is the one the board boots.
+fn install_kernel(image: &Image, recipe: &Recipe, built: &Built, edits: &mut Edits) -> Result<()> {
+    let (installed, now, summary) =
+        kernel::install::install_checked(image, recipe.board, built, &recipe.kernel.require)?;
+    for c in &installed.changes {
+        say(
+            "changed",
+            format!(
+                "{}{}",
+                c.file,
+                if c.details.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", c.details.join("; "))
+                }
+            ),
+        );
     }
-    let mut warnings = applied.warnings;
-    changes.extend(applied.changes);
-    if let Some(b) = &built_kernel {
-        let (installed, now, summary) =
-            kernel::install::install_checked(&image, board, b, &recipe.kernel.require)?;
-        for c in &installed.changes {
-            say(
-                "changed",
-                format!(
-                    "{}{}",
-                    c.file,
-                    if c.details.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", c.details.join("; "))
-                    }
-                ),
-            );
-        }
-        installed
-            .warnings
-            .iter()
-            .for_each(|w| eprintln!("warning: {w}"));
-        warnings.extend(installed.warnings);
-        say("kernel", summary);
-        changes.extend(installed.changes);
-        booted = now;
-    }
-    let (rootfs_changes, rootfs_warnings) = crate::rootfs::apply(&image, recipe, prepared)?;
-    for c in &rootfs_changes {
+    edits.warn(installed.warnings);
+    say("kernel", summary);
+    edits.changes.extend(installed.changes);
+    edits.booted = now;
+    Ok(())
+}
+
+fn edit_rootfs(
+    image: &Image,
+    recipe: &Recipe,
+    prepared: Prepared,
+    edits: &mut Edits,
+) -> Result<()> {
+    let (changes, warnings) = crate::rootfs::apply(image, recipe, prepared)?;
+    for c in &changes {
         say("changed", &c.file);
     }
-    for w in &rootfs_warnings {
-        eprintln!("warning: {w}");
-    }
-    warnings.extend(rootfs_warnings);
-    changes.extend(rootfs_changes);
-    image.reload().context("re-reading the customised image")?;
-    let secrets = crate::system::secrets::scan(&image)?;
+    edits.warn(warnings);
+    edits.changes.extend(changes);
+    Ok(())
+}
+
+/// Password equivalents in the finished image: the output is then written
+/// readable only by its owner, which is said here.
+fn scan_secrets(image: &Image, paths: &Paths) -> Result<Vec<Secret>> {
+    let secrets = crate::system::secrets::scan(image)?;
     if !secrets.is_empty() {
         let mut kinds: Vec<&str> = secrets.iter().map(|s| s.kind.describe()).collect();
         kinds.dedup();
@@ -282,40 +378,45 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             ),
         );
     }
-    timer.lap("customise");
+    Ok(secrets)
+}
 
+/// Compresses the working copy if asked, then publishes it with its .sha256
+/// and manifest under the output's name.
+fn write_output(
+    work: NamedTempFile,
+    paths: &Paths,
+    recipe: &Recipe,
+    force: bool,
+    base: manifest::Source,
+    edits: Edits,
+    secrets: Vec<Secret>,
+) -> Result<Manifest> {
     let written =
-        output::finish_image(work, &paths, recipe.output.compress, recipe.output.xz_level)?;
+        output::finish_image(work, paths, recipe.output.compress, recipe.output.xz_level)?;
     let manifest = Manifest {
         nasforge: env!("CARGO_PKG_VERSION"),
         recipe: recipe.file.display().to_string(),
         name: recipe.name.clone(),
-        board: board.name().into(),
-        base: manifest::Source {
-            location,
-            sha256: recipe.base.sha256.clone(),
-            format: format.name().into(),
-        },
+        board: recipe.board.name().into(),
+        base,
         output: manifest::Output {
             path: paths.image.display().to_string(),
             sha256: written.file_sha256.clone(),
             image_sha256: written.image_sha256.clone(),
             image_size: written.image_size,
         },
-        kernel: Some(booted),
-        changes,
+        kernel: Some(edits.booted),
+        changes: edits.changes,
         secrets,
-        warnings,
+        warnings: edits.warnings,
     };
     let json = serde_json::to_string_pretty(&manifest)?;
-    output::publish(
-        written,
-        &paths,
-        &json,
-        !manifest.secrets.is_empty(),
-        opts.force,
-    )?;
-    timer.lap("output");
+    output::publish(written, paths, &json, !manifest.secrets.is_empty(), force)?;
+    Ok(manifest)
+}
+
+fn say_written(paths: &Paths, manifest: &Manifest) {
     say(
         "wrote",
         format!(
@@ -332,11 +433,6 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             paths.manifest.display()
         ),
     );
-    Ok(Report {
-        paths,
-        manifest,
-        timings: timer.phases,
-    })
 }
 
 fn describe_layout(image: &Image) {

@@ -20,24 +20,38 @@ use std::process::{Command, ExitStatus, Stdio};
 /// SATA ports on qemu's ich9-ahci.
 pub const MAX_DISKS: usize = 6;
 
-#[derive(Debug, Clone)]
+/// `nasforge emulate`'s arguments, which are the options [`run`] takes.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     pub image: PathBuf,
-    /// Blank disks to create: (count, bytes each).
+    /// Blank SATA disks to attach, COUNTxSIZE (created sparse in the work
+    /// directory and kept between runs)
+    #[arg(long = "disks", value_name = "COUNTxSIZE", value_parser = parse_disks)]
     pub blank: Option<(usize, u64)>,
-    /// Existing disk images to attach, after the blank ones.
+    /// An existing disk image to attach as a SATA disk (repeatable)
+    #[arg(long = "disk", value_name = "FILE")]
     pub disks: Vec<PathBuf>,
-    /// Where blank disks and the extracted kernel go (default: a directory
-    /// beside the image, so the disks survive between runs).
+    /// Where blank disks and the kernel go [default: IMAGE.emulate/]
+    #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
+    /// Guest memory in MiB
+    #[arg(long = "memory", value_name = "MEMORY", default_value_t = 2048)]
     pub memory_mib: u32,
+    /// Guest CPUs
+    #[arg(long, default_value_t = 2)]
     pub cpus: u32,
-    /// No console on the terminal: serial output only to `serial_log`.
+    /// No console on this terminal (with --serial-log, for scripts)
+    #[arg(long)]
     pub headless: bool,
+    /// Also write the serial console to this file
+    #[arg(long, value_name = "FILE")]
     pub serial_log: Option<PathBuf>,
-    /// Quit instead of restarting when the guest reboots.
+    /// Quit when the guest reboots instead of restarting it
+    #[arg(long)]
     pub exit_on_reboot: bool,
-    /// Forget the previous runs: a new overlay and new blank disks.
+    /// Start over: forget what earlier runs wrote (the board's disk
+    /// overlay and the blank disks)
+    #[arg(long)]
     pub fresh: bool,
 }
 
@@ -225,7 +239,22 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     std::fs::create_dir_all(&workdir).with_context(|| format!("creating {}", workdir.display()))?;
     let boot = extract_boot(&image, &workdir)?;
     let overlay = overlay(&opts.image, &workdir, opts.fresh)?;
+    let disks = sata_disks(opts, &workdir)?;
+    let ports = Ports {
+        ssh: free_port()?,
+        smb: free_port()?,
+        nfs: free_port()?,
+    };
+    let mut cmd = qemu_command(qemu, opts, &boot, &overlay, &disks, ports);
+    print_banner(opts, &image, &boot, &disks, ports);
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    cmd.status().with_context(|| format!("running {qemu}"))
+}
 
+/// The blank disks (created in `workdir` unless kept from an earlier run),
+/// then the existing images named.
+fn sata_disks(opts: &Options, workdir: &Path) -> Result<Vec<PathBuf>> {
     let mut disks = Vec::new();
     if let Some((count, size)) = opts.blank {
         for i in 0..count {
@@ -248,12 +277,17 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
             disks.len()
         );
     }
-    let ports = Ports {
-        ssh: free_port()?,
-        smb: free_port()?,
-        nfs: free_port()?,
-    };
+    Ok(disks)
+}
 
+fn qemu_command(
+    qemu: &str,
+    opts: &Options,
+    boot: &Boot,
+    overlay: &Path,
+    disks: &[PathBuf],
+    ports: Ports,
+) -> Command {
     let mut cmd = Command::new(qemu);
     cmd.args(["-M", "virt", "-cpu", "cortex-a72", "-accel", "tcg"])
         .args([
@@ -293,6 +327,12 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     if opts.exit_on_reboot {
         cmd.arg("-no-reboot");
     }
+    console(&mut cmd, opts);
+    cmd
+}
+
+/// Where the serial console goes: this terminal, a log file, both or neither.
+fn console(cmd: &mut Command, opts: &Options) {
     match (&opts.serial_log, opts.headless) {
         (Some(log), true) => {
             cmd.args(["-serial"])
@@ -313,7 +353,10 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
         }
         (None, false) => {}
     }
+}
 
+/// What runs, and how to reach the guest's services through the forwarded ports.
+fn print_banner(opts: &Options, image: &Image, boot: &Boot, disks: &[PathBuf], ports: Ports) {
     println!(
         "emulating {} ({}) with kernel {}",
         opts.image.display(),
@@ -324,7 +367,7 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
         let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
         println!("  sata{i}: {} ({})", d.display(), human(size));
     }
-    if ssh_enabled(&image) {
+    if ssh_enabled(image) {
         println!("  ssh:  ssh -p {} <user>@127.0.0.1", ports.ssh);
     } else {
         println!(
@@ -342,9 +385,6 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     if !opts.headless {
         println!("  the serial console follows; Ctrl-A X quits qemu");
     }
-    use std::io::Write;
-    std::io::stdout().flush()?;
-    cmd.status().with_context(|| format!("running {qemu}"))
 }
 
 /// The guest's disk: a qcow2 overlay over the image, kept while the image

@@ -206,8 +206,27 @@ fn download_once(
     let mut resp = req
         .send()
         .map_err(|e| Failure::Retry(anyhow::anyhow!("cannot reach {url}: {e}")))?;
+    let Some((file, offset)) = open_partial(&resp, url, partial, have, hashed)? else {
+        return Ok(());
+    };
+    hashed
+        .catch_up(partial, offset)
+        .map_err(|e| Failure::Fatal(anyhow::anyhow!("reading the partial download: {e}")))?;
+    receive(&mut resp, file, offset, hashed)
+}
+
+/// The partial file to write the answer's body to, and the offset the body
+/// starts at, as the server's status says: from the start, resumed at
+/// `have`, or (None) nothing left to fetch.
+fn open_partial(
+    resp: &reqwest::blocking::Response,
+    url: &str,
+    partial: &Path,
+    have: u64,
+    hashed: &mut Hashed,
+) -> Result<Option<(File, u64)>, Failure> {
     let status = resp.status();
-    let (mut file, offset) = match status.as_u16() {
+    Ok(Some(match status.as_u16() {
         200 => (
             File::create(partial).map_err(|e| Failure::Fatal(e.into()))?,
             0,
@@ -240,7 +259,7 @@ fn download_once(
             hashed
                 .catch_up(partial, have)
                 .map_err(|e| Failure::Fatal(e.into()))?;
-            return Ok(());
+            return Ok(None);
         }
         s if (500..600).contains(&s) || s == 429 => {
             return Err(Failure::Retry(anyhow::anyhow!(
@@ -252,10 +271,17 @@ fn download_once(
                 "HTTP {status} for {url}: the base image URL in the recipe is wrong or gone"
             )));
         }
-    };
-    hashed
-        .catch_up(partial, offset)
-        .map_err(|e| Failure::Fatal(anyhow::anyhow!("reading the partial download: {e}")))?;
+    }))
+}
+
+/// Appends the body to `file`, hashing it, until it ends or the connection
+/// is cut.
+fn receive(
+    resp: &mut reqwest::blocking::Response,
+    mut file: File,
+    offset: u64,
+    hashed: &mut Hashed,
+) -> Result<(), Failure> {
     let total = resp.content_length().map(|l| l + offset);
     let bar = progress::bytes(total.unwrap_or(0), "download");
     bar.set_position(offset);

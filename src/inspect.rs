@@ -4,7 +4,7 @@
 
 use crate::board::{Family, Model};
 use crate::boot::{armbian_env::ArmbianEnv, config_txt::ConfigTxt};
-use crate::image::{Image, Partition, TableKind};
+use crate::image::{Image, Partition, TableKind, ext4::Ext4};
 use crate::kernel::{self, Booted, Capability, KernelReport};
 use crate::size::human;
 use anyhow::Result;
@@ -78,31 +78,10 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
     let image = Image::open(path)?;
     let root = image.ext4();
     let os_release = match &root {
-        Some(r) => {
-            let text = match r.read("/usr/lib/os-release")? {
-                Some(t) => Some(t),
-                None => r.read("/etc/os-release")?,
-            };
-            text.map(|t| parse_os_release(&String::from_utf8_lossy(&t)))
-                .unwrap_or_default()
-        }
+        Some(r) => os_release(r)?,
         None => BTreeMap::new(),
     };
-
-    let fat = image.fat(false)?;
-    let config = match &fat {
-        Some(f) => f
-            .read("config.txt")?
-            .map(|b| ConfigTxt::parse(&String::from_utf8_lossy(&b))),
-        None => None,
-    };
-    let armbian_env = match (&config, &root) {
-        (None, Some(r)) => r
-            .read("/boot/armbianEnv.txt")?
-            .map(|b| ArmbianEnv::parse(&String::from_utf8_lossy(&b))),
-        _ => None,
-    };
-    drop(fat);
+    let (config, armbian_env) = boot_settings(&image, root.as_ref())?;
     let family = if config.is_some() {
         Family::Rpi
     } else if armbian_env.is_some() {
@@ -112,57 +91,19 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
     };
 
     let files = kernel::installed(&image)?;
-    let versions: Vec<String> = files.iter().map(|k| k.version.clone()).collect();
     let kernels: Vec<KernelReport> = files.iter().map(|k| k.report(&[])).collect();
     let boards: Vec<Model> = match family {
         Family::Rpi => Model::raspberry_pis().collect(),
         Family::Armbian => vec![armbian_board(armbian_env.as_ref())],
         Family::Generic => vec![Model::GenericArm64],
     };
-    let mut booted = Vec::new();
-    for board in boards {
-        let b = kernel::booted(&image, board, &versions)?;
-        let extras = kernel::board_extras(board);
-        let capabilities = match b
-            .version
-            .as_ref()
-            .and_then(|v| files.iter().find(|k| &k.version == v))
-        {
-            Some(k) => {
-                let r = k.report(&extras);
-                Capability::ALL
-                    .iter()
-                    .map(|c| r.describe(*c, &extras))
-                    .collect()
-            }
-            None => vec![],
-        };
-        booted.push(BootedReport {
-            booted: b,
-            capabilities,
-        });
-    }
-
-    let mut pcie = BTreeMap::new();
-    if let Some(c) = &config {
-        for board in Model::raspberry_pis() {
-            let filters = board.info().filters;
-            pcie.insert(
-                board.name().to_string(),
-                PcieSettings {
-                    pciex1: c.effective("dtparam:pciex1", &filters),
-                    pciex1_gen: c.effective("dtparam:pciex1_gen", &filters),
-                    kernel: c.effective("kernel", &filters),
-                },
-            );
-        }
-    }
+    let booted = booted_reports(&image, &boards, &files)?;
+    let pcie = config.as_ref().map(pcie_settings).unwrap_or_default();
     let armbian = armbian_env.map(|e| ArmbianSettings {
         overlay_prefix: e.get("overlay_prefix").map(String::from),
         overlays: e.overlays(),
         fdtfile: e.get("fdtfile").map(String::from),
     });
-
     let root_access = match &root {
         Some(r) => root_access(r)?,
         None => None,
@@ -186,7 +127,88 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
     })
 }
 
-fn root_access(root: &crate::image::ext4::Ext4) -> Result<Option<RootAccess>> {
+fn os_release(root: &Ext4) -> Result<BTreeMap<String, String>> {
+    let text = match root.read("/usr/lib/os-release")? {
+        Some(t) => Some(t),
+        None => root.read("/etc/os-release")?,
+    };
+    Ok(text
+        .map(|t| parse_os_release(&String::from_utf8_lossy(&t)))
+        .unwrap_or_default())
+}
+
+/// The Raspberry Pi config.txt on the FAT partition or, without one,
+/// Armbian's armbianEnv.txt: which of them the image has tells its family.
+fn boot_settings(
+    image: &Image,
+    root: Option<&Ext4>,
+) -> Result<(Option<ConfigTxt>, Option<ArmbianEnv>)> {
+    let config = match image.fat(false)? {
+        Some(f) => f
+            .read("config.txt")?
+            .map(|b| ConfigTxt::parse(&String::from_utf8_lossy(&b))),
+        None => None,
+    };
+    let armbian_env = match (&config, root) {
+        (None, Some(r)) => r
+            .read("/boot/armbianEnv.txt")?
+            .map(|b| ArmbianEnv::parse(&String::from_utf8_lossy(&b))),
+        _ => None,
+    };
+    Ok((config, armbian_env))
+}
+
+/// The kernel each board boots and, when it is installed, what it can do.
+fn booted_reports(
+    image: &Image,
+    boards: &[Model],
+    files: &[kernel::KernelFiles],
+) -> Result<Vec<BootedReport>> {
+    let versions: Vec<String> = files.iter().map(|k| k.version.clone()).collect();
+    let mut booted = Vec::new();
+    for &board in boards {
+        let b = kernel::booted(image, board, &versions)?;
+        let extras = kernel::board_extras(board);
+        let capabilities = match b
+            .version
+            .as_ref()
+            .and_then(|v| files.iter().find(|k| &k.version == v))
+        {
+            Some(k) => {
+                let r = k.report(&extras);
+                Capability::ALL
+                    .iter()
+                    .map(|c| r.describe(*c, &extras))
+                    .collect()
+            }
+            None => vec![],
+        };
+        booted.push(BootedReport {
+            booted: b,
+            capabilities,
+        });
+    }
+    Ok(booted)
+}
+
+/// Per Raspberry Pi board, the config.txt lines in effect for PCIe SATA.
+fn pcie_settings(config: &ConfigTxt) -> BTreeMap<String, PcieSettings> {
+    Model::raspberry_pis()
+        .map(|board| {
+            let filters = board.info().filters;
+            (
+                board.name().to_string(),
+                PcieSettings {
+                    pciex1: config.effective("dtparam:pciex1", &filters),
+                    pciex1_gen: config.effective("dtparam:pciex1_gen", &filters),
+                    kernel: config.effective("kernel", &filters),
+                },
+            )
+        })
+        .collect()
+}
+
+fn root_access(root: &Ext4) -> Result<Option<RootAccess>> {
     use crate::system::access::{self, Password, SshdConfig};
     let Some(shadow) = root.read("/etc/shadow")? else {
         return Ok(None);
@@ -256,6 +278,13 @@ fn parse_os_release(text: &str) -> BTreeMap<String, String> {
 impl Inspection {
     pub fn render(&self) -> String {
         let mut s = String::new();
+        self.render_layout(&mut s);
+        self.render_kernels(&mut s);
+        self.render_settings(&mut s);
+        s
+    }
+
+    fn render_layout(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "{}: {} disk image, {} partition table ({})",
@@ -284,6 +313,10 @@ impl Inspection {
                 role
             );
         }
+    }
+
+    /// The OS, the installed kernels and the one each board boots.
+    fn render_kernels(&self, s: &mut String) {
         if let Some(name) = self.os_release.get("PRETTY_NAME") {
             let _ = writeln!(s, "os: {name}");
         }
@@ -310,6 +343,10 @@ impl Inspection {
                 let _ = writeln!(s, "    {}", b.capabilities.join(", "));
             }
         }
+    }
+
+    /// PCIe settings, root's access and Armbian's overlays.
+    fn render_settings(&self, s: &mut String) {
         for (board, p) in &self.pcie {
             let _ = writeln!(
                 s,
@@ -355,6 +392,5 @@ impl Inspection {
                 a.fdtfile.as_deref().unwrap_or("-")
             );
         }
-        s
     }
 }

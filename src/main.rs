@@ -1,7 +1,7 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use nasforge::recipe::{Recipe, Source};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Turn a stock Raspberry Pi OS / Armbian image into a NAS image.
@@ -78,38 +78,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G"
     )]
-    Emulate {
-        image: PathBuf,
-        /// Blank SATA disks to attach, COUNTxSIZE (created sparse in the work
-        /// directory and kept between runs)
-        #[arg(long, value_name = "COUNTxSIZE", value_parser = nasforge::emulate::parse_disks)]
-        disks: Option<(usize, u64)>,
-        /// An existing disk image to attach as a SATA disk (repeatable)
-        #[arg(long = "disk", value_name = "FILE")]
-        disk: Vec<PathBuf>,
-        /// Where blank disks and the kernel go [default: IMAGE.emulate/]
-        #[arg(long, value_name = "DIR")]
-        workdir: Option<PathBuf>,
-        /// Guest memory in MiB
-        #[arg(long, default_value_t = 2048)]
-        memory: u32,
-        /// Guest CPUs
-        #[arg(long, default_value_t = 2)]
-        cpus: u32,
-        /// No console on this terminal (with --serial-log, for scripts)
-        #[arg(long)]
-        headless: bool,
-        /// Also write the serial console to this file
-        #[arg(long, value_name = "FILE")]
-        serial_log: Option<PathBuf>,
-        /// Quit when the guest reboots instead of restarting it
-        #[arg(long)]
-        exit_on_reboot: bool,
-        /// Start over: forget what earlier runs wrote (the board's disk
-        /// overlay and the blank disks)
-        #[arg(long)]
-        fresh: bool,
-    },
+    Emulate(nasforge::emulate::Options),
     /// Kernels: build the one a recipe's `[kernel] build` describes.
     Kernel {
         #[command(subcommand)]
@@ -139,51 +108,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  nasforge flash --list\n  nasforge flash out/pinas.img.xz /dev/sdX\n  nasforge flash out/pinas.img /dev/mmcblk0 --yes      (scripts: no question)\n  nasforge flash out/pinas.img.xz copy.img             (dd-style, to a file)"
     )]
-    Flash {
-        /// The image: .img, .img.xz or .img.gz (format read from its bytes)
-        #[arg(required_unless_present = "list")]
-        image: Option<PathBuf>,
-        /// The disk (/dev/sdX, /dev/mmcblkN, /dev/disk/by-id/...) or a file
-        #[arg(required_unless_present = "list")]
-        target: Option<PathBuf>,
-        /// List removable, USB and MMC disks: size, model, what they hold,
-        /// and whether (and why) they would be refused
-        #[arg(long, conflicts_with_all = ["image", "target"])]
-        list: bool,
-        /// With --list: every disk, the system disk included
-        #[arg(long, requires = "list")]
-        all: bool,
-        /// Do not ask for confirmation (for scripts; without it, a
-        /// non-interactive run is refused)
-        #[arg(short, long)]
-        yes: bool,
-        /// Refuse disks larger than this (e.g. 256GB, 1TB)
-        #[arg(long, value_name = "SIZE", default_value = "512GB")]
-        max_size: nasforge::size::Size,
-        /// Write to a disk larger than --max-size
-        #[arg(long)]
-        force_large: bool,
-        /// Write to an internal disk: one that sysfs reports non-removable on
-        /// a SATA, NVMe, SAS/SCSI or virtio bus (this computer's own disk,
-        /// whatever its size)
-        #[arg(long)]
-        force: bool,
-        /// Seconds the question waits for `yes` (tests shorten it)
-        #[arg(long, hide = true, value_name = "SECONDS", default_value_t = nasforge::flash::CONFIRM_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
-        confirm_timeout: u64,
-        /// Skip reading the target back
-        #[arg(long)]
-        no_verify: bool,
-        /// On a disk that cannot zero ranges itself (most SD readers), leave
-        /// the image's zero ranges unwritten instead of writing zeros. Faster,
-        /// but those ranges keep the card's old bytes: safe only for images
-        /// whose zero ranges are unused by every filesystem in them
-        #[arg(long)]
-        skip_holes: bool,
-        /// Check the image and the target, print what would happen, write nothing
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Flash(nasforge::flash::Options),
 }
 
 #[derive(Subcommand)]
@@ -227,28 +152,7 @@ fn cache(cli_cache: Option<PathBuf>) -> Result<PathBuf> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Check { recipe } => {
-            let r = Recipe::load(&recipe)?;
-            let vendor = match &r.base.source {
-                Source::Path(p) if !p.is_file() => anyhow::bail!(
-                    "{}: base image {} does not exist (paths are relative to the recipe)",
-                    recipe.display(),
-                    p.display()
-                ),
-                Source::Path(p) => nasforge::system::Vendor::of_image(p)?,
-                Source::Url(u) => nasforge::system::Vendor::from_url(u),
-                Source::Debian(_) => Default::default(),
-            };
-            r.check_for(vendor)?;
-            println!(
-                "{}: ok — {} for {}, output {}",
-                recipe.display(),
-                r.name,
-                r.board.info().description,
-                r.output.path.display()
-            );
-            Ok(())
-        }
+        Command::Check { recipe } => check(&recipe),
         Command::Build {
             recipe,
             output,
@@ -263,67 +167,10 @@ fn run(cli: Cli) -> Result<()> {
                 refresh,
                 force,
             };
-            let report = nasforge::build::build(&r, &opts)?;
-            if timings {
-                for (phase, d) in &report.timings {
-                    eprintln!("{phase:>14}  {:.2}s", d.as_secs_f64());
-                }
-            }
-            Ok(())
+            build(&r, &opts, timings)
         }
-        Command::Inspect { image, json } => {
-            let mut f = std::fs::File::open(&image)
-                .with_context(|| format!("opening {}", image.display()))?;
-            let format = nasforge::io::decompress::Format::sniff(&mut f)?;
-            // Compressed images are unpacked to a temporary sparse file first.
-            let tmp;
-            let path = if format == nasforge::io::decompress::Format::Raw {
-                image.clone()
-            } else {
-                tmp = tempfile::NamedTempFile::new()
-                    .context("creating a temporary file to unpack the image")?;
-                nasforge::io::unpack(&image, tmp.as_file(), None)?;
-                tmp.path().to_path_buf()
-            };
-            let mut report = nasforge::inspect::inspect(&path)?;
-            report.path = image.display().to_string();
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{}", report.render());
-            }
-            Ok(())
-        }
-        Command::Emulate {
-            image,
-            disks,
-            disk,
-            workdir,
-            memory,
-            cpus,
-            headless,
-            serial_log,
-            exit_on_reboot,
-            fresh,
-        } => {
-            let opts = nasforge::emulate::Options {
-                image,
-                blank: disks,
-                disks: disk,
-                workdir,
-                memory_mib: memory,
-                cpus,
-                headless,
-                serial_log,
-                exit_on_reboot,
-                fresh,
-            };
-            let status = nasforge::emulate::run(&opts)?;
-            if !status.success() {
-                anyhow::bail!("qemu exited with {status}");
-            }
-            Ok(())
-        }
+        Command::Inspect { image, json } => inspect(&image, json),
+        Command::Emulate(opts) => emulate(&opts),
         Command::Kernel {
             command:
                 KernelCommand::Build {
@@ -338,48 +185,80 @@ fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
-        Command::Flash {
-            image,
-            target,
-            list,
-            all,
-            yes,
-            max_size,
-            force_large,
-            force,
-            confirm_timeout,
-            no_verify,
-            skip_holes,
-            dry_run,
-        } => {
-            if list {
-                print!(
-                    "{}",
-                    nasforge::flash::list(all, max_size.0, force_large, force)
-                );
-                return Ok(());
-            }
-            let (Some(image), Some(target)) = (image, target) else {
-                anyhow::bail!(
-                    "name an image and a target: nasforge flash IMAGE /dev/sdX (see --list)"
-                );
-            };
-            let opts = nasforge::flash::Options {
-                image,
-                target,
-                yes,
-                max_size: max_size.0,
-                force_large,
-                force,
-                confirm_timeout: std::time::Duration::from_secs(confirm_timeout),
-                verify: !no_verify,
-                skip_holes,
-                dry_run,
-            };
-            if let Some(summary) = nasforge::flash::flash(&opts)? {
-                print!("{}", summary.render());
-            }
-            Ok(())
+        Command::Flash(opts) => flash(&opts),
+    }
+}
+
+fn check(recipe: &Path) -> Result<()> {
+    let r = Recipe::load(recipe)?;
+    let vendor = match &r.base.source {
+        Source::Path(p) if !p.is_file() => anyhow::bail!(
+            "{}: base image {} does not exist (paths are relative to the recipe)",
+            recipe.display(),
+            p.display()
+        ),
+        Source::Path(p) => nasforge::system::Vendor::of_image(p)?,
+        Source::Url(u) => nasforge::system::Vendor::from_url(u),
+        Source::Debian(_) => Default::default(),
+    };
+    r.check_for(vendor)?;
+    println!(
+        "{}: ok — {} for {}, output {}",
+        recipe.display(),
+        r.name,
+        r.board.info().description,
+        r.output.path.display()
+    );
+    Ok(())
+}
+
+fn build(recipe: &Recipe, opts: &nasforge::build::Options, timings: bool) -> Result<()> {
+    let report = nasforge::build::build(recipe, opts)?;
+    if timings {
+        for (phase, d) in &report.timings {
+            eprintln!("{phase:>14}  {:.2}s", d.as_secs_f64());
         }
     }
+    Ok(())
+}
+
+fn inspect(image: &Path, json: bool) -> Result<()> {
+    let mut f =
+        std::fs::File::open(image).with_context(|| format!("opening {}", image.display()))?;
+    let format = nasforge::io::decompress::Format::sniff(&mut f)?;
+    // Compressed images are unpacked to a temporary sparse file first.
+    let tmp;
+    let path = if format == nasforge::io::decompress::Format::Raw {
+        image.to_path_buf()
+    } else {
+        tmp = tempfile::NamedTempFile::new()
+            .context("creating a temporary file to unpack the image")?;
+        nasforge::io::unpack(image, tmp.as_file(), None)?;
+        tmp.path().to_path_buf()
+    };
+    let mut report = nasforge::inspect::inspect(&path)?;
+    report.path = image.display().to_string();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(())
+}
+
+fn emulate(opts: &nasforge::emulate::Options) -> Result<()> {
+    let status = nasforge::emulate::run(opts)?;
+    if !status.success() {
+        anyhow::bail!("qemu exited with {status}");
+    }
+    Ok(())
+}
+
+fn flash(opts: &nasforge::flash::Options) -> Result<()> {
+    if opts.list {
+        print!("{}", nasforge::flash::list(opts));
+    } else if let Some(summary) = nasforge::flash::flash(opts)? {
+        print!("{}", summary.render());
+    }
+    Ok(())
 }

@@ -19,7 +19,7 @@ pub mod target;
 pub mod verify;
 pub mod write;
 
-use crate::size::human;
+use crate::size::{Size, human};
 use anyhow::{Context, Result, bail};
 use candidates::Device;
 use std::io::{BufRead, IsTerminal, Write as _};
@@ -31,21 +31,52 @@ use target::Target;
 /// short enough that nobody swaps the card under a forgotten prompt.
 pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(300);
 
-#[derive(Debug, Clone)]
+/// `nasforge flash`'s arguments, which are the options [`flash`] and
+/// [`list`] take.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
-    pub image: PathBuf,
-    pub target: PathBuf,
-    /// Confirmed already (scripts): no question asked.
+    /// The image: .img, .img.xz or .img.gz (format read from its bytes)
+    #[arg(required_unless_present = "list")]
+    pub image: Option<PathBuf>,
+    /// The disk (/dev/sdX, /dev/mmcblkN, /dev/disk/by-id/...) or a file
+    #[arg(required_unless_present = "list")]
+    pub target: Option<PathBuf>,
+    /// List removable, USB and MMC disks: size, model, what they hold,
+    /// and whether (and why) they would be refused
+    #[arg(long, conflicts_with_all = ["image", "target"])]
+    pub list: bool,
+    /// With --list: every disk, the system disk included
+    #[arg(long, requires = "list")]
+    pub all: bool,
+    /// Do not ask for confirmation (for scripts; without it, a
+    /// non-interactive run is refused)
+    #[arg(short, long)]
     pub yes: bool,
-    pub max_size: u64,
+    /// Refuse disks larger than this (e.g. 256GB, 1TB)
+    #[arg(long, value_name = "SIZE", default_value = "512GB")]
+    pub max_size: Size,
+    /// Write to a disk larger than --max-size
+    #[arg(long)]
     pub force_large: bool,
-    /// Write an internal (non-removable SATA, NVMe, SAS/SCSI or virtio) disk.
+    /// Write to an internal disk: one that sysfs reports non-removable on
+    /// a SATA, NVMe, SAS/SCSI or virtio bus (this computer's own disk,
+    /// whatever its size)
+    #[arg(long)]
     pub force: bool,
-    /// How long the question waits for `yes`.
-    pub confirm_timeout: Duration,
-    pub verify: bool,
+    /// Seconds the question waits for `yes` (tests shorten it)
+    #[arg(long, hide = true, value_name = "SECONDS", default_value_t = CONFIRM_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub confirm_timeout: u64,
+    /// Skip reading the target back
+    #[arg(long)]
+    pub no_verify: bool,
+    /// On a disk that cannot zero ranges itself (most SD readers), leave
+    /// the image's zero ranges unwritten instead of writing zeros. Faster,
+    /// but those ranges keep the card's old bytes: safe only for images
+    /// whose zero ranges are unused by every filesystem in them
+    #[arg(long)]
     pub skip_holes: bool,
-    /// Check everything, write nothing.
+    /// Check the image and the target, print what would happen, write nothing
+    #[arg(long)]
     pub dry_run: bool,
 }
 
@@ -127,13 +158,13 @@ impl Summary {
 }
 
 /// `nasforge flash --list`: one block per disk, refused ones with the reason.
-pub fn list(all: bool, max_size: u64, force_large: bool, force: bool) -> String {
+pub fn list(opts: &Options) -> String {
     let disks: Vec<Device> = candidates::all()
         .into_iter()
-        .filter(|d| all || d.is_candidate())
+        .filter(|d| opts.all || d.is_candidate())
         .collect();
     if disks.is_empty() {
-        return if all {
+        return if opts.all {
             "no block devices with media found\n".into()
         } else {
             "no removable, USB or MMC disks found: insert the card (or a reader); `--list --all` shows every disk\n".into()
@@ -152,7 +183,7 @@ pub fn list(all: bool, max_size: u64, force_large: bool, force: bool) -> String 
             d.model.as_deref().unwrap_or("-"),
             d.holds()
         );
-        let refusals = d.refusals(max_size, force_large, force);
+        let refusals = d.refusals(opts.max_size.0, opts.force_large, opts.force);
         if refusals.is_empty() {
             out += &format!("{:<14} can be flashed\n", "");
         }
@@ -227,17 +258,72 @@ fn confirm(question: &str, limit: Duration) -> Result<()> {
 /// writes, verifies. With `dry_run`, stops after the checks and returns
 /// None.
 pub fn flash(opts: &Options) -> Result<Option<Summary>> {
-    let image = source::Image::open(&opts.image)?;
-    let image_name = opts.image.display().to_string();
-    let target = target::open(&opts.target, !opts.dry_run).map_err(anyhow::Error::msg)?;
-    let name = opts.target.display().to_string();
-    let size_text = match image.size {
+    let (Some(image_path), Some(target_path)) = (&opts.image, &opts.target) else {
+        bail!("name an image and a target: nasforge flash IMAGE /dev/sdX (see --list)");
+    };
+    let image = source::ImageFile::open(image_path)?;
+    let image_name = image_path.display().to_string();
+    let target = target::open(target_path, !opts.dry_run).map_err(anyhow::Error::msg)?;
+    let name = target_path.display().to_string();
+    let question = question(opts, &image, &image_name, &target, &name)?;
+    if opts.dry_run {
+        let what = match &target {
+            Target::Disk { device, .. } => format!("{} ({})", name, device.summary()),
+            Target::File { .. } => format!("the file {name}"),
+        };
+        println!(
+            "dry run: would write {image_name} ({}, {}) to {what}; checks passed, nothing written",
+            image.format.name(),
+            size_text(&image)
+        );
+        return Ok(None);
+    }
+    if let Some(q) = question
+        && !opts.yes
+    {
+        confirm(&q, Duration::from_secs(opts.confirm_timeout))?;
+    }
+    let (disk, target_size) = match &target {
+        Target::Disk { disk, identity, .. } => {
+            target::recheck(&name, disk, identity).map_err(anyhow::Error::msg)?;
+            (disk, Some(identity.size))
+        }
+        Target::File { disk: Some(disk) } => (disk, None),
+        Target::File { disk: None } => bail!("{name} was not opened for writing"),
+    };
+    let (written, verified) = write_and_verify(opts, &image, disk, &name, target_size)?;
+    // Held open (O_EXCL) until now: an automounter reacting to the new
+    // partition table cannot mount, and so change, the card mid-verify.
+    drop(target);
+    Ok(Some(Summary {
+        image: image_name,
+        target: name,
+        written,
+        verified,
+    }))
+}
+
+fn size_text(image: &source::ImageFile) -> String {
+    match image.size {
         Some(s) => human(s),
         None => "size unknown until decoded".into(),
-    };
-    let question = match &target {
+    }
+}
+
+/// Refuses a target that must not be written or cannot hold the image, and
+/// otherwise says what writing it replaces: the question to ask, None for a
+/// new file.
+fn question(
+    opts: &Options,
+    image: &source::ImageFile,
+    image_name: &str,
+    target: &Target,
+    name: &str,
+) -> Result<Option<String>> {
+    let size_text = size_text(image);
+    Ok(match target {
         Target::Disk { device: d, .. } => {
-            let refusals = d.refusals(opts.max_size, opts.force_large, opts.force);
+            let refusals = d.refusals(opts.max_size.0, opts.force_large, opts.force);
             if !refusals.is_empty() {
                 let reasons: Vec<String> = refusals
                     .iter()
@@ -285,32 +371,18 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
                 )
             })
         }
-    };
-    if opts.dry_run {
-        let what = match &target {
-            Target::Disk { device, .. } => format!("{} ({})", name, device.summary()),
-            Target::File { .. } => format!("the file {name}"),
-        };
-        println!(
-            "dry run: would write {image_name} ({}, {size_text}) to {what}; checks passed, nothing written",
-            image.format.name()
-        );
-        return Ok(None);
-    }
-    if let Some(q) = question
-        && !opts.yes
-    {
-        confirm(&q, opts.confirm_timeout)?;
-    }
-    let (disk, target_size) = match &target {
-        Target::Disk { disk, identity, .. } => {
-            target::recheck(&name, disk, identity).map_err(anyhow::Error::msg)?;
-            (disk, Some(identity.size))
-        }
-        Target::File { disk: Some(disk) } => (disk, None),
-        Target::File { disk: None } => bail!("{name} was not opened for writing"),
-    };
+    })
+}
 
+/// Writes the image with a progress bar, then reads it back unless
+/// `--no-verify`.
+fn write_and_verify(
+    opts: &Options,
+    image: &source::ImageFile,
+    disk: &crate::io::direct::DiskFile,
+    name: &str,
+    target_size: Option<u64>,
+) -> Result<(write::Written, Option<verify::Verified>)> {
     let bar = match image.size {
         Some(len) => crate::io::progress::bytes(len, "write"),
         // A .gz without a manifest: no total, so no ETA; bytes and rate only.
@@ -324,9 +396,9 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
         }
     };
     let written = write::write(
-        &image,
+        image,
         disk,
-        &name,
+        name,
         write::WriteOptions {
             target_size,
             skip_holes: opts.skip_holes,
@@ -337,24 +409,16 @@ pub fn flash(opts: &Options) -> Result<Option<Summary>> {
     bar.finish_and_clear();
     let written = written?;
 
-    let verified = if opts.verify {
+    let verified = if opts.no_verify {
+        None
+    } else {
         let total = written.records.iter().map(|r| r.len).sum();
         let bar = crate::io::progress::bytes(total, "verify");
-        let v = verify::verify(&image, written.size, disk, &name, &written.records, &bar);
+        let v = verify::verify(image, written.size, disk, name, &written.records, &bar);
         bar.finish_and_clear();
         Some(v?)
-    } else {
-        None
     };
-    // Held open (O_EXCL) until now: an automounter reacting to the new
-    // partition table cannot mount, and so change, the card mid-verify.
-    drop(target);
-    Ok(Some(Summary {
-        image: image_name,
-        target: name,
-        written,
-        verified,
-    }))
+    Ok((written, verified))
 }
 
 #[cfg(test)]
@@ -381,7 +445,7 @@ mod tests {
         target: &std::path::Path,
         opts: write::WriteOptions,
     ) -> Result<write::Written> {
-        let image = source::Image::open(img)?;
+        let image = source::ImageFile::open(img)?;
         let disk = crate::io::direct::DiskFile::open(target, true)?;
         write::write(
             &image,
@@ -415,7 +479,7 @@ mod tests {
         );
         let covered: u64 = w.records.iter().map(|r| r.len).sum();
         assert_eq!(covered, 6 << 20, "written zeros are read back too");
-        let image = source::Image::open(&img).unwrap();
+        let image = source::ImageFile::open(&img).unwrap();
         verify::verify(
             &image,
             w.size,
@@ -433,7 +497,7 @@ mod tests {
         let img = image(dir.path());
         let target = dir.path().join("card");
         let written = write_to(&img, &target).unwrap();
-        let image = source::Image::open(&img).unwrap();
+        let image = source::ImageFile::open(&img).unwrap();
         let bar = indicatif::ProgressBar::hidden();
         let disk = crate::io::direct::DiskFile::open(&target, false).unwrap();
         verify::verify(&image, written.size, &disk, "card", &written.records, &bar).unwrap();

@@ -30,7 +30,9 @@ pub struct Expected {
     pub from: PathBuf,
 }
 
-pub struct Image {
+/// The image file being flashed, opened, with what is known of it before
+/// decoding (not [`crate::image::Image`], a disk image's partitions).
+pub struct ImageFile {
     pub path: PathBuf,
     pub format: Format,
     pub file: File,
@@ -42,8 +44,8 @@ pub struct Image {
     pub image_sha256: Option<Expected>,
 }
 
-impl Image {
-    pub fn open(path: &Path) -> Result<Image> {
+impl ImageFile {
+    pub fn open(path: &Path) -> Result<ImageFile> {
         let mut file =
             File::open(path).with_context(|| format!("opening the image {}", path.display()))?;
         if !file.metadata()?.is_file() {
@@ -83,7 +85,7 @@ impl Image {
             sha256,
             from: paths.sha256.clone(),
         });
-        Ok(Image {
+        Ok(ImageFile {
             path: path.to_path_buf(),
             format,
             file,
@@ -260,7 +262,7 @@ pub struct Digests {
 /// taking buffers back from `recycle`. Stops early, without error, when
 /// `send` fails (the writer quit).
 pub fn produce(
-    image: &Image,
+    image: &ImageFile,
     digests: Digests,
     send: &dyn Fn(Result<Msg>) -> bool,
     recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
@@ -286,18 +288,9 @@ fn buffer(recycle: &std::sync::mpsc::Receiver<AlignedBuf>) -> AlignedBuf {
         .unwrap_or_else(|_| AlignedBuf::new(CHUNK))
 }
 
-/// A raw image: its data regions (SEEK_DATA/SEEK_HOLE) and the table areas
-/// are read; holes elsewhere are sent as holes without reading them.
-fn produce_raw(
-    image: &Image,
-    digests: Digests,
-    send: &dyn Fn(Result<Msg>) -> bool,
-    recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
-) -> Result<Option<Msg>> {
-    let size = image.file.metadata()?.len();
-    let forced = Forced { end: Some(size) };
-    let mut whole = (digests.file || digests.image).then(Sha256::new);
-    // What to read: data regions, plus the table areas even where they are holes.
+/// What to read of a raw image of `size` bytes, in order: its data regions,
+/// plus the table areas even where they are holes.
+fn raw_reads(image: &ImageFile, size: u64) -> Result<Vec<(u64, u64)>> {
     let mut reads: Vec<(u64, u64)> = Vec::new();
     let mut add = |a: u64, b: u64| {
         if a >= b {
@@ -320,11 +313,25 @@ fn produce_raw(
         }
     }
     add(tail, size);
+    Ok(reads)
+}
+
+/// A raw image: its data regions (SEEK_DATA/SEEK_HOLE) and the table areas
+/// are read; holes elsewhere are sent as holes without reading them.
+fn produce_raw(
+    image: &ImageFile,
+    digests: Digests,
+    send: &dyn Fn(Result<Msg>) -> bool,
+    recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
+) -> Result<Option<Msg>> {
+    let size = image.file.metadata()?.len();
+    let forced = Forced { end: Some(size) };
+    let mut whole = (digests.file || digests.image).then(Sha256::new);
     let mut pos = 0u64;
-    for (a, b) in reads {
+    for (a, b) in raw_reads(image, size)? {
         if a > pos {
             if let Some(h) = whole.as_mut() {
-                crate::io::hash::hash_zeros(h, a - pos);
+                sparse::hash_zeros(h, a - pos);
             }
             if !send(Ok(Msg::Hole {
                 offset: pos,
@@ -361,7 +368,7 @@ fn produce_raw(
     }
     if pos < size {
         if let Some(h) = whole.as_mut() {
-            crate::io::hash::hash_zeros(h, size - pos);
+            sparse::hash_zeros(h, size - pos);
         }
         if !send(Ok(Msg::Hole {
             offset: pos,
@@ -378,11 +385,26 @@ fn produce_raw(
     }))
 }
 
+/// Reads until `buf` is full or the input ends; on an error, the error and
+/// how many bytes came before it.
+fn fill(input: &mut impl Read, buf: &mut [u8]) -> Result<usize, (std::io::Error, u64)> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((e, filled as u64)),
+        }
+    }
+    Ok(filled)
+}
+
 /// A compressed image, decoded in order. The last chunk is held back until
 /// the next one shows whether it ends the image, so the tail table area is
 /// known even when the size was not.
 fn produce_stream(
-    image: &Image,
+    image: &ImageFile,
     digests: Digests,
     send: &dyn Fn(Result<Msg>) -> bool,
     recycle: &std::sync::mpsc::Receiver<AlignedBuf>,
@@ -412,15 +434,7 @@ fn produce_stream(
     };
     loop {
         let mut buf = buffer(recycle);
-        let mut filled = 0;
-        while filled < CHUNK {
-            match dec.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(corrupt(e, pos + filled as u64)),
-            }
-        }
+        let filled = fill(&mut dec, &mut buf[..CHUNK]).map_err(|(e, n)| corrupt(e, pos + n))?;
         if let Some(h) = image_hash.as_mut() {
             h.update(&buf[..filled]);
         }

@@ -12,7 +12,7 @@
 //! go). See `crate::io::direct`. Below a loop device the backing file's own
 //! cache is the kernel's business; on a real card O_DIRECT reads the card.
 
-use super::source::{CHUNK, Image};
+use super::source::{CHUNK, ImageFile};
 use super::write::Record;
 use crate::io::direct::{AlignedBuf, DiskFile};
 use anyhow::{Result, anyhow};
@@ -66,7 +66,7 @@ fn groups(records: &[Record]) -> Vec<std::ops::Range<usize>> {
 /// in messages) and compares digests; on a mismatch, re-reads the image to
 /// name the first differing block.
 pub fn verify(
-    image: &Image,
+    image: &ImageFile,
     image_size: u64,
     disk: &DiskFile,
     name: &str,
@@ -127,7 +127,7 @@ pub fn verify(
 }
 
 /// Compares a failing range block by block with the image.
-fn locate(image: &Image, image_size: u64, name: &str, r: &Record, got: &[u8]) -> Mismatch {
+fn locate(image: &ImageFile, image_size: u64, name: &str, r: &Record, got: &[u8]) -> Mismatch {
     let mut m = Mismatch {
         target: name.to_string(),
         offset: r.offset,

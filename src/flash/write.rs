@@ -12,7 +12,7 @@
 //! Until step 4 the target's old first MiB is untouched, so a failed flash
 //! never leaves a partition table that points at a half-written image.
 
-use super::source::{Batch, CHUNK, Digests, Expected, Image, Msg, Span, TABLE_AREA};
+use super::source::{Batch, CHUNK, Digests, Expected, ImageFile, Msg, Span, TABLE_AREA};
 use crate::io::direct::{AlignedBuf, DiskFile, Zeroing};
 use anyhow::{Result, anyhow, bail};
 use indicatif::ProgressBar;
@@ -228,7 +228,7 @@ impl Writer<'_> {
 fn check(
     expected: &Option<Expected>,
     got: &Option<String>,
-    image: &Image,
+    image: &ImageFile,
     what: &str,
 ) -> Result<()> {
     if let (Some(want), Some(got)) = (expected, got)
@@ -247,7 +247,7 @@ fn check(
 /// Writes `image` to `target` (named `name` in messages) in the order the
 /// module documentation gives.
 pub fn write(
-    image: &Image,
+    image: &ImageFile,
     target: &DiskFile,
     name: &str,
     opts: WriteOptions,
@@ -269,36 +269,7 @@ pub fn write(
         punch_works: !opts.no_offload,
         zero_buf: None,
     };
-    let (tx, rx) = mpsc::sync_channel::<Result<Msg>>(3);
-    let (back_tx, back_rx) = mpsc::channel::<AlignedBuf>();
-    let end = std::thread::scope(|s| -> Result<(u64, Option<String>, Option<String>)> {
-        s.spawn(move || super::source::produce(image, digests, &|m| tx.send(m).is_ok(), &back_rx));
-        // `rx` is dropped when this closure returns, error or not, which
-        // stops the producer at its next send.
-        let rx = rx;
-        loop {
-            let msg = rx
-                .recv()
-                .map_err(|_| anyhow!("reading the image stopped unexpectedly"))??;
-            match msg {
-                Msg::Batch(b) => {
-                    w.batch(&b)?;
-                    bar.inc(b.len as u64);
-                    let _ = back_tx.send(b.buf);
-                }
-                Msg::Hole { offset, len } => {
-                    w.zero(offset, len)?;
-                    bar.inc(len);
-                }
-                Msg::End {
-                    size,
-                    file_sha256,
-                    image_sha256,
-                } => return Ok((size, file_sha256, image_sha256)),
-            }
-        }
-    })?;
-    let (size, file_sha256, image_sha256) = end;
+    let (size, file_sha256, image_sha256) = w.stream(image, digests, bar)?;
     w.flush_zeros()?;
     w.out.size = size;
     check(
@@ -313,38 +284,96 @@ pub fn write(
         image,
         "sha256 of the raw image",
     )?;
-
-    match opts.target_size {
-        // A larger disk keeps whatever its old last MiB held: a GPT's backup
-        // header and entries (the last 33 sectors), md 0.90/1.0 superblocks,
-        // ZFS labels. Left there, `sgdisk`/`parted`/`blkid` report a
-        // corrupt or foreign GPT (the backup disagrees with, or stands in
-        // for, the image's table), and a board's first-boot resize to the
-        // full disk can pick up the stale one. Zeroing it costs 1 MiB.
-        Some(dev) if dev > size => {
-            let from = size.max(dev.saturating_sub(TABLE_AREA));
-            w.write_zeros(from, dev, true)?;
-            w.out.wiped_tail = Some((from, dev));
-        }
-        Some(_) => {}
-        // dd-style: a file target ends where the image does.
-        None => target
-            .set_len(size)
-            .map_err(|e| anyhow!("setting the length of {name}: {e}"))?,
-    }
-    target
-        .sync()
-        .map_err(|e| anyhow!("flushing {name} (fsync): {e}"))?;
-
-    if let Some(head) = &w.head {
-        // One write; aligned (O_DIRECT) unless the image is shorter than 1 MiB.
-        w.write_at(&head[..w.head_len], 0)?;
-        target
-            .sync()
-            .map_err(|e| anyhow!("flushing {name} after writing its first MiB (fsync): {e}"))?;
-    }
+    w.end_target(size)?;
+    w.write_head()?;
     w.out.records.sort_by_key(|r| r.offset);
     w.out.direct_io = target.uses_direct_io();
     w.out.elapsed = started.elapsed();
     Ok(w.out)
+}
+
+impl Writer<'_> {
+    /// Step 1: writes what the producer thread reads, past the first MiB,
+    /// until the image ends; its size and the digests computed on the way.
+    fn stream(
+        &mut self,
+        image: &ImageFile,
+        digests: Digests,
+        bar: &ProgressBar,
+    ) -> Result<(u64, Option<String>, Option<String>)> {
+        let (tx, rx) = mpsc::sync_channel::<Result<Msg>>(3);
+        let (back_tx, back_rx) = mpsc::channel::<AlignedBuf>();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                super::source::produce(image, digests, &|m| tx.send(m).is_ok(), &back_rx)
+            });
+            // `rx` is dropped when this closure returns, error or not, which
+            // stops the producer at its next send.
+            let rx = rx;
+            loop {
+                let msg = rx
+                    .recv()
+                    .map_err(|_| anyhow!("reading the image stopped unexpectedly"))??;
+                match msg {
+                    Msg::Batch(b) => {
+                        self.batch(&b)?;
+                        bar.inc(b.len as u64);
+                        let _ = back_tx.send(b.buf);
+                    }
+                    Msg::Hole { offset, len } => {
+                        self.zero(offset, len)?;
+                        bar.inc(len);
+                    }
+                    Msg::End {
+                        size,
+                        file_sha256,
+                        image_sha256,
+                    } => return Ok((size, file_sha256, image_sha256)),
+                }
+            }
+        })
+    }
+
+    /// Steps 2 and 3: the target ends where the image does (a file) or its
+    /// last MiB past the image is zeroed (a larger disk); then fsync.
+    fn end_target(&mut self, size: u64) -> Result<()> {
+        let name = self.name;
+        match self.opts.target_size {
+            // A larger disk keeps whatever its old last MiB held: a GPT's backup
+            // header and entries (the last 33 sectors), md 0.90/1.0 superblocks,
+            // ZFS labels. Left there, `sgdisk`/`parted`/`blkid` report a
+            // corrupt or foreign GPT (the backup disagrees with, or stands in
+            // for, the image's table), and a board's first-boot resize to the
+            // full disk can pick up the stale one. Zeroing it costs 1 MiB.
+            Some(dev) if dev > size => {
+                let from = size.max(dev.saturating_sub(TABLE_AREA));
+                self.write_zeros(from, dev, true)?;
+                self.out.wiped_tail = Some((from, dev));
+            }
+            Some(_) => {}
+            // dd-style: a file target ends where the image does.
+            None => self
+                .target
+                .set_len(size)
+                .map_err(|e| anyhow!("setting the length of {name}: {e}"))?,
+        }
+        self.target
+            .sync()
+            .map_err(|e| anyhow!("flushing {name} (fsync): {e}"))
+    }
+
+    /// Step 4: the first MiB, once everything else is on the target.
+    fn write_head(&self) -> Result<()> {
+        if let Some(head) = &self.head {
+            // One write; aligned (O_DIRECT) unless the image is shorter than 1 MiB.
+            self.write_at(&head[..self.head_len], 0)?;
+            self.target.sync().map_err(|e| {
+                anyhow!(
+                    "flushing {} after writing its first MiB (fsync): {e}",
+                    self.name
+                )
+            })?;
+        }
+        Ok(())
+    }
 }

@@ -1,6 +1,6 @@
 //! The ext4 root filesystem, read and written with e2fsprogs' debugfs on the
 //! partition inside the image (`image.img?offset=BYTES`): no mount, no root.
-//! No Rust crate writes ext4 reliably (CRATES.md).
+//! No Rust crate writes ext4 reliably.
 //!
 //! debugfs exits 0 even when a command fails, so every run's stderr is
 //! checked: anything but its version banner is an error.
@@ -80,6 +80,76 @@ impl Op {
             gid: 0,
         }
     }
+}
+
+impl Op {
+    /// The debugfs commands that make this change; `staged` is where a
+    /// `Write`'s data is put on the host for debugfs to copy in.
+    fn debugfs_commands(&self, staged: &Path) -> Result<String> {
+        Ok(match self {
+            Op::Write {
+                path,
+                data,
+                mode,
+                uid,
+                gid,
+            } => {
+                check_path(path)?;
+                std::fs::write(staged, data)?;
+                format!("write \"{}\" \"{path}\"\n", staged.display())
+                    + &set_inode(path, 0o100000 | mode, *uid, *gid)
+            }
+            Op::Copy {
+                path,
+                from,
+                mode,
+                uid,
+                gid,
+            } => {
+                check_path(path)?;
+                if from.to_string_lossy().contains(['"', '\n']) {
+                    bail!(
+                        "internal: host path {} cannot be passed to debugfs",
+                        from.display()
+                    );
+                }
+                format!("write \"{}\" \"{path}\"\n", from.display())
+                    + &set_inode(path, 0o100000 | mode, *uid, *gid)
+            }
+            Op::Mkdir {
+                path,
+                mode,
+                uid,
+                gid,
+            } => {
+                check_path(path)?;
+                format!("mkdir \"{path}\"\n") + &set_inode(path, 0o040000 | mode, *uid, *gid)
+            }
+            Op::Rename { from, to } => {
+                check_path(from)?;
+                check_path(to)?;
+                format!("ln \"{from}\" \"{to}\"\nunlink \"{from}\"\n")
+            }
+            Op::Symlink { path, target } => {
+                check_path(path)?;
+                if target.is_empty()
+                    || target.contains(|c: char| c.is_whitespace() || c == '"' || c.is_control())
+                {
+                    bail!("internal: symlink target `{target}` cannot be passed to debugfs");
+                }
+                format!("symlink \"{path}\" \"{target}\"\n")
+            }
+            Op::Remove { path } => {
+                check_path(path)?;
+                format!("rm \"{path}\"\n")
+            }
+        })
+    }
+}
+
+/// `sif` commands giving `path` its mode (file type bits included) and owner.
+fn set_inode(path: &str, mode: u32, uid: u32, gid: u32) -> String {
+    format!("sif \"{path}\" mode 0{mode:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n")
 }
 
 fn check_path(p: &str) -> Result<()> {
@@ -278,75 +348,7 @@ impl Ext4 {
         let dir = tempfile::tempdir()?;
         let mut script = String::new();
         for (i, op) in ops.iter().enumerate() {
-            match op {
-                Op::Write {
-                    path,
-                    data,
-                    mode,
-                    uid,
-                    gid,
-                } => {
-                    check_path(path)?;
-                    let src = dir.path().join(i.to_string());
-                    std::fs::write(&src, data)?;
-                    script.push_str(&format!(
-                        "write \"{}\" \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
-                        src.display(),
-                        0o100000 | mode
-                    ));
-                }
-                Op::Copy {
-                    path,
-                    from,
-                    mode,
-                    uid,
-                    gid,
-                } => {
-                    check_path(path)?;
-                    if from.to_string_lossy().contains(['"', '\n']) {
-                        bail!(
-                            "internal: host path {} cannot be passed to debugfs",
-                            from.display()
-                        );
-                    }
-                    script.push_str(&format!(
-                        "write \"{}\" \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
-                        from.display(),
-                        0o100000 | mode
-                    ));
-                }
-                Op::Mkdir {
-                    path,
-                    mode,
-                    uid,
-                    gid,
-                } => {
-                    check_path(path)?;
-                    script.push_str(&format!(
-                        "mkdir \"{path}\"\nsif \"{path}\" mode 0{:o}\nsif \"{path}\" uid {uid}\nsif \"{path}\" gid {gid}\n",
-                        0o040000 | mode
-                    ));
-                }
-                Op::Rename { from, to } => {
-                    check_path(from)?;
-                    check_path(to)?;
-                    script.push_str(&format!("ln \"{from}\" \"{to}\"\nunlink \"{from}\"\n"));
-                }
-                Op::Symlink { path, target } => {
-                    check_path(path)?;
-                    if target.is_empty()
-                        || target
-                            .contains(|c: char| c.is_whitespace() || c == '"' || c.is_control())
-                    {
-                        bail!("internal: symlink target `{target}` cannot be passed to debugfs");
-                    }
-                    script.push_str(&format!("symlink \"{path}\" \"{target}\"\n"));
-                }
-                Op::Remove { path } => {
-                    check_path(path)?;
-                    script.push_str(&format!("rm \"{path}\"\n"));
-                }
-            }
+            script.push_str(&op.debugfs_commands(&dir.path().join(i.to_string()))?);
         }
         let (_, err) = self
             .run(&["-w"], Some(&script))

@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -123,16 +124,9 @@ impl<R: io::BufRead> Read for XzStreams<R> {
 /// A file cut short has no index there, so a truncated download is found
 /// before a single byte is decoded.
 pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
-    use std::os::unix::fs::FileExt;
-    let bad = |what: &str| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("not a complete xz file: {what} (truncated or corrupt?)"),
-        )
-    };
     let mut pos = file.metadata()?.len();
     if !pos.is_multiple_of(4) {
-        return Err(bad("its size is not a multiple of 4"));
+        return Err(incomplete("its size is not a multiple of 4"));
     }
     let mut total: u64 = 0;
     let mut streams = 0;
@@ -143,69 +137,87 @@ pub fn xz_uncompressed_size(file: &File) -> io::Result<u64> {
             pos -= 4; // stream padding
             continue;
         }
-        if pos < 24 {
-            return Err(bad("no stream footer"));
-        }
-        let mut footer = [0u8; 12];
-        file.read_exact_at(&mut footer, pos - 12)?;
-        if &footer[10..12] != b"YZ" {
-            return Err(bad("no stream footer at its end"));
-        }
-        let index_size = (u32::from_le_bytes(footer[4..8].try_into().unwrap()) as u64 + 1) * 4;
-        let index_start = (pos - 12)
-            .checked_sub(index_size)
-            .ok_or_else(|| bad("index larger than the file"))?;
-        // Streamed rather than loaded: the footer's size field is the file's
-        // word and may claim most of it.
-        let mut index = io::BufReader::new(ReadAt {
-            file,
-            pos: index_start,
-        })
-        .take(index_size)
-        .bytes();
-        if index.next().transpose()? != Some(0) {
-            return Err(bad("no index before the stream footer"));
-        }
-        let mut varint = || -> io::Result<u64> {
-            let mut v = 0u64;
-            for i in 0..9 {
-                let b = index.next().ok_or_else(|| bad("index ends early"))??;
-                v |= ((b & 0x7f) as u64) << (7 * i);
-                if b & 0x80 == 0 {
-                    return Ok(v);
-                }
-            }
-            Err(bad("index number too long"))
-        };
-        let records = varint()?;
-        let mut blocks: u64 = 0;
-        for _ in 0..records {
-            let unpadded = varint()?;
-            let uncompressed = varint()?;
-            blocks = unpadded
-                .checked_next_multiple_of(4)
-                .and_then(|padded| blocks.checked_add(padded))
-                .ok_or_else(|| bad("index sizes overflow"))?;
-            total = total
-                .checked_add(uncompressed)
-                .ok_or_else(|| bad("index sizes overflow"))?;
-        }
-        let start = blocks
-            .checked_add(12)
-            .and_then(|stream| index_start.checked_sub(stream))
-            .ok_or_else(|| bad("blocks larger than the file"))?;
-        let mut header = [0u8; 6];
-        file.read_exact_at(&mut header, start)?;
-        if header != [0xfd, b'7', b'z', b'X', b'Z', 0x00] {
-            return Err(bad("the index does not lead back to a stream header"));
-        }
+        (pos, total) = stream_ending_at(file, pos, total)?;
         streams += 1;
-        pos = start;
     }
     if streams == 0 {
-        return Err(bad("no stream"));
+        return Err(incomplete("no stream"));
     }
     Ok(total)
+}
+
+fn incomplete(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("not a complete xz file: {what} (truncated or corrupt?)"),
+    )
+}
+
+/// The stream of an .xz file that ends at `end`, read backwards from its
+/// footer through its index to its header: where it starts, and `total`
+/// plus its uncompressed size.
+fn stream_ending_at(file: &File, end: u64, mut total: u64) -> io::Result<(u64, u64)> {
+    if end < 24 {
+        return Err(incomplete("no stream footer"));
+    }
+    let mut footer = [0u8; 12];
+    file.read_exact_at(&mut footer, end - 12)?;
+    if &footer[10..12] != b"YZ" {
+        return Err(incomplete("no stream footer at its end"));
+    }
+    let index_size = (u32::from_le_bytes(footer[4..8].try_into().unwrap()) as u64 + 1) * 4;
+    let index_start = (end - 12)
+        .checked_sub(index_size)
+        .ok_or_else(|| incomplete("index larger than the file"))?;
+    // Streamed rather than loaded: the footer's size field is the file's
+    // word and may claim most of it.
+    let mut index = io::BufReader::new(ReadAt {
+        file,
+        pos: index_start,
+    })
+    .take(index_size)
+    .bytes();
+    if index.next().transpose()? != Some(0) {
+        return Err(incomplete("no index before the stream footer"));
+    }
+    let mut varint = || -> io::Result<u64> {
+        let mut v = 0u64;
+        for i in 0..9 {
+            let b = index
+                .next()
+                .ok_or_else(|| incomplete("index ends early"))??;
+            v |= ((b & 0x7f) as u64) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(incomplete("index number too long"))
+    };
+    let records = varint()?;
+    let mut blocks: u64 = 0;
+    for _ in 0..records {
+        let unpadded = varint()?;
+        let uncompressed = varint()?;
+        blocks = unpadded
+            .checked_next_multiple_of(4)
+            .and_then(|padded| blocks.checked_add(padded))
+            .ok_or_else(|| incomplete("index sizes overflow"))?;
+        total = total
+            .checked_add(uncompressed)
+            .ok_or_else(|| incomplete("index sizes overflow"))?;
+    }
+    let start = blocks
+        .checked_add(12)
+        .and_then(|stream| index_start.checked_sub(stream))
+        .ok_or_else(|| incomplete("blocks larger than the file"))?;
+    let mut header = [0u8; 6];
+    file.read_exact_at(&mut header, start)?;
+    if header != [0xfd, b'7', b'z', b'X', b'Z', 0x00] {
+        return Err(incomplete(
+            "the index does not lead back to a stream header",
+        ));
+    }
+    Ok((start, total))
 }
 
 /// Reads `file` from `pos` on without moving its shared file position.
@@ -216,7 +228,6 @@ struct ReadAt<'a> {
 
 impl Read for ReadAt<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        use std::os::unix::fs::FileExt;
         let n = self.file.read_at(buf, self.pos)?;
         self.pos += n as u64;
         Ok(n)

@@ -1,5 +1,7 @@
 //! SHA-256 on the fly, and of files with holes without reading the holes.
+//! Builds on [`super::sparse`], which does not use this module.
 
+use super::sparse::{Region, hash_zeros, regions};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, Read};
@@ -41,26 +43,16 @@ impl<R: Read> Read for HashReader<R> {
 }
 
 const CHUNK: usize = 1 << 20;
-static ZEROS: [u8; CHUNK] = [0; CHUNK];
-
-/// Feeds `len` zero bytes to a hasher without touching the disk.
-pub fn hash_zeros(hasher: &mut Sha256, mut len: u64) {
-    while len > 0 {
-        let n = len.min(CHUNK as u64) as usize;
-        hasher.update(&ZEROS[..n]);
-        len -= n as u64;
-    }
-}
 
 /// The sha256 of a whole file, where holes are hashed as the zeros they read
 /// as, without reading them.
 pub fn hash_file(file: &File, mut progress: impl FnMut(u64)) -> io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; CHUNK];
-    for region in super::sparse::regions(file)? {
+    for region in regions(file)? {
         match region {
-            super::sparse::Region::Hole { len, .. } => hash_zeros(&mut hasher, len),
-            super::sparse::Region::Data { start, len } => {
+            Region::Hole { len, .. } => hash_zeros(&mut hasher, len),
+            Region::Data { start, len } => {
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(CHUNK as u64) as usize;

@@ -1,7 +1,7 @@
 //! One GPT partition per member disk, written in-process with the `gpt`
 //! crate, and the kernel asked to re-read it.
 //!
-//! The crate leaves three things to the caller (see CRATES.md): alignment
+//! The crate leaves three things to the caller: alignment
 //! (without it the partition starts at LBA 34), the protective MBR, and
 //! telling the kernel. All three are done here.
 
