@@ -11,7 +11,15 @@ fn normal_dependencies(package: &str) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["tree", "--locked", "--offline", "-e", "normal", "--prefix", "none"])
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
         .args(["--format", "{p}", "-p", package])
         .output()
         .expect("running cargo tree");
@@ -52,5 +60,8 @@ fn the_engine_carries_no_user_interface() {
     // The same reading finds the wizard's stack where it belongs, so an empty
     // or misread tree cannot pass the checks above.
     let setup = normal_dependencies("nasforge-setup");
-    assert!(setup.contains("ratatui") && setup.contains("nasforge-engine"), "{setup:?}");
+    assert!(
+        setup.contains("ratatui") && setup.contains("nasforge-engine"),
+        "{setup:?}"
+    );
 }
