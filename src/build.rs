@@ -8,7 +8,7 @@ use crate::image::Image;
 use crate::kernel;
 use crate::manifest::{self, Change, Manifest};
 use crate::output::{self, Paths};
-use crate::recipe::{Recipe, Source};
+use crate::recipe::{BaseSource, Recipe};
 use crate::size::human;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -65,7 +65,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     );
 
     let (source_path, location) = match &recipe.base.source {
-        Source::Url(url) => {
+        BaseSource::Url(url) => {
             let sha = recipe
                 .base
                 .sha256
@@ -79,7 +79,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             );
             (p, url.clone())
         }
-        Source::Debian(d) => {
+        BaseSource::Debian(d) => {
             let p = d.image(&opts.cache)?;
             say(
                 "base",
@@ -92,7 +92,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
             );
             (p.clone(), format!("debian:{}/{}", d.suite, d.arch))
         }
-        Source::Path(p) => {
+        BaseSource::Path(p) => {
             if !p.is_file() {
                 bail!(
                     "base image {} does not exist (recipe {}: `[base] path` is relative to the recipe's directory)",
@@ -291,7 +291,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         recipe: recipe.file.display().to_string(),
         name: recipe.name.clone(),
         board: board.name().into(),
-        base: manifest::Source {
+        base: manifest::Base {
             location,
             sha256: recipe.base.sha256.clone(),
             format: format.name().into(),

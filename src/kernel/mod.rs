@@ -7,25 +7,16 @@ pub mod caps;
 pub mod fragments;
 pub mod install;
 pub mod kconfig;
+pub mod section;
 
+pub use crate::manifest::Booted;
 pub use caps::{Capability, KernelFiles, KernelReport, Presence};
 
 use crate::board::{Family, Model};
 use crate::boot::config_txt::ConfigTxt;
 use crate::image::Image;
 use anyhow::{Result, bail};
-use serde::Serialize;
 use std::io::Read;
-
-/// Which kernel a board boots, and how that was worked out.
-#[derive(Debug, Clone, Serialize)]
-pub struct Booted {
-    pub board: Model,
-    /// The kernel image file (`kernel_2712.img`, `/boot/Image`, ...).
-    pub file: Option<String>,
-    pub version: Option<String>,
-    pub reason: String,
-}
 
 /// Every installed kernel (`/lib/modules/<version>`), read in one debugfs run.
 pub fn installed(image: &Image) -> Result<Vec<KernelFiles>> {
