@@ -189,53 +189,31 @@ impl Recipe {
                 .map(|p| at.at_path(&p.path, &p.message)),
         );
 
-        // A section is None only when it added errors; every error found
-        // is reported, in the file's order.
-        let sections = (
-            name,
-            base,
-            board,
-            boot,
-            kernel,
-            output,
-            packages,
-            installer_binary,
-            system,
-        );
-        match sections {
-            (
-                Some(name),
-                Some(base),
-                Some(board),
-                Some(boot),
-                Some(kernel),
-                Some(output),
-                Some(packages),
-                Some(installer_binary),
-                Some(system),
-            ) if errs.is_empty() => Ok(Recipe {
-                file: file.to_path_buf(),
-                text: text.to_string(),
-                name,
-                base,
-                board: model,
-                pcie_gen: board.pcie_gen,
-                overlays: board.overlays,
-                boot,
-                kernel,
-                output,
-                storage: device.storage,
-                shares: device.shares,
-                packages: packages.install,
-                mirror: packages.mirror,
-                system,
-                installer_binary,
-            }),
-            _ => {
-                errs.sort_by_key(|e| (e.line, e.col));
-                Err(LocatedErrors(errs))
-            }
+        if !errs.is_empty() {
+            errs.sort_by_key(|e| (e.line, e.col));
+            return Err(LocatedErrors(errs));
         }
+        // A section is None only when it added errors.
+        let board = board.expect("no errors");
+        let packages = packages.expect("no errors");
+        Ok(Recipe {
+            file: file.to_path_buf(),
+            text: text.to_string(),
+            name: name.expect("no errors"),
+            base: base.expect("no errors"),
+            board: model,
+            pcie_gen: board.pcie_gen,
+            overlays: board.overlays,
+            boot: boot.expect("no errors"),
+            kernel: kernel.expect("no errors"),
+            output: output.expect("no errors"),
+            storage: device.storage,
+            shares: device.shares,
+            packages: packages.install,
+            mirror: packages.mirror,
+            system: system.expect("no errors"),
+            installer_binary: installer_binary.expect("no errors"),
+        })
     }
 }
 
