@@ -9,7 +9,7 @@ use crate::io::decompress::Format;
 use crate::kernel::{self, Booted, build::Built};
 use crate::manifest::{self, Change, Manifest};
 use crate::output::{self, Paths};
-use crate::recipe::{Recipe, Source};
+use crate::recipe::{BaseSource, Recipe};
 use crate::rootfs::Prepared;
 use crate::size::human;
 use crate::system::secrets::Secret;
@@ -128,7 +128,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     let secrets = scan_secrets(&image, &paths)?;
     timer.lap("customise");
 
-    let base = manifest::Source {
+    let base = manifest::Base {
         location,
         sha256: recipe.base.sha256.clone(),
         format: format.name().into(),
@@ -147,7 +147,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
 /// or the recipe's local file), and how the manifest names where it came from.
 fn fetch_base(recipe: &Recipe, cache: &Path) -> Result<(PathBuf, String)> {
     Ok(match &recipe.base.source {
-        Source::Url(url) => {
+        BaseSource::Url(url) => {
             let sha = recipe
                 .base
                 .sha256
@@ -161,7 +161,7 @@ fn fetch_base(recipe: &Recipe, cache: &Path) -> Result<(PathBuf, String)> {
             );
             (p, url.clone())
         }
-        Source::Debian(d) => {
+        BaseSource::Debian(d) => {
             let p = d.image(cache)?;
             say(
                 "base",
@@ -174,7 +174,7 @@ fn fetch_base(recipe: &Recipe, cache: &Path) -> Result<(PathBuf, String)> {
             );
             (p.clone(), format!("debian:{}/{}", d.suite, d.arch))
         }
-        Source::Path(p) => {
+        BaseSource::Path(p) => {
             if !p.is_file() {
                 bail!(
                     "base image {} does not exist (recipe {}: `[base] path` is relative to the recipe's directory)",
@@ -388,7 +388,7 @@ fn write_output(
     paths: &Paths,
     recipe: &Recipe,
     force: bool,
-    base: manifest::Source,
+    base: manifest::Base,
     edits: Edits,
     secrets: Vec<Secret>,
 ) -> Result<Manifest> {

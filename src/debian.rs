@@ -8,13 +8,16 @@
 //! so the image is cached by everything that goes into it and built once per
 //! machine.
 
+use crate::diag::Located;
 use crate::io::hash::sha256_hex;
 use crate::packages::sources;
+use crate::recipe::{RecipeText, url_problem};
 use anyhow::{Context, Result, bail};
 use nasforge_engine::steps::shell_quote;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use toml::Spanned;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,6 +31,53 @@ pub struct DebianBase {
     /// Packages beyond the base set.
     #[serde(default)]
     pub packages: Vec<String>,
+}
+
+/// The checks `[base] debian` needs before anything is run: names that
+/// end up on mmdebstrap's command line and in apt's sources.
+pub(crate) fn check(d: &Spanned<DebianBase>, at: &RecipeText) -> Vec<Located> {
+    use crate::packages::section::{
+        MIRROR_HELP, MIRROR_SCHEMES, PACKAGE_NAME_HELP, is_package_name,
+    };
+    let deb = d.get_ref();
+    let mut errs = Vec::new();
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-+.".contains(c))
+    };
+    if !word(&deb.suite) || !word(&deb.arch) {
+        errs.push(
+            at.at(
+                d.span(),
+                format!(
+                    "`{}`/`{}` is not a Debian suite and architecture",
+                    deb.suite, deb.arch
+                ),
+            )
+            .with_help("e.g. debian = { suite = \"bookworm\", arch = \"arm64\" }"),
+        );
+    }
+    if let Some(why) = deb
+        .mirror
+        .as_deref()
+        .and_then(|m| url_problem(m, MIRROR_SCHEMES))
+    {
+        errs.push(
+            at.at(d.span(), format!("`mirror`: {why}"))
+                .with_help(MIRROR_HELP),
+        );
+    }
+    for name in deb.packages.iter().filter(|n| !is_package_name(n)) {
+        errs.push(
+            at.at(
+                d.span(),
+                format!("`{}` is not a Debian package name", name.escape_debug()),
+            )
+            .with_help(PACKAGE_NAME_HELP),
+        );
+    }
+    errs
 }
 
 /// What every image gets: an init, the kernel and its initramfs, the Pi

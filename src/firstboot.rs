@@ -14,7 +14,9 @@ const UNIT_PATH: &str = "/etc/systemd/system/nasforge-firstboot.service";
 const WANTS: &str = "/etc/systemd/system/multi-user.target.wants";
 pub use nasforge_engine::image_files::SETUP_BINARY;
 
-pub struct Plan {
+/// What the first boot does, written to its settings file
+/// (`/var/lib/nasforge/firstboot.env`).
+pub struct Settings {
     /// Packages to install from the staged repository (empty: none staged).
     pub packages: Vec<String>,
     /// How storage is set up; None when the recipe has no `[storage]`.
@@ -25,7 +27,7 @@ pub struct Plan {
 
 /// The service, its script and its settings; the service is enabled by the
 /// same symlink `systemctl enable` would make.
-pub fn ops(root: &Ext4, plan: &Plan) -> Result<Vec<Op>> {
+pub fn ops(root: &Ext4, settings: &Settings) -> Result<Vec<Op>> {
     let mut ops = root.missing_dirs(&["/var/lib/nasforge", "/usr/lib/nasforge", WANTS])?;
     for p in [
         "/usr/lib/nasforge/firstboot",
@@ -37,7 +39,7 @@ pub fn ops(root: &Ext4, plan: &Plan) -> Result<Vec<Op>> {
             ops.push(Op::Remove { path: p.into() });
         }
     }
-    for p in &plan.packages {
+    for p in &settings.packages {
         if !p
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "+-.:".contains(c))
@@ -45,15 +47,15 @@ pub fn ops(root: &Ext4, plan: &Plan) -> Result<Vec<Op>> {
             bail!("`{p}` is not a Debian package name");
         }
     }
-    let mode = match plan.mode {
+    let mode = match settings.mode {
         Some(Mode::Unattended) => "unattended",
         Some(Mode::Wizard) => "wizard",
         None => "none",
     };
     let env = format!(
         "# Written by nasforge; read by /usr/lib/nasforge/firstboot.\nNASFORGE_PACKAGES=\"{}\"\nNASFORGE_MODE={mode}\nNASFORGE_SSH={}\n",
-        plan.packages.join(" "),
-        if plan.ssh { "yes" } else { "no" }
+        settings.packages.join(" "),
+        if settings.ssh { "yes" } else { "no" }
     );
     ops.push(Op::root_file(
         "/usr/lib/nasforge/firstboot",

@@ -1,6 +1,6 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use nasforge::recipe::{Recipe, Source};
+use nasforge::recipe::{BaseSource, Recipe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -192,14 +192,14 @@ fn run(cli: Cli) -> Result<()> {
 fn check(recipe: &Path) -> Result<()> {
     let r = Recipe::load(recipe)?;
     let vendor = match &r.base.source {
-        Source::Path(p) if !p.is_file() => anyhow::bail!(
+        BaseSource::Path(p) if !p.is_file() => anyhow::bail!(
             "{}: base image {} does not exist (paths are relative to the recipe)",
             recipe.display(),
             p.display()
         ),
-        Source::Path(p) => nasforge::system::Vendor::of_image(p)?,
-        Source::Url(u) => nasforge::system::Vendor::from_url(u),
-        Source::Debian(_) => Default::default(),
+        BaseSource::Path(p) => nasforge::system::Vendor::of_image(p)?,
+        BaseSource::Url(u) => nasforge::system::Vendor::from_url(u),
+        BaseSource::Debian(_) => Default::default(),
     };
     r.check_for(vendor)?;
     println!(

@@ -1,6 +1,7 @@
 //! The build manifest: every change a build made, with the file's digest
 //! before and after and the reason, written as JSON beside the image.
 
+use crate::board::Model;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -15,11 +16,23 @@ pub struct Change {
     pub details: Vec<String>,
 }
 
+/// The image the build started from.
 #[derive(Debug, Clone, Serialize)]
-pub struct Source {
+pub struct Base {
     pub location: String,
     pub sha256: Option<String>,
     pub format: String,
+}
+
+/// Which kernel a board boots, and how that was worked out (by
+/// `kernel::booted`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Booted {
+    pub board: Model,
+    /// The kernel image file (`kernel_2712.img`, `/boot/Image`, ...).
+    pub file: Option<String>,
+    pub version: Option<String>,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -38,9 +51,9 @@ pub struct Manifest {
     pub recipe: String,
     pub name: String,
     pub board: String,
-    pub base: Source,
+    pub base: Base,
     pub output: Output,
-    pub kernel: Option<crate::kernel::Booted>,
+    pub kernel: Option<Booted>,
     pub changes: Vec<Change>,
     /// Files in the image holding password equivalents, without the values;
     /// when there is one, the image is written readable only by its owner.

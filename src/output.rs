@@ -2,15 +2,90 @@
 //! and the JSON manifest. Everything is written under a temporary name in the
 //! output directory and renamed into place only once all of it succeeded, so
 //! a failed build never leaves a half-written image that looks finished.
+//! The recipe's `[output]` section, which says where and how, is read here too.
 
 use crate::io::{hash, progress};
+use crate::recipe::{Checked, RecipeText, checked};
+use crate::size::Size;
 use anyhow::{Context, Result};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use tempfile::NamedTempFile;
+use toml::Spanned;
+
+/// `[output]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputFile {
+    path: Option<Spanned<String>>,
+    grow: Option<Size>,
+    xz_level: Option<Spanned<u32>>,
+}
+
+/// `[output]`: where the image goes and how it is packed.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// Relative to the working directory, like any output a command writes.
+    pub path: PathBuf,
+    pub compress: bool,
+    pub grow: Option<u64>,
+    pub xz_level: u32,
+}
+
+const DEFAULT_XZ_LEVEL: u32 = 6;
+
+/// `[output]`, by default `out/<name>.img`.
+pub fn parse(raw: &OutputFile, name: &str, at: &RecipeText) -> Checked<Output> {
+    let mut errs = Vec::new();
+    let path = match &raw.path {
+        Some(p) => {
+            let s = p.get_ref();
+            if !(s.ends_with(".img") || s.ends_with(".img.xz")) {
+                errs.push(at.at(
+                    p.span(),
+                    format!("output `{}` must end in .img or .img.xz", s.escape_debug()),
+                ));
+            }
+            // The name is written into the `.sha256` file beside it, one line.
+            if s.contains(char::is_control) {
+                errs.push(
+                    at.at(
+                        p.span(),
+                        format!("output `{}` holds a control character", s.escape_debug()),
+                    )
+                    .with_help("use a plain file name"),
+                );
+            }
+            PathBuf::from(s)
+        }
+        None => PathBuf::from(format!("out/{name}.img")),
+    };
+    let xz_level = match &raw.xz_level {
+        Some(l) if *l.get_ref() > 9 => {
+            errs.push(
+                at.at(
+                    l.span(),
+                    format!("xz level {} is out of range", l.get_ref()),
+                )
+                .with_help("use 0 (fastest) to 9 (smallest)"),
+            );
+            DEFAULT_XZ_LEVEL
+        }
+        Some(l) => *l.get_ref(),
+        None => DEFAULT_XZ_LEVEL,
+    };
+    let output = Output {
+        compress: path.to_string_lossy().ends_with(".xz"),
+        path,
+        grow: raw.grow.as_ref().map(|s| s.0),
+        xz_level,
+    };
+    checked(output, errs)
+}
 
 /// Paths of everything a build writes for `image` (e.g. `out/x.img.xz`).
 #[derive(Debug, Clone)]

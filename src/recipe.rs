@@ -2,11 +2,24 @@
 //! board it is for, and what to change. Parsing is strict (`deny_unknown_fields`)
 //! and every error points at a line and column of the file; the schema is
 //! documented in docs/recipe.md.
+//!
+//! Each section is parsed and checked by the module that uses it (`[boot]`
+//! by `boot::section`, `[system]` by `system::section`, ...), all the same
+//! way: the raw section and the recipe's text in, the checked section or
+//! every error found in it out. `Recipe::parse` gathers them all, so one run
+//! reports every mistake in the file.
 
-use crate::board::{Family, Model};
+mod base;
+mod board;
+
+pub use base::{Base, BaseSource};
+
+use crate::board::Model;
+use crate::boot::section::Boot;
 use crate::diag::{Located, LocatedErrors, did_you_mean};
-use crate::packages::PackagesSection;
-use crate::size::Size;
+use crate::kernel::section::{Kernel, KernelFile};
+use crate::output::{Output, OutputFile};
+use crate::packages::section::PackagesSection;
 use crate::system::SystemSection;
 use nasforge_engine::spec::{DeviceRecipe, Share, Storage};
 use serde::Deserialize;
@@ -18,12 +31,12 @@ use toml::Spanned;
 #[serde(deny_unknown_fields)]
 struct RecipeFile {
     name: Option<Spanned<String>>,
-    base: Spanned<BaseFile>,
-    board: BoardFile,
+    base: Spanned<base::BaseFile>,
+    board: board::BoardFile,
     #[serde(default)]
     boot: Option<Spanned<Boot>>,
     #[serde(default)]
-    kernel: Kernel,
+    kernel: KernelFile,
     #[serde(default)]
     output: OutputFile,
     storage: Option<Storage>,
@@ -40,67 +53,6 @@ struct RecipeFile {
 struct InstallerFile {
     /// A nasforge-setup built for the image's architecture.
     binary: Spanned<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BaseFile {
-    url: Option<Spanned<String>>,
-    path: Option<Spanned<String>>,
-    sha256: Option<Spanned<String>>,
-    debian: Option<Spanned<crate::debian::DebianBase>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BoardFile {
-    model: Model,
-    pcie_gen: Option<Spanned<u8>>,
-    overlays: Option<Spanned<Vec<String>>>,
-}
-
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Boot {
-    /// Extra config.txt lines for this board's section.
-    #[serde(default)]
-    pub config: Vec<String>,
-    #[serde(default)]
-    pub cmdline_append: Vec<String>,
-    #[serde(default)]
-    pub cmdline_remove: Vec<String>,
-}
-
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Kernel {
-    /// Capabilities the kernel the board boots must have; the build stops
-    /// before changing anything when one is missing.
-    #[serde(default)]
-    pub require: Vec<crate::kernel::Capability>,
-    /// `build = { source, sha256, defconfig, fragments }` as written.
-    #[serde(default, rename = "build")]
-    build_file: Option<Spanned<KernelBuildFile>>,
-    /// The validated `build`: a kernel to compile and install.
-    #[serde(skip)]
-    pub build: Option<crate::kernel::build::BuildSpec>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KernelBuildFile {
-    source: Spanned<String>,
-    sha256: Option<Spanned<String>>,
-    defconfig: Option<Spanned<String>>,
-    fragments: Option<Spanned<Vec<Spanned<String>>>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OutputFile {
-    path: Option<Spanned<String>>,
-    grow: Option<Size>,
-    xz_level: Option<Spanned<u32>>,
 }
 
 /// A recipe that parsed and passed every check.
@@ -133,31 +85,56 @@ pub struct Recipe {
     pub installer_binary: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    Url(String),
-    Path(PathBuf),
-    /// Built from Debian's packages (cached per machine).
-    Debian(crate::debian::DebianBase),
+/// A checked section, or every error found in it.
+pub type Checked<T> = Result<T, Vec<Located>>;
+
+/// `value` when no error was found on the way to it.
+pub fn checked<T>(value: T, errs: Vec<Located>) -> Checked<T> {
+    if errs.is_empty() {
+        Ok(value)
+    } else {
+        Err(errs)
+    }
 }
 
-#[derive(Debug, Clone)]
-pub struct Base {
-    pub source: Source,
-    /// Lowercase hex; always present for a URL.
-    pub sha256: Option<String>,
+/// The recipe file and its text, which every section's errors point into.
+#[derive(Debug, Clone, Copy)]
+pub struct RecipeText<'a> {
+    pub file: &'a Path,
+    pub text: &'a str,
 }
 
-#[derive(Debug, Clone)]
-pub struct Output {
-    /// Relative to the working directory, like any output a command writes.
-    pub path: PathBuf,
-    pub compress: bool,
-    pub grow: Option<u64>,
-    pub xz_level: u32,
+impl RecipeText<'_> {
+    /// An error at a span serde recorded (`Spanned`).
+    pub fn at(&self, span: Range<usize>, message: impl Into<String>) -> Located {
+        Located::new(self.file, self.text, Some(span), message)
+    }
+
+    /// An error at a dotted path of the recipe (`system.users[0].name`),
+    /// for sections parsed without spans.
+    pub fn at_path(&self, path: &str, message: &str) -> Located {
+        let at = nasforge_engine::spec::locate(self.text, path);
+        let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
+        Located::at(
+            self.file,
+            self.text,
+            line,
+            col,
+            format!("{path}: {message}"),
+        )
+    }
+
+    /// The recipe's directory: relative paths in it are resolved against
+    /// it, so a recipe and the files beside it move together.
+    pub fn dir(&self) -> &Path {
+        self.file.parent().unwrap_or(Path::new("."))
+    }
 }
 
-const DEFAULT_XZ_LEVEL: u32 = 6;
+/// The section's value, its errors (if any) added to `errs`.
+fn gather<T>(errs: &mut Vec<Located>, section: Checked<T>) -> Option<T> {
+    section.map_err(|e| errs.extend(e)).ok()
+}
 
 impl Recipe {
     pub fn load(file: &Path) -> anyhow::Result<Recipe> {
@@ -166,534 +143,128 @@ impl Recipe {
         Ok(Recipe::parse(file, &text)?)
     }
 
-    /// `base.path` is resolved against the recipe's own directory, so a recipe
-    /// and the image beside it move together.
+    /// Every section is checked before any error is returned, so one run
+    /// reports every mistake; the errors are sorted by where they are.
     pub fn parse(file: &Path, text: &str) -> Result<Recipe, LocatedErrors> {
         let raw: RecipeFile =
             toml::from_str(text).map_err(|e| LocatedErrors(vec![toml_error(file, text, &e)]))?;
-        let mut errs = Vec::new();
-        let mut err = |span: Range<usize>, msg: String, help: Option<String>| {
-            let mut e = Located::new(file, text, Some(span), msg);
-            e.help = help;
-            errs.push(e);
-        };
-
-        let stem = file
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("image")
-            .to_string();
-        let name = match &raw.name {
-            Some(n) => {
-                let ok = !n.get_ref().is_empty()
-                    && n.get_ref()
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                    && !n.get_ref().starts_with('.');
-                if !ok {
-                    err(
-                        n.span(),
-                        format!("name `{}` cannot be used as a file name", n.get_ref()),
-                        Some("use letters, digits, `-`, `_` and `.`".into()),
-                    );
-                }
-                n.get_ref().clone()
-            }
-            None => stem,
-        };
-
-        let base = raw.base.get_ref();
-        let given = [
-            base.url.is_some(),
-            base.path.is_some(),
-            base.debian.is_some(),
-        ]
-        .iter()
-        .filter(|x| **x)
-        .count();
-        let source = match (&base.url, &base.path, &base.debian) {
-            _ if given > 1 => {
-                err(
-                    raw.base.span(),
-                    "`base` names more than one image".into(),
-                    Some("keep one of `url` (with `sha256`), `path` or `debian`".into()),
-                );
-                None
-            }
-            (None, None, None) => {
-                err(
-                    raw.base.span(),
-                    "`base` needs `url` (with `sha256`), `path` or `debian`".into(),
-                    None,
-                );
-                None
-            }
-            (Some(u), _, _) => {
-                let url = u.get_ref();
-                if let Some(why) = url_problem(url, &["http", "https"]) {
-                    err(
-                        u.span(),
-                        why,
-                        Some("for a file on this machine use `path = \"...\"`".into()),
-                    );
-                }
-                if base.sha256.is_none() {
-                    err(u.span(), "a downloaded base image needs its `sha256`".into(), Some("copy it from the publisher's `.sha256` file beside the image; nasforge never trusts an unchecked download".into()));
-                }
-                Some(Source::Url(url.clone()))
-            }
-            (_, Some(p), _) => {
-                let dir = file.parent().unwrap_or(Path::new("."));
-                let path = dir.join(p.get_ref());
-                let lower = p.get_ref().to_ascii_lowercase();
-                if ![".img", ".img.xz", ".img.gz", ".raw"]
-                    .iter()
-                    .any(|s| lower.ends_with(s))
-                {
-                    err(
-                        p.span(),
-                        format!("`{}` is not a disk image name", p.get_ref()),
-                        Some("expected a .img, .img.xz or .img.gz file".into()),
-                    );
-                }
-                Some(Source::Path(path))
-            }
-            (_, _, Some(d)) => {
-                let deb = d.get_ref();
-                let word = |s: &str| {
-                    !s.is_empty()
-                        && s.chars().all(|c| {
-                            c.is_ascii_lowercase() || c.is_ascii_digit() || "-+.".contains(c)
-                        })
-                };
-                if !word(&deb.suite) || !word(&deb.arch) {
-                    err(
-                        d.span(),
-                        format!(
-                            "`{}`/`{}` is not a Debian suite and architecture",
-                            deb.suite, deb.arch
-                        ),
-                        Some("e.g. debian = { suite = \"bookworm\", arch = \"arm64\" }".into()),
-                    );
-                }
-                if let Some(why) = deb
-                    .mirror
-                    .as_deref()
-                    .and_then(|m| url_problem(m, MIRROR_SCHEMES))
-                {
-                    err(
-                        d.span(),
-                        format!("`mirror`: {why}"),
-                        Some(MIRROR_HELP.into()),
-                    );
-                }
-                for name in deb.packages.iter().filter(|n| !is_package_name(n)) {
-                    err(
-                        d.span(),
-                        format!("`{}` is not a Debian package name", name.escape_debug()),
-                        Some(PACKAGE_NAME_HELP.into()),
-                    );
-                }
-                if let Some(s) = &base.sha256 {
-                    err(
-                        s.span(),
-                        "`sha256` checks a downloaded or local image, not one built from packages"
-                            .into(),
-                        None,
-                    );
-                }
-                Some(Source::Debian(deb.clone()))
-            }
-        };
-        let sha256 = base.sha256.as_ref().map(|s| {
-            let v = s.get_ref().trim().to_ascii_lowercase();
-            if v.len() != 64 || !v.chars().all(|c| c.is_ascii_hexdigit()) {
-                err(
-                    s.span(),
-                    format!("`{}` is not a sha256 (64 hexadecimal digits)", s.get_ref()),
-                    None,
-                );
-            }
-            v
-        });
-
+        let at = RecipeText { file, text };
         let model = raw.board.model;
-        let info = model.info();
-        let pcie_gen = raw.board.pcie_gen.as_ref().map(|g| {
-            if info.pcie_gen.is_none() {
-                err(
-                    g.span(),
-                    format!("board `{model}` has no configurable PCIe generation"),
-                    Some("`pcie_gen` applies to pi5 and cm5".into()),
-                );
-            } else if !(1..=3).contains(g.get_ref()) {
-                err(
-                    g.span(),
-                    format!("PCIe generation {} does not exist here", g.get_ref()),
-                    Some("use 1, 2 or 3 (3 is uncertified but works with the JMB585)".into()),
-                );
-            }
-            *g.get_ref()
-        });
-        let overlays = match &raw.board.overlays {
-            Some(o) => {
-                if info.family != Family::Armbian {
-                    err(
-                        o.span(),
-                        format!(
-                            "`overlays` are Armbian device-tree overlays; board `{model}` does not use them"
-                        ),
-                        Some("on a Raspberry Pi, put `dtoverlay=` lines in `[boot] config`".into()),
-                    );
-                }
-                // Each name becomes a word of armbianEnv.txt's `overlays=` line.
-                for name in o.get_ref() {
-                    let ok = !name.is_empty()
-                        && name
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c));
-                    if !ok {
-                        err(
-                            o.span(),
-                            format!("`{}` is not a device-tree overlay name", name.escape_debug()),
-                            Some("letters, digits, `-`, `_`, `.` and `+`, as in /boot/dtb/*/overlay/<prefix>-<name>.dtbo".into()),
-                        );
-                    }
-                }
-                o.get_ref().iter().map(|name| vec![name.clone()]).collect()
-            }
-            None => info.overlays.clone(),
-        };
-
-        let boot = match &raw.boot {
-            Some(b) => {
-                if info.family != Family::Rpi {
-                    err(
-                        b.span(),
-                        format!(
-                            "`[boot]` edits config.txt and cmdline.txt, which board `{model}` does not have"
-                        ),
-                        Some("remove the section, or pick a Raspberry Pi board".into()),
-                    );
-                }
-                for line in &b.get_ref().config {
-                    if line.contains(char::is_control) || line.trim_start().starts_with('[') {
-                        err(
-                            b.span(),
-                            format!(
-                                "config line `{}` must be a single setting, not a section or several lines",
-                                line.escape_debug()
-                            ),
-                            Some(format!(
-                                "nasforge puts these lines in the board's own section ([{}])",
-                                info.section.clone().unwrap_or_default()
-                            )),
-                        );
-                    }
-                }
-                for token in b
-                    .get_ref()
-                    .cmdline_append
-                    .iter()
-                    .chain(&b.get_ref().cmdline_remove)
-                {
-                    // A quote would make the kernel read the arguments after
-                    // it as part of this one.
-                    if token.is_empty()
-                        || token.contains(|c: char| c.is_whitespace() || c.is_control() || c == '"')
-                    {
-                        err(
-                            b.span(),
-                            format!("cmdline entry `{}` must be one word", token.escape_debug()),
-                            Some(
-                                "give each kernel argument as its own list item, without quotes"
-                                    .into(),
-                            ),
-                        );
-                    }
-                }
-                b.get_ref().clone()
-            }
-            None => Boot::default(),
-        };
-
-        let kernel_build = raw.kernel.build_file.as_ref().and_then(|b| {
-            use crate::kernel::build::{BuildSpec, Defconfig, FragmentRef, KernelSource};
-            let b_ref = b.get_ref();
-            let dir = file.parent().unwrap_or(Path::new("."));
-            let defaults = model.info().kernel;
-            let mut ok = true;
-            if info.family == Family::Generic {
-                err(b.span(), format!("nasforge cannot install a kernel on board `{model}`"), defaults.unverified.clone());
-                ok = false;
-            }
-            let src = b_ref.source.get_ref();
-            let is_tarball = [".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tar.zst", ".tar"].iter().any(|e| src.ends_with(e));
-            let sha = b_ref.sha256.as_ref().map(|s| {
-                let v = s.get_ref().trim().to_ascii_lowercase();
-                if v.len() != 64 || !v.chars().all(|c| c.is_ascii_hexdigit()) {
-                    err(s.span(), format!("`{}` is not a sha256 (64 hexadecimal digits)", s.get_ref()), Some("`sha256sum` of the source tarball".into()));
-                    ok = false;
-                }
-                v
-            });
-            if src.contains('<') || src.contains('>') {
-                err(b_ref.source.span(), format!("`{src}` still holds a placeholder"), Some("replace the <...> part with the real commit or version".into()));
-                ok = false;
-            }
-            let source = if src.starts_with("https://") || src.starts_with("http://") {
-                if let Some(why) = url_problem(src, &["http", "https"]) {
-                    err(b_ref.source.span(), why, None);
-                    ok = false;
-                }
-                if !is_tarball {
-                    err(b_ref.source.span(), format!("`{src}` is not a source tarball URL"), Some("use a .tar.gz or .tar.xz of the kernel tree (e.g. GitHub's /archive/<commit>.tar.gz), or a local tree path".into()));
-                    ok = false;
-                }
-                match &sha {
-                    Some(sha) => KernelSource::Url { url: src.clone(), sha256: sha.clone() },
-                    None => {
-                        err(b_ref.source.span(), "a downloaded kernel source needs its `sha256`".into(), Some("nasforge never builds from an unchecked download; `sha256sum` the tarball once".into()));
-                        ok = false;
-                        KernelSource::Url { url: src.clone(), sha256: String::new() }
-                    }
-                }
-            } else if src.contains("://") {
-                err(b_ref.source.span(), format!("`{src}` is neither an http(s) URL nor a path"), None);
-                ok = false;
-                KernelSource::Tree(PathBuf::new())
-            } else if is_tarball {
-                KernelSource::Tarball { path: dir.join(src), sha256: sha.clone() }
-            } else {
-                if let Some(s) = &b_ref.sha256 {
-                    err(s.span(), "`sha256` applies to a source tarball, not a kernel tree".into(), Some("a tree is identified by its content; remove `sha256`".into()));
-                    ok = false;
-                }
-                KernelSource::Tree(dir.join(src))
-            };
-            let defconfig = match &b_ref.defconfig {
-                Some(d) => {
-                    let v = d.get_ref();
-                    if v.contains('/') || (v.ends_with(".config") && !v.ends_with("_defconfig")) {
-                        Defconfig::File(dir.join(v))
-                    } else if v.ends_with("config") && v.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
-                        Defconfig::Target(v.clone())
-                    } else {
-                        err(d.span(), format!("`{v}` is neither a defconfig target nor a config file"), Some("a make target such as `bcm2712_defconfig`, or a path to a full .config".into()));
-                        ok = false;
-                        Defconfig::Target(String::new())
-                    }
-                }
-                None => match &defaults.defconfig {
-                    Some(d) => Defconfig::Target(d.clone()),
-                    None => {
-                        if info.family != Family::Generic {
-                            err(b.span(), format!("no defconfig is known for board `{model}`"), Some("name one: `defconfig = \"...\"`".into()));
-                        }
-                        ok = false;
-                        Defconfig::Target(String::new())
-                    }
-                },
-            };
-            let fragments = match &b_ref.fragments {
-                Some(list) => {
-                    if list.get_ref().is_empty() {
-                        err(list.span(), "`fragments` is empty".into(), Some(format!("the board's default is {:?}", defaults.fragments)));
-                        ok = false;
-                    }
-                    list.get_ref()
-                        .iter()
-                        .filter_map(|f| {
-                            let name = f.get_ref();
-                            if name.ends_with(".config") || name.contains('/') {
-                                Some(FragmentRef::File(dir.join(name)))
-                            } else if crate::kernel::fragments::bundled(name).is_some() {
-                                Some(FragmentRef::Bundled(name.clone()))
-                            } else {
-                                let names: Vec<&str> = crate::kernel::fragments::BUNDLED.iter().map(|(n, _)| *n).collect();
-                                let help = match did_you_mean(name, names.iter().copied()) {
-                                    Some(s) => format!("did you mean `{s}`? (or a file: `my-options.config`)"),
-                                    None => format!("bundled fragments: {}; or a file: `my-options.config`", names.join(", ")),
-                                };
-                                err(f.span(), format!("no kernel fragment `{name}`"), Some(help));
-                                ok = false;
-                                None
-                            }
-                        })
-                        .collect()
-                }
-                None => defaults.fragments.iter().map(|f| FragmentRef::Bundled(f.clone())).collect(),
-            };
-            ok.then_some(BuildSpec { source, defconfig, fragments })
-        });
-
-        let out_path = match &raw.output.path {
-            Some(p) => {
-                let s = p.get_ref();
-                if !(s.ends_with(".img") || s.ends_with(".img.xz")) {
-                    err(
-                        p.span(),
-                        format!("output `{}` must end in .img or .img.xz", s.escape_debug()),
-                        None,
-                    );
-                }
-                // The name is written into the `.sha256` file beside it, one line.
-                if s.contains(char::is_control) {
-                    err(
-                        p.span(),
-                        format!("output `{}` holds a control character", s.escape_debug()),
-                        Some("use a plain file name".into()),
-                    );
-                }
-                PathBuf::from(s)
-            }
-            None => PathBuf::from(format!("out/{name}.img")),
-        };
-        let xz_level = match &raw.output.xz_level {
-            Some(l) if *l.get_ref() > 9 => {
-                err(
-                    l.span(),
-                    format!("xz level {} is out of range", l.get_ref()),
-                    Some("use 0 (fastest) to 9 (smallest)".into()),
-                );
-                DEFAULT_XZ_LEVEL
-            }
-            Some(l) => *l.get_ref(),
-            None => DEFAULT_XZ_LEVEL,
-        };
-
-        // What the storage plan needs on the board is always staged: the board
-        // is offline at first boot, so a missing mkfs would fail there,
-        // after the arrays exist.
-        let required: Vec<String> =
-            nasforge_engine::spec::required_packages(raw.storage.as_ref(), &raw.shares)
-                .into_iter()
-                .map(String::from)
-                .collect();
-        let (mut packages, mirror) = match &raw.packages {
-            Some(p) => {
-                let list = p.get_ref().install.clone().unwrap_or_default();
-                for name in list.iter().filter(|n| !is_package_name(n)) {
-                    err(
-                        p.span(),
-                        format!("`{}` is not a Debian package name", name.escape_debug()),
-                        Some(PACKAGE_NAME_HELP.into()),
-                    );
-                }
-
-                (list, p.get_ref().mirror.clone())
-            }
-            None => (vec![], None),
-        };
-        for r in required {
-            if !packages.contains(&r) {
-                packages.push(r);
-            }
-        }
-        let installer_binary = raw.installer.as_ref().map(|i| {
-            let path = file
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join(i.binary.get_ref());
-            if !path.is_file() {
-                err(
-                    i.binary.span(),
-                    format!("{} does not exist", path.display()),
-                    Some(
-                        "paths are relative to the recipe; build one with scripts/build-setup"
-                            .into(),
-                    ),
-                );
-            }
-            path
-        });
-        if let Some(why) = raw
-            .packages
-            .as_ref()
-            .and_then(|p| p.get_ref().mirror.as_deref())
-            .and_then(|m| url_problem(m, MIRROR_SCHEMES))
-        {
-            errs.push(at_path(file, text, "packages.mirror", &why).with_help(MIRROR_HELP));
-        }
-        let smb_users: Vec<String> = raw
-            .shares
-            .iter()
-            .filter_map(|s| s.smb.as_ref())
-            .flat_map(|s| s.users.iter().cloned())
-            .collect();
-        for (path, message) in crate::system::validate(&raw.system, &smb_users)
-            .into_iter()
-            .chain(crate::system::wizard_problems(
+        let mut errs = Vec::new();
+        let e = &mut errs;
+        let name = gather(e, name(raw.name.as_ref(), &at));
+        let base = gather(e, base::parse(&raw.base, &at));
+        let board = gather(e, board::parse(&raw.board, &at));
+        let boot = gather(
+            e,
+            crate::boot::section::parse(raw.boot.as_ref(), model, &at),
+        );
+        let kernel = gather(e, crate::kernel::section::parse(raw.kernel, model, &at));
+        // A refused name fails the recipe anyway; the default output path
+        // made from it is then never used.
+        let output_name = name.as_deref().unwrap_or_default();
+        let output = gather(e, crate::output::parse(&raw.output, output_name, &at));
+        let packages = gather(
+            e,
+            crate::packages::section::parse(
+                raw.packages.as_ref(),
                 raw.storage.as_ref(),
-                &raw.system,
-            ))
-        {
-            errs.push(at_path(file, text, &path, &message));
-        }
-
+                &raw.shares,
+                &at,
+            ),
+        );
+        let installer_binary = gather(e, installer(raw.installer.as_ref(), &at));
+        let system = gather(
+            e,
+            crate::system::section::parse(raw.system, raw.storage.as_ref(), &raw.shares, &at),
+        );
         let device = DeviceRecipe {
             storage: raw.storage,
             shares: raw.shares,
         };
-        for p in device.problems() {
-            errs.push(at_path(file, text, &p.path, &p.message));
-        }
+        errs.extend(
+            device
+                .problems()
+                .iter()
+                .map(|p| at.at_path(&p.path, &p.message)),
+        );
 
         if !errs.is_empty() {
             errs.sort_by_key(|e| (e.line, e.col));
             return Err(LocatedErrors(errs));
         }
+        // A section is None only when it added errors.
+        let board = board.expect("no errors");
+        let packages = packages.expect("no errors");
         Ok(Recipe {
             file: file.to_path_buf(),
             text: text.to_string(),
-            name,
-            base: Base {
-                source: source.expect("checked above"),
-                sha256,
-            },
+            name: name.expect("no errors"),
+            base: base.expect("no errors"),
             board: model,
-            pcie_gen,
-            overlays,
-            boot,
-            kernel: Kernel {
-                build: kernel_build,
-                ..raw.kernel
-            },
-            output: Output {
-                compress: out_path.to_string_lossy().ends_with(".xz"),
-                path: out_path,
-                grow: raw.output.grow.map(|s| s.0),
-                xz_level,
-            },
+            pcie_gen: board.pcie_gen,
+            overlays: board.overlays,
+            boot: boot.expect("no errors"),
+            kernel: kernel.expect("no errors"),
+            output: output.expect("no errors"),
             storage: device.storage,
             shares: device.shares,
-            packages,
-            mirror,
-            system: raw.system,
-            installer_binary,
+            packages: packages.install,
+            mirror: packages.mirror,
+            system: system.expect("no errors"),
+            installer_binary: installer_binary.expect("no errors"),
         })
     }
 }
 
-const MIRROR_SCHEMES: &[&str] = &["http", "https", "file"];
-const MIRROR_HELP: &str = "a Debian archive address such as `http://mirror.example/debian` or `file:///srv/mirror/debian`";
-const PACKAGE_NAME_HELP: &str = "lowercase letters, digits, `+`, `-` and `.`";
-
-/// Debian policy's package name: what apt and mmdebstrap's `--include=`
-/// (a comma-separated list) read as exactly one package.
-fn is_package_name(name: &str) -> bool {
-    name.len() >= 2
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
+/// `name`, or the recipe file's stem; it names the output image.
+fn name(given: Option<&Spanned<String>>, at: &RecipeText) -> Checked<String> {
+    let Some(n) = given else {
+        let stem = at.file.file_stem().and_then(|s| s.to_str());
+        return Ok(stem.unwrap_or("image").to_string());
+    };
+    let ok = !n.get_ref().is_empty()
+        && n.get_ref()
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && !n.get_ref().starts_with('.');
+    let mut errs = Vec::new();
+    if !ok {
+        errs.push(
+            at.at(
+                n.span(),
+                format!("name `{}` cannot be used as a file name", n.get_ref()),
+            )
+            .with_help("use letters, digits, `-`, `_` and `.`"),
+        );
+    }
+    checked(n.get_ref().clone(), errs)
+}
+
+/// `[installer] binary`, which must exist when the recipe is read.
+fn installer(raw: Option<&InstallerFile>, at: &RecipeText) -> Checked<Option<PathBuf>> {
+    let Some(i) = raw else {
+        return Ok(None);
+    };
+    let path = at.dir().join(i.binary.get_ref());
+    let mut errs = Vec::new();
+    if !path.is_file() {
+        errs.push(
+            at.at(
+                i.binary.span(),
+                format!("{} does not exist", path.display()),
+            )
+            .with_help("paths are relative to the recipe; build one with scripts/build-setup"),
+        );
+    }
+    checked(Some(path), errs)
 }
 
 /// Why `value` cannot be used as an address with one of `schemes`, if it
 /// cannot. Whitespace and control characters are refused before parsing: the
 /// URL parser silently drops tabs and newlines, while an apt source or a
 /// command line would read them as the start of another field or word.
-fn url_problem(value: &str, schemes: &[&str]) -> Option<String> {
+pub(crate) fn url_problem(value: &str, schemes: &[&str]) -> Option<String> {
     let shown = value.escape_debug();
     if value.contains(|c: char| c.is_whitespace() || c.is_control()) {
         return Some(format!(
@@ -724,26 +295,35 @@ fn url_problem(value: &str, schemes: &[&str]) -> Option<String> {
     None
 }
 
-/// An error at a dotted path of the recipe (`system.users[0].name`).
-fn at_path(file: &Path, text: &str, path: &str, message: &str) -> Located {
-    let at = nasforge_engine::spec::locate(text, path);
-    let (line, col) = at.map_or((1, 1), |l| (l.line, l.column));
-    Located::at(file, text, line, col, format!("{path}: {message}"))
+/// Why `value` is not a sha256 (64 hexadecimal digits), if it is not; the
+/// lowercase digest either way.
+pub(crate) fn sha256_problem(
+    value: &Spanned<String>,
+    at: &RecipeText,
+) -> (String, Option<Located>) {
+    let v = value.get_ref().trim().to_ascii_lowercase();
+    let bad = v.len() != 64 || !v.chars().all(|c| c.is_ascii_hexdigit());
+    let err = bad.then(|| {
+        at.at(
+            value.span(),
+            format!(
+                "`{}` is not a sha256 (64 hexadecimal digits)",
+                value.get_ref()
+            ),
+        )
+    });
+    (v, err)
 }
 
 impl Recipe {
     /// What only a base of this kind refuses (a first user Raspberry Pi
     /// OS's userconf would not create), located like every other error.
     pub fn check_for(&self, vendor: crate::system::Vendor) -> Result<(), LocatedErrors> {
-        let errs: Vec<Located> = crate::system::problems_for(vendor, &self.system)
-            .iter()
-            .map(|(path, message)| at_path(&self.file, &self.text, path, message))
-            .collect();
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(LocatedErrors(errs))
-        }
+        let at = RecipeText {
+            file: &self.file,
+            text: &self.text,
+        };
+        crate::system::section::problems_for(vendor, &self.system, &at).map_err(LocatedErrors)
     }
 }
 
@@ -786,7 +366,7 @@ mod tests {
         assert_eq!(r.name, "r");
         assert_eq!(r.output.path, PathBuf::from("out/r.img"));
         assert!(!r.output.compress);
-        assert_eq!(r.base.source, Source::Path(PathBuf::from("x.img")));
+        assert_eq!(r.base.source, BaseSource::Path(PathBuf::from("x.img")));
     }
 
     #[test]

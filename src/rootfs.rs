@@ -7,7 +7,7 @@
 use crate::board::Family;
 use crate::firstboot;
 use crate::image::Image;
-use crate::image::ext4::Op;
+use crate::image::ext4::{Ext4, Op};
 use crate::manifest::Change;
 use crate::packages::{self, Resolved};
 use crate::recipe::Recipe;
@@ -19,7 +19,7 @@ pub struct Prepared {
     pub resolved: Option<Resolved>,
     system: system::Applied,
     binary: Option<PathBuf>,
-    firstboot: Option<firstboot::Plan>,
+    firstboot: Option<firstboot::Settings>,
     recipe_copy: Option<Vec<u8>>,
 }
 
@@ -45,6 +45,23 @@ impl Prepared {
         } else {
             packages + binary + MARGIN
         }
+    }
+}
+
+impl Prepared {
+    /// The directories what was prepared goes into.
+    fn dirs(&self) -> Vec<&'static str> {
+        let mut dirs = vec![];
+        if self.resolved.is_some() || self.firstboot.is_some() || !self.system.ops.is_empty() {
+            dirs.push("/var/lib/nasforge");
+        }
+        if self.resolved.is_some() {
+            dirs.push(packages::STAGE_DIR);
+        }
+        if self.binary.is_some() {
+            dirs.push("/usr/local/sbin");
+        }
+        dirs
     }
 }
 
@@ -97,17 +114,10 @@ pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> R
     } else {
         None
     };
-    let wants_ssh = recipe.system.ssh.unwrap_or_else(|| {
-        recipe
-            .system
-            .users
-            .iter()
-            .any(|u| !u.ssh_authorized_keys.is_empty())
-    });
-    let firstboot = (resolved.is_some() || has_storage).then(|| firstboot::Plan {
+    let firstboot = (resolved.is_some() || has_storage).then(|| firstboot::Settings {
         packages: install.clone(),
         mode: recipe.storage.as_ref().map(|s| s.mode),
-        ssh: wants_ssh && system.needs_openssh,
+        ssh: recipe.system.wants_ssh() && system.needs_openssh,
     });
     let recipe_copy = if has_storage {
         Some(firstboot::board_recipe(recipe.storage.as_ref(), &recipe.shares)?.into_bytes())
@@ -138,6 +148,13 @@ fn image_arch(image: &Image) -> Result<String> {
         .context("the image's dpkg status has no dpkg entry, so its architecture is unknown")
 }
 
+/// What `apply` writes into the root filesystem, in order, and the
+/// manifest's record of it.
+struct Writes {
+    ops: Vec<Op>,
+    changes: Vec<Change>,
+}
+
 /// Writes everything `prepare` worked out. Returns the manifest records and
 /// warnings.
 pub fn apply(
@@ -148,83 +165,21 @@ pub fn apply(
     let root = image
         .ext4()
         .context("the image has no ext4 root filesystem")?;
-    let mut changes = prepared.system.changes;
-    let mut ops: Vec<Op> = Vec::new();
-    let mut dirs = vec![];
-    if prepared.resolved.is_some()
-        || prepared.firstboot.is_some()
-        || !prepared.system.ops.is_empty()
-    {
-        dirs.push("/var/lib/nasforge");
-    }
-    if prepared.resolved.is_some() {
-        dirs.push(packages::STAGE_DIR);
-    }
-    if prepared.binary.is_some() {
-        dirs.push("/usr/local/sbin");
-    }
-    ops.extend(root.missing_dirs(&dirs)?);
-    ops.extend(prepared.system.ops);
+    let dirs = root.missing_dirs(&prepared.dirs())?;
+    let mut w = Writes {
+        ops: dirs,
+        changes: prepared.system.changes,
+    };
+    w.ops.extend(prepared.system.ops);
     if let Some(r) = &prepared.resolved {
-        if root.list(packages::STAGE_DIR)?.is_some() {
-            // A rebuild from an image nasforge made: replace the old staging.
-            for e in root.list(packages::STAGE_DIR)?.unwrap_or_default() {
-                ops.insert(
-                    0,
-                    Op::Remove {
-                        path: format!("{}/{}", packages::STAGE_DIR, e.name),
-                    },
-                );
-            }
-        }
-        ops.extend(packages::stage(r)?);
-        changes.push(Change {
-            file: format!("root:{}", packages::STAGE_DIR),
-            before_sha256: None,
-            after_sha256: None,
-            why: format!(
-                "packages for the offline first boot: {}",
-                r.requested.join(", ")
-            ),
-            details: r
-                .debs
-                .iter()
-                .map(|d| {
-                    format!(
-                        "{} {} ({}, sha256 {})",
-                        d.package, d.version, d.filename, d.sha256
-                    )
-                })
-                .collect(),
-        });
+        stage_packages(&root, r, &mut w)?;
     }
     if let Some(b) = &prepared.binary {
-        if root.owner(firstboot::SETUP_BINARY)?.is_some() {
-            ops.push(Op::Remove {
-                path: firstboot::SETUP_BINARY.into(),
-            });
-        }
-        ops.push(Op::Copy {
-            path: firstboot::SETUP_BINARY.into(),
-            from: b.clone(),
-            mode: 0o755,
-            uid: 0,
-            gid: 0,
-        });
-        changes.push(Change {
-            file: format!("root:{}", firstboot::SETUP_BINARY),
-            before_sha256: None,
-            after_sha256: Some(crate::io::hash::hash_file(
-                &std::fs::File::open(b)?,
-                |_| {},
-            )?),
-            why: "the first-boot storage setup program".into(),
-            details: vec![format!("from {}", b.display())],
-        });
+        setup_binary(&root, b, &mut w)?;
     }
-    if let Some(plan) = &prepared.firstboot {
-        ops.extend(firstboot::ops(&root, plan)?);
-        changes.push(Change {
+    if let Some(settings) = &prepared.firstboot {
+        w.ops.extend(firstboot::ops(&root, settings)?);
+        w.changes.push(Change {
             file: "root:/etc/systemd/system/nasforge-firstboot.service".into(),
             before_sha256: None,
             after_sha256: None,
@@ -237,40 +192,7 @@ pub fn apply(
         .as_ref()
         .is_some_and(|s| s.mode == nasforge_engine::spec::Mode::Wizard)
     {
-        use nasforge_engine::image_files::{ENABLE_WIZARD, FILES};
-        let dirs: Vec<&str> = FILES
-            .iter()
-            .filter_map(|f| f.path.rsplit_once('/').map(|(d, _)| d))
-            .chain([ENABLE_WIZARD.0.rsplit_once('/').unwrap().0])
-            .collect();
-        ops.extend(root.missing_dirs(&dirs)?);
-        for f in FILES {
-            if root.owner(f.path)?.is_some() {
-                ops.push(Op::Remove {
-                    path: f.path.into(),
-                });
-            }
-            ops.push(Op::root_file(
-                f.path,
-                f.contents.as_bytes().to_vec(),
-                f.mode,
-            ));
-        }
-        if root.readlink(ENABLE_WIZARD.0)?.is_none() {
-            ops.push(Op::Symlink {
-                path: ENABLE_WIZARD.0.into(),
-                target: ENABLE_WIZARD.1.into(),
-            });
-        }
-        changes.push(Change {
-            file: format!("root:{}", ENABLE_WIZARD.1),
-            before_sha256: None,
-            after_sha256: None,
-            why:
-                "storage mode \"wizard\": a note on the login screen, and the wizard after a login"
-                    .into(),
-            details: FILES.iter().map(|f| f.path.to_string()).collect(),
-        });
+        wizard_files(&root, &mut w)?;
     }
     let family = recipe.board.info().family;
     // Armbian's first login forces a new root password and user unless this
@@ -279,57 +201,13 @@ pub fn apply(
         && !recipe.system.users.is_empty()
         && root.owner("/root/.not_logged_in_yet")?.is_some()
     {
-        ops.push(Op::Remove {
-            path: "/root/.not_logged_in_yet".into(),
-        });
-        changes.push(Change {
-            file: "root:/root/.not_logged_in_yet".into(),
-            before_sha256: None,
-            after_sha256: None,
-            why: "removed: the recipe's users replace Armbian's first-login questions".into(),
-            details: vec![],
-        });
-        // Armbian logs root in on every console without a password until
-        // its first-login script removes these drop-ins
-        // (armbian/build lib/functions/rootfs/distro-agnostic.sh writes them
-        // when CONSOLE_AUTOLOGIN=yes; armbian-firstlogin deletes these same
-        // four paths). With that script skipped, they would stay for good.
-        let paths: Vec<String> = ARMBIAN_AUTOLOGIN.iter().map(|p| p.to_string()).collect();
-        for (path, data) in paths.iter().zip(root.read_many(&paths)?) {
-            if data.is_some_and(|d| String::from_utf8_lossy(&d).contains("--autologin")) {
-                ops.push(Op::Remove { path: path.clone() });
-                changes.push(Change {
-                    file: format!("root:{path}"),
-                    before_sha256: None,
-                    after_sha256: None,
-                    why: "removed: Armbian's console autologin as root, which its skipped first-login script would have removed".into(),
-                    details: vec![],
-                });
-            }
-        }
+        skip_armbian_first_login(&root, &mut w)?;
     }
     let mut boot_files = prepared.system.boot_files;
     if let Some(copy) = prepared.recipe_copy {
-        match family {
-            Family::Rpi => boot_files.push(("nasforge.toml".into(), copy)),
-            Family::Armbian | Family::Generic => {
-                if root.owner("/boot/nasforge.toml")?.is_some() {
-                    ops.push(Op::Remove {
-                        path: "/boot/nasforge.toml".into(),
-                    });
-                }
-                ops.push(Op::root_file("/boot/nasforge.toml", copy, 0o644));
-            }
-        }
-        changes.push(Change {
-            file: "boot:/nasforge.toml".into(),
-            before_sha256: None,
-            after_sha256: None,
-            why: "the recipe's [storage] and [[shares]], for nasforge-setup on the board".into(),
-            details: vec![],
-        });
+        board_recipe(&root, family, copy, &mut boot_files, &mut w)?;
     }
-    root.apply(&ops)?;
+    root.apply(&w.ops)?;
     if !boot_files.is_empty() {
         let fat = image
             .fat(true)?
@@ -339,5 +217,172 @@ pub fn apply(
         }
         fat.close()?;
     }
-    Ok((changes, prepared.system.warnings))
+    Ok((w.changes, prepared.system.warnings))
+}
+
+/// The recipe's `[storage]` and `[[shares]]` where nasforge-setup reads
+/// them: the FAT partition of a Raspberry Pi, /boot on the root otherwise.
+fn board_recipe(
+    root: &Ext4,
+    family: Family,
+    copy: Vec<u8>,
+    boot_files: &mut Vec<(String, Vec<u8>)>,
+    w: &mut Writes,
+) -> Result<()> {
+    match family {
+        Family::Rpi => boot_files.push(("nasforge.toml".into(), copy)),
+        Family::Armbian | Family::Generic => {
+            if root.owner("/boot/nasforge.toml")?.is_some() {
+                w.ops.push(Op::Remove {
+                    path: "/boot/nasforge.toml".into(),
+                });
+            }
+            w.ops
+                .push(Op::root_file("/boot/nasforge.toml", copy, 0o644));
+        }
+    }
+    w.changes.push(Change {
+        file: "boot:/nasforge.toml".into(),
+        before_sha256: None,
+        after_sha256: None,
+        why: "the recipe's [storage] and [[shares]], for nasforge-setup on the board".into(),
+        details: vec![],
+    });
+    Ok(())
+}
+
+/// The resolved packages as a flat repository in `STAGE_DIR`.
+fn stage_packages(root: &Ext4, r: &Resolved, w: &mut Writes) -> Result<()> {
+    if root.list(packages::STAGE_DIR)?.is_some() {
+        // A rebuild from an image nasforge made: replace the old staging.
+        for e in root.list(packages::STAGE_DIR)?.unwrap_or_default() {
+            w.ops.insert(
+                0,
+                Op::Remove {
+                    path: format!("{}/{}", packages::STAGE_DIR, e.name),
+                },
+            );
+        }
+    }
+    w.ops.extend(packages::stage(r)?);
+    w.changes.push(Change {
+        file: format!("root:{}", packages::STAGE_DIR),
+        before_sha256: None,
+        after_sha256: None,
+        why: format!(
+            "packages for the offline first boot: {}",
+            r.requested.join(", ")
+        ),
+        details: r
+            .debs
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} {} ({}, sha256 {})",
+                    d.package, d.version, d.filename, d.sha256
+                )
+            })
+            .collect(),
+    });
+    Ok(())
+}
+
+/// nasforge-setup, copied from this machine.
+fn setup_binary(root: &Ext4, b: &Path, w: &mut Writes) -> Result<()> {
+    if root.owner(firstboot::SETUP_BINARY)?.is_some() {
+        w.ops.push(Op::Remove {
+            path: firstboot::SETUP_BINARY.into(),
+        });
+    }
+    w.ops.push(Op::Copy {
+        path: firstboot::SETUP_BINARY.into(),
+        from: b.to_path_buf(),
+        mode: 0o755,
+        uid: 0,
+        gid: 0,
+    });
+    w.changes.push(Change {
+        file: format!("root:{}", firstboot::SETUP_BINARY),
+        before_sha256: None,
+        after_sha256: Some(crate::io::hash::hash_file(
+            &std::fs::File::open(b)?,
+            |_| {},
+        )?),
+        why: "the first-boot storage setup program".into(),
+        details: vec![format!("from {}", b.display())],
+    });
+    Ok(())
+}
+
+/// Storage mode "wizard": the login note and the unit that starts the
+/// wizard after a login.
+fn wizard_files(root: &Ext4, w: &mut Writes) -> Result<()> {
+    use nasforge_engine::image_files::{ENABLE_WIZARD, FILES};
+    let dirs: Vec<&str> = FILES
+        .iter()
+        .filter_map(|f| f.path.rsplit_once('/').map(|(d, _)| d))
+        .chain([ENABLE_WIZARD.0.rsplit_once('/').unwrap().0])
+        .collect();
+    w.ops.extend(root.missing_dirs(&dirs)?);
+    for f in FILES {
+        if root.owner(f.path)?.is_some() {
+            w.ops.push(Op::Remove {
+                path: f.path.into(),
+            });
+        }
+        w.ops.push(Op::root_file(
+            f.path,
+            f.contents.as_bytes().to_vec(),
+            f.mode,
+        ));
+    }
+    if root.readlink(ENABLE_WIZARD.0)?.is_none() {
+        w.ops.push(Op::Symlink {
+            path: ENABLE_WIZARD.0.into(),
+            target: ENABLE_WIZARD.1.into(),
+        });
+    }
+    w.changes.push(Change {
+        file: format!("root:{}", ENABLE_WIZARD.1),
+        before_sha256: None,
+        after_sha256: None,
+        why: "storage mode \"wizard\": a note on the login screen, and the wizard after a login"
+            .into(),
+        details: FILES.iter().map(|f| f.path.to_string()).collect(),
+    });
+    Ok(())
+}
+
+/// Armbian's first-login marker removed, and with it the console autologin
+/// as root its first-login script would have removed.
+fn skip_armbian_first_login(root: &Ext4, w: &mut Writes) -> Result<()> {
+    w.ops.push(Op::Remove {
+        path: "/root/.not_logged_in_yet".into(),
+    });
+    w.changes.push(Change {
+        file: "root:/root/.not_logged_in_yet".into(),
+        before_sha256: None,
+        after_sha256: None,
+        why: "removed: the recipe's users replace Armbian's first-login questions".into(),
+        details: vec![],
+    });
+    // Armbian logs root in on every console without a password until its
+    // first-login script removes these drop-ins (armbian/build
+    // lib/functions/rootfs/distro-agnostic.sh writes them when
+    // CONSOLE_AUTOLOGIN=yes; armbian-firstlogin deletes these same four
+    // paths). With that script skipped, they would stay for good.
+    let paths: Vec<String> = ARMBIAN_AUTOLOGIN.iter().map(|p| p.to_string()).collect();
+    for (path, data) in paths.iter().zip(root.read_many(&paths)?) {
+        if data.is_some_and(|d| String::from_utf8_lossy(&d).contains("--autologin")) {
+            w.ops.push(Op::Remove { path: path.clone() });
+            w.changes.push(Change {
+                file: format!("root:{path}"),
+                before_sha256: None,
+                after_sha256: None,
+                why: "removed: Armbian's console autologin as root, which its skipped first-login script would have removed".into(),
+                details: vec![],
+            });
+        }
+    }
+    Ok(())
 }

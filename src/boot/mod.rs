@@ -4,9 +4,13 @@
 pub mod armbian_env;
 pub mod cmdline;
 pub mod config_txt;
+pub mod section;
 
-use crate::board::Family;
+pub use section::Boot;
+
+use crate::board::{BoardInfo, Family, Model};
 use crate::image::Image;
+use crate::image::fat::Fat;
 use crate::io::hash::sha256_hex;
 use crate::manifest::Change;
 use crate::recipe::Recipe;
@@ -27,7 +31,7 @@ pub fn apply(image: &Image, recipe: &Recipe) -> Result<Applied> {
 }
 
 /// Refuses an image of the wrong family before anything is done to it.
-pub fn check_family(image: &Image, board: crate::board::Model) -> Result<()> {
+pub fn check_family(image: &Image, board: Model) -> Result<()> {
     let info = board.info();
     match info.family {
         Family::Rpi => {
@@ -81,14 +85,20 @@ fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
     };
     let part = partition_name(image.boot().and_then(|p| p.label.as_deref()), "boot");
     let mut out = Applied::default();
+    let wanted = wanted_config(recipe, &info);
+    edit_config(&fat, &part, board, &info, &wanted, &section, &mut out)?;
+    if !recipe.boot.cmdline_append.is_empty() || !recipe.boot.cmdline_remove.is_empty() {
+        edit_cmdline(&fat, &part, &recipe.boot, &mut out)?;
+    }
+    fat.close()?;
+    persist_for_raspi_firmware(image, recipe, &wanted, &section, &mut out)?;
+    Ok(out)
+}
 
-    let before = fat.read("config.txt")?.with_context(|| {
-        format!(
-            "the boot partition has no config.txt; is this a Raspberry Pi image? (board {board})"
-        )
-    })?;
-    let text = String::from_utf8(before.clone()).context("config.txt is not UTF-8 text")?;
-    let mut config = config_txt::ConfigTxt::parse(&text);
+/// The config.txt lines the board needs and the recipe asks for, each with
+/// the reason the manifest gives.
+fn wanted_config(recipe: &Recipe, info: &BoardInfo) -> Vec<(String, String)> {
+    let board = recipe.board;
     let mut wanted: Vec<(String, String)> = info
         .config
         .iter()
@@ -112,10 +122,30 @@ fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
             .iter()
             .map(|l| (l.clone(), "[boot] config".to_string())),
     );
+    wanted
+}
+
+/// Sets the `wanted` lines in the board's section of config.txt.
+fn edit_config(
+    fat: &Fat,
+    part: &str,
+    board: Model,
+    info: &BoardInfo,
+    wanted: &[(String, String)],
+    section: &str,
+    out: &mut Applied,
+) -> Result<()> {
+    let before = fat.read("config.txt")?.with_context(|| {
+        format!(
+            "the boot partition has no config.txt; is this a Raspberry Pi image? (board {board})"
+        )
+    })?;
+    let text = String::from_utf8(before.clone()).context("config.txt is not UTF-8 text")?;
+    let mut config = config_txt::ConfigTxt::parse(&text);
     let mut details = Vec::new();
     let mut reasons = Vec::new();
-    for (line, why) in &wanted {
-        let edits = config.set(line, &info.filters, &section);
+    for (line, why) in wanted {
+        let edits = config.set(line, &info.filters, section);
         if !edits.is_empty() {
             reasons.push(why.clone());
         }
@@ -139,43 +169,42 @@ fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
             details,
         });
     }
+    Ok(())
+}
 
-    if !recipe.boot.cmdline_append.is_empty() || !recipe.boot.cmdline_remove.is_empty() {
-        let before = fat
-            .read("cmdline.txt")?
-            .context("the boot partition has no cmdline.txt to edit")?;
-        let mut cmdline = cmdline::Cmdline::parse(&String::from_utf8_lossy(&before));
-        if cmdline.ignored_lines() > 0 {
-            out.warnings.push(
-                "cmdline.txt has more than one line; the firmware reads only the first".into(),
-            );
-        }
-        let mut details = Vec::new();
-        for r in &recipe.boot.cmdline_remove {
-            if cmdline.remove(r) {
-                details.push(format!("removed `{r}`"));
-            }
-        }
-        for a in &recipe.boot.cmdline_append {
-            if cmdline.append(a) {
-                details.push(format!("added `{a}`"));
-            }
-        }
-        let after = cmdline.render();
-        if after.as_bytes() != before.as_slice() {
-            fat.write("cmdline.txt", after.as_bytes())?;
-            out.changes.push(Change {
-                file: format!("{part}:/cmdline.txt"),
-                before_sha256: Some(sha256_hex(&before)),
-                after_sha256: Some(sha256_hex(after.as_bytes())),
-                why: "[boot] cmdline_append / cmdline_remove".into(),
-                details,
-            });
+/// `[boot] cmdline_remove` and `cmdline_append` applied to cmdline.txt.
+fn edit_cmdline(fat: &Fat, part: &str, boot: &Boot, out: &mut Applied) -> Result<()> {
+    let before = fat
+        .read("cmdline.txt")?
+        .context("the boot partition has no cmdline.txt to edit")?;
+    let mut cmdline = cmdline::Cmdline::parse(&String::from_utf8_lossy(&before));
+    if cmdline.ignored_lines() > 0 {
+        out.warnings
+            .push("cmdline.txt has more than one line; the firmware reads only the first".into());
+    }
+    let mut details = Vec::new();
+    for r in &boot.cmdline_remove {
+        if cmdline.remove(r) {
+            details.push(format!("removed `{r}`"));
         }
     }
-    fat.close()?;
-    persist_for_raspi_firmware(image, recipe, &wanted, &section, &mut out)?;
-    Ok(out)
+    for a in &boot.cmdline_append {
+        if cmdline.append(a) {
+            details.push(format!("added `{a}`"));
+        }
+    }
+    let after = cmdline.render();
+    if after.as_bytes() != before.as_slice() {
+        fat.write("cmdline.txt", after.as_bytes())?;
+        out.changes.push(Change {
+            file: format!("{part}:/cmdline.txt"),
+            before_sha256: Some(sha256_hex(&before)),
+            after_sha256: Some(sha256_hex(after.as_bytes())),
+            why: "[boot] cmdline_append / cmdline_remove".into(),
+            details,
+        });
+    }
+    Ok(())
 }
 
 const RASPI_FIRMWARE_HOOK: &str = "/etc/kernel/postinst.d/z50-raspi-firmware";

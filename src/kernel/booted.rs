@@ -5,19 +5,9 @@ use crate::board::{BoardInfo, Family, Model};
 use crate::boot::config_txt::ConfigTxt;
 use crate::image::Image;
 use crate::image::fat::Fat;
+use crate::manifest::Booted;
 use anyhow::{Result, bail};
-use serde::Serialize;
 use std::io::Read;
-
-/// Which kernel a board boots, and how that was worked out.
-#[derive(Debug, Clone, Serialize)]
-pub struct Booted {
-    pub board: Model,
-    /// The kernel image file (`kernel_2712.img`, `/boot/Image`, ...).
-    pub file: Option<String>,
-    pub version: Option<String>,
-    pub reason: String,
-}
 
 impl Booted {
     fn new(board: Model, file: Option<String>, version: Option<String>, reason: String) -> Booted {

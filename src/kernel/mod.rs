@@ -8,8 +8,10 @@ pub mod caps;
 pub mod fragments;
 pub mod install;
 pub mod kconfig;
+pub mod section;
 
-pub use booted::{Booted, booted, version_in};
+pub use crate::manifest::Booted;
+pub use booted::{booted, version_in};
 pub use caps::{Capability, KernelFiles, KernelReport, Presence};
 
 use crate::board::Model;

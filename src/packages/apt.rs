@@ -4,7 +4,7 @@
 //! the board would apply. `APT_CONFIG` points apt at this root's own
 //! configuration, so nothing of the host's apt setup leaks in.
 
-use super::sources::Source;
+use super::sources::AptSource;
 use crate::io::hash::sha256_hex;
 use anyhow::{Context, Result, bail};
 use std::fs;
@@ -43,7 +43,7 @@ impl AptRoot {
     pub fn prepare(
         cache: &Path,
         arch: &str,
-        sources: &[Source],
+        sources: &[AptSource],
         keyrings: &[ImageFile],
         status: &[u8],
     ) -> Result<AptRoot> {

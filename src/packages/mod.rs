@@ -4,12 +4,13 @@
 //! repository that apt on the board installs from with no network.
 
 pub mod apt;
+pub mod section;
 pub mod sources;
 
 use crate::image::ext4::{Ext4, Op};
 use anyhow::{Context, Result, bail};
 use apt::{AptRoot, Download, ImageFile};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Where the staged repository lives on the board.
@@ -73,17 +74,6 @@ impl Resolved {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PackagesSection {
-    /// Packages to install at first boot (with their dependencies), beyond
-    /// what `[storage]` and `[[shares]]` need, which is always added.
-    #[serde(default)]
-    pub install: Option<Vec<String>>,
-    /// Replaces the address of the image's Debian archive entries.
-    pub mirror: Option<String>,
-}
-
 fn field<'a>(stanza: &'a str, name: &str) -> Option<&'a str> {
     stanza
         .lines()
@@ -104,7 +94,7 @@ fn architecture(status: &str) -> Result<String> {
 }
 
 /// The image's apt sources, with `mirror` applied.
-fn image_sources(root: &Ext4, mirror: Option<&str>) -> Result<Vec<sources::Source>> {
+fn image_sources(root: &Ext4, mirror: Option<&str>) -> Result<Vec<sources::AptSource>> {
     let mut files = vec!["/etc/apt/sources.list".to_string()];
     if let Some(entries) = root.list("/etc/apt/sources.list.d")? {
         let mut names: Vec<String> = entries
@@ -151,7 +141,7 @@ fn image_sources(root: &Ext4, mirror: Option<&str>) -> Result<Vec<sources::Sourc
 }
 
 /// The keyrings the sources trust, read from the image.
-fn image_keyrings(root: &Ext4, sources: &[sources::Source]) -> Result<Vec<ImageFile>> {
+fn image_keyrings(root: &Ext4, sources: &[sources::AptSource]) -> Result<Vec<ImageFile>> {
     let mut out = Vec::new();
     let mut wanted: Vec<(String, String)> = Vec::new();
     for s in sources {

@@ -4,7 +4,7 @@
 use anyhow::{Result, bail};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub struct AptSource {
     pub uris: Vec<String>,
     pub suites: Vec<String>,
     pub components: Vec<String>,
@@ -16,7 +16,7 @@ pub struct Source {
 }
 
 /// One-line format: `deb [opt=val ...] URI SUITE [COMPONENT ...]`.
-pub fn parse_list(text: &str, origin: &str) -> Result<Vec<Source>> {
+pub fn parse_list(text: &str, origin: &str) -> Result<Vec<AptSource>> {
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
@@ -53,7 +53,7 @@ pub fn parse_list(text: &str, origin: &str) -> Result<Vec<Source>> {
         if words.len() < 2 {
             bail!("{origin}:{}: `{line}` needs a URI and a suite", n + 1);
         }
-        out.push(Source {
+        out.push(AptSource {
             uris: vec![words[0].to_string()],
             suites: vec![words[1].to_string()],
             components: words[2..].iter().map(|s| s.to_string()).collect(),
@@ -65,7 +65,7 @@ pub fn parse_list(text: &str, origin: &str) -> Result<Vec<Source>> {
 }
 
 /// deb822 format: stanzas of `Field: value` separated by blank lines.
-pub fn parse_sources(text: &str, origin: &str) -> Result<Vec<Source>> {
+pub fn parse_sources(text: &str, origin: &str) -> Result<Vec<AptSource>> {
     let mut out = Vec::new();
     let mut fields: Vec<(String, String)> = Vec::new();
     let mut start_line = 1;
@@ -97,7 +97,7 @@ pub fn parse_sources(text: &str, origin: &str) -> Result<Vec<Source>> {
             if uris.is_empty() || suites.is_empty() {
                 bail!("{origin}:{line}: a deb822 stanza needs URIs and Suites");
             }
-            out.push(Source {
+            out.push(AptSource {
                 uris,
                 suites,
                 components: words("Components"),
@@ -134,7 +134,7 @@ pub fn parse_sources(text: &str, origin: &str) -> Result<Vec<Source>> {
     Ok(out)
 }
 
-impl Source {
+impl AptSource {
     /// The stanza apt on the build host reads, with keyrings mapped to
     /// copies of the image's own files. Every field is a space-separated
     /// list, so a value holding whitespace or a control character is refused:

@@ -8,6 +8,7 @@ use crate::image::Image;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use std::ffi::{CStr, CString};
+use std::ops::RangeInclusive;
 
 #[link(name = "crypt")]
 unsafe extern "C" {
@@ -177,63 +178,19 @@ pub fn crypt_hash_problem(s: &str) -> Option<String> {
         return Some("a hash starts with its scheme, such as `$y$`".into());
     };
     let parts: Vec<&str> = rest.split('$').collect();
-    let part = |text: &str, len: std::ops::RangeInclusive<usize>, what: &str| -> Option<String> {
-        if !is_b64(text) {
-            Some(format!(
-                "its {what} has characters other than letters, digits, `.` and `/`"
-            ))
-        } else if !len.contains(&text.len()) {
-            let want = if len.start() == len.end() {
-                len.start().to_string()
-            } else {
-                format!("{} to {}", len.start(), len.end())
-            };
-            Some(format!(
-                "its {what} is {} characters long, not {want}",
-                text.len()
-            ))
-        } else {
-            None
-        }
-    };
     let shape = |want: &str| Some(format!("a `${}$` hash has the form `{want}`", parts[0]));
     match parts.as_slice() {
-        [scheme @ ("y" | "gy"), params, salt, hash] => part(params, 1..=usize::MAX, "parameters")
-            .or_else(|| part(salt, 0..=86, "salt"))
-            .or_else(|| part(hash, 43..=43, "hash"))
-            .map(|p| format!("{p} (a `${scheme}$` hash)")),
+        [scheme @ ("y" | "gy"), params, salt, hash] => {
+            field_problem(params, 1..=usize::MAX, "parameters")
+                .or_else(|| field_problem(salt, 0..=86, "salt"))
+                .or_else(|| field_problem(hash, 43..=43, "hash"))
+                .map(|p| format!("{p} (a `${scheme}$` hash)"))
+        }
         ["y" | "gy", ..] => shape("$y$<parameters>$<salt>$<43-character hash>"),
-        ["7", setting, hash] => {
-            part(setting, 11..=97, "setting").or_else(|| part(hash, 43..=43, "hash"))
-        }
+        ["7", setting, hash] => field_problem(setting, 11..=97, "setting")
+            .or_else(|| field_problem(hash, 43..=43, "hash")),
         ["7", ..] => shape("$7$<setting>$<43-character hash>"),
-        [scheme @ ("6" | "5"), tail @ ..] => {
-            let hash_len = if *scheme == "6" { 86 } else { 43 };
-            let tail = match tail {
-                [rounds, salt, hash] => {
-                    let n = rounds.strip_prefix("rounds=").unwrap_or("");
-                    // libxcrypt raises fewer rounds to 1000 when it hashes,
-                    // so such a hash could never match: its user locked out.
-                    let ok = n.len() <= 9
-                        && n.starts_with(|c: char| ('1'..='9').contains(&c))
-                        && n.bytes().all(|c| c.is_ascii_digit())
-                        && n.parse::<u32>().is_ok_and(|n| n >= 1000);
-                    if !ok {
-                        return Some(format!(
-                            "`{rounds}` is not `rounds=N` with N from 1000 to 999999999"
-                        ));
-                    }
-                    [*salt, *hash]
-                }
-                [salt, hash] => [*salt, *hash],
-                _ => {
-                    return shape(&format!(
-                        "${scheme}$[rounds=N$]<salt>$<{hash_len}-character hash>"
-                    ));
-                }
-            };
-            part(tail[0], 1..=16, "salt").or_else(|| part(tail[1], hash_len..=hash_len, "hash"))
-        }
+        [scheme @ ("6" | "5"), tail @ ..] => sha_crypt_problem(scheme, tail),
         ["2b" | "2y", cost, salt_hash] => {
             let ok = cost.len() == 2 && cost.parse::<u8>().is_ok_and(|c| (4..=31).contains(&c));
             if !ok {
@@ -241,7 +198,7 @@ pub fn crypt_hash_problem(s: &str) -> Option<String> {
                     "bcrypt's cost `{cost}` is not two digits from 04 to 31"
                 ));
             }
-            part(salt_hash, 53..=53, "salt and hash")
+            field_problem(salt_hash, 53..=53, "salt and hash")
         }
         ["2b" | "2y", ..] => shape("$2b$<cost>$<22-character salt><31-character hash>"),
         _ => Some(format!(
@@ -249,6 +206,59 @@ pub fn crypt_hash_problem(s: &str) -> Option<String> {
             parts[0]
         )),
     }
+}
+
+/// Why one `$`-separated field of a hash is not `len` characters of the
+/// schemes' base64 alphabet, if it is not; `what` names it.
+fn field_problem(text: &str, len: RangeInclusive<usize>, what: &str) -> Option<String> {
+    if !is_b64(text) {
+        Some(format!(
+            "its {what} has characters other than letters, digits, `.` and `/`"
+        ))
+    } else if !len.contains(&text.len()) {
+        let want = if len.start() == len.end() {
+            len.start().to_string()
+        } else {
+            format!("{} to {}", len.start(), len.end())
+        };
+        Some(format!(
+            "its {what} is {} characters long, not {want}",
+            text.len()
+        ))
+    } else {
+        None
+    }
+}
+
+/// sha512-crypt (`$6$`) or sha256-crypt (`$5$`): `tail` is what follows
+/// the scheme, `[rounds=N$]<salt>$<hash>`.
+fn sha_crypt_problem(scheme: &str, tail: &[&str]) -> Option<String> {
+    let hash_len = if scheme == "6" { 86 } else { 43 };
+    let tail = match tail {
+        [rounds, salt, hash] => {
+            let n = rounds.strip_prefix("rounds=").unwrap_or("");
+            // libxcrypt raises fewer rounds to 1000 when it hashes,
+            // so such a hash could never match: its user locked out.
+            let ok = n.len() <= 9
+                && n.starts_with(|c: char| ('1'..='9').contains(&c))
+                && n.bytes().all(|c| c.is_ascii_digit())
+                && n.parse::<u32>().is_ok_and(|n| n >= 1000);
+            if !ok {
+                return Some(format!(
+                    "`{rounds}` is not `rounds=N` with N from 1000 to 999999999"
+                ));
+            }
+            [*salt, *hash]
+        }
+        [salt, hash] => [*salt, *hash],
+        _ => {
+            return Some(format!(
+                "a `${scheme}$` hash has the form `${scheme}$[rounds=N$]<salt>$<{hash_len}-character hash>`"
+            ));
+        }
+    };
+    field_problem(tail[0], 1..=16, "salt")
+        .or_else(|| field_problem(tail[1], hash_len..=hash_len, "hash"))
 }
 
 /// What kind of password equivalent a file holds.
