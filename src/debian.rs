@@ -11,7 +11,7 @@
 use crate::diag::Located;
 use crate::io::hash::sha256_hex;
 use crate::packages::sources;
-use crate::recipe::{RecipeText, url_problem};
+use crate::section::{RecipeText, url_problem};
 use anyhow::{Context, Result, bail};
 use nasforge_engine::steps::shell_quote;
 use serde::Deserialize;

@@ -25,5 +25,6 @@ pub mod output;
 pub mod packages;
 pub mod recipe;
 pub mod rootfs;
+pub mod section;
 pub mod size;
 pub mod system;

@@ -57,6 +57,35 @@ pub struct Manifest {
     pub changes: Vec<Change>,
     /// Files in the image holding password equivalents, without the values;
     /// when there is one, the image is written readable only by its owner.
-    pub secrets: Vec<crate::system::secrets::Secret>,
+    pub secrets: Vec<Secret>,
     pub warnings: Vec<String>,
+}
+
+/// What kind of password equivalent a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretKind {
+    /// crypt(3) hashes: guessable offline, so kept from other people.
+    CryptHash,
+    /// Samba's NT hash: enough on its own to log in over SMB.
+    NtHash,
+}
+
+impl SecretKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SecretKind::CryptHash => "password hashes",
+            SecretKind::NtHash => "Samba NT hashes (each enough to log in over SMB)",
+        }
+    }
+}
+
+/// A file of the finished image holding password equivalents, for the
+/// manifest: where, what kind and whose, never the values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Secret {
+    /// `<partition>:<path>`, as in the manifest's changes.
+    pub file: String,
+    pub kind: SecretKind,
+    pub accounts: Vec<String>,
 }

@@ -5,7 +5,7 @@
 //! The recipe's `[output]` section, which says where and how, is read here too.
 
 use crate::io::{hash, progress};
-use crate::recipe::{Checked, RecipeText, checked};
+use crate::section::{Checked, RecipeText, checked};
 use crate::size::Size;
 use anyhow::{Context, Result};
 use serde::Deserialize;

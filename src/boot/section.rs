@@ -2,7 +2,7 @@
 //! cmdline.txt, each checked so it stays one setting or one argument.
 
 use crate::board::{Family, Model};
-use crate::recipe::{Checked, RecipeText, checked};
+use crate::section::{Checked, RecipeText, checked};
 use serde::Deserialize;
 use toml::Spanned;
 

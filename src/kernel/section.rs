@@ -6,7 +6,7 @@ use super::Capability;
 use super::build::{BuildSpec, Defconfig, FragmentRef, KernelSource};
 use crate::board::{BoardKernel, Family, Model};
 use crate::diag::{Located, did_you_mean};
-use crate::recipe::{Checked, RecipeText, checked, sha256_problem, url_problem};
+use crate::section::{Checked, RecipeText, checked, sha256_problem, url_problem};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;

@@ -1,7 +1,7 @@
 //! `[packages]`: what to stage for the offline first boot beyond what the
 //! storage plan needs, and the Debian archive to resolve it from.
 
-use crate::recipe::{Checked, RecipeText, checked, url_problem};
+use crate::section::{Checked, RecipeText, checked, url_problem};
 use nasforge_engine::spec::{Share, Storage};
 use serde::Deserialize;
 use toml::Spanned;

@@ -2,9 +2,9 @@
 //! `sha256`), on this machine (`path`) or built from Debian's packages
 //! (`debian`).
 
-use super::{Checked, RecipeText, checked, sha256_problem, url_problem};
 use crate::debian::DebianBase;
 use crate::diag::Located;
+use crate::section::{Checked, RecipeText, checked, sha256_problem, url_problem};
 use serde::Deserialize;
 use std::path::PathBuf;
 use toml::Spanned;

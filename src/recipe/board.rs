@@ -1,8 +1,8 @@
 //! `[board]`: which board the image is for, and the two settings that
 //! depend on it: the PCIe generation of a Pi 5 and Armbian's overlays.
 
-use super::{Checked, RecipeText, checked};
 use crate::board::{Family, Model};
+use crate::section::{Checked, RecipeText, checked};
 use serde::Deserialize;
 use toml::Spanned;
 

@@ -5,8 +5,8 @@
 //! finished image is a password equivalent.
 
 use crate::image::Image;
+use crate::manifest::{Secret, SecretKind};
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
 use std::ffi::{CStr, CString};
 use std::ops::RangeInclusive;
 
@@ -261,35 +261,6 @@ fn sha_crypt_problem(scheme: &str, tail: &[&str]) -> Option<String> {
         .or_else(|| field_problem(tail[1], hash_len..=hash_len, "hash"))
 }
 
-/// What kind of password equivalent a file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// crypt(3) hashes: guessable offline, so kept from other people.
-    CryptHash,
-    /// Samba's NT hash: enough on its own to log in over SMB.
-    NtHash,
-}
-
-impl Kind {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Kind::CryptHash => "password hashes",
-            Kind::NtHash => "Samba NT hashes (each enough to log in over SMB)",
-        }
-    }
-}
-
-/// A file of the finished image holding password equivalents, for the
-/// manifest: where, what kind and whose, never the values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Secret {
-    /// `<partition>:<path>`, as in the manifest's changes.
-    pub file: String,
-    pub kind: Kind,
-    pub accounts: Vec<String>,
-}
-
 /// Names of the accounts in a `name:field:...` file whose `field` is a
 /// password hash: anything but empty or a lock (`*`, `!`, `x`). A locked
 /// hash (`!$6$...`) still counts: it can be guessed offline.
@@ -307,7 +278,7 @@ fn hashed_accounts(text: &str, field: usize) -> Vec<String> {
 /// itself so nothing that wrote one is missed.
 pub fn scan(image: &Image) -> Result<Vec<Secret>> {
     let mut out = Vec::new();
-    let mut add = |file: String, kind: Kind, accounts: Vec<String>| {
+    let mut add = |file: String, kind: SecretKind, accounts: Vec<String>| {
         if !accounts.is_empty() {
             out.push(Secret {
                 file,
@@ -330,9 +301,9 @@ pub fn scan(image: &Image) -> Result<Vec<Secret>> {
             let Some(data) = data else { continue };
             let text = String::from_utf8_lossy(&data);
             let (kind, field) = if path == super::SMBPASSWD {
-                (Kind::NtHash, 3)
+                (SecretKind::NtHash, 3)
             } else {
-                (Kind::CryptHash, 1)
+                (SecretKind::CryptHash, 1)
             };
             add(format!("root:{path}"), kind, hashed_accounts(&text, field));
         }
@@ -343,7 +314,7 @@ pub fn scan(image: &Image) -> Result<Vec<Secret>> {
         let text = String::from_utf8_lossy(&data);
         add(
             "boot:/userconf.txt".into(),
-            Kind::CryptHash,
+            SecretKind::CryptHash,
             hashed_accounts(&text, 1),
         );
     }

@@ -4,7 +4,7 @@
 
 use super::{Vendor, access, secrets};
 use crate::diag::Located;
-use crate::recipe::{Checked, RecipeText, checked};
+use crate::section::{Checked, RecipeText, checked};
 use nasforge_engine::spec::{Mode, Share, Storage};
 use serde::Deserialize;
 
