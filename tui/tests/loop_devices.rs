@@ -949,18 +949,29 @@ fn under_ci_a_test_without_loop_devices_fails_instead_of_passing() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let exe = dir.path().join("loop_devices");
     std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    // Another test thread forking while the copy was open for writing can
+    // hold that descriptor until its child execs, and setpriv's exec then
+    // fails with ETXTBSY: that is the copy still being busy, so try again.
     let as_nobody = |slow: &str| {
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&exe)
-            .args([
-                "gpt_partition_and_mkfs_for_each_filesystem",
-                "--exact",
-                "--nocapture",
-            ])
-            .env(SLOW_TESTS, slow)
-            .output()
-            .unwrap()
+        let mut tries = 0;
+        loop {
+            let out = Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&exe)
+                .args([
+                    "gpt_partition_and_mkfs_for_each_filesystem",
+                    "--exact",
+                    "--nocapture",
+                ])
+                .env(SLOW_TESTS, slow)
+                .output()
+                .unwrap();
+            tries += 1;
+            if tries == 10 || !String::from_utf8_lossy(&out.stderr).contains("Text file busy") {
+                break out;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     };
     let out = as_nobody("1");
     let text = format!(
