@@ -2,6 +2,7 @@
 //! step's guard first and saving the journal after each one.
 
 use crate::journal::{self, Failure, Journal, JournalError, StepRecord};
+use crate::operation::Operation;
 use crate::machine::disks::Host;
 use crate::runner::{RecordingRunner, RunError, Runner};
 use crate::steps::{Check, Step};
@@ -41,21 +42,55 @@ pub enum Event<'a> {
     },
 }
 
+/// What the executor keeps its place in: the setup journal, or the
+/// journal of one operation after setup (a replace, a grow, an apply).
+pub trait Progress {
+    fn steps(&self) -> &[Step];
+    fn done(&mut self) -> &mut Vec<StepRecord>;
+    fn set_failure(&mut self, failure: Option<Failure>);
+    fn set_finished(&mut self, at: u64);
+    fn save(&self, path: &Path) -> Result<(), JournalError>;
+}
+
+macro_rules! progress {
+    ($t:ty) => {
+        impl Progress for $t {
+            fn steps(&self) -> &[Step] {
+                &self.steps
+            }
+            fn done(&mut self) -> &mut Vec<StepRecord> {
+                &mut self.done
+            }
+            fn set_failure(&mut self, failure: Option<Failure>) {
+                self.failure = failure;
+            }
+            fn set_finished(&mut self, at: u64) {
+                self.finished = Some(at);
+            }
+            fn save(&self, path: &Path) -> Result<(), JournalError> {
+                <$t>::save(self, path)
+            }
+        }
+    };
+}
+progress!(Journal);
+progress!(Operation);
+
 /// Executes the remaining steps. A refusal or failure is recorded in the
 /// journal (which stays at the failed step, so the next run retries it)
 /// and returned.
-pub fn execute(
-    journal: &mut Journal,
+pub fn execute<P: Progress + ?Sized>(
+    journal: &mut P,
     journal_path: &Path,
     host: &Host,
     runner: &mut dyn Runner,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(), ExecError> {
-    journal.failure = None;
-    let total = journal.steps.len();
-    while journal.next_step() < total {
-        let index = journal.next_step();
-        let step = journal.steps[index].clone();
+    journal.set_failure(None);
+    let total = journal.steps().len();
+    while journal.done().len() < total {
+        let index = journal.done().len();
+        let step = journal.steps()[index].clone();
         on_event(Event::Starting {
             index,
             total,
@@ -89,13 +124,13 @@ pub fn execute(
                 None
             }
         };
-        journal.done.push(StepRecord {
+        journal.done().push(StepRecord {
             id: step.id.clone(),
             already_done,
             at: journal::now(),
         });
-        if journal.is_complete() {
-            journal.finished = Some(journal::now());
+        if journal.done().len() == total {
+            journal.set_finished(journal::now());
         }
         journal.save(journal_path)?;
         on_event(Event::Finished { index });
@@ -114,19 +149,19 @@ fn run_step(step: &Step, runner: &mut dyn Runner) -> Result<(), RunError> {
     result
 }
 
-fn record_failure(
-    journal: &mut Journal,
+fn record_failure<P: Progress + ?Sized>(
+    journal: &mut P,
     path: &Path,
     index: usize,
     step: &Step,
     error: &str,
 ) -> Result<(), JournalError> {
-    journal.failure = Some(Failure {
+    journal.set_failure(Some(Failure {
         step: step.id.clone(),
         index,
         error: error.to_string(),
         at: journal::now(),
-    });
+    }));
     journal.save(path)
 }
 

@@ -63,9 +63,13 @@ pub enum JournalError {
     )]
     Damaged { path: String, why: String },
     #[error(
-        "the journal {path} has version {found}, this nasforge-setup reads version {VERSION}: finish the setup with the nasforge-setup that started it, or check the disks and move the journal aside to plan again"
+        "the journal {path} has version {found}, this nasforge-setup reads version {reads}: finish the work with the nasforge-setup that started it, or check the disks and move the journal aside to plan again"
     )]
-    Version { path: String, found: u64 },
+    Version {
+        path: String,
+        found: u64,
+        reads: u32,
+    },
     #[error("cannot write the journal {path}: {source}")]
     Write {
         path: String,
@@ -105,47 +109,62 @@ impl Journal {
 
     /// None when there is no journal (setup never started).
     pub fn load(path: &Path) -> Result<Option<Journal>, JournalError> {
-        let shown = path.display().to_string();
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(JournalError::Read {
-                    path: shown,
-                    source,
-                });
-            }
-        };
-        let damaged = |why: String| JournalError::Damaged {
-            path: shown.clone(),
-            why,
-        };
-        // A journal cut short (a full disk, a card that lost its last
-        // write) is damaged, not of another version.
-        let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| damaged(e.to_string()))?;
-        let version = value
-            .get("version")
-            .and_then(serde_json::Value::as_u64)
-            .ok_or_else(|| damaged("it records no version".into()))?;
-        if version != u64::from(VERSION) {
-            return Err(JournalError::Version {
-                path: shown,
-                found: version,
-            });
-        }
-        serde_json::from_value(value)
-            .map(Some)
-            .map_err(|e| damaged(e.to_string()))
+        load_versioned(path, VERSION)
     }
 
     pub fn save(&self, path: &Path) -> Result<(), JournalError> {
-        let text = serde_json::to_vec_pretty(self).expect("the journal is plain data");
-        atomic_file::write(path, &text, 0o600).map_err(|source| JournalError::Write {
-            path: path.display().to_string(),
-            source,
-        })
+        save(self, path)
     }
+}
+
+/// Reads a journal written by [`save`] whose `version` must be `version`;
+/// None when the file does not exist.
+pub(crate) fn load_versioned<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    version: u32,
+) -> Result<Option<T>, JournalError> {
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(JournalError::Read {
+                path: shown,
+                source,
+            });
+        }
+    };
+    let damaged = |why: String| JournalError::Damaged {
+        path: shown.clone(),
+        why,
+    };
+    // A journal cut short (a full disk, a card that lost its last
+    // write) is damaged, not of another version.
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| damaged(e.to_string()))?;
+    let found = value
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| damaged("it records no version".into()))?;
+    if found != u64::from(version) {
+        return Err(JournalError::Version {
+            path: shown,
+            found,
+            reads: version,
+        });
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|e| damaged(e.to_string()))
+}
+
+/// Writes a journal atomically, readable by root only.
+pub(crate) fn save<T: Serialize>(value: &T, path: &Path) -> Result<(), JournalError> {
+    let text = serde_json::to_vec_pretty(value).expect("a journal is plain data");
+    atomic_file::write(path, &text, 0o600).map_err(|source| JournalError::Write {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 #[cfg(test)]

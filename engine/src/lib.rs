@@ -17,6 +17,7 @@ pub mod journal;
 pub mod machine;
 pub mod managed;
 pub mod matching;
+pub mod operation;
 pub mod planner;
 pub mod runner;
 pub mod setup;
