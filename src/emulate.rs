@@ -28,7 +28,11 @@ pub struct Options {
     /// directory and kept between runs)
     #[arg(long = "disks", value_name = "COUNTxSIZE", value_parser = parse_disks)]
     pub blank: Option<(usize, u64)>,
-    /// An existing disk image to attach as a SATA disk (repeatable)
+    /// An existing disk image to attach as a SATA disk (repeatable). Its
+    /// serial follows the file, not its place in the list: the file name
+    /// without its extension when that is at most 20 letters, digits, `_`
+    /// or `-` and no other disk has it, else `nf-` and a hash of the
+    /// file's full path; the board names it /dev/disk/by-id/ata-QEMU_HARDDISK_SERIAL
     #[arg(long = "disk", value_name = "FILE")]
     pub disks: Vec<PathBuf>,
     /// Where blank disks and the kernel go [default: IMAGE.emulate/]
@@ -240,6 +244,7 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     let boot = extract_boot(&image, &workdir)?;
     let overlay = overlay(&opts.image, &workdir, opts.fresh)?;
     let disks = sata_disks(opts, &workdir)?;
+    let disks = with_serials(&disks)?;
     let ports = Ports {
         ssh: free_port()?,
         smb: free_port()?,
@@ -280,12 +285,57 @@ fn sata_disks(opts: &Options, workdir: &Path) -> Result<Vec<PathBuf>> {
     Ok(disks)
 }
 
+/// ATA IDENTIFY has 20 bytes for the serial; qemu cuts a longer one.
+const SERIAL_MAX: usize = 20;
+
+/// Each disk with its serial. A serial that followed the disk's place on the
+/// controller would move to another disk when one is left out, and the board
+/// names a missing member by its serial: so it is taken from the file
+/// instead (see `--disk`).
+fn with_serials(disks: &[PathBuf]) -> Result<Vec<(PathBuf, String)>> {
+    let stems: Vec<Option<&str>> = disks
+        .iter()
+        .map(|d| d.file_stem().and_then(|s| s.to_str()))
+        .collect();
+    disks
+        .iter()
+        .zip(&stems)
+        .map(|(disk, stem)| {
+            let unique = stems.iter().filter(|s| *s == stem).count() == 1;
+            let serial = match stem {
+                Some(s) if unique && serial_safe(s) => s.to_string(),
+                _ => path_serial(disk)?,
+            };
+            Ok((disk.clone(), serial))
+        })
+        .collect()
+}
+
+/// What udev keeps as it is in /dev/disk/by-id and fits IDENTIFY.
+fn serial_safe(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= SERIAL_MAX
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// `nf-` and 12 hex digits of the SHA-256 of the canonical path: the same
+/// file gets the same serial however it is named on the command line.
+fn path_serial(disk: &Path) -> Result<String> {
+    use sha2::Digest;
+    let full = std::fs::canonicalize(disk)
+        .with_context(|| format!("finding the full path of {}", disk.display()))?;
+    let digest = sha2::Sha256::digest(full.as_os_str().as_encoded_bytes());
+    Ok(format!("nf-{}", &hex::encode(digest)[..12]))
+}
+
 fn qemu_command(
     qemu: &str,
     opts: &Options,
     boot: &Boot,
     overlay: &Path,
-    disks: &[PathBuf],
+    disks: &[(PathBuf, String)],
     ports: Ports,
 ) -> Command {
     let mut cmd = Command::new(qemu);
@@ -312,12 +362,11 @@ fn qemu_command(
         ))
         .args(["-device", "virtio-blk-pci,drive=root"]);
     cmd.args(["-device", "ich9-ahci,id=ahci"]);
-    for (i, d) in disks.iter().enumerate() {
+    for (i, (d, serial)) in disks.iter().enumerate() {
         cmd.arg("-drive")
             .arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
-        cmd.arg("-device").arg(format!(
-            "ide-hd,drive=d{i},bus=ahci.{i},serial=NASFORGE{i:04}"
-        ));
+        cmd.arg("-device")
+            .arg(format!("ide-hd,drive=d{i},bus=ahci.{i},serial={serial}"));
     }
     cmd.arg("-netdev").arg(format!(
         "user,id=n0,hostfwd=tcp:127.0.0.1:{}-:22,hostfwd=tcp:127.0.0.1:{}-:445,hostfwd=tcp:127.0.0.1:{}-:2049",
@@ -356,16 +405,26 @@ fn console(cmd: &mut Command, opts: &Options) {
 }
 
 /// What runs, and how to reach the guest's services through the forwarded ports.
-fn print_banner(opts: &Options, image: &Image, boot: &Boot, disks: &[PathBuf], ports: Ports) {
+fn print_banner(
+    opts: &Options,
+    image: &Image,
+    boot: &Boot,
+    disks: &[(PathBuf, String)],
+    ports: Ports,
+) {
     println!(
         "emulating {} ({}) with kernel {}",
         opts.image.display(),
         human(image.layout.disk_size),
         boot.version
     );
-    for (i, d) in disks.iter().enumerate() {
+    for (i, (d, serial)) in disks.iter().enumerate() {
         let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
-        println!("  sata{i}: {} ({})", d.display(), human(size));
+        println!(
+            "  sata{i}: {} ({}, serial {serial})",
+            d.display(),
+            human(size)
+        );
     }
     if ssh_enabled(image) {
         println!("  ssh:  ssh -p {} <user>@127.0.0.1", ports.ssh);
@@ -456,6 +515,68 @@ mod tests {
         assert_eq!(parse_disks("3x512MiB").unwrap(), (3, 512 << 20));
         assert!(parse_disks("7x1G").unwrap_err().contains("1 to 6 ports"));
         assert!(parse_disks("four").unwrap_err().contains("COUNTxSIZE"));
+    }
+
+    #[test]
+    fn a_disk_keeps_its_serial_when_another_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = |name: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, b"").unwrap();
+            p
+        };
+        let (m0, m1, m2) = (
+            disk("member0.img"),
+            disk("member1.img"),
+            disk("member2.img"),
+        );
+        let serials = |ds: &[&PathBuf]| -> Vec<String> {
+            let ds: Vec<PathBuf> = ds.iter().map(|d| (*d).clone()).collect();
+            with_serials(&ds)
+                .unwrap()
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect()
+        };
+        assert_eq!(serials(&[&m0, &m1, &m2]), ["member0", "member1", "member2"]);
+        assert_eq!(serials(&[&m0, &m2]), ["member0", "member2"]);
+    }
+
+    #[test]
+    fn a_name_that_cannot_be_a_serial_gets_a_hash_of_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let mk = |rel: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, b"").unwrap();
+            p
+        };
+        let long = mk("a-disk-name-over-twenty-chars.img");
+        let spaced = mk("my disk.img");
+        let (a, b) = (mk("a/disk.img"), mk("b/disk.img"));
+        let got = with_serials(&[long.clone(), spaced, a, b.clone()]).unwrap();
+        for (_, s) in &got {
+            assert!(
+                s.starts_with("nf-") && s.len() == 15 && serial_safe(s),
+                "{s}"
+            );
+        }
+        let all: std::collections::BTreeSet<&String> = got.iter().map(|(_, s)| s).collect();
+        assert_eq!(all.len(), 4, "{got:?}");
+        // The same file through another spelling of its path: the same serial.
+        let roundabout = dir.path().join("b/../a/disk.img");
+        let again = with_serials(&[roundabout, b]).unwrap();
+        assert_eq!(again[0].1, got[2].1);
+        assert_eq!(with_serials(&[long]).unwrap()[0].1, got[0].1);
+    }
+
+    #[test]
+    fn serials_udev_keeps() {
+        assert!(serial_safe("blank_1-x"));
+        assert!(serial_safe("abcdefghij0123456789"));
+        assert!(!serial_safe("abcdefghij0123456789x"));
+        assert!(!serial_safe("disk.v2"));
+        assert!(!serial_safe(""));
     }
 
     #[test]
