@@ -4,10 +4,12 @@
 //! with `nasforge emulate` on qemu's virt machine with an AHCI controller
 //! and four SATA disks, and check the NAS from the host the way a user
 //! would: smbclient, an NFS client, SSH as the renamed user. Then a power
-//! cut during setup, a reboot, and a boot with a member disk missing.
+//! cut during setup, a reboot, and a boot with a member disk missing, on
+//! which the NAS is cared for (tests/care): alerts, replace, grow, apply.
 //!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
+mod care;
 mod common;
 mod home_network;
 
@@ -422,6 +424,7 @@ fn a_nas_from_build_to_a_real_client_on_an_emulated_board() {
     .unwrap();
     raspberry_pi_os_shaped(&base, &d.join("pios.img"));
     t.lap("Debian base (cached after the first run), made Raspberry Pi OS-shaped");
+    let sinks = care::Sinks::start();
 
     write_recipe(
         d,
@@ -465,10 +468,12 @@ smb = {{ users = ["admin"], guest = true }}
 [packages]
 # avahi's command-line tools, to ask the board's own responder what it says.
 install = ["avahi-utils"]
+{alerts}
 [output]
 path = "out/nas.img"
 "#,
-            pubkey.trim()
+            pubkey.trim(),
+            alerts = sinks.recipe(),
         ),
     );
     let r = nasforge(&["build", "nas.toml", "--timings"], d, &cache);
@@ -546,6 +551,7 @@ path = "out/nas.img"
         card.contains("Setup: complete") && card.contains("/srv/data"),
         "nasforge-status.txt on the boot partition:\n{card}"
     );
+    care::secret_kept_off_the_card(d);
     board.wait_for_ssh(&key, Duration::from_secs(300));
     // userconf renamed pi: the same uid, pi-gen's groups, sudo among them,
     // and userconf.txt consumed; nasforge's first boot ran after it.
@@ -705,7 +711,10 @@ path = "out/nas.img"
     t.lap("reboot: same array, mounted, file served");
 
     // A member disk gone: the array runs degraded and the file is intact.
-    let degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone(), old.clone()];
+    // Two blank disks are there to replace it and to grow onto.
+    let mut degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone(), old.clone()];
+    degraded.extend(care::blank_disks(d));
+    let mark = sinks.mark();
     let mut board = Board::boot(d, &image, &degraded, "boot4.log");
     board.wait_for_ssh(&key, Duration::from_secs(600));
     let start = Instant::now();
@@ -727,6 +736,14 @@ path = "out/nas.img"
     );
     let (_, status) = board.ssh(&key, "sudo -S nasforge-setup status");
     assert!(status.to_lowercase().contains("degraded"), "{status}");
-    board.poweroff(&key);
     t.lap("one disk missing: degraded, file intact, status says so");
+    let care = care::Care {
+        dir: d,
+        image: &image,
+        key: &key,
+        disks: &degraded,
+        payload_sha: &want,
+        sinks: &sinks,
+    };
+    care::after_a_member_went_missing(&care, board, mark, &mut t);
 }
