@@ -1,7 +1,7 @@
 //! Following md's rebuild or reshape to its end, and keeping mdadm.conf's
 //! ARRAY lines in step with the arrays.
 
-use super::md::{MdState, sync_progress, md_dir};
+use super::md::{MdState, md_dir, sync_progress};
 use crate::machine::disks::Host;
 use std::time::Duration;
 
@@ -82,7 +82,10 @@ pub fn merge_array_lines(existing: &str, scan: &str) -> Option<String> {
                 .join(" ")
         })
         .collect();
-    let old: Vec<&str> = existing.lines().filter(|l| l.starts_with("ARRAY ")).collect();
+    let old: Vec<&str> = existing
+        .lines()
+        .filter(|l| l.starts_with("ARRAY "))
+        .collect();
     if old == arrays.iter().map(String::as_str).collect::<Vec<_>>() {
         return None;
     }

@@ -3,7 +3,7 @@
 
 use super::replace::{join_steps, usable};
 use super::{
-    ArraySurvey, CareError, CarePlan, CareGuard, Survey, conf_step, find_disk, follow_step,
+    ArraySurvey, CareError, CareGuard, CarePlan, Survey, conf_step, find_disk, follow_step,
     record_step, refuse,
 };
 use crate::journal::Journal;
@@ -96,7 +96,11 @@ pub fn grow(
     })
 }
 
-fn resolved(host: &Host, inventory: &Inventory, names: &[String]) -> Result<Vec<String>, CareError> {
+fn resolved(
+    host: &Host,
+    inventory: &Inventory,
+    names: &[String],
+) -> Result<Vec<String>, CareError> {
     names
         .iter()
         .map(|e| find_disk(host, inventory, e).map(|d| d.name.clone()))
@@ -158,14 +162,23 @@ fn steps(journal: &Journal, array: &ArraySurvey, new: &[(&Disk, bool)], count: u
         actions: vec![Action::Run(Cmd::new(&mdadm::grow_raid_devices(&md, count)))],
         always: vec![],
     });
-    let what = if array.level == Level::Raid1 { "rebuild" } else { "reshape" };
+    let what = if array.level == Level::Raid1 {
+        "rebuild"
+    } else {
+        "reshape"
+    };
     steps.push(follow_step(&array.name, &md, what));
     if array.level != Level::Raid1 {
         steps.push(grow_filesystem_step(array, &md));
     }
     steps.push(conf_step());
     let mut recorded = journal.clone();
-    if let Some(plan) = recorded.plan.arrays.iter_mut().find(|a| a.spec.name == array.name) {
+    if let Some(plan) = recorded
+        .plan
+        .arrays
+        .iter_mut()
+        .find(|a| a.spec.name == array.name)
+    {
         plan.members.extend(new.iter().map(|(disk, erase)| Member {
             disk: (*disk).clone(),
             erase: *erase,

@@ -34,11 +34,7 @@ impl std::fmt::Display for SyncProgress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {:.0}%", self.what(), self.percent.floor())?;
         if let Some(minutes) = self.minutes_left {
-            write!(
-                f,
-                " (about {} left)",
-                crate::status::minutes_text(minutes)
-            )?;
+            write!(f, " (about {} left)", crate::status::minutes_text(minutes))?;
         }
         Ok(())
     }
@@ -119,11 +115,7 @@ impl MdState {
     /// recorded reshape: md has work it will start by itself.
     pub fn work_pending(&self) -> bool {
         self.reshape_pending
-            || (self.degraded > 0
-                && self
-                    .members
-                    .iter()
-                    .any(|m| !m.is_faulty() && !m.in_sync()))
+            || (self.degraded > 0 && self.members.iter().any(|m| !m.is_faulty() && !m.in_sync()))
     }
 }
 

@@ -140,9 +140,8 @@ pub fn find_disk<'a>(
     } else {
         format!("/dev/{named}")
     };
-    let kernel = disks::kernel_name(host, &path).unwrap_or_else(|| {
-        path.trim_start_matches("/dev/").to_string()
-    });
+    let kernel = disks::kernel_name(host, &path)
+        .unwrap_or_else(|| path.trim_start_matches("/dev/").to_string());
     inventory
         .disks
         .iter()

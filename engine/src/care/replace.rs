@@ -3,8 +3,8 @@
 //! added, and md rebuilds onto it.
 
 use super::{
-    ArraySurvey, CareError, CareGuard, CarePlan, Fit, MemberReport, MemberState, Survey,
-    conf_step, find_disk, follow_step, record_step, refuse,
+    ArraySurvey, CareError, CareGuard, CarePlan, Fit, MemberReport, MemberState, Survey, conf_step,
+    find_disk, follow_step, record_step, refuse,
 };
 use crate::journal::Journal;
 use crate::machine::disks::{Disk, Host, Inventory};
@@ -62,7 +62,11 @@ pub fn replace(
     let steps = steps(journal, array, old, new, erase);
     let title = format!(
         "Replace the {} member of '{}' ({}) with {} ({})",
-        if old.state == MemberState::Failed { "failed" } else { "missing" },
+        if old.state == MemberState::Failed {
+            "failed"
+        } else {
+            "missing"
+        },
         array.name,
         old.label(),
         new.name,
@@ -114,7 +118,10 @@ fn pick_array<'a>(survey: &'a Survey, named: Option<&str>) -> Result<&'a ArraySu
         [] => refuse("no array lacks a member: every disk works"),
         many => refuse(format!(
             "several arrays lack a member ({}): choose one with --array NAME",
-            many.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
@@ -160,7 +167,11 @@ pub(super) fn pick_disk<'a>(
 }
 
 /// Whether `disk` may join `array`, and if so whether it is erased first.
-pub(super) fn usable(array: &ArraySurvey, disk: &Disk, erase: &[String]) -> Result<bool, CareError> {
+pub(super) fn usable(
+    array: &ArraySurvey,
+    disk: &Disk,
+    erase: &[String],
+) -> Result<bool, CareError> {
     let Some(candidate) = array.candidates.iter().find(|c| c.disk == disk.name) else {
         return refuse(format!(
             "{} is a member of an array already (see `nasforge-setup status`)",
@@ -196,13 +207,24 @@ fn no_disk_fits(array: &ArraySurvey) -> String {
     text + ". Attach a blank disk, or name one that holds data with --disk DEV --erase DEV"
 }
 
-fn steps(journal: &Journal, array: &ArraySurvey, old: &MemberReport, new: &Disk, erase: bool) -> Vec<Step> {
+fn steps(
+    journal: &Journal,
+    array: &ArraySurvey,
+    old: &MemberReport,
+    new: &Disk,
+    erase: bool,
+) -> Vec<Step> {
     let md = format!("/dev/md/{}", array.name);
     let mut steps = Vec::new();
     if let (MemberState::Failed, Some(part)) = (old.state, &old.partition) {
         steps.push(Step {
             id: format!("remove:{}", old.disk.as_deref().unwrap_or(&old.was)),
-            title: format!("Fail and remove {} ({}) from '{}'", part, old.label(), array.name),
+            title: format!(
+                "Fail and remove {} ({}) from '{}'",
+                part,
+                old.label(),
+                array.name
+            ),
             guard: Guard::Care(CareGuard::Removed {
                 array: md.clone(),
                 member: part.clone(),
@@ -215,7 +237,12 @@ fn steps(journal: &Journal, array: &ArraySurvey, old: &MemberReport, new: &Disk,
     steps.push(follow_step(&array.name, &md, "rebuild"));
     steps.push(conf_step());
     let mut recorded = journal.clone();
-    if let Some(plan) = recorded.plan.arrays.iter_mut().find(|a| a.spec.name == array.name) {
+    if let Some(plan) = recorded
+        .plan
+        .arrays
+        .iter_mut()
+        .find(|a| a.spec.name == array.name)
+    {
         let member = Member {
             disk: new.clone(),
             erase,

@@ -112,7 +112,9 @@ pub enum Fit {
 
 impl ArraySurvey {
     pub fn failed(&self) -> impl Iterator<Item = &MemberReport> {
-        self.members.iter().filter(|m| m.state == MemberState::Failed)
+        self.members
+            .iter()
+            .filter(|m| m.state == MemberState::Failed)
     }
 
     /// Members that need a new disk: failed first, then missing or out of
@@ -168,7 +170,11 @@ pub fn survey_of(
     let free: Vec<&Disk> = inventory
         .disks
         .iter()
-        .filter(|d| !members.iter().any(|m| m.identity().same_disk(&d.identity())))
+        .filter(|d| {
+            !members
+                .iter()
+                .any(|m| m.identity().same_disk(&d.identity()))
+        })
         .collect();
     Survey {
         arrays: plan
@@ -291,7 +297,10 @@ fn unrecorded<'a>(
             .iter()
             .find(|d| d.partitions.iter().any(|p| p.name == m.device));
         let name = disk.map_or(m.device.clone(), |d| d.name.clone());
-        if known.iter().any(|k| k.disk.as_deref() == Some(name.as_str())) {
+        if known
+            .iter()
+            .any(|k| k.disk.as_deref() == Some(name.as_str()))
+        {
             return None;
         }
         Some(MemberReport {
@@ -373,7 +382,10 @@ impl fmt::Display for ArraySurvey {
         let state = if self.level != Level::Single && self.kernel.is_none() {
             "NOT ASSEMBLED".to_string()
         } else if self.degraded {
-            format!("DEGRADED, {} of {} disks working", self.working, self.expected)
+            format!(
+                "DEGRADED, {} of {} disks working",
+                self.working, self.expected
+            )
         } else {
             "healthy".to_string()
         };
@@ -394,7 +406,11 @@ impl fmt::Display for ArraySurvey {
             writeln!(f, "  {:<8} {}, {}: {}", now, m.label(), m.size, m.state)?;
         }
         if !self.candidates.is_empty() {
-            writeln!(f, "  Other disks (a new member needs {} or more):", self.member_size)?;
+            writeln!(
+                f,
+                "  Other disks (a new member needs {} or more):",
+                self.member_size
+            )?;
         }
         for c in &self.candidates {
             let erase = match c.fit {

@@ -161,7 +161,10 @@ impl fmt::Display for Action {
             }
             Action::ZeroEnds { device } => write!(f, "# zero the first and last MiB of {device}"),
             Action::FollowSync { device } => {
-                write!(f, "# follow the rebuild or reshape of {device} until it ends")
+                write!(
+                    f,
+                    "# follow the rebuild or reshape of {device} until it ends"
+                )
             }
             Action::RefreshMdadmConf => write!(
                 f,
