@@ -90,7 +90,7 @@ fn the_survey_names_a_missing_member_by_model_and_serial_and_which_disks_could_r
     let text = s.to_string();
     assert!(
         text.contains("Array 'data' (raid5, /dev/md/data = md127, ext4 at /srv/data): DEGRADED, 2 of 3 disks working")
-            && text.contains(&format!("was sdc   WDC WD40EFRX-68N32N0 ({SDC_SERIAL}), 4 TB: MISSING"))
+            && text.contains(&format!("was sdc  WDC WD40EFRX-68N32N0 ({SDC_SERIAL}), 4 TB: MISSING"))
             && text.contains("sdd      WDC WD40EFRX-68N32N0 (WD-WCC7K0000004), 4 TB sata HDD: blank, fits"),
         "{text}"
     );
