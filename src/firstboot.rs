@@ -12,6 +12,9 @@ const UNIT: &str = include_str!("../files/board/nasforge-firstboot.service");
 const SCRIPT: &str = include_str!("../files/board/firstboot");
 const UNIT_PATH: &str = "/etc/systemd/system/nasforge-firstboot.service";
 const WANTS: &str = "/etc/systemd/system/multi-user.target.wants";
+/// Finishes a replace or grow a power cut interrupted (`nasforge-setup resume`).
+const RESUME_UNIT: &str = include_str!("../files/board/nasforge-resume.service");
+const RESUME_UNIT_PATH: &str = "/etc/systemd/system/nasforge-resume.service";
 pub use nasforge_engine::image_files::SETUP_BINARY;
 
 /// What the first boot does, written to its settings file
@@ -34,6 +37,8 @@ pub fn ops(root: &Ext4, settings: &Settings) -> Result<Vec<Op>> {
         UNIT_PATH,
         "/var/lib/nasforge/firstboot.env",
         "/etc/systemd/system/multi-user.target.wants/nasforge-firstboot.service",
+        RESUME_UNIT_PATH,
+        "/etc/systemd/system/multi-user.target.wants/nasforge-resume.service",
     ] {
         if root.owner(p)?.is_some() || root.readlink(p)?.is_some() {
             ops.push(Op::Remove { path: p.into() });
@@ -71,6 +76,15 @@ pub fn ops(root: &Ext4, settings: &Settings) -> Result<Vec<Op>> {
     ops.push(Op::Symlink {
         path: format!("{WANTS}/nasforge-firstboot.service"),
         target: UNIT_PATH.into(),
+    });
+    ops.push(Op::root_file(
+        RESUME_UNIT_PATH,
+        RESUME_UNIT.as_bytes().to_vec(),
+        0o644,
+    ));
+    ops.push(Op::Symlink {
+        path: format!("{WANTS}/nasforge-resume.service"),
+        target: RESUME_UNIT_PATH.into(),
     });
     Ok(ops)
 }
@@ -240,6 +254,18 @@ mod tests {
             seen += 1;
         }
         assert!(seen >= 4, "{seen} recipes in {}", dir.display());
+    }
+
+    /// The resume unit runs the installed binary only while an operation
+    /// is unfinished.
+    #[test]
+    fn the_resume_unit_runs_resume_while_an_operation_is_pending() {
+        assert!(RESUME_UNIT.contains(&format!("ExecStart={SETUP_BINARY} resume\n")));
+        assert!(RESUME_UNIT.contains(&format!(
+            "ConditionPathExists={}\n",
+            nasforge_engine::operation::PATH
+        )));
+        assert!(RESUME_UNIT.contains("WantedBy=multi-user.target\n"));
     }
 
     #[test]

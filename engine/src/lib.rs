@@ -11,6 +11,7 @@
 //! [`shares`].
 
 pub mod atomic_file;
+pub mod care;
 pub mod executor;
 pub mod image_files;
 pub mod journal;

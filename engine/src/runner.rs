@@ -235,6 +235,47 @@ impl SystemRunner {
     }
 }
 
+/// Set while mdadm.conf is newer than the initramfs, so a power cut
+/// between the two does not leave the initramfs with the old lines.
+const INITRAMFS_STALE: &str = "/var/lib/nasforge/initramfs-stale";
+
+impl SystemRunner {
+    fn follow_sync(&mut self, action: &Action, device: &str) -> Result<(), RunError> {
+        self.log(&format!("{action}\n"));
+        let echo = self.echo;
+        let log = &mut self.log;
+        let mut say = |line: &str| {
+            if echo {
+                eprintln!("nasforge-setup:   {line}");
+            }
+            if let Some(log) = log {
+                let _ = writeln!(log, "{line}");
+            }
+        };
+        crate::care::follow_sync(&self.host, device, &mut std::thread::sleep, &mut say).map_err(
+            |why| RunError::Io {
+                what: format!("following {device}"),
+                source: std::io::Error::other(why),
+            },
+        )
+    }
+
+    fn refresh_mdadm_conf(&mut self) -> Result<(), RunError> {
+        let conf = crate::storage::mdadm::CONF;
+        let scan = self.exec(&Cmd::new(&["mdadm", "--detail", "--scan"]))?;
+        let existing = std::fs::read_to_string(self.host.path(conf)).unwrap_or_default();
+        if let Some(text) = crate::care::merge_array_lines(&existing, &scan) {
+            self.write(INITRAMFS_STALE, "", 0o644)?;
+            self.write(conf, &text, 0o644)?;
+        }
+        if self.host.path(INITRAMFS_STALE).exists() {
+            self.exec(&Cmd::new(&["update-initramfs", "-u", "-k", "all"]))?;
+            self.remove_file(INITRAMFS_STALE)?;
+        }
+        Ok(())
+    }
+}
+
 impl Runner for SystemRunner {
     fn apply(&mut self, action: &Action) -> Result<(), RunError> {
         match action {
@@ -274,6 +315,8 @@ impl Runner for SystemRunner {
             }
             Action::RereadPartitions { device } => self.reread_partitions(action, device),
             Action::ZeroEnds { device } => self.zero_ends(action, device),
+            Action::FollowSync { device } => self.follow_sync(action, device),
+            Action::RefreshMdadmConf => self.refresh_mdadm_conf(),
         }
     }
 

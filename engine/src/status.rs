@@ -359,6 +359,11 @@ impl ArrayStatus {
         let level = self.level.as_deref().unwrap_or("?");
         let mut out = format!("  {name}: {level}, {state}");
         if let Some((kind, pct)) = &self.sync {
+            let kind = match kind.as_str() {
+                "recovery" => "rebuilding",
+                "reshape" => "reshaping",
+                other => other,
+            };
             out += &format!(", {kind} {pct:.1}%");
             if let Some(minutes) = self.finish_minutes {
                 out += &format!(", about {} left", minutes_text(minutes));
@@ -490,6 +495,17 @@ md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 lev
                 .contains("md127: raid5, healthy, resync 8.5%, about 1 h 16 min left"),
             "{}",
             status.render()
+        );
+    }
+
+    #[test]
+    fn a_rebuild_and_a_reshape_are_named_as_a_person_would() {
+        let arrays = parse_mdstat(
+            "md127 : active raid5 sdd1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [=>...................]  recovery =  8.5% (89088/1046528) finish=0.5min speed=29696K/sec\n",
+        );
+        assert_eq!(
+            arrays[0].render(),
+            "  md127: raid5, DEGRADED, 2 of 3 disks working, rebuilding 8.5%, about 1 min left\n"
         );
     }
 

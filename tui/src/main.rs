@@ -17,6 +17,8 @@ use nasforge_setup::wizard::{self, Exit};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod care;
+
 /// First-boot storage setup for a nasforge NAS image.
 ///
 /// Without a command it runs the setup wizard: choose disks, a RAID level
@@ -75,6 +77,41 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Replace a failed or missing member of an array with another disk:
+    /// show the arrays and the plan, then rebuild onto the new disk.
+    Replace {
+        /// The array [default: the one that lacks a member]
+        #[arg(long, value_name = "NAME")]
+        array: Option<String>,
+        /// The new disk: sdd, /dev/sdd or /dev/disk/by-id/... [default: the
+        /// one blank disk that fits]
+        #[arg(long, value_name = "DEV")]
+        disk: Option<String>,
+        /// Allow erasing this disk (it holds data); name it with --disk too.
+        #[arg(long, value_name = "DEV")]
+        erase: Vec<String>,
+        /// Go on after showing the plan, without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Add disks to an array: more mirrors for raid1, a reshape and a
+    /// larger filesystem for raid5 and raid6.
+    Grow {
+        #[arg(long, value_name = "NAME")]
+        array: String,
+        /// A disk to add (repeat for more): sdd, /dev/sdd or /dev/disk/by-id/...
+        #[arg(long, value_name = "DEV", required = true)]
+        disk: Vec<String>,
+        /// Allow erasing this disk (it holds data); name it with --disk too.
+        #[arg(long, value_name = "DEV")]
+        erase: Vec<String>,
+        /// Go on after showing the plan, without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Finish the replace, grow or apply a power cut interrupted (run at
+    /// boot by nasforge-resume.service).
+    Resume,
 }
 
 fn main() -> ExitCode {
@@ -87,6 +124,39 @@ fn main() -> ExitCode {
     let result = match (&cli.command, cli.unattended) {
         (Some(Command::Plan { dry_run }), _) => plan(&host, &recipe, *dry_run),
         (Some(Command::Status { json }), _) => show_status(&host, *json),
+        (
+            Some(Command::Replace {
+                array,
+                disk,
+                erase,
+                yes,
+            }),
+            _,
+        ) => {
+            let request = nasforge_engine::care::ReplaceRequest {
+                array: array.clone(),
+                disk: disk.clone(),
+                erase: erase.clone(),
+            };
+            care::replace(&host, &request, *yes)
+        }
+        (
+            Some(Command::Grow {
+                array,
+                disk,
+                erase,
+                yes,
+            }),
+            _,
+        ) => {
+            let request = nasforge_engine::care::GrowRequest {
+                array: array.clone(),
+                disks: disk.clone(),
+                erase: erase.clone(),
+            };
+            care::grow(&host, &request, *yes)
+        }
+        (Some(Command::Resume), _) => care::resume(&host),
         (None, true) => unattended(&host, &recipe),
         (None, false) => wizard(&host, cli.dry_run),
     };

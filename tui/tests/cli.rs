@@ -227,7 +227,7 @@ fn status_reports_arrays_filesystems_and_shares_and_writes_the_boot_file() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("data (md127): raid5, DEGRADED, 3 of 4 disks working, recovery 2.4%"),
+        stdout.contains("data (md127): raid5, DEGRADED, 3 of 4 disks working, rebuilding 2.4%"),
         "{stdout}"
     );
     assert!(stdout.contains("/srv/data (data): NOT MOUNTED"), "{stdout}");

@@ -91,6 +91,14 @@ pub enum Action {
     ZeroEnds {
         device: String,
     },
+    /// Wait until md's rebuild or reshape of `device` ends, printing its
+    /// progress and md's estimate every few seconds.
+    FollowSync {
+        device: String,
+    },
+    /// Rewrite the ARRAY lines of mdadm.conf from `mdadm --detail --scan`
+    /// and rebuild the initramfs, only when those lines changed.
+    RefreshMdadmConf,
 }
 
 impl fmt::Display for Action {
@@ -152,6 +160,16 @@ impl fmt::Display for Action {
                 )
             }
             Action::ZeroEnds { device } => write!(f, "# zero the first and last MiB of {device}"),
+            Action::FollowSync { device } => {
+                write!(
+                    f,
+                    "# follow the rebuild or reshape of {device} until it ends"
+                )
+            }
+            Action::RefreshMdadmConf => write!(
+                f,
+                "# rewrite the ARRAY lines of /etc/mdadm/mdadm.conf from `mdadm --detail --scan`; if they changed, `update-initramfs -u -k all`"
+            ),
         }
     }
 }

@@ -51,6 +51,8 @@ pub enum Guard {
     Mounted { mount: String },
     /// Done (nothing to do) if the file is absent.
     FilePresent { path: String },
+    /// The checks of a replace or grow after setup (`care`).
+    Care(crate::care::CareGuard),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +105,7 @@ impl Step {
                     Check::Pending
                 }
             }
+            Guard::Care(guard) => guard.check(host),
             Guard::FilePresent { path } => {
                 if host.path(path).exists() {
                     Check::Pending

@@ -14,6 +14,7 @@ mod storage;
 pub use action::{Action, Cmd, shell_quote};
 pub use guard::{Check, Guard};
 pub use storage::{filesystem_device, mkfs, mount_unit};
+pub(crate) use storage::{partition_step, wipe_step};
 
 use crate::planner::Plan;
 use crate::spec::Level;

@@ -86,7 +86,7 @@ pub(super) fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: 
     steps.push(mkfs_step(array, uuid));
 }
 
-fn wipe_step(disk: &Disk) -> Step {
+pub(crate) fn wipe_step(disk: &Disk) -> Step {
     let device = disk.stable_path();
     let mut actions: Vec<Action> = disk
         .partitions
@@ -132,7 +132,7 @@ fn wipe_step(disk: &Disk) -> Step {
 }
 
 /// The step that partitions a member, and the path of its partition.
-fn partition_step(disk: &Disk, name: &str, kind: PartitionKind) -> (Step, String) {
+pub(crate) fn partition_step(disk: &Disk, name: &str, kind: PartitionKind) -> (Step, String) {
     let device = disk.stable_path();
     let part = partition::partition_path(&device, 1);
     let step = Step {

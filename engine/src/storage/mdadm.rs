@@ -74,3 +74,30 @@ pub fn default_file() -> &'static str {
      DAEMON_OPTIONS=\"--syslog\"\n\
      VERBOSE=false\n"
 }
+
+/// `mdadm MD --add PART`: the partition joins as a spare, and md rebuilds
+/// onto it at once when the array is degraded.
+pub fn add(md: &str, part: &str) -> Vec<String> {
+    ["mdadm", md, "--add", part].map(String::from).to_vec()
+}
+
+/// `mdadm MD --fail PART --remove PART`: a member md still lists (failed or
+/// not) leaves the array, so its slot can take a new disk. Failing a member
+/// already marked faulty is harmless.
+pub fn fail_and_remove(md: &str, part: &str) -> Vec<String> {
+    ["mdadm", md, "--fail", part, "--remove", part]
+        .map(String::from)
+        .to_vec()
+}
+
+/// `mdadm --grow MD --raid-devices=N`: more mirrors for raid1 (a spare
+/// becomes one), a reshape for raid5/raid6. With metadata 1.2 mdadm moves
+/// the data offset instead of keeping a backup of the critical section.
+pub fn grow_raid_devices(md: &str, count: usize) -> Vec<String> {
+    vec![
+        "mdadm".into(),
+        "--grow".into(),
+        md.into(),
+        format!("--raid-devices={count}"),
+    ]
+}

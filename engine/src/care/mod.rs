@@ -1,0 +1,204 @@
+//! Care after setup: replacing a disk of an array and growing an array
+//! with more disks. `survey` compares what the setup journal recorded with
+//! what is attached and what md reports; `replace` and `grow` turn a
+//! request into an [`Operation`](crate::operation::Operation) of guarded
+//! steps, which `operation::start` runs and `operation::resume` finishes
+//! after a power cut. The last step of each records the new members in the
+//! setup journal, so the next survey names them.
+
+mod follow;
+mod grow;
+mod md;
+mod replace;
+mod survey;
+
+pub use follow::{follow_sync, merge_array_lines};
+pub use grow::{GrowRequest, grow};
+pub use md::{MdMember, MdState, SyncProgress};
+pub use replace::{ReplaceRequest, replace};
+pub use survey::{
+    ArraySurvey, Candidate, Fit, MemberReport, MemberState, Survey, partition_bytes, survey_of,
+};
+
+use crate::journal::{self, Journal, JournalError};
+use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
+use crate::operation::{Kind, Operation};
+use crate::steps::{Action, Check, Step};
+use serde::{Deserialize, Serialize};
+
+/// What the arrays look like now (see [`Survey`]).
+pub fn survey(host: &Host, journal: &Journal) -> Result<Survey, CareError> {
+    let inventory = disks::discover(host)?;
+    Ok(survey_of(&journal.plan, &inventory, &|device| {
+        MdState::read(host, device)
+    }))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CareError {
+    #[error(
+        "there is no finished setup to look after ({path} is missing or unfinished): run `sudo nasforge-setup` first"
+    )]
+    NotSetUp { path: String },
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    /// The request cannot be done as asked; nothing was changed.
+    #[error("{0}; nothing was changed")]
+    Refused(String),
+}
+
+fn refuse<T>(why: impl Into<String>) -> Result<T, CareError> {
+    Err(CareError::Refused(why.into()))
+}
+
+/// The finished setup journal, which records each array's members.
+pub fn setup_journal(host: &Host) -> Result<Journal, CareError> {
+    let path = host.path(journal::PATH);
+    match Journal::load(&path)? {
+        Some(j) if j.is_complete() => Ok(j),
+        _ => Err(CareError::NotSetUp {
+            path: journal::PATH.into(),
+        }),
+    }
+}
+
+/// A replace or grow as it is shown before anything runs, and its steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CarePlan {
+    pub kind: Kind,
+    /// One line: "Replace the missing member of 'data' (WDC … (WD-3)) with sdd".
+    pub title: String,
+    /// What will happen, in words, for the review.
+    pub text: String,
+    pub steps: Vec<Step>,
+}
+
+impl CarePlan {
+    pub fn into_operation(self) -> Operation {
+        let text = format!("{}\n{}", self.title, self.text);
+        Operation::new(self.kind, self.title, text, self.steps)
+    }
+}
+
+/// The checks before a replace or grow step, so a step the power cut
+/// caught after it took effect is not repeated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "care", rename_all = "snake_case")]
+pub enum CareGuard {
+    /// Done when `member` (a partition path) is not in the md array
+    /// `array`, or is gone.
+    Removed { array: String, member: String },
+    /// Done when `member` is in the md array `array`.
+    Added { array: String, member: String },
+    /// Done when the md array `array` is made for `count` members.
+    RaidDevices { array: String, count: usize },
+}
+
+impl CareGuard {
+    pub fn check(&self, host: &Host) -> Check {
+        match self {
+            CareGuard::Removed { array, member } => match member_of(host, array, member) {
+                Some(true) => Check::Pending,
+                _ => Check::Done(format!("{member} is no longer in {array}")),
+            },
+            CareGuard::Added { array, member } => match member_of(host, array, member) {
+                Some(true) => Check::Done(format!("{member} is in {array}")),
+                _ => Check::Pending,
+            },
+            CareGuard::RaidDevices { array, count } => match MdState::read(host, array) {
+                Some(md) if md.raid_disks == *count => {
+                    Check::Done(format!("{array} is made for {count} members"))
+                }
+                Some(_) => Check::Pending,
+                None => Check::Refuse(format!(
+                    "{array} is not assembled: check `cat /proc/mdstat`, assemble it (`mdadm --assemble --scan`), then run `sudo nasforge-setup resume`"
+                )),
+            },
+        }
+    }
+}
+
+/// Whether the partition at `member` is one of md array `array`'s devices;
+/// None when either is not there.
+fn member_of(host: &Host, array: &str, member: &str) -> Option<bool> {
+    let md = disks::kernel_name(host, array)?;
+    let part = disks::kernel_name(host, member)?;
+    Some(disks::md_members(host, &md).contains(&part))
+}
+
+/// A disk named on the command line: `sdd`, `/dev/sdd` or a
+/// `/dev/disk/by-id/...` path.
+pub fn find_disk<'a>(
+    host: &Host,
+    inventory: &'a Inventory,
+    named: &str,
+) -> Result<&'a disks::Disk, CareError> {
+    let path = if named.starts_with('/') {
+        named.to_string()
+    } else {
+        format!("/dev/{named}")
+    };
+    let kernel = disks::kernel_name(host, &path)
+        .unwrap_or_else(|| path.trim_start_matches("/dev/").to_string());
+    inventory
+        .disks
+        .iter()
+        .find(|d| d.name == kernel)
+        .map_or_else(
+            || {
+                let names: Vec<&str> = inventory.disks.iter().map(|d| d.name.as_str()).collect();
+                refuse(format!(
+                    "no disk `{named}` is attached (the disks are: {}); name one as sdd, /dev/sdd or /dev/disk/by-id/...",
+                    names.join(", ")
+                ))
+            },
+            Ok,
+        )
+}
+
+/// The last step of a replace or grow: the setup journal with the array's
+/// new members, so surveys and status name them from now on.
+fn record_step(journal: &Journal, array: &str) -> Step {
+    let text = serde_json::to_string_pretty(journal).expect("a journal is plain data");
+    Step {
+        id: format!("record-members:{array}"),
+        title: format!("Record the new members of '{array}' in {}", journal::PATH),
+        guard: crate::steps::Guard::Always,
+        actions: vec![Action::WriteFile {
+            path: journal::PATH.into(),
+            contents: text,
+            mode: 0o600,
+        }],
+        always: vec![],
+    }
+}
+
+/// mdadm.conf's ARRAY lines follow the array; the initramfs only when they
+/// changed.
+fn conf_step() -> Step {
+    Step {
+        id: "mdadm-conf".into(),
+        title: format!(
+            "Update {} and the initramfs if the arrays' lines changed",
+            crate::storage::mdadm::CONF
+        ),
+        guard: crate::steps::Guard::Always,
+        actions: vec![Action::RefreshMdadmConf],
+        always: vec![],
+    }
+}
+
+/// Waits for md's rebuild or reshape, printing its progress.
+fn follow_step(array: &str, device: &str, what: &str) -> Step {
+    Step {
+        id: format!("follow:{array}"),
+        title: format!("Follow the {what} of '{array}' until it is done"),
+        guard: crate::steps::Guard::Always,
+        actions: vec![Action::FollowSync {
+            device: device.to_string(),
+        }],
+        always: vec![],
+    }
+}

@@ -1,0 +1,285 @@
+//! Replacing a member of an array: the failed member leaves the array (when
+//! it is still attached), the new disk is partitioned like its siblings and
+//! added, and md rebuilds onto it.
+
+use super::{
+    ArraySurvey, CareError, CareGuard, CarePlan, Fit, MemberReport, MemberState, Survey, conf_step,
+    find_disk, follow_step, record_step, refuse,
+};
+use crate::journal::Journal;
+use crate::machine::disks::{Disk, Host, Inventory};
+use crate::operation::Kind;
+use crate::planner::Member;
+use crate::spec::Level;
+use crate::steps::{Action, Cmd, Guard, Step, partition_step, wipe_step};
+use crate::storage::{mdadm, partition};
+
+/// What `nasforge-setup replace` was asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplaceRequest {
+    /// The array; the one degraded array when None.
+    pub array: Option<String>,
+    /// The new disk; the one blank disk that fits when None.
+    pub disk: Option<String>,
+    /// Disks that may be erased (`--erase`): one holding data is used only
+    /// when named here too.
+    pub erase: Vec<String>,
+}
+
+/// The plan to replace one member of an array, or why it cannot be done.
+pub fn replace(
+    host: &Host,
+    journal: &Journal,
+    survey: &Survey,
+    inventory: &Inventory,
+    request: &ReplaceRequest,
+) -> Result<CarePlan, CareError> {
+    let array = pick_array(survey, request.array.as_deref())?;
+    if matches!(array.level, Level::Single | Level::Raid0) {
+        return refuse(format!(
+            "'{}' is {}, which keeps no second copy: a lost member cannot be rebuilt. Restore it from a backup onto a new array",
+            array.name, array.level
+        ));
+    }
+    if let Some(rebuilding) = array
+        .members
+        .iter()
+        .find(|m| m.state == MemberState::Rebuilding)
+    {
+        return refuse(format!(
+            "'{}' is already rebuilding onto {}: wait for it (`nasforge-setup status`)",
+            array.name,
+            rebuilding.disk.as_deref().unwrap_or("a new member")
+        ));
+    }
+    let Some(old) = array.to_replace().first().copied() else {
+        return refuse(format!(
+            "every member of '{}' works, so there is nothing to replace (to add disks, use `nasforge-setup grow`)",
+            array.name
+        ));
+    };
+    let (new, erase, picked) = pick_disk(host, inventory, array, request)?;
+    let steps = steps(journal, array, old, new, erase);
+    let title = format!(
+        "Replace the {} member of '{}' ({}) with {} ({})",
+        if old.state == MemberState::Failed {
+            "failed"
+        } else {
+            "missing"
+        },
+        array.name,
+        old.label(),
+        new.name,
+        new.summary()
+    );
+    let mut text = String::new();
+    if picked {
+        text += &format!(
+            "{} is the only blank disk that fits, so it is used.\n",
+            new.name
+        );
+    }
+    if erase {
+        text += &format!(
+            "{} holds {}: it is ERASED (you named it with --erase).\n",
+            new.name,
+            new.describe_contents()
+        );
+    }
+    text += &super::grow::numbered(&steps);
+    Ok(CarePlan {
+        kind: Kind::Replace,
+        title,
+        text,
+        steps,
+    })
+}
+
+fn pick_array<'a>(survey: &'a Survey, named: Option<&str>) -> Result<&'a ArraySurvey, CareError> {
+    if let Some(name) = named {
+        return survey.arrays.iter().find(|a| a.name == name).map_or_else(
+            || {
+                let names: Vec<&str> = survey.arrays.iter().map(|a| a.name.as_str()).collect();
+                refuse(format!(
+                    "there is no array '{name}' (the arrays are: {})",
+                    names.join(", ")
+                ))
+            },
+            Ok,
+        );
+    }
+    let needy: Vec<&ArraySurvey> = survey
+        .arrays
+        .iter()
+        .filter(|a| !a.to_replace().is_empty())
+        .collect();
+    match needy.as_slice() {
+        [one] => Ok(one),
+        [] => refuse("no array lacks a member: every disk works"),
+        many => refuse(format!(
+            "several arrays lack a member ({}): choose one with --array NAME",
+            many.iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The new disk, whether it is erased, and whether it was picked for the
+/// user.
+pub(super) fn pick_disk<'a>(
+    host: &Host,
+    inventory: &'a Inventory,
+    array: &ArraySurvey,
+    request: &ReplaceRequest,
+) -> Result<(&'a Disk, bool, bool), CareError> {
+    let erase: Vec<String> = request
+        .erase
+        .iter()
+        .map(|e| find_disk(host, inventory, e).map(|d| d.name.clone()))
+        .collect::<Result<_, _>>()?;
+    let (disk, picked) = match &request.disk {
+        Some(named) => (find_disk(host, inventory, named)?, false),
+        None => {
+            let fitting: Vec<&str> = array.fitting().map(|c| c.disk.as_str()).collect();
+            match fitting.as_slice() {
+                [one] => (find_disk(host, inventory, one)?, true),
+                [] => return refuse(no_disk_fits(array)),
+                many => {
+                    return refuse(format!(
+                        "several blank disks fit '{}' ({}): choose one with --disk DEV",
+                        array.name,
+                        many.join(", ")
+                    ));
+                }
+            }
+        }
+    };
+    if let Some(other) = erase.iter().find(|e| **e != disk.name) {
+        return refuse(format!(
+            "--erase {other} names a disk this command does not use (it uses {})",
+            disk.name
+        ));
+    }
+    let erased = usable(array, disk, &erase)?;
+    Ok((disk, erased, picked))
+}
+
+/// Whether `disk` may join `array`, and if so whether it is erased first.
+pub(super) fn usable(
+    array: &ArraySurvey,
+    disk: &Disk,
+    erase: &[String],
+) -> Result<bool, CareError> {
+    let Some(candidate) = array.candidates.iter().find(|c| c.disk == disk.name) else {
+        return refuse(format!(
+            "{} is a member of an array already (see `nasforge-setup status`)",
+            disk.name
+        ));
+    };
+    match &candidate.fit {
+        Fit::Fits => Ok(false),
+        Fit::HoldsData { .. } if erase.contains(&disk.name) => Ok(true),
+        Fit::HoldsData { what } => refuse(format!(
+            "{} holds {what}. If that may be lost, name it twice: --disk {0} --erase {0}",
+            disk.name
+        )),
+        Fit::TooSmall { short_by } => refuse(format!(
+            "{} ({}) is too small for '{}': its partition would be {short_by} smaller than the members' ({})",
+            disk.name, disk.size, array.name, array.member_size
+        )),
+        Fit::InUse { why } => refuse(format!(
+            "{} is in use ({why}) and is never written",
+            disk.name
+        )),
+    }
+}
+
+fn no_disk_fits(array: &ArraySurvey) -> String {
+    let mut text = format!(
+        "no attached blank disk fits '{}' (it needs {} or more)",
+        array.name, array.member_size
+    );
+    for c in &array.candidates {
+        text += &format!("; {}: {}", c.disk, c.fit);
+    }
+    text + ". Attach a blank disk, or name one that holds data with --disk DEV --erase DEV"
+}
+
+fn steps(
+    journal: &Journal,
+    array: &ArraySurvey,
+    old: &MemberReport,
+    new: &Disk,
+    erase: bool,
+) -> Vec<Step> {
+    let md = format!("/dev/md/{}", array.name);
+    let mut steps = Vec::new();
+    if let (MemberState::Failed, Some(part)) = (old.state, &old.partition) {
+        steps.push(Step {
+            id: format!("remove:{}", old.disk.as_deref().unwrap_or(&old.was)),
+            title: format!(
+                "Fail and remove {} ({}) from '{}'",
+                part,
+                old.label(),
+                array.name
+            ),
+            guard: Guard::Care(CareGuard::Removed {
+                array: md.clone(),
+                member: part.clone(),
+            }),
+            actions: vec![Action::Run(Cmd::new(&mdadm::fail_and_remove(&md, part)))],
+            always: vec![],
+        });
+    }
+    steps.extend(join_steps(&array.name, new, erase));
+    steps.push(follow_step(&array.name, &md, "rebuild"));
+    steps.push(conf_step());
+    let mut recorded = journal.clone();
+    if let Some(plan) = recorded
+        .plan
+        .arrays
+        .iter_mut()
+        .find(|a| a.spec.name == array.name)
+    {
+        let member = Member {
+            disk: new.clone(),
+            erase,
+        };
+        match plan.members.iter().position(|m| {
+            (m.disk.model.as_ref(), m.disk.serial.as_ref(), m.disk.size)
+                == (old.model.as_ref(), old.serial.as_ref(), old.size)
+        }) {
+            Some(i) => plan.members[i] = member,
+            None => plan.members.push(member),
+        }
+    }
+    steps.push(record_step(&recorded, &array.name));
+    steps
+}
+
+/// Erase (when allowed), partition like the siblings, add to the array.
+pub(super) fn join_steps(array: &str, disk: &Disk, erase: bool) -> Vec<Step> {
+    let md = format!("/dev/md/{array}");
+    let mut steps = Vec::new();
+    if erase {
+        steps.push(wipe_step(disk));
+    }
+    let (step, part) = partition_step(disk, array, partition::PartitionKind::LinuxRaid);
+    steps.push(step);
+    steps.push(Step {
+        id: format!("add:{}", disk.name),
+        title: format!("Add {} ({}) to '{array}'", disk.name, disk.summary()),
+        guard: Guard::Care(CareGuard::Added {
+            array: md.clone(),
+            member: part.clone(),
+        }),
+        actions: vec![
+            Action::Run(Cmd::new(&["udevadm", "settle"])),
+            Action::Run(Cmd::new(&mdadm::add(&md, &part))),
+        ],
+        always: vec![],
+    });
+    steps
+}

@@ -1,0 +1,436 @@
+//! What the arrays set up look like now, next to what setup made them of:
+//! each member working, rebuilding, failed or missing (named by model and
+//! serial from the setup journal, since a missing disk has no kernel name),
+//! and for each array the attached disks that could join it, or why not.
+//! The manage view and `replace`/`grow` start from here.
+
+use super::md::{MdState, SyncProgress};
+use crate::machine::disks::{Disk, Inventory};
+use crate::planner::{ArrayPlan, Plan};
+use crate::size::Size;
+use crate::spec::{Filesystem, Level};
+use crate::steps::filesystem_device;
+use crate::storage::partition;
+use serde::Serialize;
+use std::fmt;
+
+/// Every array of the setup journal's plan, in plan order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Survey {
+    pub arrays: Vec<ArraySurvey>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArraySurvey {
+    /// The recipe's name for it: `/dev/md/<name>`.
+    pub name: String,
+    pub level: Level,
+    pub filesystem: Filesystem,
+    pub mount: String,
+    /// Where the filesystem is: `/dev/md/<name>`, or a `single` disk's
+    /// partition.
+    pub device: String,
+    /// md's kernel name (`md127`) when the array is assembled; None when it
+    /// is not (or for `single`).
+    pub kernel: Option<String>,
+    /// Members the array is made for, and of those how many work.
+    pub expected: usize,
+    pub working: usize,
+    /// Fewer members work than the array is made for.
+    pub degraded: bool,
+    /// A rebuild, reshape, resync or check under way.
+    pub sync: Option<SyncProgress>,
+    /// The members setup (or the last replace or grow) recorded, then any
+    /// other device md lists.
+    pub members: Vec<MemberReport>,
+    /// The partition size a new member needs: the smallest member's
+    /// partition (every member is partitioned from 1 MiB to its last
+    /// whole MiB).
+    pub member_size: Size,
+    /// Attached disks that are not members of any array, with whether they
+    /// can join this one.
+    pub candidates: Vec<Candidate>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemberReport {
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub size: Size,
+    /// The kernel name now (`sdb`); None when the disk is not attached.
+    pub disk: Option<String>,
+    /// The kernel name when it was recorded, for a missing disk's message.
+    pub was: String,
+    /// The member partition as mdadm is given it (a by-id `-part1` path
+    /// when udev made one); None when the disk is missing.
+    pub partition: Option<String>,
+    pub state: MemberState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberState {
+    Working,
+    /// md is rebuilding onto it (or will: a spare in a degraded array).
+    Rebuilding,
+    /// A spare in an array that lacks nothing.
+    Spare,
+    /// md marked it faulty; it is still attached and still listed.
+    Failed,
+    /// The disk is not attached.
+    Missing,
+    /// The disk is attached but its partition is not in the array (md
+    /// kicked it out, or the array is not assembled).
+    NotInArray,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// Kernel name, `sdd`.
+    pub disk: String,
+    /// The path steps use (by-id when udev made a unique one).
+    pub path: String,
+    /// "WDC WD40EFRX (WD-…), 4 TB sata HDD"
+    pub summary: String,
+    pub size: Size,
+    pub fit: Fit,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "fit", rename_all = "snake_case")]
+pub enum Fit {
+    /// Blank and large enough.
+    Fits,
+    /// Its partition would be `short_by` smaller than the members'.
+    TooSmall { short_by: Size },
+    /// Large enough, but holds `what`: usable only when named with
+    /// `--erase`.
+    HoldsData { what: String },
+    /// The running system uses it (`why`): never used.
+    InUse { why: String },
+}
+
+impl ArraySurvey {
+    pub fn failed(&self) -> impl Iterator<Item = &MemberReport> {
+        self.members
+            .iter()
+            .filter(|m| m.state == MemberState::Failed)
+    }
+
+    /// Members that need a new disk: failed first, then missing or out of
+    /// the array.
+    pub fn to_replace(&self) -> Vec<&MemberReport> {
+        let mut out: Vec<&MemberReport> = self.failed().collect();
+        out.extend(
+            self.members
+                .iter()
+                .filter(|m| matches!(m.state, MemberState::Missing | MemberState::NotInArray)),
+        );
+        out
+    }
+
+    pub fn fitting(&self) -> impl Iterator<Item = &Candidate> {
+        self.candidates.iter().filter(|c| c.fit == Fit::Fits)
+    }
+}
+
+impl MemberReport {
+    /// "WDC WD40EFRX (WD-WCC7K1234567)"
+    pub fn label(&self) -> String {
+        let model = self.model.as_deref().unwrap_or("unknown model");
+        match &self.serial {
+            Some(serial) => format!("{model} ({serial})"),
+            None => model.to_string(),
+        }
+    }
+}
+
+/// The partition `write_single` would make on a disk of `size`: from 1 MiB
+/// to the last whole MiB before the backup GPT (one header block and 16 KiB
+/// of entries).
+pub fn partition_bytes(size: Size, block_size: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let block_size = block_size.max(512);
+    let backup = block_size + (16 << 10);
+    (size.0.saturating_sub(backup) / MIB * MIB).saturating_sub(MIB)
+}
+
+/// The survey of `plan` against the disks found and md's view of each
+/// array (`md` gives it by md device path).
+pub fn survey_of(
+    plan: &Plan,
+    inventory: &Inventory,
+    md: &dyn Fn(&str) -> Option<MdState>,
+) -> Survey {
+    let members: Vec<&Disk> = plan
+        .arrays
+        .iter()
+        .flat_map(|a| a.members.iter().map(|m| &m.disk))
+        .collect();
+    let free: Vec<&Disk> = inventory
+        .disks
+        .iter()
+        .filter(|d| {
+            !members
+                .iter()
+                .any(|m| m.identity().same_disk(&d.identity()))
+        })
+        .collect();
+    Survey {
+        arrays: plan
+            .arrays
+            .iter()
+            .map(|a| array_survey(a, inventory, &free, md))
+            .collect(),
+    }
+}
+
+fn array_survey(
+    array: &ArrayPlan,
+    inventory: &Inventory,
+    free: &[&Disk],
+    md: &dyn Fn(&str) -> Option<MdState>,
+) -> ArraySurvey {
+    let spec = &array.spec;
+    let state = (spec.level != Level::Single)
+        .then(|| md(&spec.md_device()))
+        .flatten();
+    let mut members: Vec<MemberReport> = array
+        .members
+        .iter()
+        .map(|m| member_report(&m.disk, inventory, state.as_ref(), spec.level))
+        .collect();
+    if let Some(state) = &state {
+        let extra: Vec<MemberReport> = unrecorded(&members, state, inventory).collect();
+        members.extend(extra);
+    }
+    let member_size = Size(
+        array
+            .members
+            .iter()
+            .map(|m| partition_bytes(m.disk.size, m.disk.logical_block_size))
+            .min()
+            .unwrap_or(0),
+    );
+    let (expected, working) = match &state {
+        Some(s) => (s.raid_disks, s.raid_disks.saturating_sub(s.degraded)),
+        None => {
+            let working = members
+                .iter()
+                .filter(|m| m.state == MemberState::Working)
+                .count();
+            (array.members.len(), working)
+        }
+    };
+    ArraySurvey {
+        name: spec.name.clone(),
+        level: spec.level,
+        filesystem: spec.filesystem,
+        mount: spec.mount.clone(),
+        device: filesystem_device(array),
+        kernel: state.as_ref().map(|s| s.kernel.clone()),
+        expected,
+        working,
+        degraded: working < expected,
+        sync: state.as_ref().and_then(|s| s.sync.clone()),
+        members,
+        member_size,
+        candidates: free.iter().map(|d| candidate(d, member_size)).collect(),
+    }
+}
+
+fn member_report(
+    planned: &Disk,
+    inventory: &Inventory,
+    md: Option<&MdState>,
+    level: Level,
+) -> MemberReport {
+    let found = inventory
+        .disks
+        .iter()
+        .find(|d| d.identity().same_disk(&planned.identity()));
+    let mut report = MemberReport {
+        model: planned.model.clone(),
+        serial: planned.serial.clone(),
+        size: planned.size,
+        disk: found.map(|d| d.name.clone()),
+        was: planned.name.clone(),
+        partition: found.map(|d| partition::partition_path(&d.stable_path(), 1)),
+        state: MemberState::Missing,
+    };
+    let Some(disk) = found else {
+        return report;
+    };
+    report.state = match (level, md) {
+        (Level::Single, _) => MemberState::Working,
+        (_, None) => MemberState::NotInArray,
+        (_, Some(md)) => disk
+            .partitions
+            .iter()
+            .find_map(|p| md.member(&p.name))
+            .map_or(MemberState::NotInArray, |m| member_state(m, md)),
+    };
+    report
+}
+
+fn member_state(member: &super::md::MdMember, md: &MdState) -> MemberState {
+    if member.is_faulty() {
+        MemberState::Failed
+    } else if member.in_sync() {
+        MemberState::Working
+    } else if md.degraded > 0 || md.sync.is_some() {
+        MemberState::Rebuilding
+    } else {
+        MemberState::Spare
+    }
+}
+
+/// Devices md lists that no recorded member accounts for (added by hand).
+fn unrecorded<'a>(
+    known: &'a [MemberReport],
+    md: &'a MdState,
+    inventory: &'a Inventory,
+) -> impl Iterator<Item = MemberReport> + 'a {
+    md.members.iter().filter_map(move |m| {
+        let disk = inventory
+            .disks
+            .iter()
+            .find(|d| d.partitions.iter().any(|p| p.name == m.device));
+        let name = disk.map_or(m.device.clone(), |d| d.name.clone());
+        if known
+            .iter()
+            .any(|k| k.disk.as_deref() == Some(name.as_str()))
+        {
+            return None;
+        }
+        Some(MemberReport {
+            model: disk.and_then(|d| d.model.clone()),
+            serial: disk.and_then(|d| d.serial.clone()),
+            size: disk.map_or(Size(0), |d| d.size),
+            disk: Some(name.clone()),
+            was: name,
+            partition: Some(format!("/dev/{}", m.device)),
+            state: member_state(m, md),
+        })
+    })
+}
+
+fn candidate(disk: &Disk, needed: Size) -> Candidate {
+    let have = partition_bytes(disk.size, disk.logical_block_size);
+    let fit = if !disk.in_use.is_empty() {
+        Fit::InUse {
+            why: disk
+                .in_use
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    } else if have < needed.0 {
+        Fit::TooSmall {
+            short_by: Size(needed.0 - have),
+        }
+    } else if !disk.is_blank() {
+        Fit::HoldsData {
+            what: disk.describe_contents(),
+        }
+    } else {
+        Fit::Fits
+    };
+    Candidate {
+        disk: disk.name.clone(),
+        path: disk.stable_path(),
+        summary: disk.summary(),
+        size: disk.size,
+        fit,
+    }
+}
+
+impl fmt::Display for Fit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fit::Fits => f.write_str("blank, fits"),
+            Fit::TooSmall { short_by } => write!(f, "too small by {short_by}"),
+            Fit::HoldsData { what } => {
+                write!(f, "holds {what}: usable only with --erase")
+            }
+            Fit::InUse { why } => write!(f, "in use: {why}"),
+        }
+    }
+}
+
+impl fmt::Display for MemberState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MemberState::Working => "working",
+            MemberState::Rebuilding => "rebuilding",
+            MemberState::Spare => "spare",
+            MemberState::Failed => "FAILED (still attached)",
+            MemberState::Missing => "MISSING",
+            MemberState::NotInArray => "attached but NOT IN THE ARRAY",
+        })
+    }
+}
+
+impl fmt::Display for ArraySurvey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = self
+            .kernel
+            .as_ref()
+            .map(|k| format!("{} = {k}", self.device))
+            .unwrap_or_else(|| self.device.clone());
+        let state = if self.level != Level::Single && self.kernel.is_none() {
+            "NOT ASSEMBLED".to_string()
+        } else if self.degraded {
+            format!(
+                "DEGRADED, {} of {} disks working",
+                self.working, self.expected
+            )
+        } else {
+            "healthy".to_string()
+        };
+        writeln!(
+            f,
+            "Array '{}' ({}, {at}, {} at {}): {state}",
+            self.name, self.level, self.filesystem, self.mount
+        )?;
+        if let Some(sync) = &self.sync {
+            writeln!(f, "  {sync}")?;
+        }
+        for m in &self.members {
+            let now = match (&m.disk, m.state) {
+                (_, MemberState::Missing) => format!("was {}", m.was),
+                (Some(d), _) => d.clone(),
+                (None, _) => m.was.clone(),
+            };
+            writeln!(f, "  {:<8} {}, {}: {}", now, m.label(), m.size, m.state)?;
+        }
+        if !self.candidates.is_empty() {
+            writeln!(
+                f,
+                "  Other disks (a new member needs {} or more):",
+                self.member_size
+            )?;
+        }
+        for c in &self.candidates {
+            let erase = match c.fit {
+                Fit::HoldsData { .. } => format!(" {}", c.disk),
+                _ => String::new(),
+            };
+            writeln!(f, "    {:<8} {}: {}{erase}", c.disk, c.summary, c.fit)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Survey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, a) in self.arrays.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{a}")?;
+        }
+        Ok(())
+    }
+}

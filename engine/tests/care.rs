@@ -1,0 +1,545 @@
+//! Replacing and growing arrays after setup, on the pi5 board with a
+//! finished setup's journal and md's sysfs: what the survey says, every
+//! plan and refusal, following a rebuild, and resuming after a power cut.
+
+#[path = "care_support/mod.rs"]
+mod care_support;
+mod common;
+
+use care_support::{fail, pull, resize, set, set_up};
+use nasforge_engine::care::{
+    self, CareError, Fit, GrowRequest, MdState, MemberState, ReplaceRequest, Survey, follow_sync,
+    merge_array_lines, survey_of,
+};
+use nasforge_engine::executor;
+use nasforge_engine::journal::Journal;
+use nasforge_engine::machine::disks::Host;
+use nasforge_engine::operation;
+use nasforge_engine::runner::RecordingRunner;
+
+const SDC_SERIAL: &str = "WD-WCC7K0000003";
+const SDD_PART: &str = "/dev/disk/by-id/wwn-0x50014ee2b0000004-part1";
+
+fn survey(board: &common::Board, journal: &Journal) -> Survey {
+    care::survey(&board.host, journal).unwrap()
+}
+
+fn replace(
+    board: &common::Board,
+    journal: &Journal,
+    req: ReplaceRequest,
+) -> Result<care::CarePlan, CareError> {
+    let s = survey(board, journal);
+    care::replace(&board.host, journal, &s, &board.inventory(), &req)
+}
+
+fn grow(
+    board: &common::Board,
+    journal: &Journal,
+    disks: &[&str],
+    erase: &[&str],
+) -> Result<care::CarePlan, CareError> {
+    let s = survey(board, journal);
+    let req = GrowRequest {
+        array: "data".into(),
+        disks: disks.iter().map(|d| d.to_string()).collect(),
+        erase: erase.iter().map(|d| d.to_string()).collect(),
+    };
+    care::grow(&board.host, journal, &s, &board.inventory(), &req)
+}
+
+fn ids(plan: &care::CarePlan) -> Vec<&str> {
+    plan.steps.iter().map(|s| s.id.as_str()).collect()
+}
+
+fn refusal(result: Result<care::CarePlan, CareError>) -> String {
+    match result {
+        Err(e @ CareError::Refused(_)) => e.to_string(),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_survey_names_a_missing_member_by_model_and_serial_and_which_disks_could_replace_it() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    pull(&board, "sdc");
+    let s = survey(&board, &journal);
+    let a = &s.arrays[0];
+    assert_eq!((a.expected, a.working, a.degraded), (3, 2, true));
+    assert_eq!(a.kernel.as_deref(), Some("md127"));
+    let states: Vec<MemberState> = a.members.iter().map(|m| m.state).collect();
+    assert_eq!(
+        states,
+        [
+            MemberState::Working,
+            MemberState::Working,
+            MemberState::Missing
+        ]
+    );
+    assert_eq!(a.members[2].serial.as_deref(), Some(SDC_SERIAL));
+    let fits: Vec<(&str, &Fit)> = a
+        .candidates
+        .iter()
+        .map(|c| (c.disk.as_str(), &c.fit))
+        .collect();
+    assert_eq!(fits[0], ("sdd", &Fit::Fits), "{fits:?}");
+    assert!(
+        matches!(fits[1], ("mmcblk0", Fit::InUse { .. })),
+        "{fits:?}"
+    );
+    let text = s.to_string();
+    assert!(
+        text.contains("Array 'data' (raid5, /dev/md/data = md127, ext4 at /srv/data): DEGRADED, 2 of 3 disks working")
+            && text.contains(&format!("was sdc  WDC WD40EFRX-68N32N0 ({SDC_SERIAL}), 4 TB: MISSING"))
+            && text.contains("sdd      WDC WD40EFRX-68N32N0 (WD-WCC7K0000004), 4 TB sata HDD: blank, fits"),
+        "{text}"
+    );
+    // The TUI renders the same data as JSON.
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["arrays"][0]["members"][2]["state"], "missing");
+}
+
+#[test]
+fn a_missing_member_is_replaced_by_the_only_blank_disk_that_fits_and_the_journal_records_it() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    pull(&board, "sdc");
+    let plan = replace(&board, &journal, ReplaceRequest::default()).unwrap();
+    assert_eq!(
+        ids(&plan),
+        [
+            "partition:sdd",
+            "add:sdd",
+            "follow:data",
+            "mdadm-conf",
+            "record-members:data"
+        ]
+    );
+    assert!(
+        plan.title.starts_with(
+            "Replace the missing member of 'data' (WDC WD40EFRX-68N32N0 (WD-WCC7K0000003)) with sdd"
+        ),
+        "{}",
+        plan.title
+    );
+    assert!(
+        plan.text.contains("sdd is the only blank disk that fits"),
+        "{}",
+        plan.text
+    );
+    let dry = executor::dry_run(&plan.steps);
+    assert!(
+        dry.contains(&format!("mdadm /dev/md/data --add {SDD_PART}")),
+        "{dry}"
+    );
+    assert!(
+        dry.contains("partition 1 'nasforge-data' (Linux RAID)"),
+        "{dry}"
+    );
+    assert!(
+        dry.contains("# follow the rebuild or reshape of /dev/md/data"),
+        "{dry}"
+    );
+    let recorded = match &plan.steps[4].actions[0] {
+        nasforge_engine::steps::Action::WriteFile { contents, .. } => contents.clone(),
+        other => panic!("{other:?}"),
+    };
+    let recorded: Journal = serde_json::from_str(&recorded).unwrap();
+    let serials: Vec<_> = recorded.plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.serial.clone().unwrap())
+        .collect();
+    assert_eq!(
+        serials,
+        ["WD-WCC7K0000001", "WD-WCC7K0000002", "WD-WCC7K0000004"]
+    );
+
+    let mut runner = RecordingRunner::default();
+    let done =
+        operation::start(&board.host, plan.into_operation(), &mut runner, &mut |_| {}).unwrap();
+    assert!(done.is_complete());
+    assert!(operation::pending(&board.host).unwrap().is_none());
+}
+
+#[test]
+fn a_failed_member_still_attached_is_failed_and_removed_first() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    fail(&board, "sdb1");
+    let s = survey(&board, &journal);
+    assert_eq!(s.arrays[0].members[1].state, MemberState::Failed);
+    let plan = replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("/dev/sdd".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(ids(&plan)[..3], ["remove:sdb", "partition:sdd", "add:sdd"]);
+    let part = "/dev/disk/by-id/wwn-0x50014ee2b0000002-part1";
+    assert!(
+        executor::dry_run(&plan.steps)
+            .contains(&format!("mdadm /dev/md/data --fail {part} --remove {part}")),
+    );
+    assert!(
+        plan.title.starts_with("Replace the failed member"),
+        "{}",
+        plan.title
+    );
+}
+
+#[test]
+fn a_disk_too_small_is_refused_saying_by_how_much() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    pull(&board, "sdc");
+    resize(&board, "sdd", 7_814_037_168 - 4_000_000);
+    let err = refusal(replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("sdd".into()),
+            ..Default::default()
+        },
+    ));
+    assert!(
+        err.contains("sdd (4 TB) is too small for 'data': its partition would be 2 GB smaller"),
+        "{err}"
+    );
+    assert!(err.ends_with("nothing was changed"), "{err}");
+    let err = refusal(replace(&board, &journal, ReplaceRequest::default()));
+    assert!(
+        err.contains("no attached blank disk fits 'data'")
+            && err.contains("sdd: too small by 2 GB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_disk_with_data_is_used_only_when_named_with_erase() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev-with-data.txt");
+    pull(&board, "sdc");
+    let err = refusal(replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("sdd".into()),
+            ..Default::default()
+        },
+    ));
+    assert!(
+        err.contains("sdd holds an ext4 filesystem labelled 'photos'")
+            && err.contains("--disk sdd --erase sdd"),
+        "{err}"
+    );
+    let err = refusal(replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("sdd".into()),
+            erase: vec!["sda".into()],
+            ..Default::default()
+        },
+    ));
+    assert!(
+        err.contains("--erase sda names a disk this command does not use"),
+        "{err}"
+    );
+    let plan = replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("sdd".into()),
+            erase: vec!["/dev/sdd".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(ids(&plan)[..3], ["wipe:sdd", "partition:sdd", "add:sdd"]);
+    assert!(
+        plan.text
+            .contains("sdd holds an ext4 filesystem labelled 'photos': it is ERASED"),
+        "{}",
+        plan.text
+    );
+}
+
+#[test]
+fn a_disk_in_use_or_already_a_member_is_refused() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    pull(&board, "sdc");
+    let err = refusal(replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("mmcblk0".into()),
+            ..Default::default()
+        },
+    ));
+    assert!(
+        err.contains("mmcblk0 is in use (") && err.contains("never written"),
+        "{err}"
+    );
+    let err = refusal(replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("sda".into()),
+            ..Default::default()
+        },
+    ));
+    assert!(err.contains("sda is a member of an array already"), "{err}");
+    let err = refusal(replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("sdx".into()),
+            ..Default::default()
+        },
+    ));
+    assert!(err.contains("no disk `sdx` is attached"), "{err}");
+}
+
+#[test]
+fn a_healthy_array_has_nothing_to_replace_and_raid0_cannot_be_rebuilt() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    let err = refusal(replace(&board, &journal, ReplaceRequest::default()));
+    assert!(err.contains("no array lacks a member"), "{err}");
+    let (board, journal) = set_up("raid0", 2, "ext4", "dev.txt");
+    pull(&board, "sdb");
+    let err = refusal(replace(&board, &journal, ReplaceRequest::default()));
+    assert!(
+        err.contains("'data' is raid0, which keeps no second copy"),
+        "{err}"
+    );
+}
+
+#[test]
+fn raid1_grows_by_more_mirrors_without_a_filesystem_resize() {
+    let (board, journal) = set_up("raid1", 2, "ext4", "dev.txt");
+    let plan = grow(&board, &journal, &["sdc"], &[]).unwrap();
+    assert_eq!(
+        ids(&plan),
+        [
+            "partition:sdc",
+            "add:sdc",
+            "grow:data",
+            "follow:data",
+            "mdadm-conf",
+            "record-members:data"
+        ]
+    );
+    assert!(executor::dry_run(&plan.steps).contains("mdadm --grow /dev/md/data --raid-devices=3"));
+    assert!(
+        plan.text.contains("the capacity stays the same"),
+        "{}",
+        plan.text
+    );
+}
+
+#[test]
+fn raid5_is_reshaped_onto_a_new_disk_and_ext4_grown() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    let plan = grow(&board, &journal, &["sdd"], &[]).unwrap();
+    assert_eq!(
+        ids(&plan),
+        [
+            "partition:sdd",
+            "add:sdd",
+            "grow:data",
+            "follow:data",
+            "grow-filesystem:data",
+            "mdadm-conf",
+            "record-members:data"
+        ]
+    );
+    let dry = executor::dry_run(&plan.steps);
+    assert!(
+        dry.contains("mdadm --grow /dev/md/data --raid-devices=4")
+            && dry.contains("resize2fs /dev/md/data"),
+        "{dry}"
+    );
+    assert_eq!(plan.title, "Grow 'data' (raid5) from 3 to 4 disks with sdd");
+}
+
+#[test]
+fn raid6_is_reshaped_and_xfs_grown_at_its_mount() {
+    let (board, journal) = set_up("raid6", 4, "xfs", "dev.txt");
+    // A fifth disk like the others, attached since setup.
+    let mut inventory = board.inventory();
+    let mut fifth = inventory
+        .disks
+        .iter()
+        .find(|d| d.name == "sdd")
+        .unwrap()
+        .clone();
+    (
+        fifth.name,
+        fifth.serial,
+        fifth.wwn,
+        fifth.by_id,
+        fifth.in_use,
+    ) = (
+        "sde".into(),
+        Some("WD-WCC7K0000005".into()),
+        None,
+        None,
+        vec![],
+    );
+    fifth.partitions.clear();
+    inventory.disks.push(fifth);
+    let host: &Host = &board.host;
+    let s = survey_of(&journal.plan, &inventory, &|d| MdState::read(host, d));
+    let req = GrowRequest {
+        array: "data".into(),
+        disks: vec!["sde".into()],
+        erase: vec![],
+    };
+    let plan = care::grow(host, &journal, &s, &inventory, &req).unwrap();
+    let dry = executor::dry_run(&plan.steps);
+    assert!(
+        dry.contains("mdadm /dev/md/data --add /dev/sde1")
+            && dry.contains("--raid-devices=5")
+            && dry.contains("xfs_growfs /srv/data"),
+        "{dry}"
+    );
+}
+
+#[test]
+fn levels_that_cannot_grow_and_busy_or_degraded_arrays_are_refused() {
+    for (level, count, why) in [
+        ("raid0", 2, "md grows raid0 only by converting it"),
+        (
+            "raid10",
+            2,
+            "whether md can reshape a raid10 depends on its layout",
+        ),
+        ("single", 1, "a single disk has no md array to add disks to"),
+    ] {
+        let (board, journal) = set_up(level, count, "ext4", "dev.txt");
+        let err = refusal(grow(&board, &journal, &["sdc"], &[]));
+        assert!(err.contains(&format!("'data' is {level}: {why}")), "{err}");
+    }
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    set(&board, "sync_action", "check");
+    set(&board, "sync_completed", "100 / 1000");
+    assert!(refusal(grow(&board, &journal, &["sdd"], &[])).contains("'data' is busy (check 10%)"));
+    set(&board, "sync_action", "idle");
+    fail(&board, "sda1");
+    assert!(
+        refusal(grow(&board, &journal, &["sdd"], &[])).contains("replace the missing member first")
+    );
+}
+
+#[test]
+fn grow_refuses_a_disk_with_data_unless_erased() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev-with-data.txt");
+    assert!(refusal(grow(&board, &journal, &["sdd"], &[])).contains("holds an ext4 filesystem"));
+    let plan = grow(&board, &journal, &["sdd"], &["sdd"]).unwrap();
+    assert_eq!(ids(&plan)[0], "wipe:sdd");
+}
+
+#[test]
+fn a_replace_cut_after_mdadm_added_the_disk_resumes_without_adding_it_again() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    pull(&board, "sdc");
+    let plan = replace(&board, &journal, ReplaceRequest::default()).unwrap();
+    // Actions 0-3 partition sdd, 4 settles, 5 is `mdadm --add`: the power
+    // goes as it runs.
+    let mut cut = RecordingRunner::interrupting_at(5);
+    operation::start(&board.host, plan.into_operation(), &mut cut, &mut |_| {}).unwrap_err();
+    let pending = operation::pending(&board.host).unwrap().unwrap();
+    assert_eq!(pending.done.len(), 1);
+    // mdadm had added it before the power went.
+    care_support::add_member(&board, "sdd", 3, "in_sync");
+    set(&board, "degraded", "0");
+    let mut runner = RecordingRunner::default();
+    let mut skipped = Vec::new();
+    let op = operation::resume(&board.host, &mut runner, &mut |e| {
+        if let executor::Event::AlreadyDone { reason, .. } = e {
+            skipped.push(reason.to_string());
+        }
+    })
+    .unwrap()
+    .unwrap();
+    assert!(op.is_complete());
+    assert_eq!(skipped, [format!("{SDD_PART} is in /dev/md/data")]);
+    assert!(
+        !runner.lines.iter().any(|l| l.contains("--add")),
+        "{:?}",
+        runner.lines
+    );
+}
+
+#[test]
+fn a_grow_cut_after_the_reshape_started_does_not_start_it_again() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    let plan = grow(&board, &journal, &["sdd"], &[]).unwrap();
+    let mut op = plan.into_operation();
+    op.done = common::done_before(&op.steps, 2);
+    let path = operation::path(&board.host);
+    op.save(&path).unwrap();
+    care_support::add_member(&board, "sdd", 3, "in_sync");
+    set(&board, "raid_disks", "4");
+    let mut runner = RecordingRunner::default();
+    operation::resume(&board.host, &mut runner, &mut |_| {})
+        .unwrap()
+        .unwrap();
+    assert!(
+        !runner.lines.iter().any(|l| l.contains("--raid-devices")),
+        "{:?}",
+        runner.lines
+    );
+    assert!(
+        runner
+            .lines
+            .iter()
+            .any(|l| l.contains("resize2fs /dev/md/data"))
+    );
+}
+
+#[test]
+fn a_rebuild_is_followed_with_progress_and_an_estimate_until_it_ends() {
+    let (board, _journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    set(&board, "degraded", "1");
+    set(&board, "sync_action", "recover");
+    set(&board, "sync_completed", "3680000 / 8000000");
+    set(&board, "sync_speed", "12000");
+    let mut said = Vec::new();
+    let mut polls = 0;
+    follow_sync(
+        &board.host,
+        "/dev/md/data",
+        &mut |_| {
+            polls += 1;
+            if polls == 1 {
+                set(&board, "sync_action", "idle");
+                set(&board, "degraded", "0");
+            }
+        },
+        &mut |line| said.push(line.to_string()),
+    )
+    .unwrap();
+    assert_eq!(said, ["rebuild 46% (about 3 min left)", "rebuild finished"]);
+}
+
+#[test]
+fn mdadm_conf_is_rewritten_only_when_its_array_lines_change() {
+    let conf =
+        "HOMEHOST nas\nMAILADDR root\nARRAY /dev/md/data metadata=1.2 name=nas:data UUID=a\n";
+    assert_eq!(
+        merge_array_lines(
+            conf,
+            "ARRAY /dev/md/data metadata=1.2 spares=1 name=nas:data UUID=a\n"
+        ),
+        None
+    );
+    assert_eq!(
+        merge_array_lines(
+            conf,
+            "ARRAY /dev/md/data metadata=1.2 name=nas:data UUID=b\n"
+        )
+        .unwrap(),
+        "HOMEHOST nas\nMAILADDR root\nARRAY /dev/md/data metadata=1.2 name=nas:data UUID=b\n"
+    );
+}
