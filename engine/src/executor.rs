@@ -2,8 +2,8 @@
 //! step's guard first and saving the journal after each one.
 
 use crate::journal::{self, Failure, Journal, JournalError, StepRecord};
-use crate::machine::disks::Host;
 use crate::operation::Operation;
+use crate::machine::disks::Host;
 use crate::runner::{RecordingRunner, RunError, Runner};
 use crate::steps::{Check, Step};
 use std::path::Path;

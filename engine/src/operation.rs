@@ -213,8 +213,7 @@ mod tests {
         let second = Operation::new(Kind::Replace, "replace".into(), String::new(), vec![]);
         let err = start(&host, second, &mut runner, &mut |_| {}).unwrap_err();
         assert!(
-            err.to_string()
-                .contains("another operation is unfinished: apply")
+            err.to_string().contains("another operation is unfinished: apply")
                 && err.to_string().contains("nasforge-setup resume"),
             "{err}"
         );
