@@ -375,7 +375,7 @@ fn a_user_added_gets_an_account_and_a_samba_password_that_no_journal_or_command_
     );
     let hash = smbpasswd::nt_hash(PASSWORD);
     let staged = std::fs::read_to_string(host.path(samba::STAGED_PASSWORDS)).unwrap();
-    assert!(staged.starts_with(&format!("bob:1001:")) && staged.contains(&hash));
+    assert!(staged.starts_with("bob:1001:") && staged.contains(&hash));
     let mode = std::fs::metadata(host.path(samba::STAGED_PASSWORDS)).unwrap();
     assert_eq!(
         std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
