@@ -3,6 +3,8 @@
 //! returned; planning, setup and status live in the engine, so first boot
 //! and the wizard share them.
 
+mod apply;
+
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use nasforge_engine::executor::{self, Event};
@@ -70,6 +72,19 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// After setup: compare nasforge.toml with what was set up, print the
+    /// difference as a plan and apply it (shares, users they name, new
+    /// arrays). Arrays are never removed or rebuilt.
+    Apply {
+        #[command(flatten)]
+        confirm: apply::Confirm,
+    },
+    /// Add or remove a share in nasforge.toml and apply it.
+    #[command(subcommand)]
+    Share(apply::ShareCommand),
+    /// Add a user or change a user's Samba password.
+    #[command(subcommand)]
+    User(apply::UserCommand),
     /// Show setup progress, arrays, filesystems, shares and disk health, and
     /// write it to nasforge-status.txt on the boot partition.
     Status {
@@ -157,6 +172,9 @@ fn main() -> ExitCode {
             care::grow(&host, &request, *yes)
         }
         (Some(Command::Resume), _) => care::resume(&host),
+        (Some(Command::Apply { confirm }), _) => apply::apply(&host, &recipe, confirm),
+        (Some(Command::Share(command)), _) => apply::share(&host, &recipe, command),
+        (Some(Command::User(command)), _) => apply::user(&host, command),
         (None, true) => unattended(&host, &recipe),
         (None, false) => wizard(&host, cli.dry_run),
     };

@@ -83,3 +83,38 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     }
     steps
 }
+
+/// The share steps alone: after setup (`apply`) they are regenerated whole
+/// from the plan with the new share list, as every one rewrites its files.
+pub fn share_steps(plan: &Plan) -> Vec<Step> {
+    let mut steps = Vec::new();
+    shares::share_steps(plan, &mut steps);
+    steps
+}
+
+/// The steps that build the arrays at `added` (indices into `plan.arrays`)
+/// on a NAS whose other arrays are set up: their disks, then mdadm.conf and
+/// fstab for every array of `plan` (both files are rewritten whole), then
+/// their mounts.
+pub fn added_array_steps(plan: &Plan, ctx: &Context, added: &[usize]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for &i in added {
+        storage::array_steps(&plan.arrays[i], &ctx.fs_uuids[i], &ctx.hostname, &mut steps);
+    }
+    let md = added
+        .iter()
+        .any(|&i| plan.arrays[i].spec.level != Level::Single);
+    if md {
+        steps.extend(storage::mdadm_conf_steps(plan, &ctx.hostname));
+    }
+    if !added.is_empty() {
+        steps.push(storage::fstab_step(plan, ctx));
+    }
+    for &i in added {
+        steps.push(storage::mount_step(&plan.arrays[i]));
+    }
+    if md {
+        steps.push(storage::monitoring_step());
+    }
+    steps
+}

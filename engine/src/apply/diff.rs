@@ -1,0 +1,291 @@
+//! The set-up state (the journal's recipe, plan and context) against a
+//! new recipe: what changed, what is refused, and the steps.
+
+use super::{ApplyPlan, ShareChange, withdraw};
+use crate::journal::{self, Journal};
+use crate::machine::disks::{Disk, Inventory};
+use crate::planner::{self, ArrayPlan, Plan};
+use crate::spec::{Array, DeviceRecipe, Share, Storage};
+use crate::steps::{self, Action, Context, Guard, Step};
+
+/// What apply needs to know about the board besides the journal.
+pub struct Board<'a> {
+    pub inventory: &'a Inventory,
+    /// The accounts in /etc/passwd.
+    pub users: &'a [String],
+    /// The disks named with `--erase` (kernel name, /dev path or by-id path).
+    pub erase: &'a [String],
+}
+
+pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
+    let old = &setup.recipe;
+    let mut refusals = storage_refusals(old.storage.as_ref(), new.storage.as_ref());
+    let added_specs: Vec<(usize, &Array)> = new_arrays(old.storage.as_ref(), new.storage.as_ref());
+    let arrays_added = if refusals.is_empty() && !added_specs.is_empty() {
+        plan_arrays(
+            new.storage.as_ref(),
+            &added_specs,
+            &setup.plan,
+            board,
+            &mut refusals,
+        )
+    } else {
+        Vec::new()
+    };
+    refusals.extend(missing_users(&new.shares, board.users));
+
+    let (shares_added, shares_removed, shares_changed) = compare_shares(&old.shares, &new.shares);
+    let users_added = users_added(&old.shares, &new.shares);
+
+    let mut plan = setup.plan.clone();
+    plan.arrays.extend(arrays_added.iter().cloned());
+    plan.shares = new.shares.clone();
+    let mut context = setup.context.clone();
+    context.fs_uuids.extend(
+        arrays_added
+            .iter()
+            .map(|_| uuid::Uuid::new_v4().to_string()),
+    );
+
+    let mut steps = Vec::new();
+    if refusals.is_empty() && *new != *old {
+        let first_added: Vec<usize> = (setup.plan.arrays.len()..plan.arrays.len()).collect();
+        steps.extend(steps::added_array_steps(&plan, &context, &first_added));
+        if new.shares != old.shares {
+            steps.extend(steps::share_steps(&plan));
+            steps.extend(withdraw::steps(&old.shares, &new.shares));
+        }
+        steps.push(record_step(setup, new, &plan, &context));
+    }
+    ApplyPlan {
+        shares_added,
+        shares_removed,
+        shares_changed,
+        users_added,
+        arrays_added,
+        refusals,
+        recipe: new.clone(),
+        plan,
+        context,
+        steps,
+    }
+}
+
+/// Arrays removed or changed, and other `[storage]` settings changed: none
+/// is done by apply, each says what to do instead.
+fn storage_refusals(old: Option<&Storage>, new: Option<&Storage>) -> Vec<String> {
+    let none = Vec::new();
+    let old_arrays = old.map_or(&none, |s| &s.arrays);
+    let new_arrays = new.map_or(&none, |s| &s.arrays);
+    let mut out = Vec::new();
+    for was in old_arrays {
+        match new_arrays.iter().find(|a| a.name == was.name) {
+            None => out.push(format!(
+                "array '{}' was set up but is no longer in nasforge.toml: apply never removes an array (its data would go with it); put its [[storage.arrays]] entry back",
+                was.name
+            )),
+            Some(now) => out.extend(array_change(was, now)),
+        }
+    }
+    if let (Some(old), Some(new)) = (old, new)
+        && (old.mailaddr != new.mailaddr || old.alert_program != new.alert_program)
+    {
+        out.push("storage.mailaddr / storage.alert_program changed: apply does not rewrite mdadm.conf; put the old values back".into());
+    }
+    out
+}
+
+/// Why a set-up array cannot become `now`, and the command that changes
+/// it instead.
+fn array_change(was: &Array, now: &Array) -> Option<String> {
+    let name = &was.name;
+    let mut what = Vec::new();
+    if was.level != now.level {
+        what.push(format!("level {} → {}", was.level, now.level));
+    }
+    if was.filesystem != now.filesystem {
+        what.push(format!(
+            "filesystem {} → {}",
+            was.filesystem, now.filesystem
+        ));
+    }
+    if was.mount != now.mount {
+        what.push(format!("mount {} → {}", was.mount, now.mount));
+    }
+    if !what.is_empty() {
+        return Some(format!(
+            "array '{name}': {} would mean rebuilding it and erasing its data, which apply never does; put the old value back",
+            what.join(", ")
+        ));
+    }
+    if was.disks != now.disks {
+        return Some(format!(
+            "array '{name}': its disks changed in nasforge.toml; apply does not add or swap disks. Put the old `disks` back, then use `nasforge-setup grow --array {name} --disk DEV` to add a disk or `nasforge-setup replace --array {name}` to swap a failed one"
+        ));
+    }
+    None
+}
+
+fn new_arrays<'a>(old: Option<&Storage>, new: Option<&'a Storage>) -> Vec<(usize, &'a Array)> {
+    let Some(new) = new else { return Vec::new() };
+    new.arrays
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| !old.is_some_and(|o| o.arrays.iter().any(|b| b.name == a.name)))
+        .collect()
+}
+
+/// The new arrays planned on the disks no set-up array uses, with setup's
+/// rules; a disk that holds data also needs `--erase`.
+fn plan_arrays(
+    storage: Option<&Storage>,
+    added: &[(usize, &Array)],
+    setup: &Plan,
+    board: &Board,
+    refusals: &mut Vec<String>,
+) -> Vec<ArrayPlan> {
+    let Some(storage) = storage else {
+        return Vec::new();
+    };
+    let used: Vec<&str> = setup
+        .arrays
+        .iter()
+        .flat_map(|a| a.members.iter().map(|m| m.disk.name.as_str()))
+        .collect();
+    let inventory = Inventory {
+        disks: board
+            .inventory
+            .disks
+            .iter()
+            .filter(|d| !used.contains(&d.name.as_str()))
+            .cloned()
+            .collect(),
+        ..board.inventory.clone()
+    };
+    let only_new = Storage {
+        arrays: added.iter().map(|(_, a)| (*a).clone()).collect(),
+        ..storage.clone()
+    };
+    match planner::plan(&only_new, &[], &inventory) {
+        Err(refused) => {
+            // The planner numbered the new arrays from 0; the recipe does not.
+            refusals.extend(refused.iter().map(|r| {
+                let mut text = r.to_string();
+                if let Some(j) = added.iter().position(|(_, a)| a.name == r.array) {
+                    text = text.replace(
+                        &format!("storage.arrays[{j}]"),
+                        &format!("storage.arrays[{}]", added[j].0),
+                    );
+                }
+                text
+            }));
+            Vec::new()
+        }
+        Ok(plan) => {
+            for array in &plan.arrays {
+                for m in array.members.iter().filter(|m| m.erase) {
+                    if !board.erase.iter().any(|e| names_disk(e, &m.disk)) {
+                        refusals.push(format!(
+                            "array '{}': {} holds {} and would be erased; if that is meant, run again with `--erase {}`",
+                            array.spec.name,
+                            m.disk.name,
+                            m.disk.describe_contents(),
+                            m.disk.name
+                        ));
+                    }
+                }
+            }
+            plan.arrays
+        }
+    }
+}
+
+/// `dev` as the user may type it: `sdd`, `/dev/sdd` or a /dev/disk/by-id path.
+pub(super) fn names_disk(dev: &str, disk: &Disk) -> bool {
+    dev == disk.name
+        || dev.strip_prefix("/dev/") == Some(disk.name.as_str())
+        || disk.by_id.as_deref() == Some(dev)
+}
+
+fn missing_users(shares: &[Share], users: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for share in shares {
+        let Some(smb) = &share.smb else { continue };
+        for user in smb.users.iter().filter(|u| !users.contains(u)) {
+            out.push(format!(
+                "share '{}': the user '{user}' does not exist on this NAS; add it with `nasforge-setup user add {user}`",
+                share.name
+            ));
+        }
+    }
+    out
+}
+
+fn smb_users(shares: &[Share]) -> Vec<&str> {
+    shares
+        .iter()
+        .filter_map(|s| s.smb.as_ref())
+        .flat_map(|s| s.users.iter().map(String::as_str))
+        .collect()
+}
+
+fn users_added(old: &[Share], new: &[Share]) -> Vec<String> {
+    let before = smb_users(old);
+    let mut out: Vec<String> = Vec::new();
+    for user in smb_users(new) {
+        if !before.contains(&user) && !out.iter().any(|u| u == user) {
+            out.push(user.to_string());
+        }
+    }
+    out
+}
+
+type Compared = (Vec<Share>, Vec<Share>, Vec<ShareChange>);
+
+/// Shares matched by name as Samba matches them (ignoring case).
+fn compare_shares(old: &[Share], new: &[Share]) -> Compared {
+    let same = |a: &Share, b: &Share| a.name.eq_ignore_ascii_case(&b.name);
+    let added = new
+        .iter()
+        .filter(|n| !old.iter().any(|o| same(o, n)))
+        .cloned()
+        .collect();
+    let removed = old
+        .iter()
+        .filter(|o| !new.iter().any(|n| same(o, n)))
+        .cloned()
+        .collect();
+    let changed = new
+        .iter()
+        .filter_map(|n| {
+            let o = old.iter().find(|o| same(o, n))?;
+            let what = super::describe::share_changes(o, n);
+            (!what.is_empty()).then(|| ShareChange {
+                name: n.name.clone(),
+                what,
+            })
+        })
+        .collect();
+    (added, removed, changed)
+}
+
+/// The setup journal as it stands, with `new`, `plan` and `context` as the
+/// set-up state; written last, so an apply cut short is applied again.
+fn record_step(setup: &Journal, new: &DeviceRecipe, plan: &Plan, context: &Context) -> Step {
+    let mut journal = setup.clone();
+    journal.recipe = new.clone();
+    journal.plan = plan.clone();
+    journal.context = context.clone();
+    let contents = serde_json::to_string_pretty(&journal).expect("a journal is plain data");
+    Step {
+        id: "record-setup".into(),
+        title: "Record nasforge.toml as what is set up".into(),
+        guard: Guard::Always,
+        actions: vec![Action::WriteFile {
+            path: journal::PATH.into(),
+            contents,
+            mode: 0o600,
+        }],
+        always: vec![],
+    }
+}

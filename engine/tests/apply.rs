@@ -1,0 +1,423 @@
+//! `apply` after setup: the difference between nasforge.toml and the set-up
+//! state as a plan, its steps run with the fake runner on fake boards, and
+//! users whose passwords never reach a journal or a command line.
+
+mod common;
+
+use nasforge_engine::apply::{self, ApplyError, users};
+use nasforge_engine::journal::{self, Journal, StepRecord};
+use nasforge_engine::machine::disks::Host;
+use nasforge_engine::operation;
+use nasforge_engine::runner::RecordingRunner;
+use nasforge_engine::setup;
+use nasforge_engine::shares::{samba, smbpasswd};
+use nasforge_engine::spec::DeviceRecipe;
+use std::path::Path;
+
+const SET_UP: &str = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid1"
+disks = { transport = "sata", count = 2 }
+filesystem = "ext4"
+mount = "/srv/data"
+
+[[shares]]
+name = "media"
+path = "/srv/data/media"
+smb = { users = ["admin"] }
+nfs = { clients = "192.168.1.0/24" }
+"#;
+
+fn recipe(text: &str) -> DeviceRecipe {
+    DeviceRecipe::parse(text, Path::new("nasforge.toml")).unwrap()
+}
+
+/// A board whose setup from `SET_UP` finished.
+fn set_up(manifest: &str) -> common::Board {
+    let board = common::writable_copy_with_nodes("pi5-jmb585", manifest);
+    let r = recipe(SET_UP);
+    let prepared = setup::prepare(
+        &board.host,
+        Path::new("nasforge.toml"),
+        &r,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let mut j = Journal::new(r, prepared.context, prepared.plan, prepared.steps);
+    j.done = j
+        .steps
+        .iter()
+        .map(|s| StepRecord {
+            id: s.id.clone(),
+            already_done: None,
+            at: 1,
+        })
+        .collect();
+    j.save(&board.host.path(journal::PATH)).unwrap();
+    board
+}
+
+fn plan(board: &common::Board, text: &str, erase: &[&str]) -> apply::ApplyPlan {
+    let erase: Vec<String> = erase.iter().map(|s| s.to_string()).collect();
+    apply::prepare(&board.host, &recipe(text), &erase).unwrap()
+}
+
+/// Runs the plan with the fake runner; the record step is performed by
+/// hand, as the fake runner only writes actions down.
+fn run(board: &common::Board, p: &apply::ApplyPlan) -> Vec<String> {
+    let mut runner = RecordingRunner::default();
+    apply::run(&board.host, p, &mut runner, &mut |_| {}).unwrap();
+    let mut j = Journal::load(&board.host.path(journal::PATH))
+        .unwrap()
+        .unwrap();
+    j.recipe = p.recipe.clone();
+    j.plan = p.plan.clone();
+    j.context = p.context.clone();
+    j.save(&board.host.path(journal::PATH)).unwrap();
+    runner.lines
+}
+
+const PHOTOS: &str = r#"
+[[shares]]
+name = "photos"
+path = "/srv/data/photos"
+smb = { users = ["admin"] }
+"#;
+
+#[test]
+fn an_unchanged_recipe_has_nothing_to_change() {
+    let board = set_up("dev.txt");
+    let p = plan(&board, SET_UP, &[]);
+    assert!(p.nothing_to_change(), "{}", p.describe());
+    assert!(p.describe().contains("nothing to change"));
+    assert!(matches!(
+        apply::run(
+            &board.host,
+            &p,
+            &mut RecordingRunner::default(),
+            &mut |_| {}
+        ),
+        Err(ApplyError::NothingToChange)
+    ));
+}
+
+#[test]
+fn a_share_added_regenerates_the_share_steps_and_records_the_recipe() {
+    let board = set_up("dev.txt");
+    let text = format!("{SET_UP}{PHOTOS}");
+    let p = plan(&board, &text, &[]);
+    let shown = p.describe();
+    assert!(
+        shown.contains("+ share 'photos' at /srv/data/photos (SMB: admin)"),
+        "{shown}"
+    );
+    let ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "share-dirs",
+            "samba-config",
+            "samba-users",
+            "samba-service",
+            "announce",
+            "nfs-exports",
+            "record-setup"
+        ]
+    );
+    let lines = run(&board, &p).join("\n");
+    assert!(lines.contains("mkdir -p /srv/data/photos"), "{lines}");
+    assert!(
+        lines.contains("[photos]") && lines.contains("[media]"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains(&format!("# write {}", journal::PATH)),
+        "{lines}"
+    );
+    let op = operation::last_finished(&board.host).unwrap();
+    assert!(op.title.contains("+ share 'photos'"), "{}", op.title);
+
+    let again = plan(&board, &text, &[]);
+    assert!(again.nothing_to_change(), "{}", again.describe());
+}
+
+#[test]
+fn a_share_removed_is_no_longer_served_and_its_files_stay() {
+    let board = set_up("dev.txt");
+    let text = SET_UP.split("[[shares]]").next().unwrap();
+    let p = plan(&board, text, &[]);
+    let shown = p.describe();
+    assert!(
+        shown.contains(
+            "- share 'media' at /srv/data/media: no longer shared; its directory and files stay"
+        ),
+        "{shown}"
+    );
+    let entries = run(&board, &p);
+    let lines = entries.join("\n");
+    assert!(
+        !lines.contains("rm -r") && !lines.contains("rmdir"),
+        "{lines}"
+    );
+    // The last share gone: Samba's shares, the exports and the
+    // announcement are emptied, not left serving the old share.
+    let shares_file = entries
+        .iter()
+        .find(|l| l.starts_with(&format!("# write {}", samba::SHARES_FILE)))
+        .expect("Samba's shares are rewritten");
+    assert!(!shares_file.contains("[media]"), "{shares_file}");
+    assert!(lines.contains("exportfs -ra"), "{lines}");
+    assert!(
+        lines.contains("rm -f /etc/avahi/services/nasforge.service"),
+        "{lines}"
+    );
+}
+
+#[test]
+fn a_share_changed_says_what_changed() {
+    let board = set_up("dev.txt");
+    let text = SET_UP
+        .replace(
+            "users = [\"admin\"]",
+            "users = [\"admin\"], readonly = true",
+        )
+        .replace("192.168.1.0/24", "10.0.0.0/8");
+    let p = plan(&board, &text, &[]);
+    let shown = p.describe();
+    assert!(
+        shown.contains(
+            "~ share 'media': SMB admin → admin, read-only; NFS 192.168.1.0/24 → 10.0.0.0/8"
+        ),
+        "{shown}"
+    );
+    assert!(p.refusals.is_empty());
+}
+
+#[test]
+fn a_share_user_missing_on_the_board_is_refused_with_the_command_to_add_it() {
+    let board = set_up("dev.txt");
+    let text = format!(
+        "{SET_UP}{}",
+        PHOTOS.replace("[\"admin\"]", "[\"admin\", \"bob\"]")
+    );
+    let p = plan(&board, &text, &[]);
+    assert!(p.steps.is_empty());
+    assert!(
+        p.describe().contains(
+            "! refused: share 'photos': the user 'bob' does not exist on this NAS; add it with `nasforge-setup user add bob`"
+        ),
+        "{}",
+        p.describe()
+    );
+    let err = apply::run(
+        &board.host,
+        &p,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("nothing was changed"), "{err}");
+}
+
+#[test]
+fn an_array_changed_or_removed_is_refused_with_the_command_to_use() {
+    let board = set_up("dev.txt");
+    let p = plan(&board, &SET_UP.replace("count = 2", "count = 3"), &[]);
+    let shown = p.describe();
+    assert!(
+        shown.contains("`nasforge-setup grow --array data --disk DEV`")
+            && shown.contains("`nasforge-setup replace --array data`"),
+        "{shown}"
+    );
+    assert!(p.steps.is_empty());
+
+    let p = plan(&board, &SET_UP.replace("raid1", "raid0"), &[]);
+    assert!(
+        p.describe().contains("level raid1 → raid0"),
+        "{}",
+        p.describe()
+    );
+    assert!(p.steps.is_empty());
+
+    let renamed = SET_UP.replace("name = \"data\"", "name = \"store\"");
+    let p = plan(&board, &renamed, &[]);
+    assert!(
+        p.describe()
+            .contains("array 'data' was set up but is no longer in nasforge.toml: apply never removes an array"),
+        "{}",
+        p.describe()
+    );
+    assert!(p.arrays_added.is_empty() && p.steps.is_empty());
+}
+
+const BACKUP: &str = r#"
+[[storage.arrays]]
+name = "backup"
+level = "raid1"
+disks = { transport = "sata", count = 2 }
+filesystem = "ext4"
+mount = "/srv/backup"
+"#;
+
+fn with_backup(extra: &str) -> String {
+    SET_UP.replacen(
+        "\n[[shares]]",
+        &format!("{}{extra}\n[[shares]]", BACKUP.trim_end()),
+        1,
+    )
+}
+
+#[test]
+fn a_new_array_on_a_disk_with_data_needs_wipe_and_erase() {
+    let board = set_up("dev-with-data.txt");
+    let p = plan(&board, &with_backup(""), &[]);
+    let shown = p.describe();
+    assert!(
+        shown.contains("sdd") && shown.contains("set wipe = true in storage.arrays[1]"),
+        "{shown}"
+    );
+    assert!(p.steps.is_empty());
+
+    let p = plan(&board, &with_backup("\nwipe = true"), &[]);
+    assert!(
+        p.describe().contains("run again with `--erase sdd`"),
+        "{}",
+        p.describe()
+    );
+    assert!(p.steps.is_empty());
+
+    let p = plan(&board, &with_backup("\nwipe = true"), &["/dev/sdd"]);
+    assert!(p.refusals.is_empty(), "{}", p.describe());
+    let members: Vec<&str> = p.arrays_added[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(members, ["sdc", "sdd"]);
+    assert!(
+        p.describe().contains("[will be erased]"),
+        "{}",
+        p.describe()
+    );
+    let ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
+    assert!(
+        ids.contains(&"wipe:sdd") && ids.contains(&"fstab"),
+        "{ids:?}"
+    );
+    assert_eq!(ids.last(), Some(&"record-setup"));
+}
+
+#[test]
+fn a_recipe_with_a_typo_is_reported_with_file_and_line() {
+    let text = SET_UP.replace("filesystem = \"ext4\"", "filesytem = \"ext4\"");
+    let err = DeviceRecipe::parse(&text, Path::new("/boot/firmware/nasforge.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("/boot/firmware/nasforge.toml:"), "{err}");
+    assert!(err.contains("filesytem"), "{err}");
+}
+
+#[test]
+fn apply_before_setup_finished_says_what_to_run() {
+    let board = common::writable_copy("pi5-jmb585");
+    let err = apply::prepare(&board.host, &recipe(SET_UP), &[]).unwrap_err();
+    assert!(err.to_string().contains("was never set up"), "{err}");
+}
+
+const PASSWORD: &str = "correct horse battery";
+
+/// Every file under the root's /var/lib/nasforge and /var/log: where the
+/// journals and the log live.
+fn journals_and_logs(host: &Host) -> String {
+    let mut all = String::new();
+    for dir in ["/var/lib/nasforge", "/var/log"] {
+        let mut stack = vec![host.path(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let path = e.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if !path.ends_with("smbpasswd") {
+                    all += &std::fs::read_to_string(&path).unwrap_or_default();
+                }
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn a_user_added_gets_an_account_and_a_samba_password_that_no_journal_or_command_holds() {
+    let board = set_up("dev.txt");
+    let host = &board.host;
+    let p = users::plan_add(host, "bob").unwrap();
+    assert_eq!(p.uid, 1001);
+    assert!(
+        p.describe().contains("+ user 'bob' (uid 1001"),
+        "{}",
+        p.describe()
+    );
+    let mut runner = RecordingRunner::default();
+    users::run(host, &p, PASSWORD, &mut runner, &mut |_| {}).unwrap();
+    let lines = runner.lines.join("\n");
+    assert!(
+        lines.contains("useradd --create-home --user-group --uid 1001 --shell /bin/bash bob"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("pdbedit -i smbpasswd:/var/lib/nasforge/smbpasswd"),
+        "{lines}"
+    );
+    let hash = smbpasswd::nt_hash(PASSWORD);
+    let staged = std::fs::read_to_string(host.path(samba::STAGED_PASSWORDS)).unwrap();
+    assert!(staged.starts_with("bob:1001:") && staged.contains(&hash));
+    let mode = std::fs::metadata(host.path(samba::STAGED_PASSWORDS)).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o600
+    );
+    let kept = journals_and_logs(host);
+    assert!(
+        kept.contains("Add the user 'bob'"),
+        "the operation is in the history"
+    );
+    for secret in [PASSWORD, hash.as_str()] {
+        assert!(!lines.contains(secret) && !kept.contains(secret));
+    }
+
+    let taken = users::plan_add(host, "admin").unwrap_err().to_string();
+    assert!(
+        taken.contains("nasforge-setup user passwd admin"),
+        "{taken}"
+    );
+    let bad = users::plan_add(host, "Bob").unwrap_err().to_string();
+    assert!(bad.contains("not a valid user name"), "{bad}");
+}
+
+#[test]
+fn a_password_changed_is_staged_for_pdbedit_and_nowhere_else() {
+    let board = set_up("dev.txt");
+    let host = &board.host;
+    let p = users::plan_passwd(host, "admin").unwrap();
+    assert_eq!((p.uid, p.new_account), (1000, false));
+    let mut runner = RecordingRunner::default();
+    users::run(host, &p, PASSWORD, &mut runner, &mut |_| {}).unwrap();
+    let lines = runner.lines.join("\n");
+    assert!(!lines.contains("useradd"), "{lines}");
+    let hash = smbpasswd::nt_hash(PASSWORD);
+    let kept = journals_and_logs(host);
+    assert!(!lines.contains(PASSWORD) && !lines.contains(&hash) && !kept.contains(&hash));
+
+    let missing = users::plan_passwd(host, "carol").unwrap_err().to_string();
+    assert!(
+        missing.contains("nasforge-setup user add carol"),
+        "{missing}"
+    );
+    let empty = users::run(host, &p, "", &mut runner, &mut |_| {}).unwrap_err();
+    assert!(empty.to_string().contains("empty"), "{empty}");
+}
