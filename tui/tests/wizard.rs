@@ -164,7 +164,10 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
     typing(&mut w, "correct horse");
     keys(&mut w, &[Down]);
     typing(&mut w, "correct horse");
-    keys(&mut w, &[Down, Down, SPACE, Down, Down, SPACE, Down, Enter, Enter]);
+    keys(
+        &mut w,
+        &[Down, Down, SPACE, Down, Down, SPACE, Down, Enter, Enter],
+    );
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
     typing(&mut w, "sdd");
     keys(&mut w, &[Enter]);
@@ -356,7 +359,10 @@ fn esc_goes_back_without_losing_any_choice() {
     typing(&mut w, "pw");
     keys(&mut w, &[Down]);
     typing(&mut w, "pw");
-    keys(&mut w, &[Down, Down, SPACE, Down, Down, SPACE, Enter, Enter]);
+    keys(
+        &mut w,
+        &[Down, Down, SPACE, Down, Down, SPACE, Enter, Enter],
+    );
     typing(&mut w, "sdd");
     keys(&mut w, &[Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
@@ -628,7 +634,10 @@ fn nfs_shares_are_shown_as_a_local_name_and_path() {
     let board = board();
     let mut w = wizard_on(&board, PLAIN);
     choose(&mut w, &["sda", "sdb"]);
-    keys(&mut w, &[Enter, Enter, Down, SPACE, Down, SPACE, Enter, Enter]);
+    keys(
+        &mut w,
+        &[Enter, Enter, Down, SPACE, Down, SPACE, Enter, Enter],
+    );
     assert_eq!(w.screen, Screen::Review, "SMB off, NFS on: {:?}", w.notice);
     let handoff = start(&mut w);
     let share = &handoff.recipe.shares[0];

@@ -135,9 +135,8 @@ pub fn address_problem(what: &str, text: &str) -> Option<String> {
         }
         None => false,
     };
-    (!valid || text.contains(char::is_whitespace)).then(|| {
-        format!("{what}: '{text}' is not an email address; write it as name@example.com.")
-    })
+    (!valid || text.contains(char::is_whitespace))
+        .then(|| format!("{what}: '{text}' is not an email address; write it as name@example.com."))
 }
 
 /// Why `text` is not an http(s) URL with a host, if it is not.

@@ -281,7 +281,10 @@ impl Wizard {
     /// runs.
     pub fn handoff(&self) -> Result<Handoff, Vec<String>> {
         let plan = self.plan()?;
-        let alerts = self.alerts.choices().map_err(|(problem, _)| vec![problem])?;
+        let alerts = self
+            .alerts
+            .choices()
+            .map_err(|(problem, _)| vec![problem])?;
         let context = Context {
             hostname: self.facts.hostname.clone(),
             fs_uuids: vec![self.settings.fs_uuid.clone()],

@@ -52,7 +52,10 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
         a.name, a.level, a.expected, a.md_device
     ))];
     if let Some(why) = &a.cannot_grow {
-        lines.push(Line::styled(format!("It cannot grow: {why}"), m.theme.error()));
+        lines.push(Line::styled(
+            format!("It cannot grow: {why}"),
+            m.theme.error(),
+        ));
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
         return vec![("Esc", "back")];
     }

@@ -25,7 +25,7 @@ use model::Overview;
 
 use super::input::is_quit;
 use super::theme::{self, Theme};
-use super::{Notice, help_bar, scroll, screens::Help};
+use super::{Notice, help_bar, screens::Help, scroll};
 use ratatui::Frame;
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -148,9 +148,16 @@ impl ArrayView {
             .iter()
             .map(|d| format!("failed {}", d.label()))
             .collect();
-        why.extend(self.missing.iter().map(|d| format!("missing {}", d.label())));
+        why.extend(
+            self.missing
+                .iter()
+                .map(|d| format!("missing {}", d.label())),
+        );
         if why.is_empty() {
-            why.push(format!("{} of {} members working", self.working, self.expected));
+            why.push(format!(
+                "{} of {} members working",
+                self.working, self.expected
+            ));
         }
         (format!("degraded: {}", why.join(", ")), Tone::Bad)
     }

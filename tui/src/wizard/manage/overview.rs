@@ -95,7 +95,12 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
     }
     lines.push(Line::styled("Filesystems", theme.title()));
     for f in &m.overview.filesystems {
-        lines.push(Line::raw(format!("  {} ({}): {}", f.mount, f.array, f.usage())));
+        lines.push(Line::raw(format!(
+            "  {} ({}): {}",
+            f.mount,
+            f.array,
+            f.usage()
+        )));
     }
     lines.push(Line::styled("Shares", theme.title()));
     if m.overview.shares.is_empty() {

@@ -82,7 +82,10 @@ pub fn lines(m: &Manager, checks: bool) -> Vec<Line<'static>> {
         ));
     }
     if a.candidates.is_empty() {
-        out.push(Line::styled("  No other disk is attached.", theme.disabled()));
+        out.push(Line::styled(
+            "  No other disk is attached.",
+            theme.disabled(),
+        ));
     }
     out
 }

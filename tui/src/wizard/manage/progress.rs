@@ -74,11 +74,22 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
     let p = &m.progress;
     let [head, steps] = Layout::vertical([Constraint::Length(3), Constraint::Fill(1)]).areas(area);
     let (headline, style) = match &p.result {
-        None => (format!("{}: {} of {} steps done.", p.title, p.done.len(), p.steps.len()), Style::new()),
+        None => (
+            format!(
+                "{}: {} of {} steps done.",
+                p.title,
+                p.done.len(),
+                p.steps.len()
+            ),
+            Style::new(),
+        ),
         Some(Ok(())) => (format!("{}: done.", p.title), theme.good()),
         Some(Err(e)) => (format!("{} FAILED: {e}", p.title), theme.error()),
     };
-    frame.render_widget(Paragraph::new(Line::styled(headline, style)).wrap(Wrap { trim: true }), head);
+    frame.render_widget(
+        Paragraph::new(Line::styled(headline, style)).wrap(Wrap { trim: true }),
+        head,
+    );
     let total = p.steps.len();
     let failed = matches!(p.result, Some(Err(_)));
     let lines: Vec<Line> = p
@@ -98,7 +109,10 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
             Line::styled(format!("{mark}[{}/{total}] {title}", i + 1), style)
         })
         .collect();
-    let skip = p.current.unwrap_or(0).saturating_sub(steps.height as usize / 2);
+    let skip = p
+        .current
+        .unwrap_or(0)
+        .saturating_sub(steps.height as usize / 2);
     frame.render_widget(Paragraph::new(lines).scroll((skip as u16, 0)), steps);
     if p.running() {
         vec![("", "working: wait for it to end")]

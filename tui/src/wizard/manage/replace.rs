@@ -37,7 +37,10 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
     let a = array(m);
     let (health, _) = a.health();
     let mut lines = vec![
-        Line::raw(format!("'{}' ({}, {}) is {health}.", a.name, a.level, a.md_device)),
+        Line::raw(format!(
+            "'{}' ({}, {}) is {health}.",
+            a.name, a.level, a.md_device
+        )),
         Line::raw(""),
         Line::styled("Choose the disk that takes its place:", m.theme.title()),
     ];

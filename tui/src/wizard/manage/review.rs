@@ -5,8 +5,8 @@
 use super::care::Erases;
 use super::{Effect, ManageAction, ManageScreen, Manager, Planned};
 use crate::wizard::input::{Nav, TextField, nav};
-use crate::wizard::scroll::Scroll;
 use crate::wizard::screens::Help;
+use crate::wizard::scroll::Scroll;
 use nasforge_engine::executor;
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
@@ -93,7 +93,12 @@ pub fn key(m: &mut Manager, key: KeyEvent) -> Effect {
                 m.info("Dry run: nothing was changed.");
                 return Effect::None;
             }
-            let steps = review.planned.steps.iter().map(|s| s.title.clone()).collect();
+            let steps = review
+                .planned
+                .steps
+                .iter()
+                .map(|s| s.title.clone())
+                .collect();
             m.progress = super::progress::Progress::new(review.planned.title.clone(), steps);
             m.screen = ManageScreen::Progress;
             return Effect::Run;
@@ -111,7 +116,10 @@ pub fn key(m: &mut Manager, key: KeyEvent) -> Effect {
 fn text(m: &Manager, planned: &Planned) -> Vec<(String, Style)> {
     let theme = &m.theme;
     let mut lines = vec![
-        ("Nothing has changed yet. This will:".to_string(), theme.title()),
+        (
+            "Nothing has changed yet. This will:".to_string(),
+            theme.title(),
+        ),
         (String::new(), Style::new()),
     ];
     lines.extend(planned.text.lines().map(|l| (l.to_string(), Style::new())));

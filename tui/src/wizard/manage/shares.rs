@@ -52,11 +52,18 @@ pub fn new_list(m: &Manager) -> Result<Vec<Share>, String> {
     if name.is_empty() {
         return Ok(list);
     }
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(format!("Share name '{name}': use letters, digits, - and _ only."));
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(format!(
+            "Share name '{name}': use letters, digits, - and _ only."
+        ));
     }
     if list.iter().any(|s| s.name.eq_ignore_ascii_case(name)) {
-        return Err(format!("There is already a share '{name}'; choose another name."));
+        return Err(format!(
+            "There is already a share '{name}'; choose another name."
+        ));
     }
     let path = match edit.path.value().trim() {
         "" => match m.overview.filesystems.first() {
@@ -64,7 +71,11 @@ pub fn new_list(m: &Manager) -> Result<Vec<Share>, String> {
             None => return Err("There is no array to put the share on.".into()),
         },
         p if p.starts_with('/') => p.to_string(),
-        p => return Err(format!("Folder '{p}': give the full path, starting with /.")),
+        p => {
+            return Err(format!(
+                "Folder '{p}': give the full path, starting with /."
+            ));
+        }
     };
     let users = words(&edit.users);
     if users.is_empty() {
@@ -133,10 +144,17 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
     let mut rows = vec![Constraint::Length(1); existing + NEW_FIELDS + 2];
     rows.push(Constraint::Fill(1));
     let areas = Layout::vertical(rows).split(area);
-    frame.render_widget(Line::styled("Shares (Space: remove or keep)", theme.title()), areas[0]);
+    frame.render_widget(
+        Line::styled("Shares (Space: remove or keep)", theme.title()),
+        areas[0],
+    );
     for (i, share) in m.overview.shares.iter().enumerate() {
         let gone = edit.remove.contains(&share.name);
-        let style = if edit.focus == i { theme.cursor() } else { Style::new() };
+        let style = if edit.focus == i {
+            theme.cursor()
+        } else {
+            Style::new()
+        };
         let mark = if gone { "[remove]" } else { "[keep]  " };
         frame.render_widget(
             Line::styled(format!("{mark} {} {}", share.name, share.path), style),
@@ -144,12 +162,19 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
         );
     }
     frame.render_widget(
-        Line::styled("Add a share (SMB; leave the name empty to add none)", theme.title()),
+        Line::styled(
+            "Add a share (SMB; leave the name empty to add none)",
+            theme.title(),
+        ),
         areas[1 + existing],
     );
     let fields = [
         ("Name", &edit.name, ""),
-        ("Folder", &edit.path, "empty: on the array, named after the share"),
+        (
+            "Folder",
+            &edit.path,
+            "empty: on the array, named after the share",
+        ),
         ("Users", &edit.users, "who may read and write"),
     ];
     for (k, (label, field, note)) in fields.into_iter().enumerate() {
@@ -170,5 +195,10 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
         )),
         areas[existing + NEW_FIELDS + 2],
     );
-    vec![("↑↓", "row"), ("Space", "remove/keep"), ("Enter", "review"), ("Esc", "back")]
+    vec![
+        ("↑↓", "row"),
+        ("Space", "remove/keep"),
+        ("Enter", "review"),
+        ("Esc", "back"),
+    ]
 }

@@ -58,16 +58,24 @@ pub fn action(m: &Manager) -> Result<ManageAction, (String, Field)> {
     let known = m.overview.users.contains(&name);
     if form.add && !valid_name(&name) {
         return Err((
-            format!("User name '{name}': start with a lowercase letter; then lowercase letters, digits, - and _."),
+            format!(
+                "User name '{name}': start with a lowercase letter; then lowercase letters, digits, - and _."
+            ),
             Field::Name,
         ));
     }
     if form.add && known {
-        return Err((format!("'{name}' exists already; change its password instead."), Field::Name));
+        return Err((
+            format!("'{name}' exists already; change its password instead."),
+            Field::Name,
+        ));
     }
     if !form.add && !known {
         return Err((
-            format!("There is no user '{name}' (users: {}).", m.overview.users.join(", ")),
+            format!(
+                "There is no user '{name}' (users: {}).",
+                m.overview.users.join(", ")
+            ),
             Field::Name,
         ));
     }
@@ -75,7 +83,10 @@ pub fn action(m: &Manager) -> Result<ManageAction, (String, Field)> {
         return Err((format!("Type an SMB password for {name}."), Field::Password));
     }
     if form.password.value() != form.again.value() {
-        return Err(("The two passwords differ; type them again.".into(), Field::Again));
+        return Err((
+            "The two passwords differ; type them again.".into(),
+            Field::Again,
+        ));
     }
     let password = Secret(form.password.value().to_string());
     Ok(if form.add {
@@ -123,7 +134,11 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
     } else {
         "< Change an SMB password >"
     };
-    let style = if form.focus == Field::Mode { theme.cursor() } else { Default::default() };
+    let style = if form.focus == Field::Mode {
+        theme.cursor()
+    } else {
+        Default::default()
+    };
     frame.render_widget(Span::styled(mode, style), areas[0]);
     let fields = [
         (Field::Name, "User", &form.name),
@@ -137,7 +152,10 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
         text.draw(frame, v, form.focus == field, theme);
     }
     frame.render_widget(
-        Line::styled(format!("Users: {}", m.overview.users.join(", ")), theme.disabled()),
+        Line::styled(
+            format!("Users: {}", m.overview.users.join(", ")),
+            theme.disabled(),
+        ),
         areas[5],
     );
     let mut keys = vec![("↑↓", "field")];

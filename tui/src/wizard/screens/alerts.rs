@@ -111,8 +111,10 @@ impl AlertForm {
             ntfy,
             smtp,
         };
-        Ok((choices.email.is_some() || choices.webhook.is_some() || choices.ntfy.is_some())
-            .then_some(choices))
+        Ok(
+            (choices.email.is_some() || choices.webhook.is_some() || choices.ntfy.is_some())
+                .then_some(choices),
+        )
     }
 
     /// The relay, required with an email address and refused without one
@@ -138,7 +140,9 @@ impl AlertForm {
             }
             (true, Some(host)) if host.contains(['/', ':', ' ']) => {
                 return Err((
-                    format!("SMTP host: '{host}' is not a host name; type only the name, the port goes below."),
+                    format!(
+                        "SMTP host: '{host}' is not a host name; type only the name, the port goes below."
+                    ),
                     Field::Host,
                 ));
             }
@@ -157,7 +161,8 @@ impl AlertForm {
         if let Some(p) = from.as_deref().and_then(|f| address_problem("From", f)) {
             return Err((p, Field::From));
         }
-        let password = (!self.password.value().is_empty()).then(|| self.password.value().to_string());
+        let password =
+            (!self.password.value().is_empty()).then(|| self.password.value().to_string());
         Ok(Some(Smtp {
             host,
             port,
@@ -214,8 +219,7 @@ pub fn help(w: &Wizard) -> Help {
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     let theme = &w.settings.theme;
     let form = &w.alerts;
-    let [intro, rows] =
-        Layout::vertical([Constraint::Length(3), Constraint::Fill(1)]).areas(area);
+    let [intro, rows] = Layout::vertical([Constraint::Length(3), Constraint::Fill(1)]).areas(area);
     frame.render_widget(
         Paragraph::new(
             "Who hears of a failing disk, a rebuild or a full filesystem? Fill in any of these, or leave them all empty for no alerts.",
@@ -225,15 +229,45 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     );
     let port_hint = format!("empty: {}", form.tls.default_port());
     let lines: [(Field, &str, Option<&TextField>, &str); 9] = [
-        (Field::Email, "Email to", Some(&form.email), "where alerts are mailed"),
-        (Field::Host, "SMTP host", Some(&form.host), "your provider's relay"),
+        (
+            Field::Email,
+            "Email to",
+            Some(&form.email),
+            "where alerts are mailed",
+        ),
+        (
+            Field::Host,
+            "SMTP host",
+            Some(&form.host),
+            "your provider's relay",
+        ),
         (Field::Port, "SMTP port", Some(&form.port), &port_hint),
         (Field::Tls, "TLS", None, "Space: starttls, tls, off"),
-        (Field::From, "From", Some(&form.from), "empty: nasforge@<host>"),
+        (
+            Field::From,
+            "From",
+            Some(&form.from),
+            "empty: nasforge@<host>",
+        ),
         (Field::User, "SMTP user", Some(&form.user), "optional"),
-        (Field::Password, "Password", Some(&form.password), "kept root-only"),
-        (Field::Webhook, "Webhook URL", Some(&form.webhook), "JSON POST"),
-        (Field::Ntfy, "ntfy URL", Some(&form.ntfy), "https://ntfy.sh/topic"),
+        (
+            Field::Password,
+            "Password",
+            Some(&form.password),
+            "kept root-only",
+        ),
+        (
+            Field::Webhook,
+            "Webhook URL",
+            Some(&form.webhook),
+            "JSON POST",
+        ),
+        (
+            Field::Ntfy,
+            "ntfy URL",
+            Some(&form.ntfy),
+            "https://ntfy.sh/topic",
+        ),
     ];
     let areas = Layout::vertical(vec![Constraint::Length(1); lines.len()]).split(rows);
     for ((field, label, text, note), row) in lines.iter().zip(areas.iter()) {
@@ -248,10 +282,20 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         match text {
             Some(t) => t.draw(frame, value, focused, theme),
             None => {
-                let style = if focused { theme.cursor() } else { Default::default() };
-                frame.render_widget(Span::styled(format!("< {} >", form.tls.word()), style), value);
+                let style = if focused {
+                    theme.cursor()
+                } else {
+                    Default::default()
+                };
+                frame.render_widget(
+                    Span::styled(format!("< {} >", form.tls.word()), style),
+                    value,
+                );
             }
         }
-        frame.render_widget(Line::styled(format!(" {note}"), theme.disabled()), note_area);
+        frame.render_widget(
+            Line::styled(format!(" {note}"), theme.disabled()),
+            note_area,
+        );
     }
 }
