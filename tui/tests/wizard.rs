@@ -130,7 +130,7 @@ fn defaults_to_review(w: &mut Wizard) {
     typing(w, "secret1");
     keys(w, &[Down]);
     typing(w, "secret1");
-    keys(w, &[Enter]);
+    keys(w, &[Enter, Enter]); // shares, then alerts (none)
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
 }
 
@@ -164,7 +164,10 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
     typing(&mut w, "correct horse");
     keys(&mut w, &[Down]);
     typing(&mut w, "correct horse");
-    keys(&mut w, &[Down, Down, SPACE, Down, Down, SPACE, Down, Enter]);
+    keys(
+        &mut w,
+        &[Down, Down, SPACE, Down, Down, SPACE, Down, Enter, Enter],
+    );
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
     typing(&mut w, "sdd");
     keys(&mut w, &[Enter]);
@@ -356,13 +359,17 @@ fn esc_goes_back_without_losing_any_choice() {
     typing(&mut w, "pw");
     keys(&mut w, &[Down]);
     typing(&mut w, "pw");
-    keys(&mut w, &[Down, Down, SPACE, Down, Down, SPACE, Enter]);
+    keys(
+        &mut w,
+        &[Down, Down, SPACE, Down, Down, SPACE, Enter, Enter],
+    );
     typing(&mut w, "sdd");
     keys(&mut w, &[Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
     let before = w.handoff().unwrap();
 
     for expected in [
+        Screen::Alerts,
         Screen::Shares,
         Screen::Layout,
         Screen::Disks,
@@ -378,7 +385,7 @@ fn esc_goes_back_without_losing_any_choice() {
         (w.level(), w.layout.filesystem),
         (Level::Raid6, Filesystem::Xfs)
     );
-    keys(&mut w, &[Enter, Enter]);
+    keys(&mut w, &[Enter, Enter, Enter]);
     assert_eq!(w.screen, Screen::Review, "passwords kept: {:?}", w.notice);
     // sdd's confirmation was kept too: Enter starts straight away.
     assert_eq!(start(&mut w), before);
@@ -429,7 +436,7 @@ fn each_screen_at_80x24() {
     typing(&mut w, "secret1");
     keys(&mut w, &[Down, Down, Down, SPACE]);
     insta::assert_snapshot!("shares", screen(&w));
-    keys(&mut w, &[Enter]);
+    keys(&mut w, &[Enter, Enter]);
     insta::assert_snapshot!("review", screen(&w));
     keys(&mut w, &[KeyCode::End]);
     insta::assert_snapshot!("review_end", screen(&w));
@@ -627,7 +634,10 @@ fn nfs_shares_are_shown_as_a_local_name_and_path() {
     let board = board();
     let mut w = wizard_on(&board, PLAIN);
     choose(&mut w, &["sda", "sdb"]);
-    keys(&mut w, &[Enter, Enter, Down, SPACE, Down, SPACE, Enter]);
+    keys(
+        &mut w,
+        &[Enter, Enter, Down, SPACE, Down, SPACE, Enter, Enter],
+    );
     assert_eq!(w.screen, Screen::Review, "SMB off, NFS on: {:?}", w.notice);
     let handoff = start(&mut w);
     let share = &handoff.recipe.shares[0];
@@ -930,7 +940,7 @@ fn smb_spec(w: &Wizard) -> Smb {
 fn review_with_limit(w: &mut Wizard, limit: &str) -> (Option<Size>, String) {
     ctrl(w, 'u');
     typing(w, limit);
-    keys(w, &[Enter]);
+    keys(w, &[Enter, Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
     (tm_spec(w).unwrap().timemachine_max_size, review_text(w))
 }
@@ -982,7 +992,7 @@ fn guests_and_time_machine_exclude_each_other() {
         "{shown}"
     );
 
-    keys(&mut w, &[Enter]);
+    keys(&mut w, &[Enter, Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
     let handoff = w.handoff().unwrap();
     assert_eq!(
@@ -1001,7 +1011,7 @@ fn guests_and_time_machine_exclude_each_other() {
         "{review}"
     );
 
-    keys(&mut w, &[Esc]);
+    keys(&mut w, &[Esc, Esc]);
     focus(&mut w, Field::TimeMachine);
     keys(&mut w, &[SPACE]);
     let smb = smb_spec(&w);
@@ -1034,7 +1044,7 @@ fn a_guest_share_may_have_no_users_and_says_guests_need_no_password() {
     );
 
     focus(&mut w, Field::Guest);
-    keys(&mut w, &[SPACE, Enter]);
+    keys(&mut w, &[SPACE, Enter, Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
     let review = review_text(&w);
     assert!(
@@ -1101,7 +1111,7 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
     );
 
     // Empty: the recipe's default, half of the 4 TB mirror.
-    keys(&mut w, &[Esc]);
+    keys(&mut w, &[Esc, Esc]);
     let (limit, review) = review_with_limit(&mut w, "");
     assert_eq!(limit, None);
     assert!(
@@ -1110,11 +1120,11 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
     );
 
     // A limit left behind when Time Machine goes off is not the recipe's.
-    keys(&mut w, &[Esc]);
+    keys(&mut w, &[Esc, Esc]);
     ctrl(&mut w, 'u');
     typing(&mut w, "12 parsecs");
     focus(&mut w, Field::TimeMachine);
-    keys(&mut w, &[SPACE, Enter]);
+    keys(&mut w, &[SPACE, Enter, Enter]);
     assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
     let specs = w.share_specs();
     assert!(

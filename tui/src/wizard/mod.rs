@@ -12,10 +12,12 @@
 //! recipe's own types. The planner, step generator and executor are the
 //! ones `--unattended` uses; the setup runs as a service (see [`service`]).
 
+pub mod alerts;
 pub mod choices;
 pub mod facts;
 pub mod hardware;
 pub mod input;
+pub mod manage;
 pub mod screens;
 pub mod scroll;
 pub mod service;
@@ -34,7 +36,7 @@ use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Padding, Paragraph};
-use screens::{disks, done, layout, progress, review, shares, welcome};
+use screens::{alerts as alerts_screen, disks, done, layout, progress, review, shares, welcome};
 use service::{Snapshot, StartError};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -46,6 +48,8 @@ pub enum Screen {
     Disks,
     Layout,
     Shares,
+    /// Optional, so not counted among the numbered steps.
+    Alerts,
     Review,
     Progress,
     Done,
@@ -68,6 +72,7 @@ impl Screen {
             Screen::Disks => "Disks",
             Screen::Layout => "Layout",
             Screen::Shares => "Shares",
+            Screen::Alerts => "Alerts (optional)",
             Screen::Review => "Review",
             Screen::Progress => "Progress",
             Screen::Done => "Done",
@@ -106,6 +111,8 @@ pub struct Handoff {
     pub steps: Vec<Step>,
     /// smbpasswd lines (NT hashes) for the share users.
     pub smbpasswd: Vec<String>,
+    /// The recipe's `[alerts]` section; None when no alerts were chosen.
+    pub alerts: Option<alerts::AlertChoices>,
 }
 
 impl Handoff {
@@ -145,6 +152,7 @@ pub struct Wizard {
     pub disks: disks::DiskList,
     pub layout: layout::LayoutForm,
     pub shares: shares::ShareForm,
+    pub alerts: alerts_screen::AlertForm,
     pub review: review::Review,
     pub done: scroll::Scroll,
     pub progress: Option<Snapshot>,
@@ -161,6 +169,7 @@ impl Wizard {
             disks: disks::DiskList::default(),
             layout: layout::LayoutForm::default(),
             shares,
+            alerts: alerts_screen::AlertForm::default(),
             review: review::Review::default(),
             done: scroll::Scroll::default(),
             progress: None,
@@ -178,6 +187,7 @@ impl Wizard {
                     Screen::Disks => disks::key(self, key),
                     Screen::Layout => layout::key(self, key),
                     Screen::Shares => shares::key(self, key),
+                    Screen::Alerts => alerts_screen::key(self, key),
                     Screen::Review => review::key(self, key),
                     Screen::Progress => progress::key(self, key),
                     Screen::Done => done::key(self, key),
@@ -271,6 +281,10 @@ impl Wizard {
     /// runs.
     pub fn handoff(&self) -> Result<Handoff, Vec<String>> {
         let plan = self.plan()?;
+        let alerts = self
+            .alerts
+            .choices()
+            .map_err(|(problem, _)| vec![problem])?;
         let context = Context {
             hostname: self.facts.hostname.clone(),
             fs_uuids: vec![self.settings.fs_uuid.clone()],
@@ -291,6 +305,7 @@ impl Wizard {
             plan,
             steps,
             smbpasswd,
+            alerts,
         })
     }
 }
@@ -330,15 +345,15 @@ pub fn draw(frame: &mut Frame, w: &Wizard) {
 /// The frame's title: the host, and which step of how many this is.
 fn title(w: &Wizard) -> Line<'static> {
     let theme = &w.settings.theme;
-    let step = Screen::ALL.iter().position(|s| *s == w.screen).unwrap_or(0) + 1;
+    let step = match Screen::ALL.iter().position(|s| *s == w.screen) {
+        Some(at) => format!("{}/{} {}", at + 1, Screen::ALL.len(), w.screen.title()),
+        None => w.screen.title().to_string(),
+    };
     let mut title = vec![
         Span::raw(" nasforge setup · "),
         Span::raw(w.facts.hostname.clone()),
         Span::raw(" · "),
-        Span::styled(
-            format!("{step}/{} {}", Screen::ALL.len(), w.screen.title()),
-            theme.title(),
-        ),
+        Span::styled(step, theme.title()),
         Span::raw(" "),
     ];
     if w.settings.dry_run {
@@ -367,6 +382,10 @@ fn draw_screen(frame: &mut Frame, area: Rect, w: &Wizard) -> screens::Help {
             shares::draw(frame, area, w);
             shares::help(w)
         }
+        Screen::Alerts => {
+            alerts_screen::draw(frame, area, w);
+            alerts_screen::help(w)
+        }
         Screen::Review => {
             review::draw(frame, area, w);
             review::help(w)
@@ -382,7 +401,7 @@ fn draw_screen(frame: &mut Frame, area: Rect, w: &Wizard) -> screens::Help {
     }
 }
 
-fn help_bar(keys: &screens::Help, theme: &Theme) -> Line<'static> {
+pub(crate) fn help_bar(keys: &screens::Help, theme: &Theme) -> Line<'static> {
     let mut spans = Vec::new();
     for (i, (key, what)) in keys.iter().enumerate() {
         if i > 0 {
@@ -403,6 +422,16 @@ pub enum Exit {
 
 /// Runs the wizard on the terminal until the user leaves.
 pub fn run(host: &Host, dry_run: bool) -> anyhow::Result<Exit> {
+    run_with(host, dry_run, None)
+}
+
+/// As [`run`]; on a NAS whose setup finished, `care` opens the manage view
+/// instead of the setup's last screen.
+pub fn run_with(
+    host: &Host,
+    dry_run: bool,
+    care: Option<&mut dyn manage::Care>,
+) -> anyhow::Result<Exit> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the wizard needs a terminal. Without one, `nasforge-setup plan` shows what the recipe would do, `nasforge-setup --unattended` sets up from it, and `nasforge-setup --help` lists everything else"
@@ -428,7 +457,13 @@ pub fn run(host: &Host, dry_run: bool) -> anyhow::Result<Exit> {
     };
     let mut wizard = Wizard::new(facts, settings);
     if setup::journal_path(host).exists() {
-        wizard.attach(service::snapshot(host, runner.as_mut()));
+        let snapshot = service::snapshot(host, runner.as_mut());
+        let complete = matches!(&snapshot.journal, Ok(Some(j)) if j.is_complete());
+        if let (true, Some(care)) = (complete, care) {
+            manage::run(care, wizard.facts.hostname.clone(), wizard.settings.dry_run)?;
+            return Ok(Exit::Quit);
+        }
+        wizard.attach(snapshot);
     }
     let mut terminal = ratatui::try_init()?;
     let result = event_loop(&mut terminal, &mut wizard, host, runner.as_mut());

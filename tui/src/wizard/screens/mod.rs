@@ -2,6 +2,7 @@
 //! state (when it has any), `key` (its part of the update), `draw`, and
 //! `help` (the keys it shows in the help bar).
 
+pub mod alerts;
 pub mod disks;
 pub mod done;
 pub mod layout;

@@ -73,7 +73,7 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
                 Err(problems) => w.error(problems.join("; ")),
             }
         }
-        Some(Nav::Back) => w.screen = Screen::Shares,
+        Some(Nav::Back) => w.screen = Screen::Alerts,
         _ => {
             if pending(w).is_some() {
                 w.review.confirm.handle(key);
@@ -194,6 +194,9 @@ fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
         lines.push((l.to_string(), style));
     }
     for l in describe_shares(&handoff.plan) {
+        lines.push((l, Style::new()));
+    }
+    for l in handoff.alerts.iter().flat_map(|a| a.describe()) {
         lines.push((l, Style::new()));
     }
     let users = handoff.samba_users();

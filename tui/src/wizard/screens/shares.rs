@@ -341,8 +341,7 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
             } else if let Err(problems) = w.plan() {
                 w.error(problems.join("; "));
             } else {
-                w.review.scroll = Default::default();
-                w.screen = Screen::Review;
+                w.screen = Screen::Alerts;
             }
         }
         Some(Nav::Back) => w.screen = Screen::Layout,
