@@ -379,7 +379,7 @@ impl ArrayStatus {
                 "degraded ({} of {} members)",
                 self.working, self.expected
             ));
-        } else if !self.sync.as_ref().is_some_and(|(kind, _)| kind == "resync") {
+        } else if self.sync.as_ref().is_none_or(|(kind, _)| kind != "resync") {
             words.push("healthy".to_string());
         }
         if let Some((kind, pct)) = &self.sync {
