@@ -180,6 +180,7 @@ mod tests {
             arrays: vec![],
             shares: vec![],
             alert: Alert::Mail("root".into()),
+            spin_down: crate::spec::SpinDown::Off,
         };
         let context = Context {
             hostname: "nas".into(),

@@ -1,7 +1,12 @@
 //! What the NAS looks like now: setup progress, arrays (state, degraded,
 //! resync), filesystems (use), shares and disk health. Printed by `status`,
 //! and written to the boot partition so a user can read it from their
-//! workstation when the board has no screen.
+//! workstation when the board has no screen. The disks' and arrays'
+//! routine care (self-tests, scrubs) is read in `care`.
+
+mod care;
+
+pub use care::{Scrub, SelfTest, SelfTestLog};
 
 use crate::journal::Journal;
 use crate::machine::disks::Host;
@@ -64,6 +69,8 @@ pub struct ArrayStatus {
     pub sync: Option<(String, f32)>,
     /// md's estimate of the minutes that operation still needs (`finish=`).
     pub finish_minutes: Option<f32>,
+    /// None for levels without redundancy to scrub, or where md says nothing.
+    pub scrub: Option<Scrub>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,6 +101,7 @@ pub struct DiskHealth {
     pub passed: Option<bool>,
     pub temperature_c: Option<i64>,
     pub power_on_hours: Option<i64>,
+    pub self_test: Option<SelfTestLog>,
 }
 
 /// Parses /proc/mdstat.
@@ -119,6 +127,7 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
                 degraded: false,
                 sync: None,
                 finish_minutes: None,
+                scrub: None,
             });
             continue;
         }
@@ -158,7 +167,7 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
     arrays
 }
 
-/// Summary of smartctl's JSON output (`smartctl -H -A -j`).
+/// Summary of smartctl's JSON output (`smartctl --json -a`).
 pub fn parse_smartctl(disk: &str, device: &str, json: &str) -> DiskHealth {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
     DiskHealth {
@@ -167,6 +176,7 @@ pub fn parse_smartctl(disk: &str, device: &str, json: &str) -> DiskHealth {
         passed: v.pointer("/smart_status/passed").and_then(|p| p.as_bool()),
         temperature_c: v.pointer("/temperature/current").and_then(|t| t.as_i64()),
         power_on_hours: v.pointer("/power_on_time/hours").and_then(|h| h.as_i64()),
+        self_test: care::last_self_test(&v),
     }
 }
 
@@ -184,7 +194,8 @@ fn statvfs(path: &Path) -> Option<(Size, Size)> {
     Some((Size(size), Size(used)))
 }
 
-/// The md arrays in /proc/mdstat, with their names from /dev/md.
+/// The md arrays in /proc/mdstat, with their names from /dev/md and their
+/// last scrub from sysfs.
 pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
     let mut arrays =
         parse_mdstat(&std::fs::read_to_string(host.path("/proc/mdstat")).unwrap_or_default());
@@ -194,6 +205,10 @@ pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
             .iter()
             .find(|(dev, _)| *dev == a.device)
             .map(|(_, n)| n.clone());
+        let redundant = !matches!(a.level.as_deref(), Some("raid0" | "linear"));
+        a.scrub = redundant
+            .then(|| care::read_scrub(host, &a.device))
+            .flatten();
     }
     arrays
 }
@@ -243,8 +258,7 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
             });
             for m in &a.members {
                 let device = m.disk.stable_path();
-                let health = match runner.query(&Cmd::new(&["smartctl", "-H", "-A", "-j", &device]))
-                {
+                let health = match runner.query(&Cmd::new(&["smartctl", "--json", "-a", &device])) {
                     Ok(q) => parse_smartctl(&m.disk.name, &device, &q.stdout),
                     Err(_) => parse_smartctl(&m.disk.name, &device, ""),
                 };
@@ -346,30 +360,44 @@ impl ArrayStatus {
             .as_ref()
             .map(|n| format!("{n} ({})", self.device))
             .unwrap_or_else(|| self.device.clone());
-        let state = if !self.active {
-            "INACTIVE".to_string()
-        } else if self.degraded {
-            format!(
-                "DEGRADED, {} of {} disks working",
-                self.working, self.expected
-            )
-        } else {
-            "healthy".to_string()
-        };
         let level = self.level.as_deref().unwrap_or("?");
-        let mut out = format!("  {name}: {level}, {state}");
-        if let Some((kind, pct)) = &self.sync {
-            let kind = match kind.as_str() {
-                "recovery" => "rebuilding",
-                "reshape" => "reshaping",
-                other => other,
-            };
-            out += &format!(", {kind} {pct:.1}%");
-            if let Some(minutes) = self.finish_minutes {
-                out += &format!(", about {} left", minutes_text(minutes));
-            }
+        let mut out = format!("  {name}: {level}, {}", self.state_words());
+        if let Some(scrub) = &self.scrub {
+            out += &format!("; {}", scrub.render());
         }
         out + "\n"
+    }
+
+    /// "healthy", "degraded (2 of 3 members)", "rebuilding 45% (about 3
+    /// min left)", "reshaping ...", joined by ", " when several hold.
+    pub fn state_words(&self) -> String {
+        let mut words = Vec::new();
+        if !self.active {
+            words.push("INACTIVE".to_string());
+        } else if self.degraded {
+            words.push(format!(
+                "degraded ({} of {} members)",
+                self.working, self.expected
+            ));
+        } else if self.sync.as_ref().is_none_or(|(kind, _)| kind != "resync") {
+            words.push("healthy".to_string());
+        }
+        if let Some((kind, pct)) = &self.sync {
+            let doing = match kind.as_str() {
+                "recovery" => "rebuilding",
+                "resync" => "resyncing",
+                "reshape" => "reshaping",
+                "check" => "scrubbing",
+                "repair" => "repairing",
+                other => other,
+            };
+            let left = self
+                .finish_minutes
+                .map(|m| format!(" (about {} left)", minutes_text(m)))
+                .unwrap_or_default();
+            words.push(format!("{doing} {pct:.0}%{left}"));
+        }
+        words.join(", ")
     }
 }
 
@@ -420,7 +448,12 @@ impl DiskHealth {
             .power_on_hours
             .map(|h| format!(", {h} hours on"))
             .unwrap_or_default();
-        format!("  {}: {verdict}{temp}{hours}\n", self.disk)
+        let test = self
+            .self_test
+            .as_ref()
+            .map(|t| format!("; {}", t.render()))
+            .unwrap_or_default();
+        format!("  {}: {verdict}{temp}{hours}{test}\n", self.disk)
     }
 }
 
@@ -492,20 +525,38 @@ md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 lev
         assert!(
             status
                 .render()
-                .contains("md127: raid5, healthy, resync 8.5%, about 1 h 16 min left"),
+                .contains("md127: raid5, resyncing 8% (about 1 h 16 min left)"),
             "{}",
             status.render()
         );
     }
 
     #[test]
-    fn a_rebuild_and_a_reshape_are_named_as_a_person_would() {
-        let arrays = parse_mdstat(
-            "md127 : active raid5 sdd1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [=>...................]  recovery =  8.5% (89088/1046528) finish=0.5min speed=29696K/sec\n",
+    fn an_array_is_healthy_degraded_rebuilding_or_reshaping() {
+        let words = |mdstat: &str| parse_mdstat(mdstat)[0].state_words();
+        assert_eq!(
+            words(
+                "md127 : active raid5 sdc1[2] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/3] [UUU]\n"
+            ),
+            "healthy"
         );
         assert_eq!(
-            arrays[0].render(),
-            "  md127: raid5, DEGRADED, 2 of 3 disks working, rebuilding 8.5%, about 1 min left\n"
+            words(
+                "md127 : active raid5 sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n"
+            ),
+            "degraded (2 of 3 members)"
+        );
+        assert_eq!(
+            words(
+                "md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [========>............]  recovery = 45.0% (471040/1046528) finish=2.6min speed=3627K/sec\n"
+            ),
+            "degraded (2 of 3 members), rebuilding 45% (about 3 min left)"
+        );
+        assert_eq!(
+            words(
+                "md127 : active raid5 sdd1[4] sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [4/4] [UUUU]\n      [==>..................]  reshape = 12.5% (130816/1046528) finish=10.1min speed=1507K/sec\n"
+            ),
+            "healthy, reshaping 12% (about 11 min left)"
         );
     }
 

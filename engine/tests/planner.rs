@@ -68,6 +68,7 @@ fn storage(arrays: Vec<Array>) -> Storage {
         arrays,
         mailaddr: None,
         alert_program: None,
+        spin_down: nasforge_engine::spec::SpinDown::Off,
     }
 }
 

@@ -227,7 +227,9 @@ fn status_reports_arrays_filesystems_and_shares_and_writes_the_boot_file() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("data (md127): raid5, DEGRADED, 3 of 4 disks working, rebuilding 2.4%"),
+        stdout.contains(
+            "data (md127): raid5, degraded (3 of 4 members), rebuilding 2% (about 10 h 00 min left)"
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("/srv/data (data): NOT MOUNTED"), "{stdout}");
@@ -256,11 +258,11 @@ fn status_summarises_smart_health_per_member() {
         .unwrap();
     let mut runner = nasforge_engine::runner::RecordingRunner::default();
     runner.responses.push((
-        "smartctl -H -A -j /dev/disk/by-id/wwn-0x50014ee2b0000003".into(),
+        "smartctl --json -a /dev/disk/by-id/wwn-0x50014ee2b0000003".into(),
         r#"{"smart_status":{"passed":false},"temperature":{"current":51},"power_on_time":{"hours":40112}}"#.into(),
     ));
     runner.responses.push((
-        "smartctl -H -A -j".into(),
+        "smartctl --json -a".into(),
         r#"{"smart_status":{"passed":true},"temperature":{"current":34},"power_on_time":{"hours":1200}}"#.into(),
     ));
     let status = nasforge_engine::status::collect(&board.host, Some(&journal), &mut runner);

@@ -15,7 +15,7 @@ pub use estimates::{capacity, network_mb_s, pcie_link, pcie_mb_s, tolerance};
 
 use crate::machine::disks::{Disk, Inventory};
 use crate::size::Size;
-use crate::spec::{Array, Share, Storage};
+use crate::spec::{Array, Share, SpinDown, Storage};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -24,6 +24,8 @@ pub struct Plan {
     pub arrays: Vec<ArrayPlan>,
     pub shares: Vec<Share>,
     pub alert: Alert,
+    #[serde(default, skip_serializing_if = "SpinDown::is_off")]
+    pub spin_down: SpinDown,
 }
 
 /// Where mdadm's monitor reports a failing disk.
@@ -145,6 +147,7 @@ pub fn plan(
         arrays,
         shares: shares.to_vec(),
         alert,
+        spin_down: storage.spin_down,
     })
 }
 

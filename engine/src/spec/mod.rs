@@ -17,7 +17,7 @@ mod storage;
 
 pub use position::{Location, locate, location};
 pub use shares::{Clients, Nfs, Share, Smb};
-pub use storage::{Array, Count, DiskMatch, Filesystem, Level, Mode, Storage, Transport};
+pub use storage::{Array, Count, DiskMatch, Filesystem, Level, Mode, SpinDown, Storage, Transport};
 
 use serde::{Deserialize, Serialize};
 use shares::check_shares;
@@ -180,6 +180,10 @@ pub fn required_packages(storage: Option<&Storage>, shares: &[Share]) -> Vec<&'s
         ("avahi-daemon", wizard || !shares.is_empty()),
         ("wsdd2", wizard || shares.iter().any(|s| s.smb.is_some())),
         ("smartmontools", storage.is_some()),
+        (
+            "hd-idle",
+            wizard || storage.is_some_and(|s| !s.spin_down.is_off()),
+        ),
     ]
     .into_iter()
     .filter_map(|(package, needed)| needed.then_some(package))

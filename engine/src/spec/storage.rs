@@ -24,6 +24,10 @@ pub struct Storage {
     /// A program mdadm's monitor runs on array events (`PROGRAM`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alert_program: Option<String>,
+    /// Spin idle hard disks of the arrays down after this long; off unless
+    /// set. SSDs are never spun down.
+    #[serde(default, skip_serializing_if = "SpinDown::is_off")]
+    pub spin_down: SpinDown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -206,6 +210,113 @@ impl<'de> Deserialize<'de> for Count {
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Count, E> {
                 Ok(Count::Exactly(v as usize))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// How long a hard disk may sit idle before it is spun down.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SpinDown {
+    #[default]
+    Off,
+    /// Seconds of idleness (hd-idle's `-i`).
+    After(u32),
+}
+
+/// hd-idle's documentation: "manufacturers recommend a minimum idle time of
+/// 3-5 minutes"; every spin-up wears the spindle motor, so shorter times
+/// are refused rather than quietly shortening the disks' life.
+const SPIN_DOWN_MIN_SECS: u32 = 5 * 60;
+
+const SPIN_DOWN_FORMS: &str = "write a duration such as \"20min\" or \"1h\" (a whole number with s, min or h, at least 5min), or \"off\" (or 0) to never spin disks down";
+
+impl SpinDown {
+    pub fn is_off(&self) -> bool {
+        *self == SpinDown::Off
+    }
+
+    /// `"20min"`, `"1h"`, `"900s"`, `"off"` or `"0"`.
+    pub fn parse(text: &str) -> Result<SpinDown, String> {
+        let t = text.trim();
+        if t == "off" || t == "0" {
+            return Ok(SpinDown::Off);
+        }
+        let refuse = |why: &str| {
+            Err(format!(
+                "`{}` is not a spin-down time{why}: {SPIN_DOWN_FORMS}",
+                text.escape_debug()
+            ))
+        };
+        let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (number, unit) = t.split_at(digits);
+        let scale = match unit.trim() {
+            "s" => 1,
+            "min" => 60,
+            "h" => 3600,
+            _ => return refuse(""),
+        };
+        let Some(secs) = number
+            .parse::<u32>()
+            .ok()
+            .and_then(|n| n.checked_mul(scale))
+        else {
+            return refuse("");
+        };
+        match secs {
+            0 => Ok(SpinDown::Off),
+            s if s < SPIN_DOWN_MIN_SECS => refuse(" (too short: each spin-up wears the disk)"),
+            s => Ok(SpinDown::After(s)),
+        }
+    }
+}
+
+impl fmt::Display for SpinDown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            SpinDown::Off => f.write_str("off"),
+            SpinDown::After(s) if s % 3600 == 0 => write!(f, "{}h", s / 3600),
+            SpinDown::After(s) if s % 60 == 0 => write!(f, "{}min", s / 60),
+            SpinDown::After(s) => write!(f, "{s}s"),
+        }
+    }
+}
+
+impl Serialize for SpinDown {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for SpinDown {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = SpinDown;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a spin-down time such as \"20min\", or \"off\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SpinDown, E> {
+                SpinDown::parse(v).map_err(E::custom)
+            }
+            // A bare number has no unit: only 0 is unambiguous.
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SpinDown, E> {
+                match v {
+                    0 => Ok(SpinDown::Off),
+                    _ => Err(E::custom(format!("`{v}` has no unit: {SPIN_DOWN_FORMS}"))),
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SpinDown, E> {
+                self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<SpinDown, E> {
+                match v {
+                    false => Ok(SpinDown::Off),
+                    true => Err(E::custom(format!(
+                        "`true` does not say when: {SPIN_DOWN_FORMS}"
+                    ))),
+                }
             }
         }
         d.deserialize_any(Visitor)

@@ -20,6 +20,7 @@ fn storage(mode: Mode, arrays: Vec<Array>) -> Storage {
         arrays,
         mailaddr: None,
         alert_program: None,
+        spin_down: SpinDown::Off,
     }
 }
 
@@ -106,7 +107,8 @@ fn required_packages_follow_the_plan() {
             "nfs-kernel-server",
             "avahi-daemon",
             "wsdd2",
-            "smartmontools"
+            "smartmontools",
+            "hd-idle"
         ]
     );
 }

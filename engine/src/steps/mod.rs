@@ -7,6 +7,7 @@
 //! (`shares`); `guard` holds the checks that run before each step.
 
 mod action;
+mod care;
 mod guard;
 mod shares;
 mod storage;
@@ -81,6 +82,7 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     if !plan.arrays.is_empty() {
         steps.push(storage::smartd_step());
     }
+    steps.extend(care::spin_down_step(plan));
     steps
 }
 

@@ -4,3 +4,4 @@
 pub mod fstab;
 pub mod mdadm;
 pub mod partition;
+pub mod spindown;
