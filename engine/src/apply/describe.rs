@@ -16,6 +16,7 @@ impl ApplyPlan {
                 arrays: vec![array.clone()],
                 shares: vec![],
                 alert: self.plan.alert.clone(),
+                spin_down: self.plan.spin_down,
             };
             out += "+ ";
             out += &alone.describe();
