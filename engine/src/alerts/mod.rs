@@ -25,7 +25,7 @@ pub use config::{
 };
 pub use deliver::{Channel, Exec, SystemExec, command};
 pub use sources::{from_mdadm, from_smartd};
-pub use spool::{Delivery, raise, recent, retry};
+pub use spool::{Delivery, log, raise, recent, retry};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -156,15 +156,9 @@ impl Event {
         }
     }
 
-    /// One line for the log: time, kind, host, subject.
+    /// One line for the log (which adds the time): kind, host, subject.
     pub fn summary(&self) -> String {
-        format!(
-            "{} {} on {}: {}",
-            crate::status::utc(self.time),
-            self.kind,
-            self.host,
-            one_line(&self.subject)
-        )
+        format!("{} on {}: {}", self.kind, self.host, one_line(&self.subject))
     }
 }
 

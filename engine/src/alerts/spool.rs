@@ -178,7 +178,7 @@ fn load_routing(host: &Host) -> Routing {
 
 /// One line to stderr (the journal, when a unit or a monitor runs us) and
 /// to [`LOG`]; the log failing is said on stderr, not fatal.
-pub(super) fn log(host: &Host, line: &str) {
+pub fn log(host: &Host, line: &str) {
     eprintln!("nasforge-alert: {line}");
     let path = host.path(LOG);
     let written = path
