@@ -3,6 +3,8 @@
 //! returned; planning, setup and status live in the engine, so first boot
 //! and the wizard share them.
 
+mod alert;
+
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use nasforge_engine::executor::{self, Event};
@@ -75,6 +77,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Raise, test or retry alerts (mdadm, smartd and the timers run this).
+    Alert(alert::AlertArgs),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
     let result = match (&cli.command, cli.unattended) {
         (Some(Command::Plan { dry_run }), _) => plan(&host, &recipe, *dry_run),
         (Some(Command::Status { json }), _) => show_status(&host, *json),
+        (Some(Command::Alert(args)), _) => alert::run(&host, args),
         (None, true) => unattended(&host, &recipe),
         (None, false) => wizard(&host, cli.dry_run),
     };
@@ -211,6 +216,18 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
     match setup::write_status_file(host, &status) {
         Ok(path) => eprintln!("nasforge-setup: status written to {}", path.display()),
         Err(e) => eprintln!("nasforge-setup: could not write the status file: {e}"),
+    }
+    if let Err(e) = &result
+        && host.root == Path::new("/")
+    {
+        alert::notify(
+            host,
+            nasforge_engine::alerts::Kind::SetupFailed,
+            &format!(
+                "{e}\n\nEvery command's output is in {}; `sudo nasforge-setup status` says where setup stopped.",
+                setup::LOG
+            ),
+        );
     }
     if result? == Outcome::AlreadyComplete {
         eprintln!("nasforge-setup: setup was already complete; nothing to do");

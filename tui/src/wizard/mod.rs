@@ -286,6 +286,7 @@ impl Wizard {
             recipe: DeviceRecipe {
                 storage: Some(self.storage()),
                 shares: self.share_specs(),
+                alerts: None,
             },
             context,
             plan,
