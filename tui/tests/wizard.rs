@@ -218,6 +218,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
                 nfs: None,
             },
         ],
+        alerts: None,
     };
     assert_eq!(handoff.recipe, expected);
     let members: Vec<&str> = handoff.plan.arrays[0]
