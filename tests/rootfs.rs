@@ -421,7 +421,8 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     assert_eq!(mode(&out.join("nas.img.sha256")), 0o644);
     assert_eq!(mode(&out.join("nas.manifest.json")), 0o644);
     assert!(
-        r.stderr.contains("out/nas.img is written readable only by you (mode 0600): it holds password hashes and Samba NT hashes and the SMTP relay's password"),
+        r.stderr.contains("out/nas.img is written readable only by you (mode 0600): it holds password hashes and Samba NT hashes")
+            && r.stderr.contains("and the SMTP relay's password; the manifest lists where"),
         "{}",
         r.stderr
     );
