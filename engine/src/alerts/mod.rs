@@ -158,7 +158,12 @@ impl Event {
 
     /// One line for the log (which adds the time): kind, host, subject.
     pub fn summary(&self) -> String {
-        format!("{} on {}: {}", self.kind, self.host, one_line(&self.subject))
+        format!(
+            "{} on {}: {}",
+            self.kind,
+            self.host,
+            one_line(&self.subject)
+        )
     }
 }
 
