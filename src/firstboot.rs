@@ -5,7 +5,7 @@
 
 use crate::image::ext4::{Ext4, Op};
 use anyhow::{Context, Result, bail};
-use nasforge_engine::spec::{DeviceRecipe, Mode, Share, Storage};
+use nasforge_engine::spec::{Alerts, DeviceRecipe, Mode, Share, Storage};
 use std::path::{Path, PathBuf};
 
 const UNIT: &str = include_str!("../files/board/nasforge-firstboot.service");
@@ -168,15 +168,21 @@ pub fn default_binary(arch: &str) -> Result<PathBuf> {
     Ok(binary)
 }
 
-/// The part of the recipe the board reads, `[storage]` and `[[shares]]`,
+/// The part of the recipe the board reads, `[storage]`, `[[shares]]` and
+/// `[alerts]` (without the SMTP password, which goes to a root-only file),
 /// for nasforge-setup and for a person to read or change before first boot.
 /// Written from the parsed values, never cut from the recipe's text: the
 /// text's comments (`# old password: ...`) would be published on the FAT
-/// partition with it, and only these two sections' known keys can travel.
-pub fn board_recipe(storage: Option<&Storage>, shares: &[Share]) -> Result<String> {
+/// partition with it, and only these sections' known keys can travel.
+pub fn board_recipe(
+    storage: Option<&Storage>,
+    shares: &[Share],
+    alerts: Option<&Alerts>,
+) -> Result<String> {
     let device = DeviceRecipe {
         storage: storage.cloned(),
         shares: shares.to_vec(),
+        alerts: alerts.map(Alerts::without_password),
     };
     let text = format!(
         "{BOARD_RECIPE_HEADER}\n{}",
@@ -192,9 +198,9 @@ pub fn board_recipe(storage: Option<&Storage>, shares: &[Share]) -> Result<Strin
 
 const BOARD_RECIPE: &str = "nasforge.toml";
 const BOARD_RECIPE_HEADER: &str = "\
-# Written by nasforge from the [storage] and [[shares]] of the recipe this
-# image was built from. nasforge-setup builds it at first boot; edit it
-# before then to change what it builds (see docs/recipe.md).
+# Written by nasforge from the [storage], [[shares]] and [alerts] of the
+# recipe this image was built from. nasforge-setup builds it at first boot;
+# edit it before then to change what it builds (see docs/recipe.md).
 ";
 
 #[cfg(test)]
@@ -203,17 +209,23 @@ mod tests {
 
     fn board_copy(text: &str) -> (String, DeviceRecipe) {
         let recipe = crate::recipe::Recipe::parse(Path::new("r.toml"), text).unwrap();
-        let copy = board_recipe(recipe.storage.as_ref(), &recipe.shares).unwrap();
+        let copy = board_recipe(
+            recipe.storage.as_ref(),
+            &recipe.shares,
+            recipe.alerts.as_ref(),
+        )
+        .unwrap();
         let parsed = DeviceRecipe {
             storage: recipe.storage,
             shares: recipe.shares,
+            alerts: recipe.alerts.map(|a| a.without_password()),
         };
         (copy, parsed)
     }
 
     #[test]
     fn only_parsed_storage_and_shares_travel_never_comments() {
-        let storage = "# old password: hunter2\n[storage]\nmode = \"unattended\" # pin 4711 hunter2\n\n[[storage.arrays]]\nname = \"data\" # hunter2\nlevel = \"raid1\"\ndisks = { count = 2 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n# password = \"hunter2\"\n\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = { users = [\"admin\"] }\n";
+        let storage = "# old password: hunter2\n[storage]\nmode = \"unattended\" # pin 4711 hunter2\n\n[[storage.arrays]]\nname = \"data\" # hunter2\nlevel = \"raid1\"\ndisks = { count = 2 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n# password = \"hunter2\"\n\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = { users = [\"admin\"] }\n[alerts]\nemail = \"me@example.com\"\n[alerts.smtp]\nhost = \"smtp.example.com\"\nuser = \"me@example.com\"\npassword = \"hunter2\"\n";
         for system in [
             "[system]\nhostname = \"pinas\"\n[[system.users]]\nname = \"admin\"\npassword = \"hunter2\"\n",
             "[system]\nusers = [{ name = \"admin\", password = \"hunter2\" }]\n",
@@ -231,6 +243,10 @@ mod tests {
                 "{copy}"
             );
             assert!(copy.starts_with(BOARD_RECIPE_HEADER), "{copy}");
+            assert!(
+                copy.contains("[alerts.smtp]") && copy.contains("user = \"me@example.com\""),
+                "the relay travels, its password does not: {copy}"
+            );
             let comments = copy.lines().filter(|l| l.contains('#')).count();
             assert_eq!(comments, BOARD_RECIPE_HEADER.lines().count(), "{copy}");
             let back = DeviceRecipe::parse(&copy, Path::new("nasforge.toml")).unwrap();

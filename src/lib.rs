@@ -6,6 +6,7 @@
 //! kernel capability rules) sit beside the effectful edges (io, fetch,
 //! image, output), so most behaviour is testable without a disk.
 
+pub mod alerts;
 pub mod board;
 pub mod boot;
 pub mod build;

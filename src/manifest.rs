@@ -69,6 +69,9 @@ pub enum SecretKind {
     CryptHash,
     /// Samba's NT hash: enough on its own to log in over SMB.
     NtHash,
+    /// The SMTP relay's password from `[alerts.smtp]`, in clear: msmtp
+    /// must send it.
+    SmtpPassword,
 }
 
 impl SecretKind {
@@ -76,6 +79,7 @@ impl SecretKind {
         match self {
             SecretKind::CryptHash => "password hashes",
             SecretKind::NtHash => "Samba NT hashes (each enough to log in over SMB)",
+            SecretKind::SmtpPassword => "the SMTP relay's password",
         }
     }
 }

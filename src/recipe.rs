@@ -22,7 +22,7 @@ use crate::output::{Output, OutputFile};
 use crate::packages::section::PackagesSection;
 use crate::section::{Checked, RecipeText, checked};
 use crate::system::SystemSection;
-use nasforge_engine::spec::{DeviceRecipe, Share, Storage};
+use nasforge_engine::spec::{Alerts, DeviceRecipe, Share, Storage};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -42,6 +42,7 @@ struct RecipeFile {
     storage: Option<Storage>,
     #[serde(default)]
     shares: Vec<Share>,
+    alerts: Option<Alerts>,
     packages: Option<Spanned<PackagesSection>>,
     #[serde(default)]
     system: SystemSection,
@@ -75,6 +76,8 @@ pub struct Recipe {
     /// checked here with the board's own types.
     pub storage: Option<Storage>,
     pub shares: Vec<Share>,
+    /// `[alerts]`, with the SMTP password the board copy leaves out.
+    pub alerts: Option<Alerts>,
     /// Packages staged for the offline first boot (with their dependencies);
     /// empty when the recipe needs none.
     pub packages: Vec<String>,
@@ -124,6 +127,7 @@ impl Recipe {
                 raw.packages.as_ref(),
                 raw.storage.as_ref(),
                 &raw.shares,
+                raw.alerts.as_ref(),
                 &at,
             ),
         );
@@ -135,6 +139,7 @@ impl Recipe {
         let device = DeviceRecipe {
             storage: raw.storage,
             shares: raw.shares,
+            alerts: raw.alerts,
         };
         errs.extend(
             device
@@ -163,6 +168,7 @@ impl Recipe {
             output: output.expect("no errors"),
             storage: device.storage,
             shares: device.shares,
+            alerts: device.alerts,
             packages: packages.install,
             mirror: packages.mirror,
             system: system.expect("no errors"),

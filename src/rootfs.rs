@@ -120,7 +120,14 @@ pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> R
         ssh: recipe.system.wants_ssh() && system.needs_openssh,
     });
     let recipe_copy = if has_storage {
-        Some(firstboot::board_recipe(recipe.storage.as_ref(), &recipe.shares)?.into_bytes())
+        Some(
+            firstboot::board_recipe(
+                recipe.storage.as_ref(),
+                &recipe.shares,
+                recipe.alerts.as_ref(),
+            )?
+            .into_bytes(),
+        )
     } else {
         None
     };
@@ -176,6 +183,7 @@ pub fn apply(
     }
     if let Some(b) = &prepared.binary {
         setup_binary(&root, b, &mut w)?;
+        crate::alerts::install(&root, recipe.alerts.as_ref(), &mut w.ops, &mut w.changes)?;
     }
     if let Some(settings) = &prepared.firstboot {
         w.ops.extend(firstboot::ops(&root, settings)?);

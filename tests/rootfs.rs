@@ -11,6 +11,8 @@ use std::path::Path;
 use std::process::Command;
 
 const PASSWORD: &str = "correct horse battery staple";
+/// The SMTP relay's password: kept in clear, but only root may read it.
+const SMTP_PASSWORD: &str = "relay pass 8e1f";
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVaNxqK0P7lyC3Ue1dDnrrIqdBgPjs0Lh6D3bhKkn8u me@laptop";
 
@@ -89,6 +91,16 @@ fn env(userconf: bool) -> Env {
                 fields: &[],
             },
             Pkg {
+                name: "msmtp",
+                version: "1.8.23-1",
+                fields: &[],
+            },
+            Pkg {
+                name: "ca-certificates",
+                version: "20230311",
+                fields: &[],
+            },
+            Pkg {
                 name: "xfsprogs",
                 version: "6.1.0",
                 fields: &[],
@@ -111,6 +123,26 @@ fn env(userconf: bool) -> Env {
             Pkg {
                 name: "btrfs-progs",
                 version: "6.2",
+                fields: &[],
+            },
+            Pkg {
+                name: "hd-idle",
+                version: "1.05+ds-2+b1",
+                fields: &[],
+            },
+            Pkg {
+                name: "msmtp",
+                version: "1.8.23-1",
+                fields: &[],
+            },
+            Pkg {
+                name: "curl",
+                version: "7.88.1-10+deb12u8",
+                fields: &[],
+            },
+            Pkg {
+                name: "ca-certificates",
+                version: "20230311",
                 fields: &[],
             },
         ],
@@ -174,6 +206,12 @@ name = "data"
 path = "/srv/data"
 smb = {{ users = ["admin"] }}
 nfs = {{ clients = "192.168.1.0/24" }}
+[alerts]
+email = "me@example.com"
+[alerts.smtp]
+host = "smtp.example.com"
+user = "me@example.com"
+password = "{SMTP_PASSWORD}"
 [output]
 path = "out/nas.img"
 "#
@@ -224,7 +262,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("+ 8 packages (")
+        r.stderr.contains("+ 10 packages (")
             && r.stderr.contains("samba 2:4.17.12")
             && r.stderr.contains("wsdd2 1.8.7"),
         "{}",
@@ -286,7 +324,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     );
     // The first-boot service, enabled, and what it will do.
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
-    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server avahi-daemon wsdd2 smartmontools\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
+    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server avahi-daemon wsdd2 smartmontools msmtp ca-certificates\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
     assert!(
         stat(
             &img,
@@ -356,11 +394,33 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
             && smb.contains(&nasforge_engine::shares::smbpasswd::nt_hash(PASSWORD)),
         "{smb}"
     );
-    // The recipe travels, without the password.
+    // The recipe travels, without the passwords; the relay's is in a
+    // file only root reads, beside the alert handlers and timers.
     let copy = mtype(&img, boot, "nasforge.toml");
     assert!(
-        copy.contains("[[storage.arrays]]") && !copy.contains(PASSWORD),
+        copy.contains("[[storage.arrays]]")
+            && copy.contains("[alerts.smtp]")
+            && !copy.contains(PASSWORD)
+            && !copy.contains(SMTP_PASSWORD)
+            && !copy.contains("password"),
         "{copy}"
+    );
+    let relay = stat(&img, "/etc/nasforge/smtp-password");
+    assert!(
+        relay.contains("Mode:  0600") && relay.contains("User:     0"),
+        "{relay}"
+    );
+    assert_eq!(
+        debugfs_cat(&img, off, "/etc/nasforge/smtp-password"),
+        SMTP_PASSWORD
+    );
+    assert!(stat(&img, "/usr/lib/nasforge/mdadm-event").contains("Mode:  0755"));
+    assert!(
+        stat(
+            &img,
+            "/etc/systemd/system/timers.target.wants/nasforge-check.timer"
+        )
+        .contains("Fast link dest: \"/etc/systemd/system/nasforge-check.timer\"")
     );
     nasforge_engine::spec::DeviceRecipe::parse(&copy, Path::new("nasforge.toml"))
         .expect("the board can read the copy");
@@ -381,7 +441,8 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     assert_eq!(mode(&out.join("nas.img.sha256")), 0o644);
     assert_eq!(mode(&out.join("nas.manifest.json")), 0o644);
     assert!(
-        r.stderr.contains("out/nas.img is written readable only by you (mode 0600): it holds password hashes and Samba NT hashes"),
+        r.stderr.contains("out/nas.img is written readable only by you (mode 0600): it holds password hashes and Samba NT hashes")
+            && r.stderr.contains("and the SMTP relay's password; the manifest lists where"),
         "{}",
         r.stderr
     );
@@ -392,12 +453,15 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
         serde_json::json!([
             {"file": "root:/etc/shadow", "kind": "crypt-hash", "accounts": ["admin"]},
             {"file": "root:/var/lib/nasforge/smbpasswd", "kind": "nt-hash", "accounts": ["admin"]},
+            {"file": "root:/etc/nasforge/smtp-password", "kind": "smtp-password", "accounts": ["smtp"]},
         ]),
         "{manifest:#}"
     );
     let nt = nasforge_engine::shares::smbpasswd::nt_hash(PASSWORD);
     assert!(
-        !manifest_text.contains(&hash) && !manifest_text.contains(&nt[..12]),
+        !manifest_text.contains(&hash)
+            && !manifest_text.contains(&nt[..12])
+            && !manifest_text.contains(SMTP_PASSWORD),
         "no secret value in the manifest"
     );
 

@@ -48,6 +48,55 @@ pub const FILES: [ImageFile; 3] = [
     },
 ];
 
+/// Installed with nasforge-setup: the handlers mdadm's monitor and smartd
+/// run, and the units that retry undelivered alerts and check how full the
+/// arrays are.
+pub const ALERT_FILES: [ImageFile; 6] = [
+    ImageFile {
+        path: crate::alerts::MDADM_EVENT,
+        contents: include_str!("../../files/board/mdadm-event"),
+        mode: 0o755,
+    },
+    ImageFile {
+        path: crate::alerts::SMARTD_EVENT,
+        contents: include_str!("../../files/board/smartd-event"),
+        mode: 0o755,
+    },
+    ImageFile {
+        path: "/etc/systemd/system/nasforge-alert-retry.service",
+        contents: include_str!("../../files/board/nasforge-alert-retry.service"),
+        mode: 0o644,
+    },
+    ImageFile {
+        path: "/etc/systemd/system/nasforge-alert-retry.timer",
+        contents: include_str!("../../files/board/nasforge-alert-retry.timer"),
+        mode: 0o644,
+    },
+    ImageFile {
+        path: "/etc/systemd/system/nasforge-check.service",
+        contents: include_str!("../../files/board/nasforge-check.service"),
+        mode: 0o644,
+    },
+    ImageFile {
+        path: "/etc/systemd/system/nasforge-check.timer",
+        contents: include_str!("../../files/board/nasforge-check.timer"),
+        mode: 0o644,
+    },
+];
+
+/// The alert timers, enabled by the link `systemctl enable` would make:
+/// (link, target).
+pub const ALERT_TIMERS: [(&str, &str); 2] = [
+    (
+        "/etc/systemd/system/timers.target.wants/nasforge-alert-retry.timer",
+        "/etc/systemd/system/nasforge-alert-retry.timer",
+    ),
+    (
+        "/etc/systemd/system/timers.target.wants/nasforge-check.timer",
+        "/etc/systemd/system/nasforge-check.timer",
+    ),
+];
+
 /// Setup is pending while this link is there: (link, target). agetty
 /// prints every `/etc/issue.d/*.issue` after `/etc/issue` on the login
 /// screen, the profile snippet shows its hint and starts the wizard only
@@ -104,6 +153,45 @@ mod tests {
             "{hint}"
         );
         assert!(hint.contains(&format!("\tsudo {SETUP_BINARY}\n")), "{hint}");
+    }
+
+    #[test]
+    fn the_alert_files_call_the_commands_that_exist() {
+        let text = |path: &str| {
+            ALERT_FILES
+                .iter()
+                .find(|f| f.path == path)
+                .unwrap()
+                .contents
+        };
+        assert!(
+            text(crate::alerts::MDADM_EVENT)
+                .contains(&format!("exec {SETUP_BINARY} alert --mdadm \"$@\"\n"))
+        );
+        assert!(
+            text(crate::alerts::SMARTD_EVENT)
+                .contains(&format!("exec {SETUP_BINARY} alert --smartd\n"))
+        );
+        for (unit, args) in [
+            ("nasforge-alert-retry", "--retry"),
+            ("nasforge-check", "--check"),
+        ] {
+            let service = text(&format!("/etc/systemd/system/{unit}.service"));
+            assert!(
+                service.contains(&format!("ExecStart={SETUP_BINARY} alert {args}\n")),
+                "{service}"
+            );
+            let timer = format!("/etc/systemd/system/{unit}.timer");
+            assert!(text(&timer).contains("WantedBy=timers.target\n"));
+            assert!(ALERT_TIMERS.iter().any(|(link, target)| *target == timer
+                && link.ends_with(&format!("timers.target.wants/{unit}.timer"))));
+        }
+        assert!(
+            text("/etc/systemd/system/nasforge-alert-retry.service").contains(&format!(
+                "ConditionDirectoryNotEmpty={}\n",
+                crate::alerts::SPOOL
+            ))
+        );
     }
 
     /// No file installed for the wizard gives it a terminal of its own: it

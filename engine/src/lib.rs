@@ -10,6 +10,7 @@
 //! and fstab are in [`storage`]; Samba, NFS and the network announcement in
 //! [`shares`].
 
+pub mod alerts;
 pub mod apply;
 pub mod atomic_file;
 pub mod care;

@@ -182,7 +182,13 @@ pub fn prepare(
     }
     let plan = planner::plan(storage, &recipe.shares, &inventory).map_err(SetupError::Refused)?;
     let context = Context::random(&hostname(host), &plan);
-    let steps = steps::generate(&plan, &context);
+    let mut steps = steps::generate(&plan, &context);
+    crate::alerts::add_steps(
+        &mut steps,
+        recipe.alerts.as_ref(),
+        &context.hostname,
+        host.path(crate::alerts::PASSWORD_FILE).exists(),
+    );
     Ok(Prepared {
         inventory,
         plan,

@@ -78,14 +78,14 @@ fn hd_idle_comes_only_with_spin_down_or_the_wizard() {
     let storage = |line: &str| parse(line).unwrap().storage.unwrap();
     let off = storage("");
     let on = storage("spin_down = \"30min\"");
-    assert!(!spec::required_packages(Some(&off), &[]).contains(&"hd-idle"));
-    assert!(spec::required_packages(Some(&on), &[]).contains(&"hd-idle"));
-    assert!(!spec::required_packages(None, &[]).contains(&"hd-idle"));
+    assert!(!spec::required_packages(Some(&off), &[], None).contains(&"hd-idle"));
+    assert!(spec::required_packages(Some(&on), &[], None).contains(&"hd-idle"));
+    assert!(!spec::required_packages(None, &[], None).contains(&"hd-idle"));
     let wizard = DeviceRecipe::parse("[storage]\nmode = \"wizard\"\n", Path::new("x.toml"))
         .unwrap()
         .storage
         .unwrap();
-    assert!(spec::required_packages(Some(&wizard), &[]).contains(&"hd-idle"));
+    assert!(spec::required_packages(Some(&wizard), &[], None).contains(&"hd-idle"));
 }
 
 fn plan_on_pi5(spin_down: &str, ssd: &[&str]) -> Plan {

@@ -2,7 +2,7 @@
 //! storage plan needs, and the Debian archive to resolve it from.
 
 use crate::section::{Checked, RecipeText, checked, url_problem};
-use nasforge_engine::spec::{Share, Storage};
+use nasforge_engine::spec::{Alerts, Share, Storage};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -41,6 +41,7 @@ pub fn parse(
     raw: Option<&Spanned<PackagesSection>>,
     storage: Option<&Storage>,
     shares: &[Share],
+    alerts: Option<&Alerts>,
     at: &RecipeText,
 ) -> Checked<Staged> {
     let mut errs = Vec::new();
@@ -63,7 +64,7 @@ pub fn parse(
     // What the storage plan needs on the board is always staged: the board
     // is offline at first boot, so a missing mkfs would fail there, after
     // the arrays exist.
-    for r in nasforge_engine::spec::required_packages(storage, shares) {
+    for r in nasforge_engine::spec::required_packages(storage, shares, alerts) {
         if !install.iter().any(|p| p == r) {
             install.push(r.to_string());
         }

@@ -307,6 +307,16 @@ pub fn scan(image: &Image) -> Result<Vec<Secret>> {
             };
             add(format!("root:{path}"), kind, hashed_accounts(&text, field));
         }
+        if root
+            .owner(nasforge_engine::alerts::PASSWORD_FILE)?
+            .is_some()
+        {
+            add(
+                format!("root:{}", nasforge_engine::alerts::PASSWORD_FILE),
+                SecretKind::SmtpPassword,
+                vec!["smtp".into()],
+            );
+        }
     }
     if let Some(fat) = image.fat(false)?
         && let Some(data) = fat.read("userconf.txt")?

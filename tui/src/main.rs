@@ -4,6 +4,7 @@
 //! and the wizard share them.
 
 mod apply;
+mod alert;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -127,6 +128,8 @@ enum Command {
     /// Finish the replace, grow or apply a power cut interrupted (run at
     /// boot by nasforge-resume.service).
     Resume,
+    /// Raise, test or retry alerts (mdadm, smartd and the timers run this).
+    Alert(alert::AlertArgs),
 }
 
 fn main() -> ExitCode {
@@ -175,6 +178,7 @@ fn main() -> ExitCode {
         (Some(Command::Apply { confirm }), _) => apply::apply(&host, &recipe, confirm),
         (Some(Command::Share(command)), _) => apply::share(&host, &recipe, command),
         (Some(Command::User(command)), _) => apply::user(&host, command),
+        (Some(Command::Alert(args)), _) => alert::run(&host, args),
         (None, true) => unattended(&host, &recipe),
         (None, false) => wizard(&host, cli.dry_run),
     };
@@ -299,6 +303,18 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
     match setup::write_status_file(host, &status) {
         Ok(path) => eprintln!("nasforge-setup: status written to {}", path.display()),
         Err(e) => eprintln!("nasforge-setup: could not write the status file: {e}"),
+    }
+    if let Err(e) = &result
+        && host.root == Path::new("/")
+    {
+        alert::notify(
+            host,
+            nasforge_engine::alerts::Kind::SetupFailed,
+            &format!(
+                "{e}\n\nEvery command's output is in {}; `sudo nasforge-setup status` says where setup stopped.",
+                setup::LOG
+            ),
+        );
     }
     if result? == Outcome::AlreadyComplete {
         eprintln!("nasforge-setup: setup was already complete; nothing to do");

@@ -100,7 +100,7 @@ fn plan_dry_run_prints_the_plan_and_every_command_from_the_boot_partition_recipe
         "{stdout}"
     );
     assert!(
-        stdout.contains("[18/18] Watch disk health with smartd"),
+        stdout.contains("[18/19] Watch disk health with smartd"),
         "{stdout}"
     );
 
@@ -201,7 +201,7 @@ fn a_finished_setup_rerun_is_a_no_op_that_still_reports_complete() {
     std::fs::write(board.host.path("/boot/firmware/nasforge.toml"), &changed).unwrap();
     let err = text(&nasforge_setup(&["--unattended", "--root", &root]).stderr);
     assert!(
-        err.contains("records a setup from a different recipe (18 of 18 steps done)"),
+        err.contains("records a setup from a different recipe (19 of 19 steps done)"),
         "{err}"
     );
 }
@@ -223,7 +223,7 @@ fn status_reports_arrays_filesystems_and_shares_and_writes_the_boot_file() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        stdout.contains("Setup: complete (18 steps, finished 2027-01-15 08:00 UTC)"),
+        stdout.contains("Setup: complete (19 steps, finished 2027-01-15 08:00 UTC)"),
         "{stdout}"
     );
     assert!(

@@ -222,6 +222,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
                 nfs: None,
             },
         ],
+        alerts: None,
     };
     assert_eq!(handoff.recipe, expected);
     let members: Vec<&str> = handoff.plan.arrays[0]
@@ -593,7 +594,7 @@ fn done_says_how_to_connect_and_what_to_do_when_a_disk_fails() {
         "\\\\pinas\\data",
         "smb://pinas.local/data",
         "/boot/firmware/nasforge-status.txt",
-        "mdadm mails root",
+        "mdadm runs /usr/lib/nasforge/mdadm-event",
     ] {
         assert!(shown.contains(needle), "{needle} missing:\n{shown}");
     }

@@ -1,4 +1,5 @@
-//! The recipe's `[storage]` and `[[shares]]` sections: what the user asked for.
+//! The recipe's `[storage]`, `[[shares]]` and `[alerts]` sections: what the
+//! user asked for.
 //!
 //! These types are shared with the host builder, which parses the whole recipe
 //! on the workstation so that a bad storage section fails there, with the file,
@@ -9,12 +10,14 @@
 //! This module reads the recipe, runs the checks across both sections and
 //! locates each problem in the text ([`locate`]).
 
+mod alerts;
 pub mod glob;
 mod paths;
 mod position;
 mod shares;
 mod storage;
 
+pub use alerts::{Alerts, DEFAULT_TEMPERATURE, Smtp, Tls};
 pub use position::{Location, locate, location};
 pub use shares::{Clients, Nfs, Share, Smb};
 pub use storage::{Array, Count, DiskMatch, Filesystem, Level, Mode, SpinDown, Storage, Transport};
@@ -34,6 +37,8 @@ pub struct DeviceRecipe {
     pub storage: Option<Storage>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shares: Vec<Share>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alerts: Option<Alerts>,
 }
 
 /// Something wrong across fields, with the dotted path of the value to fix
@@ -122,14 +127,18 @@ impl DeviceRecipe {
     }
 
     pub fn problems(&self) -> Vec<SpecProblem> {
-        match &self.storage {
+        let mut out = match &self.storage {
             Some(storage) => validate(storage, &self.shares),
             None if self.shares.is_empty() => Vec::new(),
             None => vec![problem(
                 "shares",
                 "shares need an array to live on; add a [storage] section with [[storage.arrays]]",
             )],
+        };
+        if let Some(alerts) = &self.alerts {
+            alerts::check_alerts(alerts, &mut out);
         }
+        out
     }
 }
 
@@ -149,11 +158,15 @@ pub fn validate(storage: &Storage, shares: &[Share]) -> Vec<SpecProblem> {
     out
 }
 
-/// The Debian packages the board needs to carry out this storage and these
-/// shares, for the image builder to stage. In wizard mode the filesystem
-/// and the kinds of share are chosen on the board, so every one is
-/// included.
-pub fn required_packages(storage: Option<&Storage>, shares: &[Share]) -> Vec<&'static str> {
+/// The Debian packages the board needs to carry out this storage, these
+/// shares and these alerts, for the image builder to stage. In wizard mode
+/// the filesystem and the kinds of share are chosen on the board, so every
+/// one is included.
+pub fn required_packages(
+    storage: Option<&Storage>,
+    shares: &[Share],
+    alerts: Option<&Alerts>,
+) -> Vec<&'static str> {
     let wizard = storage.is_some_and(|s| s.mode == Mode::Wizard);
     let uses = |fs: Filesystem| {
         wizard || storage.is_some_and(|s| s.arrays.iter().any(|a| a.filesystem == fs))
@@ -183,6 +196,19 @@ pub fn required_packages(storage: Option<&Storage>, shares: &[Share]) -> Vec<&'s
         (
             "hd-idle",
             wizard || storage.is_some_and(|s| !s.spin_down.is_off()),
+        ),
+        // The mail transport and the HTTP client, and the CA certificates
+        // their TLS checks the relay and the web servers against; the
+        // wizard's alerts screen may choose any of them.
+        ("msmtp", wizard || alerts.is_some_and(|a| a.email.is_some())),
+        (
+            "curl",
+            wizard || alerts.is_some_and(|a| a.webhook.is_some() || a.ntfy.is_some()),
+        ),
+        (
+            "ca-certificates",
+            wizard
+                || alerts.is_some_and(|a| a.email.is_some() || a.webhook.is_some() || a.ntfy.is_some()),
         ),
     ]
     .into_iter()

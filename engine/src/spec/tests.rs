@@ -45,12 +45,12 @@ fn share(smb: bool, nfs: bool) -> Share {
 #[test]
 fn required_packages_follow_the_plan() {
     assert!(
-        required_packages(None, &[]).is_empty(),
+        required_packages(None, &[], None).is_empty(),
         "no storage, no shares"
     );
     let raid = storage(Mode::Unattended, vec![array(Level::Raid5, Filesystem::Xfs)]);
     assert_eq!(
-        required_packages(Some(&raid), &[share(true, false)]),
+        required_packages(Some(&raid), &[share(true, false)], None),
         [
             "mdadm",
             "xfsprogs",
@@ -69,7 +69,7 @@ fn required_packages_follow_the_plan() {
         ],
     );
     assert_eq!(
-        required_packages(Some(&two), &[share(false, true)]),
+        required_packages(Some(&two), &[share(false, true)], None),
         [
             "mdadm",
             "e2fsprogs",
@@ -80,7 +80,7 @@ fn required_packages_follow_the_plan() {
         ]
     );
     assert_eq!(
-        required_packages(Some(&two), &[share(true, true), share(true, false)]),
+        required_packages(Some(&two), &[share(true, true), share(true, false)], None),
         [
             "mdadm",
             "e2fsprogs",
@@ -96,7 +96,7 @@ fn required_packages_follow_the_plan() {
     // The wizard chooses on the board: everything it may choose.
     let wizard = storage(Mode::Wizard, vec![]);
     assert_eq!(
-        required_packages(Some(&wizard), &[]),
+        required_packages(Some(&wizard), &[], None),
         [
             "mdadm",
             "e2fsprogs",
@@ -196,4 +196,48 @@ fn alert_program_and_mailaddr_are_one_word_on_one_line() {
         assert_eq!(p.len(), 1, "{mail:?}: {p:?}");
         assert!(p[0].starts_with("storage.mailaddr: "), "{p:?}");
     }
+}
+
+#[test]
+fn alerts_bring_their_transports() {
+    let alerts = |text: &str| toml::from_str::<Alerts>(text).unwrap();
+    let mail = alerts("email = \"me@example.com\"\n[smtp]\nhost = \"smtp.example.com\"");
+    assert_eq!(
+        required_packages(None, &[], Some(&mail)),
+        ["msmtp", "ca-certificates"]
+    );
+    let push = alerts("ntfy = \"https://ntfy.sh/nas\"");
+    assert_eq!(
+        required_packages(None, &[], Some(&push)),
+        ["curl", "ca-certificates"]
+    );
+    assert!(required_packages(None, &[], Some(&alerts("temperature = 45"))).is_empty());
+}
+
+#[test]
+fn alert_problems_point_at_their_line() {
+    let text = "[alerts]\nemail = \"me@example.com\"\nntfy = \"ftp://x/y\"\n\n[alerts.smtp]\nhost = \"smtp.example.com\"\nport = 0\n";
+    let err = DeviceRecipe::parse(text, Path::new("nasforge.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("nasforge.toml:3:8: alerts.ntfy: `ftp://x/y` is not a web address"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nasforge.toml:7:8: alerts.smtp.port: 0 is not a TCP port"),
+        "{err}"
+    );
+    let err = DeviceRecipe::parse(
+        "[alerts]\n[alerts.smtp]\nhost = \"h\"\ntls = \"ssl\"\n",
+        Path::new("n.toml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with(
+            "n.toml:4:7: unknown variant `ssl`, expected one of `starttls`, `tls`, `off`"
+        ),
+        "{err}"
+    );
 }

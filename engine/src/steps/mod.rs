@@ -80,7 +80,7 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
         steps.push(storage::monitoring_step());
     }
     if !plan.arrays.is_empty() {
-        steps.push(storage::smartd_step());
+        steps.push(crate::alerts::smartd_step(crate::spec::DEFAULT_TEMPERATURE));
     }
     steps.extend(care::spin_down_step(plan));
     steps

@@ -375,18 +375,3 @@ pub(super) fn monitoring_step() -> Step {
         always: vec![],
     }
 }
-
-pub(super) fn smartd_step() -> Step {
-    Step {
-        id: "smartd".into(),
-        title: "Watch disk health with smartd".into(),
-        guard: Guard::Always,
-        actions: vec![run(&[
-            "systemctl",
-            "enable",
-            "--now",
-            "smartmontools.service",
-        ])],
-        always: vec![],
-    }
-}

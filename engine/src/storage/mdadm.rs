@@ -44,10 +44,15 @@ pub fn create(array: &ArrayPlan, homehost: &str, partitions: &[String]) -> Vec<S
 }
 
 /// The lines above the `mdadm --detail --scan` output. mdmonitor refuses to
-/// run without MAILADDR or PROGRAM.
+/// run without MAILADDR or PROGRAM. A mail address alone would reach no
+/// one (the board has no sendmail), so nasforge's handler runs beside it.
 pub fn conf_header(homehost: &str, alert: &Alert) -> String {
     let alert = match alert {
-        Alert::Mail(addr) => format!("MAILADDR {addr}"),
+        Alert::Mail(addr) => format!(
+            "MAILADDR {addr}
+PROGRAM {}",
+            crate::alerts::MDADM_EVENT
+        ),
         Alert::Program(program) => format!("PROGRAM {program}"),
     };
     format!(

@@ -300,6 +300,7 @@ impl Wizard {
             recipe: DeviceRecipe {
                 storage: Some(self.storage()),
                 shares: self.share_specs(),
+                alerts: None,
             },
             context,
             plan,

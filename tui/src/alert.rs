@@ -1,0 +1,171 @@
+//! `nasforge-setup alert`: what mdadm's monitor, smartd and the timers run,
+//! and what a person runs to test the channels. The events, the spool and
+//! the deliveries are the engine's ([`nasforge_engine::alerts`]); this
+//! prints how each delivery went and refreshes the status file on the boot
+//! partition, so an event shows there even without an `[alerts]` section.
+
+use anyhow::{Context as _, bail};
+use clap::ArgGroup;
+use nasforge_engine::alerts::{self, Delivery, Event, Kind, SystemExec};
+use nasforge_engine::journal::Journal;
+use nasforge_engine::machine::disks::Host;
+use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::{setup, status};
+use std::path::Path;
+
+#[derive(clap::Args)]
+#[command(group(
+    ArgGroup::new("what")
+        .required(true)
+        .args(["test", "event", "mdadm", "smartd", "retry", "check"])
+))]
+pub struct AlertArgs {
+    /// Send a test alert by each channel in [alerts]; exits 1 if one
+    /// failed (that copy stays queued and is retried).
+    #[arg(long)]
+    test: bool,
+    /// Raise an event: degraded, member-failed, rebuild-started,
+    /// rebuild-finished, smart-failure, smart-prefail, temperature,
+    /// filesystem-full, setup-failed, apply-failed or test.
+    #[arg(long, value_name = "KIND")]
+    event: Option<String>,
+    /// The event's subject [default: one that says what KIND means]
+    #[arg(long, requires = "event")]
+    subject: Option<String>,
+    /// The event's text.
+    #[arg(long, requires = "event")]
+    message: Option<String>,
+    /// mdadm's monitor event (mdadm.conf's PROGRAM passes these).
+    #[arg(long, num_args = 2..=3, value_names = ["EVENT", "MD-DEVICE", "COMPONENT"])]
+    mdadm: Option<Vec<String>>,
+    /// smartd's warning, read from its SMARTD_* environment (-M exec).
+    #[arg(long)]
+    smartd: bool,
+    /// Try the queued alerts again (run every 10 minutes by a timer).
+    #[arg(long)]
+    retry: bool,
+    /// Raise filesystem-full for each array over 90 % full (hourly timer).
+    #[arg(long)]
+    check: bool,
+}
+
+pub fn run(host: &Host, args: &AlertArgs) -> anyhow::Result<()> {
+    let hostname = setup::hostname(host);
+    let mut exec = SystemExec;
+    let deliveries = if args.retry {
+        alerts::retry(host, &mut exec)?
+    } else if args.check {
+        let mounts = alerts::array_mounts(host);
+        alerts::check(host, &mounts, &alerts::Statvfs(host), &mut exec)?
+    } else {
+        let Some(event) = event(host, args, &hostname)? else {
+            return Ok(());
+        };
+        let sent = alerts::raise(host, &event, &mut exec)?;
+        if args.test && sent.is_empty() {
+            bail!(
+                "no alert channel is set up, so the test was only logged in {}; add email, webhook or ntfy to [alerts] in nasforge.toml (docs/recipe.md)",
+                alerts::LOG
+            );
+        }
+        sent
+    };
+    if !args.retry {
+        refresh_status(host);
+    }
+    report(&deliveries)
+}
+
+/// The event the arguments describe; None for an mdadm notice that needs
+/// nobody (logged only).
+fn event(host: &Host, args: &AlertArgs, hostname: &str) -> anyhow::Result<Option<Event>> {
+    if args.test {
+        return Ok(Some(Event::new(
+            Kind::Test,
+            hostname,
+            "",
+            &format!(
+                "A test from `nasforge-setup alert --test` on {hostname}: alerts reach you here."
+            ),
+        )));
+    }
+    if let Some(kind) = &args.event {
+        let kind = Kind::parse(kind).with_context(|| {
+            let all: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            format!("`{kind}` is not an event; use one of {}", all.join(", "))
+        })?;
+        let subject = args.subject.as_deref().unwrap_or("");
+        let message = args.message.as_deref().unwrap_or(kind.subject());
+        return Ok(Some(Event::new(kind, hostname, subject, message)));
+    }
+    if let Some(words) = &args.mdadm {
+        let event = alerts::from_mdadm(words, hostname);
+        if event.is_none() {
+            alerts::log(
+                host,
+                &format!("mdadm: {} (no alert needed)", words.join(" ")),
+            );
+        }
+        return Ok(event);
+    }
+    match alerts::from_smartd(&|name: &str| std::env::var(name).ok(), hostname) {
+        Some(event) => Ok(Some(event)),
+        None => bail!(
+            "SMARTD_FAILTYPE is not set: smartd runs `alert --smartd` with its warning in the environment"
+        ),
+    }
+}
+
+/// One line per delivery; an error when any failed (it stays queued).
+fn report(deliveries: &[Delivery]) -> anyhow::Result<()> {
+    for d in deliveries {
+        match &d.result {
+            Ok(()) => println!("nasforge-setup: {}: sent \"{}\"", d.channel, d.subject),
+            Err(e) => println!("nasforge-setup: {}: FAILED: {e}", d.channel),
+        }
+    }
+    let failed = deliveries.iter().filter(|d| d.result.is_err()).count();
+    if failed > 0 {
+        bail!(
+            "{failed} delivery(ies) failed; they stay queued in {} and are retried every 10 minutes (log: {})",
+            alerts::SPOOL,
+            alerts::LOG
+        );
+    }
+    Ok(())
+}
+
+/// Raises an event from nasforge itself (setup or apply failed); a failure
+/// to record it is said, never fatal to the caller.
+pub fn notify(host: &Host, kind: Kind, message: &str) {
+    let event = Event::new(kind, &setup::hostname(host), "", message);
+    match alerts::raise(host, &event, &mut SystemExec) {
+        Ok(deliveries) => {
+            let _ = report(&deliveries);
+        }
+        Err(e) => eprintln!("nasforge-setup: could not queue the {kind} alert: {e}"),
+    }
+}
+
+/// The status file on the boot partition, with the latest alerts below it.
+fn refresh_status(host: &Host) {
+    let journal = Journal::load(&setup::journal_path(host)).ok().flatten();
+    let mut runner: Box<dyn Runner> = match SystemRunner::new(host.clone(), None) {
+        Ok(mut r) if host.root == Path::new("/") => {
+            r.echo = false;
+            Box::new(r)
+        }
+        _ => Box::new(RecordingRunner::default()),
+    };
+    let status = status::collect(host, journal.as_ref(), runner.as_mut());
+    let text = format!(
+        "{}\nLatest alerts (all in {}):\n{}\n",
+        status.render(),
+        alerts::LOG,
+        alerts::recent(host, 10).join("\n")
+    );
+    let path = setup::boot_dir(host).join(status::FILE_NAME);
+    if let Err(e) = nasforge_engine::atomic_file::write(&path, text.as_bytes(), 0o644) {
+        eprintln!("nasforge-setup: could not write {}: {e}", path.display());
+    }
+}
