@@ -127,7 +127,7 @@ fn env(userconf: bool) -> Env {
             },
             Pkg {
                 name: "hd-idle",
-                version: "1.05+ds-2+b1",
+                version: "1.05-2",
                 fields: &[],
             },
             Pkg {
@@ -137,7 +137,7 @@ fn env(userconf: bool) -> Env {
             },
             Pkg {
                 name: "curl",
-                version: "7.88.1-10+deb12u8",
+                version: "7.88.1-10",
                 fields: &[],
             },
             Pkg {

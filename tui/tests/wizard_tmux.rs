@@ -162,6 +162,9 @@ fn the_binary_walks_to_the_review_screen_and_shows_the_commands() {
     let shares = tmux.wait_for("Same again               ***********");
     assert!(!shares.contains("s3cret"), "{shares}");
     tmux.keys(&["Enter"]);
+    // The optional alerts screen, left empty: Enter goes on to the review.
+    tmux.wait_for("Alerts (optional)");
+    tmux.keys(&["Enter"]);
 
     let review = tmux.wait_for("5/7 Review");
     assert!(

@@ -108,7 +108,10 @@ fn required_packages_follow_the_plan() {
             "avahi-daemon",
             "wsdd2",
             "smartmontools",
-            "hd-idle"
+            "hd-idle",
+            "msmtp",
+            "curl",
+            "ca-certificates"
         ]
     );
 }
