@@ -59,8 +59,12 @@ pub fn msmtprc(smtp: &Smtp, hostname: &str, has_password: bool) -> String {
         Tls::Off => "tls off\n",
     };
     let auth = match (&smtp.user, has_password) {
+        // msmtp's `auth on` refuses every method that would send the
+        // password in clear over a link without TLS; `tls = "off"` is for a
+        // relay on the home network, where PLAIN is what such relays take.
         (Some(user), true) => {
-            format!("auth on\nuser {user}\npasswordeval cat {PASSWORD_FILE}\n")
+            let method = if smtp.tls == Tls::Off { "plain" } else { "on" };
+            format!("auth {method}\nuser {user}\npasswordeval cat {PASSWORD_FILE}\n")
         }
         _ => "auth off\n".to_string(),
     };
@@ -217,6 +221,12 @@ mod tests {
             rc.contains("auth off\n") && !rc.contains("passwordeval"),
             "{rc}"
         );
+        let rc = msmtprc(
+            &smtp("host = \"10.0.0.2\"\ntls = \"off\"\nuser = \"u\""),
+            "nas",
+            true,
+        );
+        assert!(rc.contains("tls off\n") && rc.contains("auth plain\nuser u\n"), "{rc}");
     }
 
     #[test]
