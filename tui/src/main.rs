@@ -192,7 +192,9 @@ fn main() -> ExitCode {
 }
 
 fn wizard(host: &Host, dry_run: bool) -> anyhow::Result<()> {
-    let handoff = match wizard::run(host, dry_run)? {
+    // On a NAS already set up, the wizard opens its manage view instead.
+    let mut care = wizard::manage::engine::EngineCare::new(host);
+    let handoff = match wizard::run_with(host, dry_run, Some(&mut care))? {
         Exit::Quit => return Ok(()),
         Exit::DryRun(handoff) => handoff,
     };

@@ -107,10 +107,10 @@ fn resolved(
         .collect()
 }
 
-/// Levels md cannot grow by adding members the way nasforge does it, and
-/// arrays that must first be whole and quiet.
-fn check_growable(array: &ArraySurvey) -> Result<(), CareError> {
-    let why = match array.level {
+/// Why md cannot grow an array of `level` by adding members the way
+/// nasforge does it; None when it can.
+pub fn cannot_grow(level: Level) -> Option<&'static str> {
+    match level {
         Level::Single => Some(
             "a single disk has no md array to add disks to; set up a new array with the new disks instead",
         ),
@@ -121,7 +121,12 @@ fn check_growable(array: &ArraySurvey) -> Result<(), CareError> {
             "whether md can reshape a raid10 depends on its layout and the kernel, and nasforge does not attempt it. Back up the data, then set the array up again with more disks",
         ),
         Level::Raid1 | Level::Raid5 | Level::Raid6 => None,
-    };
+    }
+}
+
+/// Levels that cannot grow, and arrays that must first be whole and quiet.
+fn check_growable(array: &ArraySurvey) -> Result<(), CareError> {
+    let why = cannot_grow(array.level);
     if let Some(why) = why {
         return refuse(format!("'{}' is {}: {why}", array.name, array.level));
     }

@@ -13,7 +13,7 @@ mod replace;
 mod survey;
 
 pub use follow::{follow_sync, merge_array_lines};
-pub use grow::{GrowRequest, grow};
+pub use grow::{GrowRequest, cannot_grow, grow};
 pub use md::{MdMember, MdState, SyncProgress};
 pub use replace::{ReplaceRequest, replace};
 pub use survey::{

@@ -111,8 +111,12 @@ pub struct Handoff {
     pub steps: Vec<Step>,
     /// smbpasswd lines (NT hashes) for the share users.
     pub smbpasswd: Vec<String>,
-    /// The recipe's `[alerts]` section; None when no alerts were chosen.
+    /// The alerts screen's choices; None when no alerts were chosen. The
+    /// recipe carries them as `[alerts]` without the password.
     pub alerts: Option<alerts::AlertChoices>,
+    /// The SMTP relay's password, written root-only to
+    /// `/etc/nasforge/smtp-password` when setup is handed over.
+    pub smtp_password: Option<String>,
 }
 
 impl Handoff {
@@ -289,7 +293,29 @@ impl Wizard {
             hostname: self.facts.hostname.clone(),
             fs_uuids: vec![self.settings.fs_uuid.clone()],
         };
-        let steps = steps::generate(&plan, &context);
+        let mut steps = steps::generate(&plan, &context);
+        // The screen's choices read back as the recipe's [alerts], checked
+        // as a recipe's are; the password travels beside it, never in it.
+        let spec_alerts = match &alerts {
+            Some(choices) => DeviceRecipe::parse(
+                &choices.to_recipe_toml(),
+                std::path::Path::new("the alerts screen"),
+            )
+            .map_err(|e| vec![e.to_string()])?
+            .alerts,
+            None => None,
+        };
+        let smtp_password = spec_alerts
+            .as_ref()
+            .and_then(|a| a.smtp.as_ref())
+            .and_then(|s| s.password.clone());
+        let board_alerts = spec_alerts.as_ref().map(|a| a.without_password());
+        nasforge_engine::alerts::add_steps(
+            &mut steps,
+            board_alerts.as_ref(),
+            &self.facts.hostname,
+            smtp_password.is_some(),
+        );
         let smbpasswd = self
             .shares
             .passwords_to_stage(&self.facts)
@@ -300,13 +326,14 @@ impl Wizard {
             recipe: DeviceRecipe {
                 storage: Some(self.storage()),
                 shares: self.share_specs(),
-                alerts: None,
+                alerts: board_alerts,
             },
             context,
             plan,
             steps,
             smbpasswd,
             alerts,
+            smtp_password,
         })
     }
 }

@@ -155,22 +155,19 @@ fn hand_over(host: &Host, handoff: &Handoff) -> Result<(), String> {
         atomic_file::write(&staged, merged.as_bytes(), 0o600)
             .map_err(|e| format!("staging the Samba passwords in {}: {e}", staged.display()))?;
     }
-    let mut recipe = format!(
+    let recipe = format!(
         "# The storage and shares chosen in the nasforge-setup wizard; run by\n# {SETUP_SERVICE} (nasforge-setup --unattended --recipe {WIZARD_RECIPE}).\n{}",
         toml::to_string(&handoff.recipe).map_err(|e| format!("writing the recipe: {e}"))?
     );
-    if let Some(alerts) = &handoff.alerts {
-        recipe.push('\n');
-        recipe.push_str(&alerts.to_recipe_toml());
+    // The SMTP password is the one secret the board keeps: root only, in
+    // its own file, never in the recipe or the journal.
+    if let Some(password) = &handoff.smtp_password {
+        let file = host.path(nasforge_engine::alerts::PASSWORD_FILE);
+        atomic_file::write(&file, password.as_bytes(), 0o600)
+            .map_err(|e| format!("writing {}: {e}", file.display()))?;
     }
-    // The SMTP password is the one secret the board keeps: root only.
-    let mode = if handoff.alerts.as_ref().is_some_and(|a| a.has_password()) {
-        0o600
-    } else {
-        0o644
-    };
     let recipe_path = host.path(WIZARD_RECIPE);
-    atomic_file::write(&recipe_path, recipe.as_bytes(), mode)
+    atomic_file::write(&recipe_path, recipe.as_bytes(), 0o644)
         .map_err(|e| format!("writing {}: {e}", recipe_path.display()))?;
     // The journal is what the service executes: the plan and steps exactly
     // as reviewed, with the filesystem UUIDs the review showed.

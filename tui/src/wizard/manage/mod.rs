@@ -10,6 +10,7 @@
 //! terminal and, through [`Care`], the engine.
 
 pub mod care;
+pub mod engine;
 pub mod grow;
 pub mod model;
 pub mod overview;

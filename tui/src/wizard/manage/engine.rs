@@ -1,0 +1,307 @@
+//! The manage view's [`Care`] over the engine: the survey and status for
+//! the overview, care's replace and grow planners, apply's share and user
+//! plans, and the alert channels, each run through the operation journal
+//! as `nasforge-setup replace|grow|apply|user|alert` run them.
+
+use super::care::{Care, ManageAction, Planned, StepEvent};
+use super::model::{ArrayView, Candidate, DiskView, FilesystemView, Overview, Sync, SyncKind};
+use nasforge_engine::alerts::{self, Event as Alert, Kind as AlertKind, SystemExec};
+use nasforge_engine::apply::{self, ApplyPlan, users};
+use nasforge_engine::care::{self, ArraySurvey, Fit, GrowRequest, MemberState, ReplaceRequest};
+use nasforge_engine::executor::Event;
+use nasforge_engine::machine::disks::{self, Host};
+use nasforge_engine::operation::{self, Kind, Operation};
+use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::{setup, status};
+
+pub struct EngineCare {
+    host: Host,
+}
+
+impl EngineCare {
+    pub fn new(host: &Host) -> EngineCare {
+        EngineCare { host: host.clone() }
+    }
+
+    /// Commands run on the real root only; on a fake tree they are recorded.
+    fn runner(&self) -> Result<Box<dyn Runner>, String> {
+        if self.host.root == std::path::Path::new("/") {
+            let mut runner =
+                SystemRunner::new(self.host.clone(), Some(&setup::log_path(&self.host)))
+                    .map_err(|e| e.to_string())?;
+            runner.echo = false;
+            Ok(Box::new(runner))
+        } else {
+            Ok(Box::new(RecordingRunner::default()))
+        }
+    }
+
+    fn apply_plan(&self, shares: &[nasforge_engine::spec::Share]) -> Result<ApplyPlan, String> {
+        let journal = apply::setup_journal(&self.host).map_err(|e| e.to_string())?;
+        let mut recipe = journal.recipe.clone();
+        recipe.shares = shares.to_vec();
+        let plan = apply::prepare(&self.host, &recipe, &[]).map_err(|e| e.to_string())?;
+        if !plan.refusals.is_empty() {
+            return Err(plan.describe());
+        }
+        Ok(plan)
+    }
+}
+
+fn view_of(array: &ArraySurvey) -> ArrayView {
+    let disk = |m: &care::MemberReport| DiskView {
+        name: m.disk.clone(),
+        model: m.model.clone().unwrap_or_else(|| "unknown model".into()),
+        serial: m.serial.clone().unwrap_or_else(|| "no serial".into()),
+        size: m.size,
+    };
+    let with = |state: MemberState| -> Vec<DiskView> {
+        array
+            .members
+            .iter()
+            .filter(|m| m.state == state)
+            .map(disk)
+            .collect()
+    };
+    let sync = array.sync.as_ref().map(|s| Sync {
+        kind: match s.action.as_str() {
+            "recover" => SyncKind::Recovery,
+            "reshape" => SyncKind::Reshape,
+            "check" | "repair" => SyncKind::Check,
+            _ => SyncKind::Resync,
+        },
+        percent: s.percent,
+        minutes_left: s.minutes_left,
+    });
+    let candidates = array
+        .candidates
+        .iter()
+        .map(|c| Candidate {
+            disk: DiskView {
+                name: Some(c.disk.clone()),
+                model: c.summary.clone(),
+                serial: c.path.clone(),
+                size: c.size,
+            },
+            unfit: match &c.fit {
+                Fit::Fits => None,
+                other => Some(other.to_string()),
+            },
+        })
+        .collect();
+    let mut members = with(MemberState::Working);
+    members.extend(with(MemberState::Rebuilding));
+    ArrayView {
+        name: array.name.clone(),
+        level: array.level,
+        md_device: array.device.clone(),
+        expected: array.expected,
+        working: array.working,
+        degraded: array.degraded,
+        sync,
+        members,
+        failed: with(MemberState::Failed),
+        missing: with(MemberState::Missing),
+        candidates,
+        cannot_grow: care::cannot_grow(array.level).map(str::to_string),
+    }
+}
+
+fn step_event(event: Event) -> StepEvent {
+    match event {
+        Event::Starting { index, total, step } => StepEvent::Starting {
+            index,
+            total,
+            title: step.title.clone(),
+        },
+        Event::AlreadyDone { index, .. } => StepEvent::AlreadyDone { index },
+        Event::Finished { index } => StepEvent::Finished { index },
+    }
+}
+
+impl Care for EngineCare {
+    fn overview(&mut self) -> Result<Overview, String> {
+        let journal = care::setup_journal(&self.host).map_err(|e| e.to_string())?;
+        let survey = care::survey(&self.host, &journal).map_err(|e| e.to_string())?;
+        let mut runner = self.runner()?;
+        let now = status::collect(&self.host, Some(&journal), runner.as_mut());
+        let users = users::accounts(&self.host)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        Ok(Overview {
+            arrays: survey.arrays.iter().map(view_of).collect(),
+            filesystems: now
+                .filesystems
+                .iter()
+                .map(|f| FilesystemView {
+                    array: f.array.clone(),
+                    mount: f.mount.clone(),
+                    size: f.size,
+                    used: f.used,
+                })
+                .collect(),
+            shares: journal.recipe.shares.clone(),
+            users,
+            pending: operation::pending(&self.host)
+                .map_err(|e| e.to_string())?
+                .map(|op| op.title),
+        })
+    }
+
+    fn plan(&mut self, action: &ManageAction) -> Result<Planned, String> {
+        let host = &self.host;
+        let planned = |title: String, text: String, steps| Planned {
+            title,
+            text,
+            steps,
+            erases: vec![],
+        };
+        match action {
+            ManageAction::Grow { disks, .. } if disks.is_empty() => {
+                Err("choose at least one disk to add".into())
+            }
+            ManageAction::Replace { array, .. } | ManageAction::Grow { array, .. } => {
+                let journal = care::setup_journal(host).map_err(|e| e.to_string())?;
+                let survey = care::survey(host, &journal).map_err(|e| e.to_string())?;
+                let inventory = disks::discover(host).map_err(|e| e.to_string())?;
+                let plan = match action {
+                    ManageAction::Replace { .. } => care::replace(
+                        host,
+                        &journal,
+                        &survey,
+                        &inventory,
+                        &ReplaceRequest {
+                            array: Some(array.clone()),
+                            disk: disk_list(action).pop(),
+                            erase: vec![],
+                        },
+                    ),
+                    _ => care::grow(
+                        host,
+                        &journal,
+                        &survey,
+                        &inventory,
+                        &GrowRequest {
+                            array: array.clone(),
+                            disks: disk_list(action),
+                            erase: vec![],
+                        },
+                    ),
+                }
+                .map_err(|e| e.to_string())?;
+                Ok(planned(plan.title, plan.text, plan.steps))
+            }
+            ManageAction::Shares(shares) => {
+                let plan = self.apply_plan(shares)?;
+                if plan.nothing_to_change() {
+                    return Err("the shares are as they were: nothing to change".into());
+                }
+                Ok(planned(plan.title(), plan.describe(), plan.steps.clone()))
+            }
+            ManageAction::AddUser { name, .. } | ManageAction::SetPassword { name, .. } => {
+                let plan = if matches!(action, ManageAction::AddUser { .. }) {
+                    users::plan_add(host, name)
+                } else {
+                    users::plan_passwd(host, name)
+                }
+                .map_err(|e| e.to_string())?;
+                Ok(planned(
+                    format!("User '{name}'"),
+                    plan.describe(),
+                    plan.steps,
+                ))
+            }
+            ManageAction::TestAlerts => Ok(planned(
+                "Test alerts".into(),
+                "One test alert through each channel in [alerts] (email, webhook, ntfy); a failed delivery stays queued and is retried every 10 minutes.\n".into(),
+                vec![],
+            )),
+        }
+    }
+
+    fn run(
+        &mut self,
+        action: &ManageAction,
+        planned: &Planned,
+        on_step: &mut dyn FnMut(StepEvent),
+    ) -> Result<(), String> {
+        let host = self.host.clone();
+        let mut runner = self.runner()?;
+        let mut on_event = |e: Event| on_step(step_event(e));
+        let resume = "; `sudo nasforge-setup resume` goes on from the failed step";
+        match action {
+            ManageAction::Replace { .. } | ManageAction::Grow { .. } => {
+                let kind = if matches!(action, ManageAction::Replace { .. }) {
+                    Kind::Replace
+                } else {
+                    Kind::Grow
+                };
+                let op = Operation::new(
+                    kind,
+                    planned.title.clone(),
+                    planned.text.clone(),
+                    planned.steps.clone(),
+                );
+                operation::start(&host, op, runner.as_mut(), &mut on_event)
+                    .map(|_| ())
+                    .map_err(|e| format!("{e}{resume}"))
+            }
+            ManageAction::Shares(shares) => {
+                let plan = self.apply_plan(shares)?;
+                apply::run(&host, &plan, runner.as_mut(), &mut on_event)
+                    .map(|_| ())
+                    .map_err(|e| format!("{e}{resume}"))
+            }
+            ManageAction::AddUser { name, password } | ManageAction::SetPassword { name, password } => {
+                let plan = if matches!(action, ManageAction::AddUser { .. }) {
+                    users::plan_add(&host, name)
+                } else {
+                    users::plan_passwd(&host, name)
+                }
+                .map_err(|e| e.to_string())?;
+                users::run(&host, &plan, &password.0, runner.as_mut(), &mut on_event)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+            ManageAction::TestAlerts => test_alerts(&host),
+        }
+    }
+}
+
+fn disk_list(action: &ManageAction) -> Vec<String> {
+    match action {
+        ManageAction::Grow { disks, .. } => disks.clone(),
+        ManageAction::Replace { disk, .. } => vec![disk.clone()],
+        _ => vec![],
+    }
+}
+
+fn test_alerts(host: &Host) -> Result<(), String> {
+    let hostname = setup::hostname(host);
+    let event = Alert::new(
+        AlertKind::Test,
+        &hostname,
+        "",
+        &format!("A test from the manage view of nasforge-setup on {hostname}: alerts reach you here."),
+    );
+    let sent = alerts::raise(host, &event, &mut SystemExec).map_err(|e| e.to_string())?;
+    if sent.is_empty() {
+        return Err(
+            "no alert channel is set up; add email, webhook or ntfy to [alerts] in nasforge.toml and run `sudo nasforge-setup apply`".into(),
+        );
+    }
+    let failed: Vec<String> = sent
+        .iter()
+        .filter_map(|d| d.result.as_ref().err().map(|e| format!("{}: {e}", d.channel)))
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}; queued and retried every 10 minutes",
+            failed.join("; ")
+        ))
+    }
+}
