@@ -556,7 +556,7 @@ fn a_plan_whose_service_did_not_start_can_be_started_again() {
     snapshot.service = Some("inactive".into());
     w.update(Msg::Progress(snapshot));
     assert!(
-        screen(&w).contains("Setup stopped after 0 of 17 steps"),
+        screen(&w).contains("Setup stopped after 0 of 18 steps"),
         "{}",
         screen(&w)
     );
