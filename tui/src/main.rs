@@ -186,8 +186,30 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("nasforge-setup: {e:#}");
+            alert_if_an_operation_failed(&host, &e);
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A replace, grow or apply that stopped at a failed step leaves its
+/// operation pending with the failure recorded: that is worth an alert (a
+/// refusal or an unconfirmed plan changed nothing and is not).
+fn alert_if_an_operation_failed(host: &Host, error: &anyhow::Error) {
+    let Ok(Some(op)) = nasforge_engine::operation::pending(host) else {
+        return;
+    };
+    if let Some(failure) = &op.failure {
+        alert::notify(
+            host,
+            nasforge_engine::alerts::Kind::ApplyFailed,
+            &format!(
+                "{} stopped at step {} ({}): {error:#}. Run `sudo nasforge-setup resume` once the cause is fixed.",
+                op.title,
+                failure.index + 1,
+                failure.step
+            ),
+        );
     }
 }
 

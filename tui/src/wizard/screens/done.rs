@@ -10,7 +10,7 @@
 use super::Help;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Wizard};
-use nasforge_engine::planner::{Alert, ArrayPlan, Plan};
+use nasforge_engine::planner::{ArrayPlan, Plan};
 use nasforge_engine::spec::{Level, Share};
 use nasforge_engine::status::minutes_text;
 use ratatui::Frame;
@@ -70,7 +70,7 @@ fn text(w: &Wizard, plan: &Plan) -> Lines {
         ),
     ]);
     for array in &plan.arrays {
-        out.extend(when_a_disk_fails(w, plan, array));
+        out.extend(when_a_disk_fails(w, array));
     }
     out
 }
@@ -144,7 +144,7 @@ fn how_to_connect(w: &Wizard, share: &Share) -> Lines {
 
 /// What the alert is, and how to swap the disk; or, for an array without
 /// redundancy, that there is nothing to rebuild from.
-fn when_a_disk_fails(w: &Wizard, plan: &Plan, array: &ArrayPlan) -> Lines {
+fn when_a_disk_fails(w: &Wizard, array: &ArrayPlan) -> Lines {
     let mut out: Lines = vec![
         (String::new(), Style::new()),
         (
@@ -160,27 +160,19 @@ fn when_a_disk_fails(w: &Wizard, plan: &Plan, array: &ArrayPlan) -> Lines {
         ));
         return out;
     }
-    let alert = match &plan.alert {
-        Alert::Mail(to) => format!("mdadm mails {to}"),
-        Alert::Program(program) => format!("mdadm runs {program}"),
+    let alert = if w.alerts.choices().ok().flatten().is_some() {
+        "an alert goes to the channels you chose"
+    } else {
+        "the alert is logged and shown in the status"
     };
-    let md = format!("/dev/md/{}", array.spec.name);
-    let healthy = array
-        .members
-        .first()
-        .map_or("/dev/sda".to_string(), |m| m.disk.dev_path());
     say(format!(
-        "  {alert}, and the status says DEGRADED and names the disk. The array keeps working. To replace the disk:"
+        "  {alert}, and the status says degraded and names the disk by model and serial. The array keeps working. To replace the disk:"
     ));
+    say("  1. Attach a blank disk at least as large (it may replace the failed one).".to_string());
     say(format!(
-        "  1. sudo mdadm {md} --fail /dev/sdX1 --remove /dev/sdX1   (sdX: the failed disk)"
+        "  2. sudo nasforge-setup   (its manage view offers the disks that fit), or: sudo nasforge-setup replace --array {}",
+        array.spec.name
     ));
-    say("  2. Swap in a disk at least as large.".to_string());
-    say(format!(
-        "  3. sudo sfdisk -d {healthy} | sudo sfdisk /dev/sdY   (copies a healthy member's partitions)"
-    ));
-    say(format!(
-        "  4. sudo mdadm {md} --add /dev/sdY1   (the status shows the rebuild)"
-    ));
+    say("  3. It shows the plan, partitions the disk like the others, adds it and follows the rebuild.".to_string());
     out
 }
