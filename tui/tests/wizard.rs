@@ -594,7 +594,7 @@ fn done_says_how_to_connect_and_what_to_do_when_a_disk_fails() {
         "\\\\pinas\\data",
         "smb://pinas.local/data",
         "/boot/firmware/nasforge-status.txt",
-        "sudo nasforge-setup replace --array data",
+        "2. sudo nasforge-setup   (its manage view offers the disks that fit)",
     ] {
         assert!(shown.contains(needle), "{needle} missing:\n{shown}");
     }
