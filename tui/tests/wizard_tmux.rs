@@ -172,7 +172,7 @@ fn the_binary_walks_to_the_review_screen_and_shows_the_commands() {
         "{review}"
     );
     assert!(review.contains("Type sdd or its serial"), "{review}");
-    let erase = tmux.page_until("[1/19] Erase sdd");
+    let erase = tmux.page_until("[1/20] Erase sdd");
     assert!(
         erase.contains("wipefs --all --force /dev/disk/by-id/wwn-0x50014ee2b0000004"),
         "{erase}"
