@@ -480,7 +480,8 @@ fn a_grow_cut_after_the_reshape_started_does_not_start_it_again() {
     let path = operation::path(&board.host);
     op.save(&path).unwrap();
     care_support::add_member(&board, "sdd", 3, "in_sync");
-    set(&board, "raid_disks", "4");
+    // What md shows while the reshape it recorded goes on: new (old).
+    set(&board, "raid_disks", "4 (3)");
     let mut runner = RecordingRunner::default();
     operation::resume(&board.host, &mut runner, &mut |_| {})
         .unwrap()

@@ -81,7 +81,13 @@ impl MdState {
     pub fn read(host: &Host, device: &str) -> Option<MdState> {
         let kernel = disks::kernel_name(host, device)?;
         let dir = md_dir(host, &kernel);
-        let raid_disks = read_u64(&dir.join("raid_disks"))? as usize;
+        // While a reshape is recorded md says "4 (3)": the new count, then
+        // the old one in brackets.
+        let raid_disks: usize = read_trimmed(&dir.join("raid_disks"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
         let mut members: Vec<MdMember> = disks::md_members(host, &kernel)
             .into_iter()
             .map(|device| MdMember {
