@@ -421,3 +421,44 @@ fn a_password_changed_is_staged_for_pdbedit_and_nowhere_else() {
     let empty = users::run(host, &p, "", &mut runner, &mut |_| {}).unwrap_err();
     assert!(empty.to_string().contains("empty"), "{empty}");
 }
+
+#[test]
+fn a_card_still_in_wizard_mode_keeps_the_arrays_the_wizard_chose() {
+    let board = set_up("dev.txt");
+    let card = SET_UP.replace(
+        "mode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid1\"\ndisks = { transport = \"sata\", count = 2 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n",
+        "mode = \"wizard\"\n",
+    );
+    assert!(card.contains("mode = \"wizard\"") && !card.contains("raid1"));
+    let p = plan(&board, &card, &[]);
+    assert!(p.refusals.is_empty(), "{}", p.describe());
+    let with_photos = plan(&board, &format!("{card}{PHOTOS}"), &[]);
+    assert!(
+        with_photos.refusals.is_empty() && with_photos.shares_added.len() == 1,
+        "{}",
+        with_photos.describe()
+    );
+}
+
+#[test]
+fn alerts_changed_rewrite_smartd_and_the_routing_and_a_password_on_the_card_is_refused() {
+    let board = set_up("dev.txt");
+    let alerts = "\n[alerts]\nwebhook = \"http://10.0.2.2:8080/hook\"\ntemperature = 45\n";
+    let p = plan(&board, &format!("{SET_UP}{alerts}"), &[]);
+    assert!(p.refusals.is_empty(), "{}", p.describe());
+    let ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
+    assert!(ids.contains(&"smartd") && ids.last() == Some(&"record-setup"), "{ids:?}");
+    let text = nasforge_engine::executor::dry_run(&p.steps);
+    assert!(text.contains("-W 4,40,45") && text.contains("/etc/nasforge/alerts.json"), "{text}");
+
+    let secret = "\n[alerts]\nemail = \"me@example.com\"\n[alerts.smtp]\nhost = \"smtp.example.com\"\nuser = \"me\"\npassword = \"hunter2-on-the-card\"\n";
+    let p = plan(&board, &format!("{SET_UP}{secret}"), &[]);
+    assert!(p.steps.is_empty(), "{}", p.describe());
+    assert!(
+        p.refusals
+            .iter()
+            .any(|r| r.contains("alerts.smtp.password") && r.contains("/etc/nasforge/smtp-password")),
+        "{:?}",
+        p.refusals
+    );
+}

@@ -5,7 +5,7 @@ use super::{ApplyPlan, ShareChange, withdraw};
 use crate::journal::{self, Journal};
 use crate::machine::disks::{Disk, Inventory};
 use crate::planner::{self, ArrayPlan, Plan};
-use crate::spec::{Array, DeviceRecipe, Share, Storage};
+use crate::spec::{Array, DeviceRecipe, Mode, Share, Storage};
 use crate::steps::{self, Action, Context, Guard, Step};
 
 /// What apply needs to know about the board besides the journal.
@@ -15,11 +15,38 @@ pub struct Board<'a> {
     pub users: &'a [String],
     /// The disks named with `--erase` (kernel name, /dev path or by-id path).
     pub erase: &'a [String],
+    /// The relay's password is in its root-only file.
+    pub smtp_password: bool,
 }
 
 pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
     let old = &setup.recipe;
+    // A NAS set up in the wizard keeps `mode = "wizard"` and no arrays on
+    // its card: its arrays are the ones the wizard chose, in the journal.
+    let adopted;
+    let new = match &new.storage {
+        Some(s) if s.mode == Mode::Wizard && s.arrays.is_empty() => {
+            adopted = DeviceRecipe {
+                storage: old.storage.clone(),
+                ..new.clone()
+            };
+            &adopted
+        }
+        _ => new,
+    };
     let mut refusals = storage_refusals(old.storage.as_ref(), new.storage.as_ref());
+    if new
+        .alerts
+        .as_ref()
+        .and_then(|a| a.smtp.as_ref())
+        .is_some_and(|s| s.password.is_some())
+    {
+        refusals.push(format!(
+            "alerts.smtp.password: a password in nasforge.toml on the boot partition can be read by anyone who holds the card, and would be recorded in the journals; remove it from the file and put it in {} instead (`sudo install -m 600 /dev/stdin {}`, then type it and Ctrl-D)",
+            crate::alerts::PASSWORD_FILE,
+            crate::alerts::PASSWORD_FILE
+        ));
+    }
     let added_specs: Vec<(usize, &Array)> = new_arrays(old.storage.as_ref(), new.storage.as_ref());
     let arrays_added = if refusals.is_empty() && !added_specs.is_empty() {
         plan_arrays(
@@ -54,6 +81,19 @@ pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
         if new.shares != old.shares {
             steps.extend(steps::share_steps(&plan));
             steps.extend(withdraw::steps(&old.shares, &new.shares));
+        }
+        if new.alerts != old.alerts {
+            let temperature = new
+                .alerts
+                .as_ref()
+                .map_or(crate::spec::DEFAULT_TEMPERATURE, |a| a.temperature());
+            steps.push(crate::alerts::smartd_step(temperature));
+            crate::alerts::add_steps(
+                &mut steps,
+                new.alerts.as_ref(),
+                &setup.context.hostname,
+                board.smtp_password,
+            );
         }
         steps.push(record_step(setup, new, &plan, &context));
     }

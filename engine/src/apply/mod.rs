@@ -151,6 +151,7 @@ pub fn prepare(
         inventory: &inventory,
         users: &names,
         erase,
+        smtp_password: host.path(crate::alerts::PASSWORD_FILE).exists(),
     };
     Ok(diff(&journal, recipe, &board))
 }
