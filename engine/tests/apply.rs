@@ -447,17 +447,23 @@ fn alerts_changed_rewrite_smartd_and_the_routing_and_a_password_on_the_card_is_r
     let p = plan(&board, &format!("{SET_UP}{alerts}"), &[]);
     assert!(p.refusals.is_empty(), "{}", p.describe());
     let ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
-    assert!(ids.contains(&"smartd") && ids.last() == Some(&"record-setup"), "{ids:?}");
+    assert!(
+        ids.contains(&"smartd") && ids.last() == Some(&"record-setup"),
+        "{ids:?}"
+    );
     let text = nasforge_engine::executor::dry_run(&p.steps);
-    assert!(text.contains("-W 4,40,45") && text.contains("/etc/nasforge/alerts.json"), "{text}");
+    assert!(
+        text.contains("-W 4,40,45") && text.contains("/etc/nasforge/alerts.json"),
+        "{text}"
+    );
 
     let secret = "\n[alerts]\nemail = \"me@example.com\"\n[alerts.smtp]\nhost = \"smtp.example.com\"\nuser = \"me\"\npassword = \"hunter2-on-the-card\"\n";
     let p = plan(&board, &format!("{SET_UP}{secret}"), &[]);
     assert!(p.steps.is_empty(), "{}", p.describe());
     assert!(
-        p.refusals
-            .iter()
-            .any(|r| r.contains("alerts.smtp.password") && r.contains("/etc/nasforge/smtp-password")),
+        p.refusals.iter().any(
+            |r| r.contains("alerts.smtp.password") && r.contains("/etc/nasforge/smtp-password")
+        ),
         "{:?}",
         p.refusals
     );

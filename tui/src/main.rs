@@ -3,8 +3,8 @@
 //! returned; planning, setup and status live in the engine, so first boot
 //! and the wizard share them.
 
-mod apply;
 mod alert;
+mod apply;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};

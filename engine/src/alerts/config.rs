@@ -226,7 +226,10 @@ mod tests {
             "nas",
             true,
         );
-        assert!(rc.contains("tls off\n") && rc.contains("auth plain\nuser u\n"), "{rc}");
+        assert!(
+            rc.contains("tls off\n") && rc.contains("auth plain\nuser u\n"),
+            "{rc}"
+        );
     }
 
     #[test]

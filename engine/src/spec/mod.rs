@@ -208,7 +208,8 @@ pub fn required_packages(
         (
             "ca-certificates",
             wizard
-                || alerts.is_some_and(|a| a.email.is_some() || a.webhook.is_some() || a.ntfy.is_some()),
+                || alerts
+                    .is_some_and(|a| a.email.is_some() || a.webhook.is_some() || a.ntfy.is_some()),
         ),
     ]
     .into_iter()

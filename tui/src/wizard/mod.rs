@@ -297,12 +297,14 @@ impl Wizard {
         // The screen's choices read back as the recipe's [alerts], checked
         // as a recipe's are; the password travels beside it, never in it.
         let spec_alerts = match &alerts {
-            Some(choices) => DeviceRecipe::parse(
-                &choices.to_recipe_toml(),
-                std::path::Path::new("the alerts screen"),
-            )
-            .map_err(|e| vec![e.to_string()])?
-            .alerts,
+            Some(choices) => {
+                DeviceRecipe::parse(
+                    &choices.to_recipe_toml(),
+                    std::path::Path::new("the alerts screen"),
+                )
+                .map_err(|e| vec![e.to_string()])?
+                .alerts
+            }
             None => None,
         };
         let smtp_password = spec_alerts

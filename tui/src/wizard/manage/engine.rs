@@ -12,7 +12,8 @@ use nasforge_engine::executor::Event;
 use nasforge_engine::machine::disks::{self, Host};
 use nasforge_engine::operation::{self, Kind, Operation};
 use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
-use nasforge_engine::{setup, status};
+use nasforge_engine::spec::{DeviceRecipe, Share};
+use nasforge_engine::{atomic_file, setup, status};
 
 pub struct EngineCare {
     host: Host,
@@ -250,11 +251,13 @@ impl Care for EngineCare {
             }
             ManageAction::Shares(shares) => {
                 let plan = self.apply_plan(shares)?;
+                write_card_shares(&host, shares)?;
                 apply::run(&host, &plan, runner.as_mut(), &mut on_event)
                     .map(|_| ())
                     .map_err(|e| format!("{e}{resume}"))
             }
-            ManageAction::AddUser { name, password } | ManageAction::SetPassword { name, password } => {
+            ManageAction::AddUser { name, password }
+            | ManageAction::SetPassword { name, password } => {
                 let plan = if matches!(action, ManageAction::AddUser { .. }) {
                     users::plan_add(&host, name)
                 } else {
@@ -268,6 +271,43 @@ impl Care for EngineCare {
             ManageAction::TestAlerts => test_alerts(&host),
         }
     }
+}
+
+/// The new share list written to nasforge.toml on the card before it is
+/// applied, as `share add|remove` do: the card stays what is set up, so a
+/// later `apply` does not undo the change. Other sections keep their text
+/// and comments.
+fn write_card_shares(host: &Host, shares: &[Share]) -> Result<(), String> {
+    #[derive(serde::Serialize)]
+    struct Shares<'a> {
+        shares: &'a [Share],
+    }
+    let path = setup::recipe_path(host);
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let fresh: toml_edit::DocumentMut = toml::to_string(&Shares { shares })
+        .map_err(|e| e.to_string())?
+        .parse()
+        .map_err(|e: toml_edit::TomlError| e.to_string())?;
+    match fresh.get("shares") {
+        Some(item) if !shares.is_empty() => doc["shares"] = item.clone(),
+        _ => {
+            doc.remove("shares");
+        }
+    }
+    let new = doc.to_string();
+    let back = DeviceRecipe::parse(&new, &path).map_err(|e| e.to_string())?;
+    if back.shares != shares {
+        return Err(format!(
+            "internal: {} would not read back the chosen shares",
+            path.display()
+        ));
+    }
+    atomic_file::write(&path, new.as_bytes(), 0o644)
+        .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 fn disk_list(action: &ManageAction) -> Vec<String> {
@@ -284,7 +324,9 @@ fn test_alerts(host: &Host) -> Result<(), String> {
         AlertKind::Test,
         &hostname,
         "",
-        &format!("A test from the manage view of nasforge-setup on {hostname}: alerts reach you here."),
+        &format!(
+            "A test from the manage view of nasforge-setup on {hostname}: alerts reach you here."
+        ),
     );
     let sent = alerts::raise(host, &event, &mut SystemExec).map_err(|e| e.to_string())?;
     if sent.is_empty() {
@@ -294,7 +336,12 @@ fn test_alerts(host: &Host) -> Result<(), String> {
     }
     let failed: Vec<String> = sent
         .iter()
-        .filter_map(|d| d.result.as_ref().err().map(|e| format!("{}: {e}", d.channel)))
+        .filter_map(|d| {
+            d.result
+                .as_ref()
+                .err()
+                .map(|e| format!("{}: {e}", d.channel))
+        })
         .collect();
     if failed.is_empty() {
         Ok(())
@@ -303,5 +350,41 @@ fn test_alerts(host: &Host) -> Result<(), String> {
             "{}; queued and retried every 10 minutes",
             failed.join("; ")
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_chosen_in_the_manage_view_reach_the_card_and_its_comments_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Host::new(dir.path());
+        let card = dir.path().join("boot/firmware/nasforge.toml");
+        std::fs::create_dir_all(card.parent().unwrap()).unwrap();
+        let text = "# my NAS\n[storage]\nmode = \"unattended\" # keep\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid1\"\ndisks = { count = 2 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n\n[[shares]]\nname = \"media\"\npath = \"/srv/data/media\"\nsmb = { users = [\"admin\"] }\n";
+        std::fs::write(&card, text).unwrap();
+        let mut shares = DeviceRecipe::parse(text, &card).unwrap().shares;
+        let mut photos = shares[0].clone();
+        photos.name = "photos".into();
+        photos.path = "/srv/data/photos".into();
+        shares.push(photos);
+        write_card_shares(&host, &shares).unwrap();
+        let written = std::fs::read_to_string(&card).unwrap();
+        assert!(
+            written.starts_with("# my NAS\n") && written.contains("# keep"),
+            "{written}"
+        );
+        assert_eq!(DeviceRecipe::parse(&written, &card).unwrap().shares, shares);
+        write_card_shares(&host, &[]).unwrap();
+        let written = std::fs::read_to_string(&card).unwrap();
+        assert!(
+            DeviceRecipe::parse(&written, &card)
+                .unwrap()
+                .shares
+                .is_empty(),
+            "{written}"
+        );
     }
 }
