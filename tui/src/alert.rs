@@ -72,7 +72,7 @@ pub fn run(host: &Host, args: &AlertArgs) -> anyhow::Result<()> {
     };
     // Status reads every disk's SMART data, which wakes a disk hd-idle put
     // to sleep: the hourly check that found nothing leaves it alone.
-    if !args.retry && !(args.check && deliveries.is_empty()) {
+    if !args.retry && (!args.check || !deliveries.is_empty()) {
         refresh_status(host);
     }
     report(&deliveries)
