@@ -29,6 +29,7 @@ fn disk(name: &str, size: u64, transport: Transport, rotational: bool) -> Disk {
         removable: false,
         controller: None,
         usb_mbit: None,
+        usb: None,
         by_id: None,
         partitions: vec![],
         contents: vec![],
@@ -69,6 +70,8 @@ fn storage(arrays: Vec<Array>) -> Storage {
         mailaddr: None,
         alert_program: None,
         spin_down: nasforge_engine::spec::SpinDown::Off,
+        disks: Vec::new(),
+        usb_quirks: Vec::new(),
     }
 }
 

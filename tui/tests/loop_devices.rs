@@ -156,6 +156,7 @@ fn loop_disk(name: &str) -> Disk {
         removable: false,
         controller: None,
         usb_mbit: None,
+        usb: None,
         by_id: None,
         partitions: vec![],
         contents: vec![],

@@ -191,6 +191,8 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
             mailaddr: None,
             alert_program: None,
             spin_down: nasforge_engine::spec::SpinDown::Off,
+            disks: Vec::new(),
+            usb_quirks: Vec::new(),
         }),
         // Time Machine on a share of its own, in a folder of the array.
         shares: vec![

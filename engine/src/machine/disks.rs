@@ -15,6 +15,7 @@ use crate::machine::mounts::{BlockDevice, SystemUse};
 use crate::machine::signature::{self, Signature};
 use crate::machine::sysfs::{self, parse_devnum, read_trimmed, read_u64};
 use crate::machine::udev;
+use crate::machine::usb::UsbBridge;
 use crate::size::Size;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -147,6 +148,9 @@ pub struct Disk {
     pub controller: Option<Controller>,
     /// The USB link speed in Mbit/s for USB disks.
     pub usb_mbit: Option<u32>,
+    /// The USB bridge of a USB disk.
+    #[serde(default)]
+    pub usb: Option<UsbBridge>,
     /// A stable `/dev/disk/by-id/...` path, when udev made a unique one.
     pub by_id: Option<String>,
     pub partitions: Vec<Partition>,
@@ -430,6 +434,7 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
         usb_mbit: (transport == Some(Transport::Usb))
             .then(|| hardware::usb_speed(&sys))
             .flatten(),
+        usb: None,
         by_id: pick_by_id(&db.links),
         partitions,
         contents,

@@ -8,4 +8,6 @@ pub mod hardware;
 pub mod mounts;
 pub mod signature;
 pub mod sysfs;
+pub mod uas_quirks;
 pub mod udev;
+pub mod usb;

@@ -2,7 +2,9 @@
 //! takes, and where mdadm's monitor reports, with the checks serde cannot
 //! express.
 
+use super::kept::KeptDisk;
 use super::paths::{check_absolute_dir, is_safe_path, is_under};
+use super::usb_quirk::UsbQuirk;
 use super::{SpecProblem, glob, problem};
 pub use crate::machine::hardware::Transport;
 use crate::size::Size;
@@ -28,6 +30,12 @@ pub struct Storage {
     /// set. SSDs are never spun down.
     #[serde(default, skip_serializing_if = "SpinDown::is_off")]
     pub spin_down: SpinDown,
+    /// Disks that already hold files, shared as they are (`keep = true`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disks: Vec<KeptDisk>,
+    /// USB bridges kept off the `uas` driver (`usb-storage.quirks=VID:PID:u`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usb_quirks: Vec<UsbQuirk>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

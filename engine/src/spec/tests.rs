@@ -21,6 +21,8 @@ fn storage(mode: Mode, arrays: Vec<Array>) -> Storage {
         mailaddr: None,
         alert_program: None,
         spin_down: SpinDown::Off,
+        disks: Vec::new(),
+        usb_quirks: Vec::new(),
     }
 }
 

@@ -147,6 +147,8 @@ pub fn storage(chosen: &[&Disk], level: Level, filesystem: Filesystem, mount: &s
         mailaddr: None,
         alert_program: None,
         spin_down: nasforge_engine::spec::SpinDown::Off,
+        disks: Vec::new(),
+        usb_quirks: Vec::new(),
     }
 }
 

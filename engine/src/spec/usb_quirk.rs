@@ -1,0 +1,91 @@
+//! `[storage] usb_quirks = ["152d:0578"]`: USB bridges kept off the `uas`
+//! driver with the kernel's `usb-storage.quirks=VID:PID:u`.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A USB bridge by vendor and product id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UsbQuirk {
+    pub vendor: u16,
+    pub product: u16,
+}
+
+impl UsbQuirk {
+    /// The entry of `usb-storage.quirks=`: `u` is IGNORE_UAS (the kernel's
+    /// admin-guide/kernel-parameters.txt).
+    pub fn kernel_entry(&self) -> String {
+        format!("{self}:u")
+    }
+}
+
+impl fmt::Display for UsbQuirk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04x}:{:04x}", self.vendor, self.product)
+    }
+}
+
+impl FromStr for UsbQuirk {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let hex = |part: &str| {
+            (part.len() == 4 && part.chars().all(|c| c.is_ascii_hexdigit()))
+                .then(|| u16::from_str_radix(part, 16).ok())
+                .flatten()
+        };
+        match s.split(':').collect::<Vec<_>>().as_slice() {
+            [v, p] => match (hex(v), hex(p)) {
+                (Some(vendor), Some(product)) => Ok(UsbQuirk { vendor, product }),
+                _ => Err(format!(
+                    "`{}` is not a USB id: write the bridge's vendor and product id as `lsusb` prints them, four hex digits each, such as \"152d:0578\"",
+                    s.escape_debug()
+                )),
+            },
+            [_, _, flags] => Err(format!(
+                "`{}` carries flags (`{}`): write only the vendor and product id, such as \"{}\"; nasforge adds `:u` (do not use UAS) itself",
+                s.escape_debug(),
+                flags.escape_debug(),
+                s.rsplit_once(':').map_or(s, |(id, _)| id).escape_debug()
+            )),
+            _ => Err(format!(
+                "`{}` is not a USB id: write the bridge's vendor and product id as `lsusb` prints them, such as \"152d:0578\"",
+                s.escape_debug()
+            )),
+        }
+    }
+}
+
+impl Serialize for UsbQuirk {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for UsbQuirk {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lsusb_ids_and_refuses_the_rest() {
+        let q: UsbQuirk = "152d:0578".parse().unwrap();
+        assert_eq!(q.kernel_entry(), "152d:0578:u");
+        assert_eq!(
+            "174C:55AA".parse::<UsbQuirk>().unwrap().to_string(),
+            "174c:55aa"
+        );
+        let flags = "152d:0578:u".parse::<UsbQuirk>().unwrap_err();
+        assert!(flags.contains("\"152d:0578\""), "{flags}");
+        for bad in ["152d", "152d:578", "zz2d:0578", "152d:0578:u:x", ""] {
+            assert!(bad.parse::<UsbQuirk>().is_err(), "{bad}");
+        }
+    }
+}
