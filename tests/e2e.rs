@@ -2,8 +2,9 @@
 //! packages, made to first-boot as Raspberry Pi OS does (userconf-pi's own
 //! service renames the `pi` user at uid 1000 from userconf.txt), boot it
 //! with `nasforge emulate` on qemu's virt machine with an AHCI controller
-//! and four SATA disks, and check the NAS from the host the way a user
-//! would: smbclient, an NFS client, SSH as the renamed user. Then a power
+//! and four SATA disks, and three USB disks (tests/usb: a raid1 and a disk
+//! kept as it is, a UAS quirk), and check the NAS from the host the way a
+//! user would: smbclient, an NFS client, SSH as the renamed user. Then a power
 //! cut during setup, a reboot, and a boot with a member disk missing, on
 //! which the NAS is cared for (tests/care): alerts, replace, grow, apply.
 //!
@@ -12,6 +13,7 @@
 mod care;
 mod common;
 mod home_network;
+mod usb;
 
 use common::*;
 use std::io::Write;
@@ -74,8 +76,18 @@ impl Board {
             .arg("--serial-log")
             .arg(&log);
         cmd.arg("--workdir").arg(dir.join("emulate"));
+        // The file name says the bus: usb-* on usb-storage, uas-* on
+        // usb-uas (tests/usb), anything else on a SATA port.
         for d in disks {
-            cmd.arg("--disk").arg(d);
+            let name = d.file_name().unwrap().to_string_lossy();
+            let flag = if name.starts_with("usb-") {
+                "--usb-disk"
+            } else if name.starts_with("uas-") {
+                "--uas-disk"
+            } else {
+                "--disk"
+            };
+            cmd.arg(flag).arg(d);
         }
         use std::os::unix::process::CommandExt;
         cmd.process_group(0)
@@ -445,7 +457,7 @@ password = "{PASSWORD}"
 ssh_authorized_keys = ["{}"]
 [storage]
 mode = "unattended"
-[[storage.arrays]]
+{usb_keys}[[storage.arrays]]
 name = "data"
 level = "raid5"
 # The three 2 GiB disks; the 1 GiB one holds someone's data and is not named.
@@ -465,7 +477,7 @@ smb = {{ users = ["admin"], timemachine = true, timemachine_max_size = "1536MiB"
 name = "media"
 path = "/srv/data/media"
 smb = {{ users = ["admin"], guest = true }}
-[packages]
+{usb_tables}[packages]
 # avahi's command-line tools, to ask the board's own responder what it says.
 install = ["avahi-utils"]
 {alerts}
@@ -474,6 +486,8 @@ path = "out/nas.img"
 "#,
             pubkey.trim(),
             alerts = sinks.recipe(),
+            usb_keys = usb::storage_keys(),
+            usb_tables = usb::recipe_tables(),
         ),
     );
     let r = nasforge(&["build", "nas.toml", "--timings"], d, &cache);
@@ -507,8 +521,10 @@ path = "out/nas.img"
         ))
         .arg(&old));
     let old_sha = sha256_file(&old);
+    let usb = usb::Usb::create(d);
     let mut all = disks.clone();
     all.push(old.clone());
+    all.extend(usb.disks.iter().cloned());
 
     // First boot, cut after the array exists and before the shares.
     let mut board = Board::boot(d, &image, &all, "boot1.log");
@@ -636,6 +652,8 @@ path = "out/nas.img"
     );
     assert_eq!(sha256_bytes(&cat.stdout), want, "the file read over NFS");
     t.lap("NFS: listed and read back");
+    usb.check_board(&board, &key, d);
+    t.lap("USB: transport, quirk active, uas driver, raid1, kept disk shared as it is");
     home_network::found_by_name(&board, &key, "e2enas", "backup");
     t.lap("found by name: avahi-resolve, avahi-browse, wsdd2");
     home_network::time_machine_and_guests(&board, &key, d, 1536);
@@ -687,6 +705,7 @@ path = "out/nas.img"
         old_sha,
         "the disk holding data was left byte-identical"
     );
+    usb.files_identical();
     t.lap("power off; the other disk untouched");
 
     // Reboot: the array assembles from mdadm.conf under its name.
@@ -702,6 +721,8 @@ path = "out/nas.img"
     assert!(!inactive.contains("inactive"), "{inactive}");
     let (ok, _) = board.ssh(&key, "mountpoint -q /srv/data");
     assert!(ok, "/srv/data is mounted after a reboot");
+    usb.quirk_active(&board, &key);
+    usb.kept_disk_mounted(&board, &key);
     assert_eq!(
         smb_get(&board, d, "payload.bin"),
         want,
@@ -714,6 +735,7 @@ path = "out/nas.img"
     // Two blank disks are there to replace it and to grow onto.
     let mut degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone(), old.clone()];
     degraded.extend(care::blank_disks(d));
+    degraded.extend(usb.disks.iter().cloned());
     let mark = sinks.mark();
     let mut board = Board::boot(d, &image, &degraded, "boot4.log");
     board.wait_for_ssh(&key, Duration::from_secs(600));
