@@ -181,6 +181,7 @@ mod tests {
             shares: vec![],
             alert: Alert::Mail("root".into()),
             spin_down: crate::spec::SpinDown::Off,
+            kept: vec![],
         };
         let context = Context {
             hostname: "nas".into(),

@@ -180,7 +180,9 @@ pub fn prepare(
             .unwrap_or_default();
         on_note(&format!("  {}: {}{never}", d.name, d.summary()));
     }
-    let plan = planner::plan(storage, &recipe.shares, &inventory).map_err(SetupError::Refused)?;
+    let mut plan =
+        planner::plan(storage, &recipe.shares, &inventory).map_err(SetupError::Refused)?;
+    check_kept_mountable(host, &mut plan)?;
     let context = Context::random(&hostname(host), &plan);
     let mut steps = steps::generate(&plan, &context);
     crate::alerts::add_steps(
@@ -195,6 +197,28 @@ pub fn prepare(
         context,
         steps,
     })
+}
+
+/// Each kept disk's filesystem against what the running board can mount,
+/// before anything is written; the mount type found goes into the plan.
+pub fn check_kept_mountable(host: &Host, plan: &mut Plan) -> Result<(), SetupError> {
+    let mut refused = Vec::new();
+    for kept in &mut plan.kept {
+        match crate::machine::filesystems::mount_type(host, kept.filesystem) {
+            Ok(t) => kept.mount_type = Some(t),
+            Err(reason) => refused.push(Refusal {
+                array: kept.spec.name.clone(),
+                kept: true,
+                disk: Some(kept.device.clone()),
+                reason,
+            }),
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(SetupError::Refused(refused))
+    }
 }
 
 /// What first boot runs. Resumes an interrupted setup from its journal;

@@ -61,7 +61,10 @@ impl Usb {
         let mut disks = Vec::new();
         for name in ["usb-docs0.img", "uas-docs1.img"] {
             let p = dir.join(name);
-            std::fs::File::create(&p).unwrap().set_len(512 * MIB).unwrap();
+            std::fs::File::create(&p)
+                .unwrap()
+                .set_len(512 * MIB)
+                .unwrap();
             disks.push(p);
         }
         let tree = dir.join("photos-tree");
@@ -115,9 +118,9 @@ impl Usb {
         self.kept_disk_mounted(board, key);
         let (_, fstab) = board.ssh(key, "cat /etc/fstab");
         assert!(
-            fstab
-                .lines()
-                .any(|l| l.starts_with("UUID=") && l.contains(" /srv/photos ") && l.contains("nofail")),
+            fstab.lines().any(|l| l.starts_with("UUID=")
+                && l.contains(" /srv/photos ")
+                && l.contains("nofail")),
             "{fstab}"
         );
         self.served_unchanged(board, dir);
@@ -130,14 +133,20 @@ impl Usb {
         );
         assert!(
             ok && quirks.contains(&format!("usb-storage.quirks={QUIRK}:u"))
-                && quirks.lines().last().is_some_and(|l| l.contains(&format!("{QUIRK}:u"))),
+                && quirks
+                    .lines()
+                    .last()
+                    .is_some_and(|l| l.contains(&format!("{QUIRK}:u"))),
             "the recipe's quirk on the command line and active:\n{quirks}"
         );
     }
 
     pub fn kept_disk_mounted(&self, board: &Board, key: &Path) {
         let (ok, mnt) = board.ssh(key, "findmnt -no FSTYPE /srv/photos");
-        assert!(ok && mnt.contains("ext4"), "the kept disk is mounted:\n{mnt}");
+        assert!(
+            ok && mnt.contains("ext4"),
+            "the kept disk is mounted:\n{mnt}"
+        );
     }
 
     /// Each file, read by a guest over SMB, has its sha256.
@@ -158,11 +167,21 @@ impl Usb {
         std::fs::write(&note, "no\n").unwrap();
         let out = Command::new("smbclient")
             .arg("//127.0.0.1/photos")
-            .args(["-p", &board.smb.to_string(), "-U", &format!("admin%{PASSWORD}"), "-c"])
+            .args([
+                "-p",
+                &board.smb.to_string(),
+                "-U",
+                &format!("admin%{PASSWORD}"),
+                "-c",
+            ])
             .arg(format!("put {} note.txt", note.display()))
             .output()
             .unwrap();
-        assert!(!out.status.success(), "the kept disk is shared read-only:\n{}", printed(&out));
+        assert!(
+            !out.status.success(),
+            "the kept disk is shared read-only:\n{}",
+            printed(&out)
+        );
     }
 
     /// With the board off: the kept disk's filesystem is clean and every

@@ -17,6 +17,7 @@ impl ApplyPlan {
                 shares: vec![],
                 alert: self.plan.alert.clone(),
                 spin_down: self.plan.spin_down,
+                kept: vec![],
             };
             out += "+ ";
             out += &alone.describe();

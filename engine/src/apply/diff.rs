@@ -132,6 +132,11 @@ fn storage_refusals(old: Option<&Storage>, new: Option<&Storage>) -> Vec<String>
     {
         out.push("storage.mailaddr / storage.alert_program changed: apply does not rewrite mdadm.conf; put the old values back".into());
     }
+    let old_kept = old.map_or(&[][..], |s| &s.disks[..]);
+    let new_kept = new.map_or(&[][..], |s| &s.disks[..]);
+    if old_kept != new_kept {
+        out.push("storage.disks changed: apply does not yet mount or unmount kept disks; put the set-up [[storage.disks]] entries back as they were".into());
+    }
     out
 }
 

@@ -4,6 +4,7 @@
 
 pub mod controllers;
 pub mod disks;
+pub mod filesystems;
 pub mod hardware;
 pub mod mounts;
 pub mod signature;

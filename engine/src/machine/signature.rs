@@ -433,11 +433,22 @@ fn filesystem(d: &Ends) -> Option<Signature> {
             uuid(d.at(65536 + 0x20, 16)),
         );
     }
+    // Their UUIDs as libblkid (and so fstab's UUID=) spells them: NTFS's
+    // 64-bit volume serial at 0x48, exFAT's 32-bit one at 100, in hex.
     if d.is(3, b"NTFS    ") {
-        return fs("ntfs", None, None);
+        let serial = d
+            .at(0x48, 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+            .filter(|&s| s != 0)
+            .map(|s| format!("{s:016X}"));
+        return fs("ntfs", None, serial);
     }
     if d.is(3, b"EXFAT   ") {
-        return fs("exfat", None, None);
+        let serial = d
+            .u32_le(100)
+            .filter(|&s| s != 0)
+            .map(|s| format!("{:04X}-{:04X}", s >> 16, s & 0xffff));
+        return fs("exfat", None, serial);
     }
     if d.is(510, &[0x55, 0xaa]) && (d.is(82, b"FAT32   ") || d.is(54, b"FAT1")) {
         let label_at = if d.is(82, b"FAT32   ") { 71 } else { 43 };

@@ -10,6 +10,21 @@ impl Plan {
         for a in &self.arrays {
             out += &describe_array(a);
         }
+        for k in &self.kept {
+            let label = k
+                .label
+                .as_deref()
+                .map(|l| format!(" '{l}'"))
+                .unwrap_or_default();
+            out += &format!(
+                "Kept disk '{}': the {}{label} filesystem on {} ({}), mounted as it is at {}; nothing on it is erased\n",
+                k.spec.name,
+                k.filesystem,
+                k.device,
+                k.disk.summary(),
+                k.spec.mount
+            );
+        }
         for share in &self.shares {
             out += &describe_share(share);
         }

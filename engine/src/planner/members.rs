@@ -19,6 +19,7 @@ pub(super) enum Candidate<'a> {
 fn refuse(spec: &Array, disk: Option<&str>, reason: String) -> Refusal {
     Refusal {
         array: spec.name.clone(),
+        kept: false,
         disk: disk.map(str::to_string),
         reason,
     }

@@ -8,10 +8,12 @@
 
 mod describe;
 mod estimates;
+mod kept;
 mod members;
 mod refusals;
 
 pub use estimates::{capacity, network_mb_s, pcie_link, pcie_mb_s, tolerance};
+pub use kept::KeptPlan;
 
 use crate::machine::disks::{Disk, Inventory};
 use crate::size::Size;
@@ -26,6 +28,9 @@ pub struct Plan {
     pub alert: Alert,
     #[serde(default, skip_serializing_if = "SpinDown::is_off")]
     pub spin_down: SpinDown,
+    /// Disks shared as they are (`keep = true`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<KeptPlan>,
 }
 
 /// Where mdadm's monitor reports a failing disk.
@@ -88,7 +93,10 @@ impl Throughput {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Refusal {
+    /// The array's name, or the kept disk's when `kept`.
     pub array: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
     /// The disk the refusal is about; None when it is about the array as a whole.
     pub disk: Option<String>,
     pub reason: String,
@@ -96,9 +104,10 @@ pub struct Refusal {
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = if self.kept { "kept disk" } else { "array" };
         match &self.disk {
-            Some(disk) => write!(f, "array '{}': {disk}: {}", self.array, self.reason),
-            None => write!(f, "array '{}': {}", self.array, self.reason),
+            Some(disk) => write!(f, "{what} '{}': {disk}: {}", self.array, self.reason),
+            None => write!(f, "{what} '{}': {}", self.array, self.reason),
         }
     }
 }
@@ -126,6 +135,18 @@ pub fn plan(
     let mut taken: Vec<String> = Vec::new();
     let mut arrays = Vec::new();
     let mut refusals = Vec::new();
+    // Kept disks first: an array's rules must never reach a disk someone
+    // asked to keep.
+    let mut kept = Vec::new();
+    for (index, spec) in storage.disks.iter().enumerate() {
+        match kept::plan_kept(index, spec, inventory, &taken) {
+            Ok(k) => {
+                taken.push(k.disk.name.clone());
+                kept.push(k);
+            }
+            Err(r) => refusals.push(r),
+        }
+    }
     for (index, spec) in storage.arrays.iter().enumerate() {
         match members::plan_array(index, spec, inventory, &taken) {
             Ok(array) => {
@@ -148,6 +169,7 @@ pub fn plan(
         shares: shares.to_vec(),
         alert,
         spin_down: storage.spin_down,
+        kept,
     })
 }
 
@@ -162,6 +184,14 @@ impl Plan {
                 path == m || path.starts_with(&format!("{m}/"))
             })
             .max_by_key(|a| a.spec.mount.len())
+    }
+
+    /// The kept disk a path lies on.
+    pub fn kept_of(&self, path: &str) -> Option<&KeptPlan> {
+        self.kept.iter().find(|k| {
+            let m = k.spec.mount.as_str();
+            path == m || path.starts_with(&format!("{m}/"))
+        })
     }
 
     /// How much a Time Machine share lets each of its users fill: the

@@ -87,20 +87,25 @@ const RESERVED_SHARES: &[&str] = &["global", "homes", "printers", "print$", "ipc
 /// among each other.
 pub(super) fn check_shares(storage: &Storage, shares: &[Share], out: &mut Vec<SpecProblem>) {
     let arrays_known = storage.mode == Mode::Unattended || !storage.arrays.is_empty();
+    // A kept disk's mount holds shares as an array's does.
+    let mounts: Vec<&str> = storage
+        .arrays
+        .iter()
+        .map(|a| a.mount.as_str())
+        .chain(storage.disks.iter().map(|k| k.mount.as_str()))
+        .collect();
     for (i, share) in shares.iter().enumerate() {
         check_share(&format!("shares[{i}]"), share, out);
         if arrays_known
             && share.path.starts_with('/')
-            && !storage
-                .arrays
+            && !mounts
                 .iter()
-                .any(|a| is_under(&share.path, &a.mount) || share.path == a.mount)
+                .any(|m| is_under(&share.path, m) || share.path == *m)
         {
-            let mounts: Vec<&str> = storage.arrays.iter().map(|a| a.mount.as_str()).collect();
             out.push(problem(
                 format!("shares[{i}].path"),
                 format!(
-                    "{} is not on any array, so it would fill the boot disk; put it under an array's mount ({})",
+                    "{} is not on any array or kept disk, so it would fill the boot disk; put it under one's mount ({})",
                     share.path,
                     if mounts.is_empty() { "none defined".to_string() } else { mounts.join(", ") }
                 ),

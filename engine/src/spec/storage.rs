@@ -340,10 +340,10 @@ const SYSTEM_DIRS: &[&str] = &[
 
 /// The `[storage]` section's own problems, each array's included.
 pub(super) fn check_storage(storage: &Storage, out: &mut Vec<SpecProblem>) {
-    if storage.mode == Mode::Unattended && storage.arrays.is_empty() {
+    if storage.mode == Mode::Unattended && storage.arrays.is_empty() && storage.disks.is_empty() {
         out.push(problem(
             "storage.arrays",
-            "unattended mode needs at least one [[storage.arrays]]; add one, or set mode = \"wizard\"",
+            "unattended mode needs at least one [[storage.arrays]] (or a [[storage.disks]] kept as it is); add one, or set mode = \"wizard\"",
         ));
     }
     // Both become one line of mdadm.conf: a line break would add lines of
@@ -363,6 +363,7 @@ pub(super) fn check_storage(storage: &Storage, out: &mut Vec<SpecProblem>) {
         check_array(&format!("storage.arrays[{i}]"), array, out);
         check_against_earlier(i, array, &storage.arrays[..i], out);
     }
+    super::kept::check_kept(storage, out);
 }
 
 /// The name and mount point of `storage.arrays[i]` against the arrays
@@ -389,38 +390,46 @@ fn check_against_earlier(i: usize, array: &Array, earlier: &[Array], out: &mut V
     }
 }
 
-fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
-    let name = &array.name;
-    if name.is_empty()
+/// 1 to 32 letters, digits, '-' or '_', not starting with '-': what md
+/// accepts as an array name, and what steps and logs can show unquoted.
+pub(super) fn is_valid_name(name: &str) -> bool {
+    !(name.is_empty()
         || name.len() > 32
         || name.starts_with('-')
         || !name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+}
+
+/// A mount point's own problems: absolute and plain, and not over a
+/// system directory.
+pub(super) fn check_mount(at: &str, mount: &str, name: &str, out: &mut Vec<SpecProblem>) {
+    check_absolute_dir(&format!("{at}.mount"), mount, out);
+    if let Some(dir) = SYSTEM_DIRS
+        .iter()
+        .find(|d| mount == **d || is_under(mount, d))
     {
+        out.push(problem(
+            format!("{at}.mount"),
+            format!("{mount} would cover the system directory {dir}; mount arrays and disks under /srv or /mnt, e.g. /srv/{name}"),
+        ));
+    } else if mount == "/" || mount == "/home" {
+        out.push(problem(
+            format!("{at}.mount"),
+            format!("{mount} is a system directory; mount arrays and disks under /srv or /mnt, e.g. /srv/{name}"),
+        ));
+    }
+}
+
+fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
+    let name = &array.name;
+    if !is_valid_name(name) {
         out.push(problem(
             format!("{at}.name"),
             format!("`{}` cannot be an md array name; use 1 to 32 letters, digits, '-' or '_', e.g. \"data\"", name.escape_debug()),
         ));
     }
-    check_absolute_dir(&format!("{at}.mount"), &array.mount, out);
-    if let Some(dir) = SYSTEM_DIRS
-        .iter()
-        .find(|d| array.mount == **d || is_under(&array.mount, d))
-    {
-        out.push(problem(
-            format!("{at}.mount"),
-            format!("{} would cover the system directory {dir}; mount arrays under /srv or /mnt, e.g. /srv/{name}", array.mount),
-        ));
-    } else if array.mount == "/" || array.mount == "/home" {
-        out.push(problem(
-            format!("{at}.mount"),
-            format!(
-                "{} is a system directory; mount arrays under /srv or /mnt, e.g. /srv/{name}",
-                array.mount
-            ),
-        ));
-    }
+    check_mount(at, &array.mount, name, out);
     let level = array.level;
     if let Count::Exactly(n) = array.disks.count {
         if n < level.min_disks() {
@@ -445,11 +454,16 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
             format!("min_size ({min}) is larger than max_size ({max}), so no disk can match; swap or widen them"),
         ));
     }
+    check_patterns(&format!("{at}.disks"), &array.disks, out);
+}
+
+/// The glob patterns of a disk rule.
+pub(super) fn check_patterns(at: &str, disks: &DiskMatch, out: &mut Vec<SpecProblem>) {
     for (key, pattern) in [
-        ("model", &array.disks.model),
-        ("serial", &array.disks.serial),
-        ("wwn", &array.disks.wwn),
-        ("controller", &array.disks.controller),
+        ("model", &disks.model),
+        ("serial", &disks.serial),
+        ("wwn", &disks.wwn),
+        ("controller", &disks.controller),
     ] {
         let Some(pattern) = pattern else { continue };
         // Patterns are only matched, never written into a file, but the
@@ -461,7 +475,7 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
         };
         if let Err(why) = why {
             out.push(problem(
-                format!("{at}.disks.{key}"),
+                format!("{at}.{key}"),
                 format!("`{}` is not a valid pattern: {why}", pattern.escape_debug()),
             ));
         }

@@ -69,11 +69,14 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     if md {
         steps.extend(storage::mdadm_conf_steps(plan, &ctx.hostname));
     }
-    if !plan.arrays.is_empty() {
+    if !plan.arrays.is_empty() || !plan.kept.is_empty() {
         steps.push(storage::fstab_step(plan, ctx));
     }
     for array in &plan.arrays {
         steps.push(storage::mount_step(array));
+    }
+    for kept in &plan.kept {
+        steps.push(storage::kept_mount_step(kept));
     }
     shares::share_steps(plan, &mut steps);
     if md {

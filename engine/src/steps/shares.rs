@@ -34,6 +34,10 @@ fn dirs_step(plan: &Plan) -> Step {
     for share in &plan.shares {
         dirs.push(run(&["mkdir", "-p", &share.path]));
         let Some(smb) = &share.smb else { continue };
+        // A kept disk's files keep their owners and modes.
+        if plan.kept_of(&share.path).is_some() {
+            continue;
+        }
         if let Some(owner) = smb.users.first() {
             dirs.push(run(&["chown", &format!("{owner}:"), &share.path]));
             dirs.push(run(&["chmod", "2775", &share.path]));

@@ -5,7 +5,7 @@
 use super::{Action, Cmd, Context, Guard, Step, run};
 use crate::machine::disks::Disk;
 use crate::machine::signature;
-use crate::planner::{ArrayPlan, Plan};
+use crate::planner::{ArrayPlan, KeptPlan, Plan};
 use crate::spec::{Filesystem, Level};
 use crate::storage::fstab;
 use crate::storage::mdadm::{self, CHUNK_KIB};
@@ -311,10 +311,20 @@ pub(super) fn fstab_step(plan: &Plan, ctx: &Context) -> Step {
         .iter()
         .zip(&ctx.fs_uuids)
         .map(|(a, uuid)| fstab::line(uuid, &a.spec.mount, a.spec.filesystem))
+        .chain(
+            plan.kept
+                .iter()
+                .map(|k| fstab::kept_line(&k.uuid, &k.spec.mount, &k.mount_type())),
+        )
         .collect();
+    let what = match (plan.arrays.is_empty(), plan.kept.is_empty()) {
+        (false, true) => "the arrays",
+        (true, false) => "the kept disks",
+        _ => "the arrays and kept disks",
+    };
     Step {
         id: "fstab".into(),
-        title: "Add the arrays to /etc/fstab (by UUID, nofail)".into(),
+        title: format!("Add {what} to /etc/fstab (by UUID, nofail)"),
         guard: Guard::Always,
         actions: vec![
             Action::ManagedBlock {
@@ -342,6 +352,35 @@ pub(super) fn mount_step(array: &ArrayPlan) -> Step {
         // timer): the shares then land on the SD card. Udev is asked to
         // look at the device again, and systemd mounts it once the device
         // is there, or fails the step after its device timeout.
+        actions: vec![
+            run(&["mkdir", "-p", mount]),
+            trigger,
+            settle,
+            run(&["systemctl", "start", &mount_unit(mount)]),
+        ],
+        always: vec![],
+    }
+}
+
+/// A kept disk mounted as it is: its mount point made, nothing on the disk
+/// written by nasforge.
+pub(super) fn kept_mount_step(kept: &KeptPlan) -> Step {
+    let mount = &kept.spec.mount;
+    let [trigger, settle] = udev_reprobe(&format!("/dev/{}", kept.device));
+    let label = kept
+        .label
+        .as_deref()
+        .map(|l| format!(" '{l}'"))
+        .unwrap_or_default();
+    Step {
+        id: format!("mount:{}", kept.spec.name),
+        title: format!(
+            "Mount the kept disk '{}' ({}{label} on {}, nothing erased) at {mount}",
+            kept.spec.name, kept.filesystem, kept.device
+        ),
+        guard: Guard::Mounted {
+            mount: mount.clone(),
+        },
         actions: vec![
             run(&["mkdir", "-p", mount]),
             trigger,

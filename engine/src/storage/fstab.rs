@@ -10,9 +10,24 @@ pub fn line(uuid: &str, mount: &str, fs: Filesystem) -> String {
     format!("UUID={uuid}  {mount}  {fs}  defaults,nofail  0  {pass}")
 }
 
+/// A kept disk's line: never checked at boot (`0` pass), because a repair
+/// of someone's own disk is not nasforge's to start, and an exfat or ntfs
+/// disk may have no fsck on the board at all.
+pub fn kept_line(uuid: &str, mount: &str, mount_type: &str) -> String {
+    format!("UUID={uuid}  {mount}  {mount_type}  defaults,nofail  0  0")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_disk_is_never_checked_at_boot() {
+        assert_eq!(
+            kept_line("1234-ABCD", "/srv/media", "exfat"),
+            "UUID=1234-ABCD  /srv/media  exfat  defaults,nofail  0  0"
+        );
+    }
 
     #[test]
     fn mounts_by_uuid_with_nofail() {

@@ -9,14 +9,16 @@ use crate::spec::SpinDown;
 pub const DEFAULT_FILE: &str = "/etc/default/hd-idle";
 pub const SERVICE: &str = "hd-idle.service";
 
-/// The disks to spin down: every rotational member of the plan's arrays.
-/// An SSD has no spindle, and hd-idle's SCSI STOP UNIT only takes it
-/// offline until the next read.
+/// The disks to spin down: every rotational member of the plan's arrays
+/// and every rotational kept disk. An SSD has no spindle, and hd-idle's
+/// SCSI STOP UNIT only takes it offline until the next read. hd-idle
+/// rather than hdparm because many USB bridges ignore hdparm's timers.
 pub fn disks(plan: &Plan) -> Vec<&Disk> {
     plan.arrays
         .iter()
         .flat_map(|a| &a.members)
         .map(|m| &m.disk)
+        .chain(plan.kept.iter().map(|k| &k.disk))
         .filter(|d| d.rotational)
         .collect()
 }
