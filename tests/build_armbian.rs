@@ -146,3 +146,29 @@ fn a_damaged_gpt_is_a_clear_error() {
     );
     assert_eq!(files_under(&dir.path().join("out")), Vec::<String>::new());
 }
+
+#[test]
+fn usb_quirks_go_into_armbian_env_extraargs() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = armbian_image(dir.path(), &["rockchip-rk3588-sata1.dtbo"]);
+    write_recipe(
+        dir.path(),
+        "rock.toml",
+        &format!(
+            "{ROCK5B}[storage]\nmode = \"unattended\"\nusb_quirks = [\"357d:7788\"]\n[[storage.arrays]]\nname = \"d\"\nlevel = \"raid1\"\ndisks = {{ transport = \"usb\" }}\nfilesystem = \"ext4\"\nmount = \"/srv/d\"\n"
+        ),
+    );
+    let recipe = nasforge::recipe::Recipe::load(&dir.path().join("rock.toml")).unwrap();
+    let image = nasforge::image::Image::open(&img).unwrap();
+    nasforge::boot::apply(&image, &recipe).unwrap();
+    drop(image);
+    sgdisk_verify(&img);
+    e2fsck(&img, 16 * MIB);
+    let env = debugfs_cat(&img, 16 * MIB, "/boot/armbianEnv.txt");
+    assert!(
+        env.lines()
+            .any(|l| l == "extraargs=cma=256M usb-storage.quirks=357d:7788:u"),
+        "{env}"
+    );
+    assert!(env.contains("overlays=uart7-m2 sata1\n"), "{env}");
+}

@@ -626,3 +626,57 @@ fn files_at_the_output_path_that_no_build_wrote_survive() {
         vec!["pinas.img", "pinas.img.sha256", "pinas.manifest.json"]
     );
 }
+
+/// `[storage] usb_quirks` reaches cmdline.txt at build time, and Debian's
+/// raspi-extra-cmdline, from which raspi-firmware regenerates it. (The
+/// boot settings on their own: a whole build with [storage] would stage
+/// packages from a mirror.)
+#[test]
+fn usb_quirks_named_in_the_recipe_are_on_the_kernel_command_line() {
+    let fixture = RpiFixture {
+        root_files: raspi_firmware("pkg-raspi <pkg-raspi-maintainers@lists.alioth.debian.org>"),
+        ..Default::default()
+    };
+    let recipe = format!(
+        "{PI5_RECIPE}[storage]\nmode = \"unattended\"\nusb_quirks = [\"152d:0578\", \"174C:55AA\"]\n[[storage.arrays]]\nname = \"d\"\nlevel = \"raid1\"\ndisks = {{ transport = \"usb\" }}\nfilesystem = \"ext4\"\nmount = \"/srv/d\"\n"
+    );
+    let b = setup(fixture, &recipe);
+    let img = b.path("rpi.img");
+    let recipe = nasforge::recipe::Recipe::load(&b.path("pinas.toml")).unwrap();
+    let image = nasforge::image::Image::open(&img).unwrap();
+    let applied = nasforge::boot::apply(&image, &recipe).unwrap();
+    drop(image);
+    let word = "usb-storage.quirks=152d:0578:u,174c:55aa:u";
+    assert!(
+        applied
+            .changes
+            .iter()
+            .any(|c| c.details.iter().any(|d| d.contains(word))),
+        "{:?}",
+        applied.changes
+    );
+    let (boot, boot_size) = boot_offset(&img);
+    fsck_vfat(&img, boot, boot_size, b.dir.path());
+    let cmdline = mtype(&img, boot, "cmdline.txt");
+    assert_eq!(cmdline.lines().count(), 1, "{cmdline}");
+    assert!(cmdline.contains(&format!(" {word}")), "{cmdline}");
+    let off = root_offset(&img);
+    e2fsck(&img, off);
+    assert!(
+        debugfs_cat(&img, off, "/etc/default/raspi-extra-cmdline").contains(word),
+        "raspi-firmware's own source of cmdline.txt"
+    );
+
+    let bad =
+        PI5_RECIPE.to_string() + "[storage]\nmode = \"wizard\"\nusb_quirks = [\"152d:0578:u\"]\n";
+    write_recipe(b.dir.path(), "bad.toml", &bad);
+    let r = build(&b, "bad.toml");
+    assert_ne!(r.status, 0);
+    assert!(
+        r.stderr.contains("bad.toml:")
+            && r.stderr
+                .contains("write only the vendor and product id, such as \"152d:0578\""),
+        "{}",
+        r.stderr
+    );
+}

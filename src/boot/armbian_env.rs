@@ -41,12 +41,32 @@ impl ArmbianEnv {
             return added;
         }
         let all: Vec<String> = current.into_iter().chain(added.iter().cloned()).collect();
-        let new_line = format!("overlays={}", all.join(" "));
+        self.set("overlays", &all.join(" "));
+        added
+    }
+
+    /// `extraargs=`, the words U-Boot's boot script adds to the kernel
+    /// command line, with `words` added as cmdline.txt edits add them (a
+    /// `key=value` replaces that key's value); returns what changed.
+    pub fn add_extraargs(&mut self, words: &[String]) -> Vec<String> {
+        let mut args = super::cmdline::Cmdline::parse(self.get("extraargs").unwrap_or(""));
+        let added: Vec<String> = words.iter().filter(|w| args.append(w)).cloned().collect();
+        if !added.is_empty() {
+            self.set("extraargs", args.render().trim_end());
+        }
+        added
+    }
+
+    /// Replaces the last `key=` line (the one U-Boot's `env import` keeps),
+    /// or adds one at the end.
+    fn set(&mut self, key: &str, value: &str) {
+        let new_line = format!("{key}={value}");
+        let prefix = format!("{key}=");
         let last = self
             .text
             .lines()
             .enumerate()
-            .filter(|(_, l)| l.starts_with("overlays="))
+            .filter(|(_, l)| l.starts_with(&prefix))
             .map(|(i, _)| i)
             .last();
         let mut out = String::with_capacity(self.text.len() + new_line.len() + 1);
@@ -72,7 +92,6 @@ impl ArmbianEnv {
             }
         }
         self.text = out;
-        added
     }
 
     pub fn render(&self) -> &str {
@@ -97,6 +116,26 @@ mod tests {
         assert!(
             e.add_overlays(&["sata1".into()]).is_empty(),
             "second run changes nothing"
+        );
+    }
+
+    #[test]
+    fn extraargs_gain_a_word_or_a_new_value_for_its_key() {
+        let mut e = ArmbianEnv::parse(ENV);
+        let quirk = "usb-storage.quirks=152d:0578:u".to_string();
+        assert_eq!(
+            e.add_extraargs(std::slice::from_ref(&quirk)),
+            vec![quirk.clone()]
+        );
+        assert_eq!(e.render(), format!("{ENV}extraargs={quirk}\n"));
+        assert!(e.add_extraargs(std::slice::from_ref(&quirk)).is_empty());
+        let mut e = ArmbianEnv::parse(&format!(
+            "{ENV}extraargs=quiet usb-storage.quirks=aaaa:bbbb:u\n"
+        ));
+        e.add_extraargs(std::slice::from_ref(&quirk));
+        assert_eq!(
+            e.get("extraargs"),
+            Some("quiet usb-storage.quirks=152d:0578:u")
         );
     }
 

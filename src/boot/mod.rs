@@ -5,6 +5,7 @@ pub mod armbian_env;
 pub mod cmdline;
 pub mod config_txt;
 pub mod section;
+pub mod usb_quirks;
 
 pub use section::Boot;
 
@@ -24,10 +25,34 @@ pub struct Applied {
 
 pub fn apply(image: &Image, recipe: &Recipe) -> Result<Applied> {
     match recipe.board.info().family {
-        Family::Rpi => raspberry_pi(image, recipe),
+        Family::Rpi => raspberry_pi(image, &with_usb_quirks(image, recipe)?),
         Family::Armbian => armbian(image, recipe),
         Family::Generic => Ok(Applied::default()),
     }
+}
+
+fn recipe_quirks(recipe: &Recipe) -> &[nasforge_engine::spec::UsbQuirk] {
+    recipe.storage.as_ref().map_or(&[], |s| &s.usb_quirks[..])
+}
+
+/// The recipe with `[storage] usb_quirks` as one more `cmdline_append`
+/// word, merged with the quirks cmdline.txt already lists, so cmdline.txt
+/// and Debian's raspi-extra-cmdline get it the same way.
+fn with_usb_quirks(image: &Image, recipe: &Recipe) -> Result<Recipe> {
+    let mut recipe = recipe.clone();
+    let quirks = recipe_quirks(&recipe);
+    if quirks.is_empty() {
+        return Ok(recipe);
+    }
+    let current = match image.fat(false)? {
+        Some(fat) => fat.read("cmdline.txt")?,
+        None => None,
+    };
+    let current = String::from_utf8_lossy(current.as_deref().unwrap_or_default()).into_owned();
+    if let Some(word) = usb_quirks::word(usb_quirks::value(&current, usb_quirks::KEY), quirks) {
+        recipe.boot.cmdline_append.push(word);
+    }
+    Ok(recipe)
 }
 
 /// Refuses an image of the wrong family before anything is done to it.
@@ -351,6 +376,24 @@ fn armbian(image: &Image, recipe: &Recipe) -> Result<Applied> {
     let names = overlay_names(&root, &env, &recipe.overlays)?;
     let added = env.add_overlays(&names);
     let mut out = Applied::default();
+    let current = env.get("extraargs").unwrap_or("").to_string();
+    if let Some(word) = usb_quirks::word(
+        usb_quirks::value(&current, usb_quirks::KEY),
+        recipe_quirks(recipe),
+    ) {
+        let changed = env.add_extraargs(&[word]);
+        root.replace(ARMBIAN_ENV, env.render().as_bytes(), 0o644)?;
+        out.changes.push(Change {
+            file: format!("{part}:{ARMBIAN_ENV}"),
+            before_sha256: Some(sha256_hex(&before)),
+            after_sha256: Some(sha256_hex(env.render().as_bytes())),
+            why: "[storage] usb_quirks: these USB bridges are kept off the uas driver".into(),
+            details: changed
+                .iter()
+                .map(|w| format!("extraargs: added `{w}`"))
+                .collect(),
+        });
+    }
     if !added.is_empty() {
         root.replace(ARMBIAN_ENV, env.render().as_bytes(), 0o644)?;
         out.changes.push(Change {
