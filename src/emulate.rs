@@ -35,6 +35,17 @@ pub struct Options {
     /// file's full path; the board names it /dev/disk/by-id/ata-QEMU_HARDDISK_SERIAL
     #[arg(long = "disk", value_name = "FILE")]
     pub disks: Vec<PathBuf>,
+    /// An existing disk image to attach as a USB disk on a qemu-xhci
+    /// controller, bulk-only (usb-storage; qemu's USB id 46f4:0001), as
+    /// most USB enclosures are seen without UAS (repeatable; named like
+    /// --disk: /dev/disk/by-id/usb-QEMU_QEMU_HARDDISK_SERIAL-0:0)
+    #[arg(long = "usb-disk", value_name = "FILE")]
+    pub usb_disks: Vec<PathBuf>,
+    /// An existing disk image to attach as a UAS USB disk (usb-uas with a
+    /// scsi-hd; qemu's USB id 46f4:0003), driven by the kernel's `uas`
+    /// driver (repeatable)
+    #[arg(long = "uas-disk", value_name = "FILE")]
+    pub uas_disks: Vec<PathBuf>,
     /// Where blank disks and the kernel go [default: IMAGE.emulate/]
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -80,6 +91,27 @@ struct Boot {
     initrd: Option<PathBuf>,
     version: String,
     root_arg: String,
+    /// The rest of the board's cmdline.txt as it is on the board's disk
+    /// now (`console=` aside: the emulated board has its own serial port).
+    card_args: Vec<String>,
+}
+
+/// How a disk hangs off the emulated board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bus {
+    Sata,
+    UsbStorage,
+    Uas,
+}
+
+impl Bus {
+    fn label(self) -> &'static str {
+        match self {
+            Bus::Sata => "sata",
+            Bus::UsbStorage => "usb",
+            Bus::Uas => "uas",
+        }
+    }
 }
 
 fn kernel_format(path: &Path) -> Result<&'static str> {
@@ -159,7 +191,59 @@ fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
         initrd,
         version,
         root_arg: root_argument(image)?,
+        card_args: Vec::new(),
     })
+}
+
+/// The words of cmdline.txt on the board's disk (the overlay), which the
+/// Raspberry Pi firmware reads on every boot: a kernel argument setup
+/// wrote there (a USB quirk) is in effect after the board's reboot here
+/// too. Only the boot partition's bytes are read out of the qcow2.
+fn card_args(image: &Image, overlay: &Path, workdir: &Path) -> Result<Vec<String>> {
+    let Some(part) = image.boot() else {
+        return Ok(Vec::new());
+    };
+    // qemu-img dd counts in blocks of bs: the largest power of two (up to
+    // 1 MiB) that divides both the start and the size.
+    let mut bs: u64 = 1 << 20;
+    while bs > 512 && (part.start % bs != 0 || part.size % bs != 0) {
+        bs /= 2;
+    }
+    let copy = workdir.join("boot-partition.img");
+    let out = Command::new("qemu-img")
+        .args(["dd", "-f", "qcow2", "-O", "raw"])
+        .arg(format!("bs={bs}"))
+        .arg(format!("skip={}", part.start / bs))
+        .arg(format!("count={}", part.size / bs))
+        .arg(format!("if={}", overlay.display()))
+        .arg(format!("of={}", copy.display()))
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run qemu-img (package qemu-utils): {e}"))?;
+    if !out.status.success() {
+        bail!(
+            "qemu-img could not read the boot partition of {}: {}",
+            overlay.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let size = std::fs::metadata(&copy)?.len();
+    let fat = crate::image::fat::Fat::open(std::fs::File::open(&copy)?, 0, size)?;
+    let text = fat.read("cmdline.txt")?.unwrap_or_default();
+    drop(fat);
+    std::fs::remove_file(&copy)?;
+    Ok(kernel_args(&String::from_utf8_lossy(&text)))
+}
+
+/// cmdline.txt's first line without `root=` (taken apart) and `console=`.
+fn kernel_args(cmdline: &str) -> Vec<String> {
+    cmdline
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .filter(|w| !w.starts_with("console=") && !w.starts_with("root="))
+        .map(String::from)
+        .collect()
 }
 
 /// `1.10` after `1.9`: version strings compared by their numbers.
@@ -241,10 +325,30 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
         }
     };
     std::fs::create_dir_all(&workdir).with_context(|| format!("creating {}", workdir.display()))?;
-    let boot = extract_boot(&image, &workdir)?;
+    let mut boot = extract_boot(&image, &workdir)?;
     let overlay = overlay(&opts.image, &workdir, opts.fresh)?;
-    let disks = sata_disks(opts, &workdir)?;
-    let disks = with_serials(&disks)?;
+    boot.card_args = card_args(&image, &overlay, &workdir)?;
+    let mut all: Vec<(PathBuf, Bus)> = sata_disks(opts, &workdir)?
+        .into_iter()
+        .map(|d| (d, Bus::Sata))
+        .collect();
+    for (files, bus) in [
+        (&opts.usb_disks, Bus::UsbStorage),
+        (&opts.uas_disks, Bus::Uas),
+    ] {
+        for d in files {
+            if !d.is_file() {
+                bail!("disk image {} does not exist", d.display());
+            }
+            all.push((d.clone(), bus));
+        }
+    }
+    let files: Vec<PathBuf> = all.iter().map(|(d, _)| d.clone()).collect();
+    let disks: Vec<(PathBuf, String, Bus)> = with_serials(&files)?
+        .into_iter()
+        .zip(&all)
+        .map(|((d, serial), (_, bus))| (d, serial, *bus))
+        .collect();
     let ports = Ports {
         ssh: free_port()?,
         smb: free_port()?,
@@ -335,7 +439,7 @@ fn qemu_command(
     opts: &Options,
     boot: &Boot,
     overlay: &Path,
-    disks: &[(PathBuf, String)],
+    disks: &[(PathBuf, String, Bus)],
     ports: Ports,
 ) -> Command {
     let mut cmd = Command::new(qemu);
@@ -351,10 +455,14 @@ fn qemu_command(
     if let Some(initrd) = &boot.initrd {
         cmd.arg("-initrd").arg(initrd);
     }
-    cmd.arg("-append").arg(format!(
-        "{} rw console=ttyAMA0 net.ifnames=0",
-        boot.root_arg
-    ));
+    let mut append = vec![boot.root_arg.clone()];
+    append.extend(boot.card_args.iter().cloned());
+    for w in ["rw", "console=ttyAMA0", "net.ifnames=0"] {
+        if !append.iter().any(|a| a == w) {
+            append.push(w.to_string());
+        }
+    }
+    cmd.arg("-append").arg(append.join(" "));
     cmd.arg("-drive")
         .arg(format!(
             "if=none,id=root,format=qcow2,file={}",
@@ -362,11 +470,26 @@ fn qemu_command(
         ))
         .args(["-device", "virtio-blk-pci,drive=root"]);
     cmd.args(["-device", "ich9-ahci,id=ahci"]);
-    for (i, (d, serial)) in disks.iter().enumerate() {
+    if disks.iter().any(|(_, _, bus)| *bus != Bus::Sata) {
+        cmd.args(["-device", "qemu-xhci,id=xhci"]);
+    }
+    let mut port = 0;
+    for (i, (d, serial, bus)) in disks.iter().enumerate() {
         cmd.arg("-drive")
             .arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
-        cmd.arg("-device")
-            .arg(format!("ide-hd,drive=d{i},bus=ahci.{i},serial={serial}"));
+        let device = match bus {
+            Bus::Sata => {
+                port += 1;
+                format!("ide-hd,drive=d{i},bus=ahci.{},serial={serial}", port - 1)
+            }
+            Bus::UsbStorage => format!("usb-storage,bus=xhci.0,drive=d{i},serial={serial}"),
+            Bus::Uas => {
+                cmd.arg("-device")
+                    .arg(format!("usb-uas,bus=xhci.0,id=uas{i}"));
+                format!("scsi-hd,bus=uas{i}.0,scsi-id=0,lun=0,drive=d{i},serial={serial}")
+            }
+        };
+        cmd.arg("-device").arg(device);
     }
     cmd.arg("-netdev").arg(format!(
         "user,id=n0,hostfwd=tcp:127.0.0.1:{}-:22,hostfwd=tcp:127.0.0.1:{}-:445,hostfwd=tcp:127.0.0.1:{}-:2049",
@@ -409,7 +532,7 @@ fn print_banner(
     opts: &Options,
     image: &Image,
     boot: &Boot,
-    disks: &[(PathBuf, String)],
+    disks: &[(PathBuf, String, Bus)],
     ports: Ports,
 ) {
     println!(
@@ -418,13 +541,16 @@ fn print_banner(
         human(image.layout.disk_size),
         boot.version
     );
-    for (i, (d, serial)) in disks.iter().enumerate() {
-        let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
-        println!(
-            "  sata{i}: {} ({}, serial {serial})",
-            d.display(),
-            human(size)
-        );
+    for bus in [Bus::Sata, Bus::UsbStorage, Bus::Uas] {
+        for (i, (d, serial, _)) in disks.iter().filter(|(_, _, b)| *b == bus).enumerate() {
+            let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
+            println!(
+                "  {}{i}: {} ({}, serial {serial})",
+                bus.label(),
+                d.display(),
+                human(size)
+            );
+        }
     }
     if ssh_enabled(image) {
         println!("  ssh:  ssh -p {} <user>@127.0.0.1", ports.ssh);
@@ -584,5 +710,81 @@ mod tests {
         let mut v = ["6.1.0-9-arm64".to_string(), "6.1.0-10-arm64".to_string()];
         v.sort_by_key(|a| natural(a));
         assert_eq!(v.last().unwrap(), "6.1.0-10-arm64");
+    }
+
+    #[test]
+    fn the_card_gives_its_kernel_arguments_but_not_its_console_or_root() {
+        assert_eq!(
+            kernel_args(
+                "console=tty0 console=ttyS1,115200 root=LABEL=RASPIROOT rw cma=64M usb-storage.quirks=46f4:0001:u rootwait\nignored line\n"
+            ),
+            [
+                "rw",
+                "cma=64M",
+                "usb-storage.quirks=46f4:0001:u",
+                "rootwait"
+            ]
+        );
+    }
+
+    #[test]
+    fn usb_and_uas_disks_hang_off_one_xhci_and_leave_the_sata_ports_alone() {
+        let opts = Options {
+            image: "nas.img".into(),
+            blank: None,
+            disks: vec![],
+            usb_disks: vec![],
+            uas_disks: vec![],
+            workdir: None,
+            memory_mib: 2048,
+            cpus: 2,
+            headless: true,
+            serial_log: None,
+            exit_on_reboot: true,
+            fresh: false,
+        };
+        let boot = Boot {
+            kernel: "vmlinuz".into(),
+            initrd: None,
+            version: "6.1.0-40-arm64".into(),
+            root_arg: "root=LABEL=RASPIROOT".into(),
+            card_args: vec!["rw".into(), "usb-storage.quirks=46f4:0001:u".into()],
+        };
+        let disks = vec![
+            (PathBuf::from("a.img"), "a".to_string(), Bus::Sata),
+            (PathBuf::from("u.img"), "u".to_string(), Bus::UsbStorage),
+            (PathBuf::from("b.img"), "b".to_string(), Bus::Sata),
+            (PathBuf::from("s.img"), "s".to_string(), Bus::Uas),
+        ];
+        let ports = Ports {
+            ssh: 1,
+            smb: 2,
+            nfs: 3,
+        };
+        let cmd = qemu_command("qemu", &opts, &boot, Path::new("root.qcow2"), &disks, ports);
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let line = args.join(" ");
+        assert!(
+            line.contains("-device ide-hd,drive=d0,bus=ahci.0,serial=a"),
+            "{line}"
+        );
+        assert!(
+            line.contains("-device ide-hd,drive=d2,bus=ahci.1,serial=b"),
+            "{line}"
+        );
+        assert_eq!(line.matches("qemu-xhci").count(), 1, "{line}");
+        assert!(
+            line.contains("-device usb-storage,bus=xhci.0,drive=d1,serial=u"),
+            "{line}"
+        );
+        assert!(line.contains("-device usb-uas,bus=xhci.0,id=uas3 -device scsi-hd,bus=uas3.0,scsi-id=0,lun=0,drive=d3,serial=s"), "{line}");
+        let append = &args[args.iter().position(|a| a == "-append").unwrap() + 1];
+        assert_eq!(
+            append,
+            "root=LABEL=RASPIROOT rw usb-storage.quirks=46f4:0001:u console=ttyAMA0 net.ifnames=0"
+        );
     }
 }

@@ -185,6 +185,22 @@ pub fn prepare(
     check_kept_mountable(host, &mut plan)?;
     let context = Context::random(&hostname(host), &plan);
     let mut steps = steps::generate(&plan, &context);
+    let quirks = steps::usb::needed(storage, &inventory);
+    for (_, why) in &quirks {
+        on_note(&format!("USB: {why}"));
+    }
+    let boot = boot_dir(host);
+    let boot = format!(
+        "/{}",
+        boot.strip_prefix(&host.root).unwrap_or(&boot).display()
+    )
+    .replace("//", "/");
+    if let Some(step) = steps::usb::step(host, &boot, &quirks) {
+        on_note(
+            "USB bridges are kept off UAS on the kernel command line; the board reboots once before anything is created",
+        );
+        steps.insert(0, step);
+    }
     crate::alerts::add_steps(
         &mut steps,
         recipe.alerts.as_ref(),

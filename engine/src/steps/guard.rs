@@ -14,6 +14,12 @@ use serde::{Deserialize, Serialize};
 pub enum Guard {
     /// The step is idempotent by construction (whole-file writes, enables).
     Always,
+    /// Done when the kernel runs with every `usb-storage.quirks` entry;
+    /// refused when they are in `files` but not active (see steps::usb).
+    UsbQuirks {
+        entries: Vec<String>,
+        files: Vec<String>,
+    },
     /// Wiping: the disk at `device` must be the planned one, not in use by
     /// the running system, and hold nothing beyond what it held when the
     /// plan was made (less, after an interrupted wipe).
@@ -68,6 +74,7 @@ impl Step {
     pub fn check(&self, host: &Host) -> Check {
         match &self.guard {
             Guard::Always => Check::Pending,
+            Guard::UsbQuirks { entries, files } => super::usb::check(host, entries, files),
             Guard::NotInUse { device, disk, held } => check_wipe(host, device, disk, held),
             Guard::Partition {
                 device,

@@ -11,6 +11,7 @@ mod care;
 mod guard;
 mod shares;
 mod storage;
+pub mod usb;
 
 pub use action::{Action, Cmd, shell_quote};
 pub use guard::{Check, Guard};
