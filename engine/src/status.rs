@@ -2,11 +2,14 @@
 //! resync), filesystems (use), shares and disk health. Printed by `status`,
 //! and written to the boot partition so a user can read it from their
 //! workstation when the board has no screen. The disks' and arrays'
-//! routine care (self-tests, scrubs) is read in `care`.
+//! routine care (self-tests, scrubs) is read in `care`, USB bridges and the
+//! board's power in `usb`.
 
 mod care;
+mod usb;
 
 pub use care::{Scrub, SelfTest, SelfTestLog};
+pub use usb::{PowerStatus, UsbDiskStatus};
 
 use crate::journal::Journal;
 use crate::machine::disks::Host;
@@ -26,6 +29,8 @@ pub struct Status {
     pub filesystems: Vec<FilesystemStatus>,
     pub shares: Vec<ShareStatus>,
     pub disks: Vec<DiskHealth>,
+    pub usb_disks: Vec<UsbDiskStatus>,
+    pub power: PowerStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -279,12 +284,16 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
             });
         }
     }
+    let inventory = crate::machine::disks::discover(host).unwrap_or_default();
+    let (usb_disks, power) = usb::read(host, &inventory, runner);
     Status {
         setup,
         arrays,
         filesystems,
         shares,
         disks,
+        usb_disks,
+        power,
     }
 }
 
@@ -306,6 +315,13 @@ impl Status {
             &self.disks,
             DiskHealth::render,
         );
+        section(
+            &mut out,
+            "USB disks",
+            &self.usb_disks,
+            UsbDiskStatus::render,
+        );
+        section(&mut out, "Power", &self.power.lines(), String::clone);
         out
     }
 }
@@ -521,6 +537,11 @@ md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 lev
             filesystems: vec![],
             shares: vec![],
             disks: vec![],
+            usb_disks: vec![],
+            power: PowerStatus {
+                throttled: None,
+                warnings: vec![],
+            },
         };
         assert!(
             status

@@ -267,7 +267,11 @@ fn status_summarises_smart_health_per_member() {
     ));
     let status = nasforge_engine::status::collect(&board.host, Some(&journal), &mut runner);
     assert_eq!(
-        runner.lines.len(),
+        runner
+            .lines
+            .iter()
+            .filter(|l| l.starts_with("smartctl"))
+            .count(),
         4,
         "one query per member: {:?}",
         runner.lines

@@ -4,12 +4,15 @@
 mod common;
 
 use nasforge_engine::machine::disks::{Disk, InUse, RotationalSource};
+use nasforge_engine::machine::power::{self, Throttled};
 use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::machine::uas_quirks;
+use nasforge_engine::machine::usb::{self, UsbBridge, UsbDriver};
 use nasforge_engine::planner;
-use nasforge_engine::runner::{Query, RunError, Runner};
-use nasforge_engine::setup;
+use nasforge_engine::runner::{Query, RecordingRunner, RunError, Runner};
 use nasforge_engine::spec::{DeviceRecipe, Transport};
 use nasforge_engine::steps::{Action, Cmd};
+use nasforge_engine::{setup, status};
 use std::path::Path;
 use std::time::Duration;
 
@@ -172,6 +175,13 @@ fn pi4_usb_bridges_lie_about_rotation_and_udev_wins() {
     );
     assert_eq!(ssd.rotational_from, RotationalSource::Udev);
     assert_eq!(ssd.usb_mbit, Some(5000));
+    let b = bridge(ssd);
+    assert_eq!((b.id().as_str(), b.port.as_str()), ("152d:0578", "2-1"));
+    assert_eq!(
+        (b.driver, b.self_powered),
+        (None, false),
+        "no driver link and no bmAttributes in this tree: unknown, not guessed"
+    );
     assert_eq!(ssd.model.as_deref(), Some("Samsung SSD 870 EVO 1TB"));
     assert_eq!(
         ssd.controller.as_ref().unwrap().label(),
@@ -210,6 +220,132 @@ fn pi4_usb_bridges_lie_about_rotation_and_udev_wins() {
             uuid: Some("3f0f7d0e-5b1c-4e52-9a57-2c1de6a1b0c1".into())
         }]
     );
+}
+
+fn bridge(disk: &Disk) -> &UsbBridge {
+    disk.usb
+        .as_ref()
+        .unwrap_or_else(|| panic!("{} has no USB bridge", disk.name))
+}
+
+#[test]
+fn pi4_usb_bridges_are_read_with_their_driver_port_and_power() {
+    let board = common::board("pi4-usb-bridges");
+    let inv = board.inventory();
+
+    let jmicron = bridge(find(&inv.disks, "sda"));
+    assert_eq!(
+        (jmicron.id().as_str(), jmicron.name.as_deref()),
+        ("357d:7788", Some("JMicron JMS566"))
+    );
+    assert_eq!(jmicron.driver, Some(UsbDriver::Uas));
+    assert_eq!(jmicron.port, "2-1");
+    assert!(!jmicron.self_powered && !jmicron.behind_powered_hub);
+    assert!(jmicron.powered_by_board());
+    assert_eq!(
+        uas_quirks::lookup(jmicron.vendor, jmicron.product).map(|k| k.name),
+        Some("JMicron JMS566")
+    );
+
+    let asmedia = bridge(find(&inv.disks, "sdb"));
+    assert_eq!(asmedia.id(), "174c:55aa");
+    assert_eq!(asmedia.name.as_deref(), Some("ASMedia ASM1153E"));
+    assert_eq!(asmedia.driver, Some(UsbDriver::Uas));
+    assert_eq!(asmedia.port, "1-1.4");
+    assert!(
+        asmedia.powered_by_board(),
+        "the VL805's own hub (1-1) calls itself self-powered, but it is the board's"
+    );
+    assert!(uas_quirks::lookup(asmedia.vendor, asmedia.product).is_none());
+    assert_eq!(find(&inv.disks, "sdb").usb_mbit, Some(480));
+
+    let via = bridge(find(&inv.disks, "sdc"));
+    assert_eq!(via.id(), "2109:0715");
+    assert_eq!(via.name, None, "this bridge has no strings");
+    assert_eq!(via.driver, Some(UsbDriver::UsbStorage));
+    assert_eq!(via.port, "1-1.3.2");
+    assert!(!via.self_powered && via.behind_powered_hub);
+    assert!(!via.powered_by_board());
+    assert!(uas_quirks::lookup(via.vendor, via.product).is_none());
+
+    assert_eq!(find(&inv.disks, "mmcblk0").usb, None, "not on USB");
+}
+
+#[test]
+fn two_spinning_disks_on_the_board_s_ports_and_under_voltage_are_warned_about() {
+    let board = common::board("pi4-usb-bridges");
+    let inv = board.inventory();
+    let mut runner = RecordingRunner::default();
+    let throttled = power::throttled(&board.host, &mut runner);
+    assert_eq!(throttled, Some(Throttled(0x50005)));
+    assert!(
+        runner.lines.is_empty(),
+        "read from sysfs: {:?}",
+        runner.lines
+    );
+
+    let warnings = power::warnings(&inv, throttled);
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    assert!(
+        warnings[0].starts_with(
+            "2 USB hard disks (sda, sdb) draw their power from the board's own USB ports"
+        ) && warnings[0].contains("Use a powered hub or disks with their own supply"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[1].contains("under-voltage now (get_throttled 0x50005)"),
+        "{}",
+        warnings[1]
+    );
+
+    let since_boot = power::warnings(&inv, Some(Throttled(0x50000)));
+    assert!(since_boot[1].contains("under-voltage since it booted (get_throttled 0x50000)"));
+
+    let mut one_on_the_board = inv.clone();
+    one_on_the_board.disks.retain(|d| d.name != "sdb");
+    assert!(
+        power::warnings(&one_on_the_board, Some(Throttled(0))).is_empty(),
+        "one bus-powered disk, a disk behind a powered hub, no under-voltage"
+    );
+}
+
+#[test]
+fn status_names_each_usb_bridge_its_quirk_and_the_power_warnings() {
+    let board = common::writable_copy("pi4-usb-bridges");
+    let mut runner = RecordingRunner::default();
+    let text = status::collect(&board.host, None, &mut runner).render();
+    assert!(
+        text.contains(
+            "USB disks:\n  sda: 357d:7788 JMicron JMS566, uas, port 2-1, powered by the board; on the UAS problem list (JMicron JMS566), quirk not active\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  sdb: 174c:55aa ASMedia ASM1153E, uas, port 1-1.4, powered by the board\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  sdc: 2109:0715, usb-storage, port 1-1.3.2, behind a powered hub\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Power:\n  ! 2 USB hard disks (sda, sdb)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  ! The board is under-voltage now (get_throttled 0x50005)"),
+        "{text}"
+    );
+
+    std::fs::write(board.host.path(usb::ACTIVE_QUIRKS), "357d:7788:u\n").unwrap();
+    std::fs::write(board.host.path(power::GET_THROTTLED), "0\n").unwrap();
+    let status = status::collect(&board.host, None, &mut runner);
+    let sda = status.usb_disks.iter().find(|u| u.disk == "sda").unwrap();
+    assert!(sda.quirk_active);
+    let text = status.render();
+    assert!(text.contains("(JMicron JMS566), quirk active\n"), "{text}");
+    assert!(!text.contains("under-voltage now"), "{text}");
 }
 
 #[test]

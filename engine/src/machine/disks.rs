@@ -15,7 +15,7 @@ use crate::machine::mounts::{BlockDevice, SystemUse};
 use crate::machine::signature::{self, Signature};
 use crate::machine::sysfs::{self, parse_devnum, read_trimmed, read_u64};
 use crate::machine::udev;
-use crate::machine::usb::UsbBridge;
+use crate::machine::usb::{self, UsbBridge};
 use crate::size::Size;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -434,7 +434,9 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
         usb_mbit: (transport == Some(Transport::Usb))
             .then(|| hardware::usb_speed(&sys))
             .flatten(),
-        usb: None,
+        usb: (transport == Some(Transport::Usb))
+            .then(|| usb::bridge(&sys))
+            .flatten(),
         by_id: pick_by_id(&db.links),
         partitions,
         contents,

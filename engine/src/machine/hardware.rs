@@ -6,6 +6,7 @@
 use crate::machine::controllers;
 use crate::machine::sysfs::{read_trimmed, read_u64};
 use crate::machine::udev;
+use crate::machine::usb;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
@@ -177,9 +178,8 @@ pub fn controller(sys: &Path) -> Option<Controller> {
 
 /// A USB disk's link speed in Mbit/s, from the USB device above it.
 pub fn usb_speed(sys: &Path) -> Option<u32> {
-    sys.ancestors()
-        .filter(|p| p.join("idVendor").exists())
-        .find_map(|p| read_trimmed(&p.join("speed")))
+    usb::device_dir(sys)
+        .and_then(|device| read_trimmed(&device.join("speed")))
         .and_then(|s| s.parse::<f32>().ok())
         .map(|s| s as u32)
 }

@@ -4,6 +4,7 @@
 
 use super::hardware::{self, Hardware};
 use nasforge_engine::machine::disks::{self, DiscoveryError, Host, Inventory};
+use nasforge_engine::machine::power;
 use nasforge_engine::runner::Runner;
 use nasforge_engine::steps::Cmd;
 use nasforge_engine::{setup, shares::samba, shares::smbpasswd, status};
@@ -27,6 +28,8 @@ pub struct Facts {
     pub not_root: bool,
     /// Why setup cannot start: first boot did not install the packages.
     pub packages_missing: Option<String>,
+    /// Bus-powered USB disks and under-voltage, for the disks screen.
+    pub power_warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +57,7 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         .strip_prefix(&host.root)
         .map(|rel| format!("/{}", rel.display()))
         .unwrap_or_else(|_| status_file.display().to_string());
+    let power_warnings = power::warnings(&inventory, power::throttled(host, runner));
     Ok(Facts {
         hardware: hardware::collect(host, &inventory),
         inventory,
@@ -65,6 +69,7 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         // SAFETY: geteuid has no preconditions and cannot fail.
         not_root: host.root == std::path::Path::new("/") && unsafe { libc::geteuid() } != 0,
         packages_missing: super::service::packages_missing(host),
+        power_warnings,
     })
 }
 

@@ -8,6 +8,7 @@ use crate::wizard::choices;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::machine::disks::Disk;
+use nasforge_engine::machine::uas_quirks;
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -82,12 +83,35 @@ fn health(w: &Wizard, disk: &Disk) -> &'static str {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
-    let [table_area, detail_area, chosen_area] = Layout::vertical([
+    // Power trouble goes above the list: a disk that drops off for want of
+    // power later looks like a failing disk.
+    let warnings: Vec<String> = w
+        .facts
+        .power_warnings
+        .iter()
+        .map(|text| format!("! {text}"))
+        .collect();
+    let warnings_height = warnings
+        .iter()
+        .map(|text| wrapped_lines(text, area.width))
+        .sum::<u16>()
+        .min(area.height / 3);
+    let [warnings_area, table_area, detail_area, chosen_area] = Layout::vertical([
+        Constraint::Length(warnings_height),
         Constraint::Fill(1),
         Constraint::Length(5),
         Constraint::Length(1),
     ])
     .areas(area);
+    let style = w.settings.theme.warning();
+    let lines: Vec<Line> = warnings
+        .into_iter()
+        .map(|text| Line::styled(text, style))
+        .collect();
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }),
+        warnings_area,
+    );
     let mut state = TableState::default().with_selected(Some(w.disks.cursor));
     frame.render_stateful_widget(table(w), table_area, &mut state);
     if let Some(d) = w.facts.inventory.disks.get(w.disks.cursor) {
@@ -158,6 +182,42 @@ fn table(w: &Wizard) -> Table<'_> {
     .highlight_spacing(HighlightSpacing::Always)
 }
 
+/// About how many lines `text` takes wrapped at spaces to `width`.
+fn wrapped_lines(text: &str, width: u16) -> u16 {
+    let width = usize::from(width);
+    let mut lines = 1;
+    let mut used = 0;
+    for word in text.split(' ').map(|w| w.chars().count()) {
+        if used > 0 && used + 1 + word > width {
+            lines += 1;
+            used = word;
+        } else {
+            used += usize::from(used > 0) + word;
+        }
+    }
+    lines
+}
+
+/// "usb 5 Gbit/s, uas, JMicron JMS566 357d:7788 — on the UAS problem list"
+fn usb_words(d: &Disk) -> Option<String> {
+    let speed = d.usb_mbit.map(|mbit| match mbit {
+        1000.. => format!("usb {} Gbit/s", mbit / 1000),
+        _ => format!("usb {mbit} Mbit/s"),
+    });
+    let bridge = d.usb.as_ref().map(|b| {
+        let driver = b.driver.map_or("no driver".to_string(), |d| d.to_string());
+        let name = b.name.as_ref().map(|n| format!("{n} ")).unwrap_or_default();
+        let problem = uas_quirks::lookup(b.vendor, b.product)
+            .map(|_| " — on the UAS problem list")
+            .unwrap_or_default();
+        format!("{driver}, {name}{}{problem}", b.id())
+    });
+    match (speed, bridge) {
+        (Some(speed), Some(bridge)) => Some(format!("{speed}, {bridge}")),
+        (speed, bridge) => speed.or(bridge),
+    }
+}
+
 fn chosen_summary(w: &Wizard) -> String {
     let chosen = w.chosen();
     if chosen.is_empty() {
@@ -182,8 +242,8 @@ fn detail(w: &Wizard, d: &Disk) -> Vec<Line<'static>> {
     if let Some(c) = &d.controller {
         id += &format!(", on the {} ({})", c.label(), c.pci);
     }
-    if let Some(mbit) = d.usb_mbit {
-        id += &format!(", USB at {mbit} Mbit/s");
+    if let Some(usb) = usb_words(d) {
+        id += &format!(", {usb}");
     }
     id += &format!(", SMART {}", health(w, d));
     let mut lines = vec![Line::raw(id)];
