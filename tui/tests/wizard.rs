@@ -409,7 +409,7 @@ fn a_system_directory_is_refused_as_mount_point_with_a_reason_shown_whole() {
     let notice = w.notice.clone().unwrap().text;
     assert_eq!(
         notice,
-        "/var/nas would cover the system directory /var; mount arrays under /srv or /mnt, e.g. /srv/nas"
+        "/var/nas would cover the system directory /var; mount arrays and disks under /srv or /mnt, e.g. /srv/nas"
     );
     assert!(
         shown.contains("e.g. /srv/nas"),
