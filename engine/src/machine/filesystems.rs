@@ -42,9 +42,16 @@ pub fn mount_type(host: &Host, fs: KeptFilesystem) -> Result<String, String> {
     }
     let release = release(host).unwrap_or_else(|| "the running kernel".into());
     Err(match fuse {
-        Some((_, _, package)) => format!(
-            "the board cannot mount {fs}: kernel {release} has no `{kernel}` module and the `{package}` package is not installed; add \"{package}\" to [packages] install, or set filesystem = \"{fs}\" in the kept disk's entry so the image builder stages it"
-        ),
+        Some((_, _, package)) => {
+            let staged = if fs == KeptFilesystem::Ntfs {
+                format!(", or set filesystem = \"{fs}\" in the kept disk's entry, which stages it")
+            } else {
+                String::new()
+            };
+            format!(
+                "the board cannot mount {fs}: kernel {release} has no `{kernel}` module and the `{package}` package is not installed; rebuild the image with \"{package}\" in [packages] install{staged}"
+            )
+        }
         None => format!(
             "the board cannot mount {fs}: kernel {release} has no `{kernel}` module (nothing in /proc/filesystems, modules.builtin or modules.dep); a kernel built with it (`[kernel] build`) is needed"
         ),

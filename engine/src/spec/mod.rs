@@ -197,6 +197,16 @@ pub fn required_packages(
         ("avahi-daemon", wizard || !shares.is_empty()),
         ("wsdd2", wizard || shares.iter().any(|s| s.smb.is_some())),
         ("smartmontools", storage.is_some()),
+        // Kept ntfs disks where the kernel has no ntfs3 (Raspberry Pi OS
+        // kernels differ in it): setup prefers ntfs3 when it is there.
+        (
+            "ntfs-3g",
+            storage.is_some_and(|s| {
+                s.disks
+                    .iter()
+                    .any(|k| k.filesystem == Some(KeptFilesystem::Ntfs))
+            }),
+        ),
         (
             "hd-idle",
             wizard || storage.is_some_and(|s| !s.spin_down.is_off()),

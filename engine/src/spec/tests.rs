@@ -95,6 +95,17 @@ fn required_packages_follow_the_plan() {
             "smartmontools"
         ]
     );
+    // A kept ntfs disk brings ntfs-3g, for kernels without ntfs3.
+    let mut kept = storage(Mode::Unattended, vec![]);
+    kept.disks =
+        vec![toml::from_str(
+        "name = \"m\"\nmatch = {}\nkeep = true\nmount = \"/srv/m\"\nfilesystem = \"ntfs\"\n",
+    )
+    .unwrap()];
+    assert_eq!(
+        required_packages(Some(&kept), &[], None),
+        ["mdadm", "smartmontools", "ntfs-3g"]
+    );
     // The wizard chooses on the board: everything it may choose.
     let wizard = storage(Mode::Wizard, vec![]);
     assert_eq!(
