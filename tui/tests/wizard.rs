@@ -1136,3 +1136,71 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
         "{specs:?}"
     );
 }
+
+#[test]
+fn a_disk_that_holds_files_can_be_shared_as_it_is_instead_of_erased() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb", "sdc"]);
+    while w.disks.cursor < 3 {
+        keys(&mut w, &[Down]);
+    }
+    let detail = screen(&w);
+    assert!(detail.contains("Or K: share it as it is"), "{detail}");
+    keys(&mut w, &[KeyCode::Char('k')]);
+    let shown = screen(&w);
+    assert!(
+        shown.contains("[k]") && shown.contains("kept as they are: sdd"),
+        "{shown}"
+    );
+    assert!(
+        w.notice
+            .as_ref()
+            .is_some_and(|n| n.text.contains("/srv/photos")),
+        "{:?}",
+        w.notice
+    );
+    defaults_to_review(&mut w);
+    let review = screen(&w);
+    assert!(
+        review.contains("Kept disk 'photos'")
+            || w.plan().unwrap().describe().contains("Kept disk 'photos'"),
+        "{review}"
+    );
+    let handoff = start(&mut w);
+    let storage = handoff.recipe.storage.as_ref().unwrap();
+    let kept = &storage.disks[0];
+    assert_eq!(
+        (kept.name.as_str(), kept.mount.as_str(), kept.keep),
+        ("photos", "/srv/photos", true)
+    );
+    assert!(!storage.arrays[0].wipe, "no array disk holds data");
+    let share = handoff
+        .recipe
+        .shares
+        .iter()
+        .find(|s| s.path == "/srv/photos")
+        .unwrap();
+    let smb = share.smb.as_ref().unwrap();
+    assert!(smb.guest && smb.readonly, "{share:?}");
+    assert_eq!(handoff.plan.kept[0].device, "sdd");
+    assert!(
+        handoff
+            .steps
+            .iter()
+            .all(|s| !s.id.contains("sdd") || s.id.starts_with("mount")),
+        "{:?}",
+        handoff.steps.iter().map(|s| &s.id).collect::<Vec<_>>()
+    );
+
+    // K again undoes it; Space on it means erase and use, as before.
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda"]);
+    while w.disks.cursor < 3 {
+        keys(&mut w, &[Down]);
+    }
+    keys(&mut w, &[KeyCode::Char('k'), KeyCode::Char('k')]);
+    assert!(w.disks.kept.is_empty());
+    keys(&mut w, &[KeyCode::Char('k'), SPACE]);
+    assert!(w.disks.kept.is_empty() && w.disks.chosen.contains(&"sdd".to_string()));
+}
