@@ -34,8 +34,8 @@ pub fn word(current: Option<&str>, quirks: &[UsbQuirk]) -> Option<String> {
 pub fn value<'a>(words: &'a str, key: &str) -> Option<&'a str> {
     words
         .split_whitespace()
-        .filter_map(|w| w.strip_prefix(key)?.strip_prefix('='))
-        .last()
+        .rev()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
 #[cfg(test)]

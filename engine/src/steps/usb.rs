@@ -123,8 +123,8 @@ fn edits(host: &Host, boot_dir: &str, entries: &[String]) -> Vec<(String, String
     if let Ok(text) = fs::read_to_string(host.path(ARMBIAN_ENV)) {
         let extra = text
             .lines()
-            .filter_map(|l| l.strip_prefix("extraargs="))
-            .last()
+            .rev()
+            .find_map(|l| l.strip_prefix("extraargs="))
             .unwrap_or("");
         if let Some(args) = merged(extra, entries) {
             let mut lines: Vec<String> = text
