@@ -94,16 +94,7 @@ fn kernel_has(host: &Host, name: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn host_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Host) {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let p = dir.path().join(path.trim_start_matches('/'));
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, text).unwrap();
-        }
-        let host = Host::new(dir.path());
-        (dir, host)
-    }
+    use crate::machine::fake_host as host_with;
 
     const RELEASE: &str = "6.12.47+rpt-rpi-v8";
 

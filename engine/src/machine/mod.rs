@@ -14,3 +14,17 @@ pub mod sysfs;
 pub mod uas_quirks;
 pub mod udev;
 pub mod usb;
+
+/// A fake root holding `files` (absolute path, text), for unit tests of
+/// readers that go through [`disks::Host`].
+#[cfg(test)]
+pub(crate) fn fake_host(files: &[(&str, &str)]) -> (tempfile::TempDir, disks::Host) {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let p = dir.path().join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let host = disks::Host::new(dir.path());
+    (dir, host)
+}

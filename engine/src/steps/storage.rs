@@ -338,13 +338,42 @@ pub(super) fn fstab_step(plan: &Plan, ctx: &Context) -> Step {
 }
 
 pub(super) fn mount_step(array: &ArrayPlan) -> Step {
-    let mount = &array.spec.mount;
-    let [trigger, settle] = udev_reprobe(&filesystem_device(array));
+    let title = format!("Mount '{}' at {}", array.spec.name, array.spec.mount);
+    mount_by_systemd(
+        &array.spec.name,
+        title,
+        &array.spec.mount,
+        &filesystem_device(array),
+    )
+}
+
+/// A kept disk mounted as it is: its mount point made, nothing on the disk
+/// written by nasforge.
+pub(super) fn kept_mount_step(kept: &KeptPlan) -> Step {
+    let label = kept
+        .label
+        .as_deref()
+        .map(|l| format!(" '{l}'"))
+        .unwrap_or_default();
+    let title = format!(
+        "Mount the kept disk '{}' ({}{label} on {}, nothing erased) at {}",
+        kept.spec.name, kept.filesystem, kept.device, kept.spec.mount
+    );
+    mount_by_systemd(
+        &kept.spec.name,
+        title,
+        &kept.spec.mount,
+        &format!("/dev/{}", kept.device),
+    )
+}
+
+fn mount_by_systemd(name: &str, title: String, mount: &str, device: &str) -> Step {
+    let [trigger, settle] = udev_reprobe(device);
     Step {
-        id: format!("mount:{}", array.spec.name),
-        title: format!("Mount '{}' at {mount}", array.spec.name),
+        id: format!("mount:{name}"),
+        title,
         guard: Guard::Mounted {
-            mount: mount.clone(),
+            mount: mount.to_string(),
         },
         // systemd binds an fstab mount to its by-uuid device unit and
         // unmounts at once a filesystem mounted by hand while that unit
@@ -352,35 +381,6 @@ pub(super) fn mount_step(array: &ArrayPlan) -> Step {
         // timer): the shares then land on the SD card. Udev is asked to
         // look at the device again, and systemd mounts it once the device
         // is there, or fails the step after its device timeout.
-        actions: vec![
-            run(&["mkdir", "-p", mount]),
-            trigger,
-            settle,
-            run(&["systemctl", "start", &mount_unit(mount)]),
-        ],
-        always: vec![],
-    }
-}
-
-/// A kept disk mounted as it is: its mount point made, nothing on the disk
-/// written by nasforge.
-pub(super) fn kept_mount_step(kept: &KeptPlan) -> Step {
-    let mount = &kept.spec.mount;
-    let [trigger, settle] = udev_reprobe(&format!("/dev/{}", kept.device));
-    let label = kept
-        .label
-        .as_deref()
-        .map(|l| format!(" '{l}'"))
-        .unwrap_or_default();
-    Step {
-        id: format!("mount:{}", kept.spec.name),
-        title: format!(
-            "Mount the kept disk '{}' ({}{label} on {}, nothing erased) at {mount}",
-            kept.spec.name, kept.filesystem, kept.device
-        ),
-        guard: Guard::Mounted {
-            mount: mount.clone(),
-        },
         actions: vec![
             run(&["mkdir", "-p", mount]),
             trigger,

@@ -218,16 +218,7 @@ mod tests {
     use crate::machine::disks::Disk;
     use crate::machine::usb::UsbBridge;
 
-    fn host(files: &[(&str, &str)]) -> (tempfile::TempDir, Host) {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let p = dir.path().join(path.trim_start_matches('/'));
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, text).unwrap();
-        }
-        let host = Host::new(dir.path());
-        (dir, host)
-    }
+    use crate::machine::fake_host as host;
 
     fn usb_disk(vendor: u16, product: u16, driver: UsbDriver) -> Disk {
         let mut d: Disk = serde_json::from_value(serde_json::json!({
