@@ -6,8 +6,7 @@ use nasforge_engine::machine::disks::{Disk, Inventory};
 use nasforge_engine::machine::signature::Signature;
 use nasforge_engine::planner::{self, ArrayPlan, Plan};
 use nasforge_engine::spec::{
-    self, Array, Count, DiskMatch, Filesystem, KeptDisk, KeptFilesystem, Level, Mode, Share, Smb,
-    Storage,
+    self, Array, Count, DiskMatch, Filesystem, Level, Mode, Share, Storage,
 };
 
 /// The levels offered, most commonly wanted first.
@@ -150,71 +149,6 @@ pub fn storage(chosen: &[&Disk], level: Level, filesystem: Filesystem, mount: &s
         spin_down: nasforge_engine::spec::SpinDown::Off,
         disks: Vec::new(),
         usb_quirks: Vec::new(),
-    }
-}
-
-/// The `[[storage.disks]]` entry that shares `disk` as it is, named after
-/// its filesystem's label (else the disk), pinned by serial; or why it
-/// cannot be kept. The planner makes the final check on the board.
-pub fn keepable(disk: &Disk) -> Result<KeptDisk, String> {
-    let filesystems: Vec<(String, &Signature)> = disk
-        .all_contents()
-        .into_iter()
-        .filter(|(_, s)| matches!(s, Signature::Filesystem { .. }))
-        .collect();
-    let (on, label, fstype) = match filesystems.as_slice() {
-        [(on, Signature::Filesystem { label, fstype, .. })] => (on.clone(), label.clone(), fstype.clone()),
-        [] => return Err("it holds no filesystem".into()),
-        _ => return Err("it holds several filesystems; name the one to keep in the recipe ([[storage.disks]] partition = N)".into()),
-    };
-    let filesystem = match fstype.as_str() {
-        "ext4" => KeptFilesystem::Ext4,
-        "xfs" => KeptFilesystem::Xfs,
-        "btrfs" => KeptFilesystem::Btrfs,
-        "exfat" => KeptFilesystem::Exfat,
-        "ntfs" => KeptFilesystem::Ntfs,
-        other => {
-            return Err(format!(
-                "it holds {other}, and nasforge keeps ext4, xfs, btrfs, exfat and ntfs"
-            ));
-        }
-    };
-    let Some(serial) = &disk.serial else {
-        return Err("it reports no serial to find it by after a reboot".into());
-    };
-    let partition = disk
-        .partitions
-        .iter()
-        .find(|p| p.name == on)
-        .map(|p| p.number);
-    let name = array_name(&format!("/{}", label.unwrap_or_else(|| disk.name.clone())));
-    Ok(KeptDisk {
-        mount: format!("/srv/{name}"),
-        name,
-        disk: DiskMatch {
-            serial: Some(spec::glob::any_of(&[serial.as_str()])),
-            ..DiskMatch::default()
-        },
-        partition,
-        filesystem: Some(filesystem),
-        keep: true,
-    })
-}
-
-/// A kept disk's share: anyone at home reads it, nobody writes over the
-/// network, so a family's files cannot be deleted from a laptop.
-pub fn kept_share(kept: &KeptDisk) -> Share {
-    Share {
-        name: kept.name.clone(),
-        path: kept.mount.clone(),
-        smb: Some(Smb {
-            users: vec![],
-            timemachine: false,
-            timemachine_max_size: None,
-            readonly: true,
-            guest: true,
-        }),
-        nfs: None,
     }
 }
 

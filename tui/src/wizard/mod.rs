@@ -260,31 +260,16 @@ impl Wizard {
 
     pub fn storage(&self) -> Storage {
         let chosen = self.chosen();
-        let mut storage = choices::storage(
+        choices::storage(
             &chosen,
             self.level(),
             self.layout.filesystem,
             self.layout.mount.value().trim(),
-        );
-        storage.disks = self.kept();
-        storage
-    }
-
-    /// The disks shared as they are, as `[[storage.disks]]` entries.
-    pub fn kept(&self) -> Vec<nasforge_engine::spec::KeptDisk> {
-        self.facts
-            .inventory
-            .disks
-            .iter()
-            .filter(|d| self.disks.kept.contains(&d.name))
-            .filter_map(|d| choices::keepable(d).ok())
-            .collect()
+        )
     }
 
     pub fn share_specs(&self) -> Vec<Share> {
-        let mut shares = self.shares.specs(self.layout.mount.value().trim());
-        shares.extend(self.kept().iter().map(choices::kept_share));
-        shares
+        self.shares.specs(self.layout.mount.value().trim())
     }
 
     pub fn plan(&self) -> Result<Plan, Vec<String>> {

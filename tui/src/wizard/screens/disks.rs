@@ -1,8 +1,7 @@
 //! Disks: every disk the system sees, what it is and what it holds. Disks
 //! the system needs are greyed out with the reason; Space chooses the
-//! others. A disk holding data may be chosen ("erase and use"), but it is
-//! only erased after its name is typed on the review screen; or, with K,
-//! shared as it is: mounted, never erased.
+//! others. A disk holding data may be chosen, but it is only erased after
+//! its name is typed on the review screen.
 
 use super::Help;
 use crate::wizard::choices;
@@ -11,7 +10,7 @@ use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::machine::uas_quirks;
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::Line;
@@ -22,8 +21,6 @@ pub struct DiskList {
     pub cursor: usize,
     /// Kernel names of the chosen disks.
     pub chosen: Vec<String>,
-    /// Kernel names of the disks shared as they are.
-    pub kept: Vec<String>,
 }
 
 pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
@@ -34,7 +31,6 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         Some(Nav::Home) => w.disks.cursor = 0,
         Some(Nav::End) => w.disks.cursor = count.saturating_sub(1),
         Some(Nav::Toggle) => toggle(w),
-        _ if matches!(key.code, KeyCode::Char('k' | 'K')) && key.modifiers.is_empty() => keep(w),
         Some(Nav::Next) if w.disks.chosen.is_empty() => {
             w.error("Choose at least one disk with Space first.")
         }
@@ -50,7 +46,6 @@ fn toggle(w: &mut Wizard) {
         return;
     };
     let name = disk.name.clone();
-    w.disks.kept.retain(|n| *n != name);
     if let Some(i) = w.disks.chosen.iter().position(|n| *n == name) {
         w.disks.chosen.remove(i);
     } else if let Some(why) = choices::ineligible(disk) {
@@ -69,39 +64,10 @@ fn toggle(w: &mut Wizard) {
     }
 }
 
-/// "Share as it is": the cursor disk's filesystem mounted and shared,
-/// nothing erased; again to undo.
-fn keep(w: &mut Wizard) {
-    let Some(disk) = w.facts.inventory.disks.get(w.disks.cursor) else {
-        return;
-    };
-    let name = disk.name.clone();
-    if let Some(i) = w.disks.kept.iter().position(|n| *n == name) {
-        w.disks.kept.remove(i);
-        return;
-    }
-    if let Some(why) = choices::ineligible(disk) {
-        w.error(format!("{name} cannot be used: {why}"));
-        return;
-    }
-    match choices::keepable(disk) {
-        Err(why) => w.error(format!("{name} cannot be shared as it is: {why}")),
-        Ok(kept) => {
-            w.disks.chosen.retain(|n| *n != name);
-            w.info(format!(
-                "{name}: shared as it is at {}; nothing on it is erased",
-                kept.mount
-            ));
-            w.disks.kept.push(name);
-        }
-    }
-}
-
 pub fn help(_: &Wizard) -> Help {
     vec![
         ("↑↓", "move"),
-        ("Space", "use (erase)"),
-        ("K", "keep as is"),
+        ("Space", "choose"),
         ("Enter", "layout"),
         ("Esc", "back"),
         ("Ctrl-C", "quit"),
@@ -165,7 +131,6 @@ fn table(w: &Wizard) -> Table<'_> {
         let ineligible = choices::ineligible(d).is_some();
         let mark = match (chosen, ineligible) {
             (true, _) => "[x]",
-            _ if w.disks.kept.contains(&d.name) => "[k]",
             (false, true) => " - ",
             (false, false) => "[ ]",
         };
@@ -255,17 +220,12 @@ fn usb_words(d: &Disk) -> Option<String> {
 
 fn chosen_summary(w: &Wizard) -> String {
     let chosen = w.chosen();
-    let kept = if w.disks.kept.is_empty() {
-        String::new()
-    } else {
-        format!("; kept as they are: {}", w.disks.kept.join(", "))
-    };
     if chosen.is_empty() {
-        return format!("Chosen: none yet{kept}");
+        return "Chosen: none yet".to_string();
     }
     let names: Vec<&str> = chosen.iter().map(|d| d.name.as_str()).collect();
     let total = nasforge_engine::size::Size(chosen.iter().map(|d| d.size.0).sum());
-    format!("Chosen: {} ({total} raw){kept}", names.join(", "))
+    format!("Chosen: {} ({total} raw)", names.join(", "))
 }
 
 /// The cursor disk in full: identity, where it hangs, what it holds.
@@ -300,20 +260,10 @@ fn detail(w: &Wizard, d: &Disk) -> Vec<Line<'static>> {
         ));
     } else if d.is_blank() {
         lines.push(Line::raw("Empty: ready to use."));
-    } else if w.disks.kept.contains(&d.name) {
-        lines.push(Line::raw(format!(
-            "Holds {}. Shared as it is: mounted, nothing erased (K again to undo).",
-            d.describe_contents()
-        )));
     } else {
-        let keep = if choices::keepable(d).is_ok() {
-            " Or K: share it as it is, nothing erased."
-        } else {
-            ""
-        };
         lines.push(Line::styled(
             format!(
-                "Holds {}. Space erases that (you will type its name to confirm).{keep}",
+                "Holds {}. Choosing it erases that; you will type its name to confirm.",
                 d.describe_contents()
             ),
             theme.warning(),
