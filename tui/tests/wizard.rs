@@ -1497,6 +1497,27 @@ fn a_kept_disk_is_pinned_by_wwn_when_its_serial_is_not_its_own() {
 }
 
 #[test]
+fn without_an_array_no_share_password_is_staged() {
+    // Passwords typed for the array's share, then the array given up.
+    let board = board_that_mounts_ext4();
+    let mut w = mirror_and_photos(&board);
+    keys(&mut w, &[Enter, Enter]);
+    admin_password(&mut w);
+    assert_eq!(w.passwords_to_stage().len(), 1);
+    keys(&mut w, &[Esc, Esc]);
+    on_disk(&mut w, "sda", SPACE);
+    on_disk(&mut w, "sdb", SPACE);
+    assert!(w.disks.chosen.is_empty());
+    assert!(w.storage().arrays.is_empty());
+    assert!(w.passwords_to_stage().is_empty());
+    let shares = w.share_specs();
+    assert_eq!(
+        (shares.len(), &shares[0].smb.as_ref().unwrap().users),
+        (1, &Vec::<String>::new())
+    );
+}
+
+#[test]
 fn only_kept_disks_make_no_array() {
     let board = board_that_mounts_ext4();
     let mut w = wizard_on(&board, PLAIN);

@@ -296,6 +296,15 @@ impl Wizard {
         specs
     }
 
+    /// (user, uid, NT hash) to stage for Samba. The users belong to the
+    /// array's share; kept disks alone are read by guests, with no password.
+    pub fn passwords_to_stage(&self) -> Vec<(String, u32, String)> {
+        match self.disks.chosen.is_empty() {
+            true => Vec::new(),
+            false => self.shares.passwords_to_stage(&self.facts),
+        }
+    }
+
     pub fn plan(&self) -> Result<Plan, Vec<String>> {
         choices::plan(
             &self.storage(),
@@ -343,8 +352,7 @@ impl Wizard {
             smtp_password.is_some(),
         );
         let smbpasswd = self
-            .shares
-            .passwords_to_stage(&self.facts)
+            .passwords_to_stage()
             .into_iter()
             .map(|(user, uid, hash)| smbpasswd::line(&user, uid, &hash, self.settings.now))
             .collect();
