@@ -1136,3 +1136,472 @@ fn the_time_machine_limit_is_a_size_of_at_least_a_gibibyte() {
         "{specs:?}"
     );
 }
+
+// Disks kept as they are ("share as it is") and spin-down.
+
+use nasforge_engine::machine::disks::Partition;
+use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::spec::{KeptDisk, KeptFilesystem, SpinDown};
+use nasforge_setup::wizard::choices;
+
+/// The fixture with a kernel that mounts ext4 and exfat, so the planner
+/// can mount the disks kept here.
+fn board_that_mounts_ext4() -> common::Board {
+    let board = board();
+    std::fs::write(
+        board.host.path("/proc/filesystems"),
+        "nodev\tsysfs\n\text4\n\tvfat\n\texfat\n",
+    )
+    .unwrap();
+    board
+}
+
+/// Moves the disks screen's cursor to `name` and presses `code`.
+fn on_disk(w: &mut Wizard, name: &str, code: KeyCode) {
+    let at = w
+        .facts
+        .inventory
+        .disks
+        .iter()
+        .position(|d| d.name == name)
+        .unwrap();
+    while w.disks.cursor < at {
+        keys(w, &[Down]);
+    }
+    while w.disks.cursor > at {
+        keys(w, &[Up]);
+    }
+    keys(w, &[code]);
+}
+
+const KEEP: KeyCode = KeyCode::Char('k');
+
+/// sda and sdb for a mirror, sdd's "photos" kept as it is.
+fn mirror_and_photos(board: &common::Board) -> Wizard {
+    let mut w = wizard_on(board, PLAIN);
+    choose(&mut w, &["sda", "sdb"]);
+    on_disk(&mut w, "sdd", KEEP);
+    w
+}
+
+fn photos() -> KeptDisk {
+    KeptDisk {
+        name: "photos".into(),
+        disk: DiskMatch {
+            serial: Some("WD-WCC7K0000004".into()),
+            count: Count::Exactly(1),
+            ..DiskMatch::default()
+        },
+        partition: None,
+        filesystem: Some(KeptFilesystem::Ext4),
+        mount: "/srv/photos".into(),
+        keep: true,
+    }
+}
+
+#[test]
+fn a_disk_marked_share_as_it_is_is_kept_and_is_no_array_member() {
+    let board = board_that_mounts_ext4();
+    let mut w = mirror_and_photos(&board);
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        !notice.error && notice.text.contains("nothing on it is erased"),
+        "{notice:?}"
+    );
+    let shown = screen(&w);
+    assert!(shown.contains(">[k] sdd"), "{shown}");
+    assert!(
+        shown.contains("Chosen: sda, sdb (8 TB raw); kept as it is: sdd"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("disks_kept", shown);
+
+    let storage = w.storage();
+    assert_eq!(storage.disks, [photos()]);
+    let array = &storage.arrays[0];
+    assert_eq!(
+        (array.disks.count, array.wipe),
+        (Count::Exactly(2), false),
+        "sdd is neither counted nor erased"
+    );
+    let sdd = w.facts.inventory.disks.iter().find(|d| d.name == "sdd");
+    assert!(
+        nasforge_engine::matching::mismatch(&array.disks, sdd.unwrap()).is_some(),
+        "the array's rule cannot reach sdd"
+    );
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout);
+    let plan = choices::plan(&storage, &[], &w.facts.inventory, &w.chosen()).unwrap();
+    let members: Vec<&str> = plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(members, ["sda", "sdb"]);
+}
+
+#[test]
+fn the_shares_screen_offers_each_kept_disk_read_only_to_guests() {
+    let board = board_that_mounts_ext4();
+    let mut w = mirror_and_photos(&board);
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    admin_password(&mut w);
+    focus(&mut w, Field::Kept(0));
+    let shown = screen(&w);
+    assert!(
+        shown.contains(
+            ">[x] Kept disk photos (/srv/photos): \\\\pinas\\photos, read-only for guests"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("guests read without a password; nobody writes"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("shares_kept", shown);
+    let photos_share = Share {
+        name: "photos".into(),
+        path: "/srv/photos".into(),
+        smb: Some(Smb {
+            users: Vec::new(),
+            timemachine: false,
+            timemachine_max_size: None,
+            readonly: true,
+            guest: true,
+        }),
+        nfs: None,
+    };
+    let specs = w.share_specs();
+    assert_eq!(
+        (specs.len(), &specs[0].path, &specs[1]),
+        (2, &"/srv/data".to_string(), &photos_share)
+    );
+
+    keys(&mut w, &[SPACE]);
+    assert!(screen(&w).contains(">[ ] Kept disk photos"));
+    assert_eq!(w.share_specs().len(), 1, "turned off");
+    assert_eq!(w.storage().disks, [photos()], "still kept, only not shared");
+    keys(&mut w, &[SPACE]);
+    assert_eq!(w.share_specs()[1], photos_share);
+}
+
+#[test]
+fn the_review_says_nothing_on_a_kept_disk_is_erased() {
+    let board = board_that_mounts_ext4();
+    let mut w = mirror_and_photos(&board);
+    keys(&mut w, &[Enter, Enter]);
+    admin_password(&mut w);
+    // Unshared, so the spec holds nothing the planner has to share from a
+    // kept disk; what the review says of the disk is the same either way.
+    focus(&mut w, Field::Kept(0));
+    keys(&mut w, &[SPACE, Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let text = review_text(&w);
+    assert!(
+        text.contains(
+            "Kept as it is: ext4 'photos' on sdd, mounted at /srv/photos, nothing erased"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("[will be erased]"), "{text}");
+    assert!(!text.contains("Type sdd"), "nothing to confirm: {text}");
+    let handoff = start(&mut w);
+    let storage = handoff.recipe.storage.unwrap();
+    assert_eq!(storage.disks, [photos()]);
+    assert!(!storage.arrays[0].wipe);
+    assert!(handoff.steps.iter().all(|s| !s.id.starts_with("wipe:")));
+    assert!(
+        handoff.plan.arrays[0]
+            .members
+            .iter()
+            .all(|m| m.disk.name != "sdd")
+    );
+}
+
+#[test]
+fn erase_and_use_and_share_as_it_is_replace_each_other() {
+    let board = board_that_mounts_ext4();
+    let mut w = mirror_and_photos(&board);
+    on_disk(&mut w, "sdd", SPACE);
+    assert_eq!(w.disks.chosen, ["sda", "sdb", "sdd"]);
+    assert!(w.kept().is_empty() && w.storage().disks.is_empty());
+    let shown = screen(&w);
+    assert!(shown.contains(">[x] sdd"), "{shown}");
+    assert!(
+        shown.contains("Space erase and use  k share as it is"),
+        "{shown}"
+    );
+    let array = &w.storage().arrays[0];
+    assert_eq!((array.disks.count, array.wipe), (Count::Exactly(3), true));
+    // As before: erasing waits for sdd's name on the review.
+    defaults_to_review(&mut w);
+    assert!(matches!(key(&mut w, Enter), Effect::None));
+    typing(&mut w, "sdd");
+    keys(&mut w, &[Enter]);
+    let handoff = start(&mut w);
+    assert!(handoff.plan.arrays[0].members.iter().any(|m| m.erase));
+
+    // k takes sdd back out of the array, and k again leaves it unused.
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb", "sdd"]);
+    on_disk(&mut w, "sdd", KEEP);
+    assert_eq!(w.disks.chosen, ["sda", "sdb"]);
+    assert_eq!(w.storage().disks, [photos()]);
+    keys(&mut w, &[KEEP]);
+    assert!(w.kept().is_empty() && w.storage().disks.is_empty());
+    assert!(screen(&w).contains(">[ ] sdd"));
+}
+
+#[test]
+fn a_disk_that_cannot_be_kept_says_why() {
+    let board = board_that_mounts_ext4();
+    let mut w = wizard_on(&board, PLAIN);
+    keys(&mut w, &[Enter]);
+    on_disk(&mut w, "sda", KEEP);
+    assert_eq!(
+        w.notice.clone().unwrap().text,
+        "sda cannot be shared as it is: it is empty, so there is nothing to keep"
+    );
+    on_disk(&mut w, "mmcblk0", KEEP);
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        notice.error && notice.text.contains("the system uses it"),
+        "{notice:?}"
+    );
+
+    w.facts.inventory.disks[3].contents = vec![Signature::Filesystem {
+        fstype: "hfsplus".into(),
+        label: Some("Old Mac".into()),
+        uuid: Some("5b1e0c5a-7c35-3b5e-9d0e-1b2c3d4e5f60".into()),
+    }];
+    on_disk(&mut w, "sdd", KEEP);
+    assert!(w.kept().is_empty());
+    let expected = "it holds hfsplus; only ext4, xfs, btrfs, exfat and ntfs can be kept";
+    assert_eq!(
+        w.notice.clone().unwrap().text,
+        format!("sdd cannot be shared as it is: {expected}")
+    );
+    let shown = flat(&screen(&w));
+    assert!(
+        shown.contains(&format!("It cannot be shared as it is: {expected}.")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Space choose"),
+        "no k where it does nothing: {shown}"
+    );
+}
+
+#[test]
+fn a_filesystem_on_a_partition_is_kept_with_its_partition_number() {
+    // A Mac's exFAT disk: GPT, a small EFI partition, then the files.
+    let board = board_that_mounts_ext4();
+    let mut w = wizard_on(&board, PLAIN);
+    let sdd = &mut w.facts.inventory.disks[3];
+    sdd.contents = vec![Signature::PartitionTable {
+        scheme: "gpt".into(),
+    }];
+    let part = |number: u32, start: u64, contents: Signature| Partition {
+        name: format!("sdd{number}"),
+        number,
+        start,
+        size: Size(200 << 20),
+        contents: vec![contents],
+    };
+    sdd.partitions = vec![
+        part(
+            1,
+            1 << 20,
+            Signature::Filesystem {
+                fstype: "vfat".into(),
+                label: Some("EFI".into()),
+                uuid: Some("67E3-17ED".into()),
+            },
+        ),
+        part(
+            2,
+            201 << 20,
+            Signature::Filesystem {
+                fstype: "exfat".into(),
+                label: Some("Family Videos".into()),
+                uuid: Some("ABCD-1234".into()),
+            },
+        ),
+    ];
+    keys(&mut w, &[Enter]);
+    on_disk(&mut w, "sdd", KEEP);
+    assert_eq!(
+        w.storage().disks,
+        [KeptDisk {
+            name: "FamilyVideos".into(),
+            partition: Some(2),
+            filesystem: Some(KeptFilesystem::Exfat),
+            mount: "/srv/FamilyVideos".into(),
+            ..photos()
+        }]
+    );
+    assert!(
+        flat(&screen(&w)).contains("Kept: sdd2 is shared as it is; nothing on it is erased."),
+        "{}",
+        screen(&w)
+    );
+}
+
+#[test]
+fn a_kept_disk_is_pinned_by_wwn_when_its_serial_is_not_its_own() {
+    // Some USB bridges give the disks behind them one serial.
+    let board = board_that_mounts_ext4();
+    let mut w = wizard_on(&board, PLAIN);
+    let serial = w.facts.inventory.disks[3].serial.clone();
+    w.facts.inventory.disks[2].serial = serial;
+    let wwn = w.facts.inventory.disks[3].wwn.clone().unwrap();
+    let wwn_again = wwn.clone();
+    keys(&mut w, &[Enter]);
+    on_disk(&mut w, "sdd", KEEP);
+    assert_eq!(
+        w.storage().disks[0].disk,
+        DiskMatch {
+            wwn: Some(wwn),
+            count: Count::Exactly(1),
+            ..DiskMatch::default()
+        }
+    );
+
+    // No serial at all: no array member, but kept by its WWN.
+    keys(&mut w, &[KEEP]);
+    w.facts.inventory.disks[3].serial = None;
+    keys(&mut w, &[SPACE]);
+    assert!(w.disks.chosen.is_empty(), "{:?}", w.notice);
+    let shown = flat(&screen(&w));
+    assert!(
+        shown.contains("it reports no serial number, so setup could not be sure to find it again; k shares it as it is."),
+        "{shown}"
+    );
+    keys(&mut w, &[KEEP]);
+    assert_eq!(w.storage().disks[0].disk.wwn.as_ref(), Some(&wwn_again));
+
+    // No serial, WWN, or model and size of its own: refused.
+    keys(&mut w, &[KEEP]);
+    for d in &mut w.facts.inventory.disks[2..4] {
+        d.serial = Some("0123456789ABCDEF".into());
+        d.wwn = None;
+    }
+    keys(&mut w, &[KEEP]);
+    assert!(w.kept().is_empty());
+    let notice = w.notice.clone().unwrap().text;
+    assert!(
+        notice.contains("could not be sure to find it again"),
+        "{notice}"
+    );
+}
+
+#[test]
+fn without_an_array_no_share_password_is_staged() {
+    // Passwords typed for the array's share, then the array given up.
+    let board = board_that_mounts_ext4();
+    let mut w = mirror_and_photos(&board);
+    keys(&mut w, &[Enter, Enter]);
+    admin_password(&mut w);
+    assert_eq!(w.passwords_to_stage().len(), 1);
+    keys(&mut w, &[Esc, Esc]);
+    on_disk(&mut w, "sda", SPACE);
+    on_disk(&mut w, "sdb", SPACE);
+    assert!(w.disks.chosen.is_empty());
+    assert!(w.storage().arrays.is_empty());
+    assert!(w.passwords_to_stage().is_empty());
+    let shares = w.share_specs();
+    assert_eq!(
+        (shares.len(), &shares[0].smb.as_ref().unwrap().users),
+        (1, &Vec::<String>::new())
+    );
+}
+
+#[test]
+fn only_kept_disks_make_no_array() {
+    let board = board_that_mounts_ext4();
+    let mut w = wizard_on(&board, PLAIN);
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Disks);
+    assert!(
+        w.notice
+            .clone()
+            .unwrap()
+            .text
+            .contains("keep one that holds files with k"),
+        "{:?}",
+        w.notice
+    );
+    on_disk(&mut w, "sdd", KEEP);
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout);
+    let storage = w.storage();
+    assert!(storage.arrays.is_empty(), "{storage:?}");
+    assert_eq!(storage.disks, [photos()]);
+    let specs = w.share_specs();
+    assert_eq!(
+        specs.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(),
+        ["/srv/photos"],
+        "the kept disk's share only"
+    );
+    // The spin-down is the one field left.
+    keys(&mut w, &[Right]);
+    assert_eq!(w.storage().spin_down, SpinDown::After(20 * 60));
+    let shown = screen(&w);
+    assert!(
+        shown.contains("No array: no disk was chosen to erase and use."),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("ext4 'photos' on sdd, at /srv/photos"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("layout_kept_only", shown);
+}
+
+#[test]
+fn the_spin_down_choice_lands_in_the_storage_spec() {
+    let board = board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb"]);
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.storage().spin_down, SpinDown::Off, "off unless chosen");
+    keys(&mut w, &[Tab, Tab, Tab]);
+    let shown = screen(&w);
+    assert!(shown.contains("> Spin-down   <off>  20min   1h"), "{shown}");
+    assert!(
+        shown.contains(
+            "SSDs are never spun down; USB disks get hd-idle: many bridges ignore hdparm."
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("←→ spin-down"), "{shown}");
+    keys(&mut w, &[Right, Right]);
+    assert_eq!(w.storage().spin_down, SpinDown::After(60 * 60));
+    keys(&mut w, &[Right]);
+    assert_eq!(w.storage().spin_down, SpinDown::Off, "round to off");
+    keys(&mut w, &[KeyCode::Left, KeyCode::Left]);
+    assert_eq!(w.storage().spin_down, SpinDown::After(20 * 60));
+    // The other fields still take their keys.
+    keys(&mut w, &[Tab, Tab, Right]);
+    assert_eq!(w.layout.filesystem, Filesystem::Xfs);
+
+    keys(&mut w, &[Enter]);
+    keys(&mut w, &[Down, Down, Down]);
+    typing(&mut w, "secret1");
+    keys(&mut w, &[Down]);
+    typing(&mut w, "secret1");
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let text = review_text(&w);
+    assert!(
+        text.contains("Idle hard disks spin down after 20min (hd-idle); SSDs never do."),
+        "{text}"
+    );
+    let handoff = start(&mut w);
+    assert_eq!(
+        handoff.recipe.storage.unwrap().spin_down,
+        SpinDown::After(20 * 60)
+    );
+    assert!(handoff.steps.iter().any(|s| s.id == "spin-down"));
+}

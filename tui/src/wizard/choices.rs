@@ -2,6 +2,7 @@
 //! shares on it, as the same `Storage` and `Share` types a recipe holds,
 //! planned by the same planner `--unattended` uses. Pure.
 
+use super::kept;
 use nasforge_engine::machine::disks::{Disk, Inventory};
 use nasforge_engine::machine::signature::Signature;
 use nasforge_engine::planner::{self, ArrayPlan, Plan};
@@ -110,40 +111,35 @@ pub fn recommend(disks: &[&Disk]) -> (Level, &'static str) {
 /// The md name for an array mounted at `mount`: its last directory, in the
 /// characters md allows ("/srv/data" is "data").
 pub fn array_name(mount: &str) -> String {
-    let name: String = mount
+    let last = mount
         .rsplit('/')
         .find(|c| !c.is_empty())
-        .unwrap_or_default()
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .take(32)
-        .collect();
-    match name.trim_start_matches('-') {
-        "" => "data".into(),
-        name => name.into(),
-    }
+        .unwrap_or_default();
+    kept::clean_name(last).unwrap_or_else(|| "data".into())
 }
 
 /// One array over exactly the chosen disks, named by their serials so the
-/// unattended run finds the same disks. Erasing is allowed when a chosen
-/// disk holds data: the review screen does not hand the spec on before the
-/// user typed that disk's name.
+/// unattended run finds the same disks; none when no disk is chosen (the
+/// kept disks alone). Erasing is allowed when a chosen disk holds data:
+/// the review screen does not hand the spec on before the user typed that
+/// disk's name.
 pub fn storage(chosen: &[&Disk], level: Level, filesystem: Filesystem, mount: &str) -> Storage {
     let serials: Vec<&str> = chosen.iter().filter_map(|d| d.serial.as_deref()).collect();
+    let array = (!chosen.is_empty()).then(|| Array {
+        name: array_name(mount),
+        level,
+        disks: DiskMatch {
+            serial: Some(spec::glob::any_of(&serials)),
+            count: Count::Exactly(chosen.len()),
+            ..DiskMatch::default()
+        },
+        filesystem,
+        mount: mount.to_string(),
+        wipe: chosen.iter().any(|d| !d.is_blank()),
+    });
     Storage {
         mode: Mode::Unattended,
-        arrays: vec![Array {
-            name: array_name(mount),
-            level,
-            disks: DiskMatch {
-                serial: Some(spec::glob::any_of(&serials)),
-                count: Count::Exactly(chosen.len()),
-                ..DiskMatch::default()
-            },
-            filesystem,
-            mount: mount.to_string(),
-            wipe: chosen.iter().any(|d| !d.is_blank()),
-        }],
+        arrays: array.into_iter().collect(),
         mailaddr: None,
         alert_program: None,
         spin_down: nasforge_engine::spec::SpinDown::Off,

@@ -8,8 +8,8 @@
 //! renders the state. Only [`run`] touches the terminal and the machine,
 //! so tests drive `update` with keys and render `draw` on a `TestBackend`.
 //!
-//! The wizard only builds a spec: one array and its shares, in the
-//! recipe's own types. The planner, step generator and executor are the
+//! The wizard only builds a spec: one array and its shares, and the disks
+//! kept as they are with theirs, in the recipe's own types. The planner, step generator and executor are the
 //! ones `--unattended` uses; the setup runs as a service (see [`service`]).
 
 pub mod alerts;
@@ -17,6 +17,7 @@ pub mod choices;
 pub mod facts;
 pub mod hardware;
 pub mod input;
+pub mod kept;
 pub mod manage;
 pub mod screens;
 pub mod scroll;
@@ -258,18 +259,50 @@ impl Wizard {
         layout::level(self)
     }
 
-    pub fn storage(&self) -> Storage {
-        let chosen = self.chosen();
-        choices::storage(
-            &chosen,
-            self.level(),
-            self.layout.filesystem,
-            self.layout.mount.value().trim(),
-        )
+    /// The disks marked "share as it is", in discovery order.
+    pub fn kept(&self) -> Vec<&kept::Kept> {
+        self.facts
+            .inventory
+            .disks
+            .iter()
+            .filter_map(|d| self.disks.kept.iter().find(|k| k.disk == d.name))
+            .collect()
     }
 
+    pub fn storage(&self) -> Storage {
+        let chosen = self.chosen();
+        let mount = self.layout.mount.value().trim();
+        let mut storage = choices::storage(&chosen, self.level(), self.layout.filesystem, mount);
+        let array = storage.arrays.first().map(|a| a.name.clone());
+        storage.disks = kept::entries(&self.kept(), array.as_deref().map(|name| (name, mount)));
+        storage.spin_down = self.layout.spin_down;
+        storage
+    }
+
+    /// The array's shares (when there is an array), then a share for each
+    /// kept disk the shares screen leaves on.
     pub fn share_specs(&self) -> Vec<Share> {
-        self.shares.specs(self.layout.mount.value().trim())
+        let storage = self.storage();
+        let mut specs = if storage.arrays.is_empty() {
+            Vec::new()
+        } else {
+            self.shares.specs(self.layout.mount.value().trim())
+        };
+        for (k, entry) in self.kept().iter().zip(&storage.disks) {
+            if !self.shares.kept_unshared.contains(&k.disk) {
+                specs.push(kept::share(entry));
+            }
+        }
+        specs
+    }
+
+    /// (user, uid, NT hash) to stage for Samba. The users belong to the
+    /// array's share; kept disks alone are read by guests, with no password.
+    pub fn passwords_to_stage(&self) -> Vec<(String, u32, String)> {
+        match self.disks.chosen.is_empty() {
+            true => Vec::new(),
+            false => self.shares.passwords_to_stage(&self.facts),
+        }
     }
 
     pub fn plan(&self) -> Result<Plan, Vec<String>> {
@@ -319,8 +352,7 @@ impl Wizard {
             smtp_password.is_some(),
         );
         let smbpasswd = self
-            .shares
-            .passwords_to_stage(&self.facts)
+            .passwords_to_stage()
             .into_iter()
             .map(|(user, uid, hash)| smbpasswd::line(&user, uid, &hash, self.settings.now))
             .collect();

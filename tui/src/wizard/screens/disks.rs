@@ -1,16 +1,18 @@
 //! Disks: every disk the system sees, what it is and what it holds. Disks
 //! the system needs are greyed out with the reason; Space chooses the
-//! others. A disk holding data may be chosen, but it is only erased after
-//! its name is typed on the review screen.
+//! others. A disk holding data may be chosen ("erase and use"), but it is
+//! only erased after its name is typed on the review screen; or, when it
+//! holds a filesystem setup can mount, k keeps it ("share as it is").
 
 use super::Help;
 use crate::wizard::choices;
 use crate::wizard::input::{Nav, nav};
+use crate::wizard::kept::{self, Kept};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::machine::uas_quirks;
 use ratatui::Frame;
-use ratatui::crossterm::event::KeyEvent;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::Line;
@@ -21,6 +23,8 @@ pub struct DiskList {
     pub cursor: usize,
     /// Kernel names of the chosen disks.
     pub chosen: Vec<String>,
+    /// Disks shared as they are: never array members, never erased.
+    pub kept: Vec<Kept>,
 }
 
 pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
@@ -31,9 +35,10 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         Some(Nav::Home) => w.disks.cursor = 0,
         Some(Nav::End) => w.disks.cursor = count.saturating_sub(1),
         Some(Nav::Toggle) => toggle(w),
-        Some(Nav::Next) if w.disks.chosen.is_empty() => {
-            w.error("Choose at least one disk with Space first.")
-        }
+        None if key.code == KeyCode::Char('k') => toggle_kept(w),
+        Some(Nav::Next) if w.disks.chosen.is_empty() && w.disks.kept.is_empty() => w.error(
+            "Choose at least one disk with Space, or keep one that holds files with k, first.",
+        ),
         Some(Nav::Next) => w.screen = Screen::Layout,
         Some(Nav::Back) => w.screen = Screen::Welcome,
         _ => {}
@@ -60,11 +65,53 @@ fn toggle(w: &mut Wizard) {
                 "{name} holds data: you will type its name before anything erases it"
             ));
         }
+        w.disks.kept.retain(|k| k.disk != name);
         w.disks.chosen.push(name);
     }
 }
 
-pub fn help(_: &Wizard) -> Help {
+/// "Share as it is": marks the cursor disk kept (no longer chosen for the
+/// array), or unmarks it.
+fn toggle_kept(w: &mut Wizard) {
+    let Some(disk) = w.facts.inventory.disks.get(w.disks.cursor) else {
+        return;
+    };
+    let name = disk.name.clone();
+    if let Some(i) = w.disks.kept.iter().position(|k| k.disk == name) {
+        w.disks.kept.remove(i);
+        return;
+    }
+    match kept::keep(disk, &w.facts.inventory) {
+        Ok(kept) => {
+            w.info(format!(
+                "{name} is kept: its {} is shared as it is, nothing on it is erased",
+                kept.filesystem_words()
+            ));
+            w.disks.chosen.retain(|n| *n != name);
+            w.disks.kept.push(kept);
+        }
+        Err(why) => w.error(format!("{name} cannot be shared as it is: {why}")),
+    }
+}
+
+/// Over a disk holding a filesystem setup can keep, Space erases it and k
+/// keeps it: both are named, and Ctrl-C makes room for them.
+pub fn help(w: &Wizard) -> Help {
+    let keepable = w
+        .facts
+        .inventory
+        .disks
+        .get(w.disks.cursor)
+        .is_some_and(|d| kept::keep(d, &w.facts.inventory).is_ok());
+    if keepable {
+        return vec![
+            ("↑↓", "move"),
+            ("Space", "erase and use"),
+            ("k", "share as it is"),
+            ("Enter", "layout"),
+            ("Esc", "back"),
+        ];
+    }
     vec![
         ("↑↓", "move"),
         ("Space", "choose"),
@@ -128,11 +175,13 @@ fn table(w: &Wizard) -> Table<'_> {
     let theme = &w.settings.theme;
     let rows = w.facts.inventory.disks.iter().map(|d| {
         let chosen = w.disks.chosen.contains(&d.name);
+        let kept = w.disks.kept.iter().any(|k| k.disk == d.name);
         let ineligible = choices::ineligible(d).is_some();
-        let mark = match (chosen, ineligible) {
-            (true, _) => "[x]",
-            (false, true) => " - ",
-            (false, false) => "[ ]",
+        let mark = match (chosen, kept, ineligible) {
+            (true, _, _) => "[x]",
+            (_, true, _) => "[k]",
+            (false, false, true) => " - ",
+            (false, false, false) => "[ ]",
         };
         let kind = format!(
             "{} {}",
@@ -220,12 +269,17 @@ fn usb_words(d: &Disk) -> Option<String> {
 
 fn chosen_summary(w: &Wizard) -> String {
     let chosen = w.chosen();
+    let kept: Vec<&str> = w.kept().iter().map(|k| k.disk.as_str()).collect();
+    let kept = match kept.is_empty() {
+        true => String::new(),
+        false => format!("; kept as it is: {}", kept.join(", ")),
+    };
     if chosen.is_empty() {
-        return "Chosen: none yet".to_string();
+        return format!("Chosen: none yet{kept}");
     }
     let names: Vec<&str> = chosen.iter().map(|d| d.name.as_str()).collect();
     let total = nasforge_engine::size::Size(chosen.iter().map(|d| d.size.0).sum());
-    format!("Chosen: {} ({total} raw)", names.join(", "))
+    format!("Chosen: {} ({total} raw){kept}", names.join(", "))
 }
 
 /// The cursor disk in full: identity, where it hangs, what it holds.
@@ -253,17 +307,36 @@ fn detail(w: &Wizard, d: &Disk) -> Vec<Line<'static>> {
             theme.error(),
         ));
     }
-    if let Some(why) = choices::ineligible(d) {
+    if let Some(k) = w.disks.kept.iter().find(|k| k.disk == d.name) {
         lines.push(Line::styled(
-            format!("Cannot be used: {why}."),
+            format!(
+                "Holds {}. Kept: {} is shared as it is; nothing on it is erased.",
+                d.describe_contents(),
+                k.device
+            ),
+            theme.good(),
+        ));
+    } else if let Some(why) = choices::ineligible(d) {
+        // A disk with no serial of its own may still be found by its WWN
+        // or model and size, which is enough to keep one disk.
+        let keep = match kept::keep(d, &w.facts.inventory) {
+            Ok(_) => "; k shares it as it is",
+            Err(_) => "",
+        };
+        lines.push(Line::styled(
+            format!("Cannot be used: {why}{keep}."),
             theme.disabled(),
         ));
     } else if d.is_blank() {
         lines.push(Line::raw("Empty: ready to use."));
     } else {
+        let keep = match kept::keep(d, &w.facts.inventory) {
+            Ok(_) => "; k shares it as it is instead".to_string(),
+            Err(why) => format!(". It cannot be shared as it is: {why}"),
+        };
         lines.push(Line::styled(
             format!(
-                "Holds {}. Choosing it erases that; you will type its name to confirm.",
+                "Holds {}. Space erases it for the array (you will type its name to confirm){keep}.",
                 d.describe_contents()
             ),
             theme.warning(),

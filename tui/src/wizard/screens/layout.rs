@@ -1,6 +1,8 @@
 //! Layout: the RAID levels that fit the chosen disks, each with what the
 //! planner says of it (usable space, failures it survives, expected
-//! speed), a recommendation, the filesystem and the mount point.
+//! speed), a recommendation, the filesystem and the mount point; and when
+//! idle hard disks spin down. With only kept disks there is no array: the
+//! screen says so and offers the spin-down alone.
 
 use super::Help;
 use crate::wizard::choices::{self, FILESYSTEMS, LevelOption};
@@ -8,7 +10,7 @@ use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::planner::ArrayPlan;
-use nasforge_engine::spec::{Filesystem, Level};
+use nasforge_engine::spec::{Filesystem, Level, SpinDown};
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -21,7 +23,16 @@ pub enum Focus {
     Levels,
     Filesystem,
     Mount,
+    SpinDown,
 }
+
+/// The spin-down times offered: hd-idle's makers advise no less than a
+/// few minutes, and every spin-up wears the motor.
+pub const SPIN_DOWNS: [SpinDown; 3] = [
+    SpinDown::Off,
+    SpinDown::After(20 * 60),
+    SpinDown::After(60 * 60),
+];
 
 #[derive(Debug)]
 pub struct LayoutForm {
@@ -29,6 +40,7 @@ pub struct LayoutForm {
     pub picked: Option<Level>,
     pub filesystem: Filesystem,
     pub mount: TextField,
+    pub spin_down: SpinDown,
     pub focus: Focus,
 }
 
@@ -38,6 +50,7 @@ impl Default for LayoutForm {
             picked: None,
             filesystem: Filesystem::Ext4,
             mount: TextField::new("/srv/data"),
+            spin_down: SpinDown::Off,
             focus: Focus::Levels,
         }
     }
@@ -67,32 +80,60 @@ fn options(w: &Wizard) -> Vec<LevelOption> {
     )
 }
 
+/// The fields in Tab order: without an array, only the spin-down.
+fn fields(w: &Wizard) -> Vec<Focus> {
+    if w.disks.chosen.is_empty() {
+        vec![Focus::SpinDown]
+    } else {
+        vec![
+            Focus::Levels,
+            Focus::Filesystem,
+            Focus::Mount,
+            Focus::SpinDown,
+        ]
+    }
+}
+
+/// The next (or, `by` -1, previous) of `options` after `current`, round.
+fn cycle<T: Copy + PartialEq>(options: &[T], current: T, by: isize) -> T {
+    let at = options.iter().position(|o| *o == current).unwrap_or(0);
+    options[(at as isize + by).rem_euclid(options.len() as isize) as usize]
+}
+
+/// The field in effect: the one focused, while the screen shows it.
+fn focus(w: &Wizard) -> Focus {
+    let fields = fields(w);
+    match fields.contains(&w.layout.focus) {
+        true => w.layout.focus,
+        false => fields[0],
+    }
+}
+
 pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
-    let focus = w.layout.focus;
+    let fields = fields(w);
+    let focus = focus(w);
+    w.layout.focus = focus;
     if focus == Focus::Mount && w.layout.mount.handle(key) {
         return Effect::None;
     }
-    if focus == Focus::Filesystem {
-        let step = match key.code {
-            KeyCode::Left => Some(FILESYSTEMS.len() - 1),
-            KeyCode::Right | KeyCode::Char(' ') => Some(1),
-            _ => None,
-        };
-        if let Some(step) = step {
-            let at = FILESYSTEMS
-                .iter()
-                .position(|f| *f == w.layout.filesystem)
-                .unwrap_or(0);
-            w.layout.filesystem = FILESYSTEMS[(at + step) % FILESYSTEMS.len()];
+    let step = match key.code {
+        KeyCode::Left => Some(-1),
+        KeyCode::Right | KeyCode::Char(' ') => Some(1),
+        _ => None,
+    };
+    match (focus, step) {
+        (Focus::Filesystem, Some(by)) => {
+            w.layout.filesystem = cycle(&FILESYSTEMS, w.layout.filesystem, by);
             return Effect::None;
         }
+        (Focus::SpinDown, Some(by)) => {
+            w.layout.spin_down = cycle(&SPIN_DOWNS, w.layout.spin_down, by);
+            return Effect::None;
+        }
+        _ => {}
     }
-    let next = |f: Focus| match f {
-        Focus::Levels => Focus::Filesystem,
-        Focus::Filesystem => Focus::Mount,
-        Focus::Mount => Focus::Levels,
-    };
-    let prev = |f: Focus| next(next(f));
+    let next = |by: isize| cycle(&fields, focus, by);
+    let last = fields.last() == Some(&focus);
     match (nav(key), focus) {
         (Some(Nav::Up), Focus::Levels) => {
             move_level(w, -1);
@@ -105,12 +146,12 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
                 w.layout.focus = Focus::Filesystem;
             }
         }
-        (Some(Nav::Down), Focus::Mount) => {}
-        (Some(Nav::Up | Nav::PrevField), _) => w.layout.focus = prev(focus),
-        (Some(Nav::Down | Nav::NextField), _) => w.layout.focus = next(focus),
+        (Some(Nav::Down), _) if last => {}
+        (Some(Nav::Up | Nav::PrevField), _) => w.layout.focus = next(-1),
+        (Some(Nav::Down | Nav::NextField), _) => w.layout.focus = next(1),
         (Some(Nav::Next), _) => {
             // The shares are checked on their own screen; here only the
-            // array must plan.
+            // array and the kept disks must plan.
             let chosen = w.chosen();
             match choices::plan(&w.storage(), &[], &w.facts.inventory, &chosen) {
                 Ok(_) => {
@@ -150,10 +191,15 @@ fn move_level(w: &mut Wizard, by: isize) -> bool {
 
 pub fn help(w: &Wizard) -> Help {
     let mut keys = vec![("↑↓", "move")];
-    if w.layout.focus == Focus::Filesystem {
-        keys.push(("←→", "filesystem"));
+    match focus(w) {
+        Focus::Filesystem => keys.push(("←→", "filesystem")),
+        Focus::SpinDown => keys.push(("←→", "spin-down")),
+        _ => {}
     }
-    keys.extend([("Tab", "next field"), ("Enter", "shares"), ("Esc", "back")]);
+    if fields(w).len() > 1 {
+        keys.push(("Tab", "next field"));
+    }
+    keys.extend([("Enter", "shares"), ("Esc", "back")]);
     keys
 }
 
@@ -172,18 +218,43 @@ fn marker(focused: bool) -> &'static str {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
-    let [text_area, fs_area, mount_area] = Layout::vertical([
+    let [text_area, fs_area, mount_area, spin_area] = Layout::vertical([
         Constraint::Fill(1),
         Constraint::Length(1),
         Constraint::Length(1),
+        Constraint::Length(2),
     ])
     .areas(area);
-    frame.render_widget(
-        Paragraph::new(levels(w)).wrap(Wrap { trim: false }),
-        text_area,
-    );
-    draw_filesystem(frame, fs_area, w);
-    draw_mount(frame, mount_area, w);
+    if w.disks.chosen.is_empty() {
+        frame.render_widget(
+            Paragraph::new(no_array(w)).wrap(Wrap { trim: false }),
+            text_area.union(fs_area).union(mount_area),
+        );
+    } else {
+        frame.render_widget(
+            Paragraph::new(levels(w)).wrap(Wrap { trim: false }),
+            text_area,
+        );
+        draw_filesystem(frame, fs_area, w);
+        draw_mount(frame, mount_area, w);
+    }
+    draw_spin_down(frame, spin_area, w);
+}
+
+/// Only kept disks: what becomes of them, and that no array is built.
+fn no_array(w: &Wizard) -> Vec<Line<'static>> {
+    let theme = &w.settings.theme;
+    let mut lines = vec![
+        Line::styled(
+            "No array: no disk was chosen to erase and use.",
+            theme.title(),
+        ),
+        Line::raw("Kept as they are, each shared from its own directory:"),
+    ];
+    for (k, entry) in w.kept().iter().zip(w.storage().disks) {
+        lines.push(Line::raw(format!("  {}, at {}", k.describe(), entry.mount)));
+    }
+    lines
 }
 
 /// The chosen disks, a row per level, the recommendation and what the
@@ -296,6 +367,39 @@ fn draw_filesystem(frame: &mut Frame, area: Rect, w: &Wizard) {
         spans.push(Span::raw(" "));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// When idle hard disks spin down, and which disks that leaves alone.
+fn draw_spin_down(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let theme = &w.settings.theme;
+    let focused = focus(w) == Focus::SpinDown;
+    let mut spans = vec![
+        Span::raw(marker(focused)),
+        Span::styled(" Spin-down   ", theme.title()),
+    ];
+    for s in SPIN_DOWNS {
+        let text = if s == w.layout.spin_down {
+            format!("<{s}>")
+        } else {
+            format!(" {s} ")
+        };
+        let style = if s == w.layout.spin_down && focused {
+            theme.cursor()
+        } else {
+            Style::new()
+        };
+        spans.push(Span::styled(text, style));
+        spans.push(Span::raw(" "));
+    }
+    spans.push(Span::raw(" for idle hard disks"));
+    let note = Line::styled(
+        "SSDs are never spun down; USB disks get hd-idle: many bridges ignore hdparm.",
+        theme.disabled(),
+    );
+    frame.render_widget(
+        Paragraph::new(vec![Line::from(spans), note]).wrap(Wrap { trim: false }),
+        area,
+    );
 }
 
 /// The mount point's field, and the array it names.

@@ -141,6 +141,22 @@ fn describe_shares(plan: &Plan) -> Vec<String> {
     out
 }
 
+/// Each kept disk in a line of its own, saying that nothing on it is
+/// erased: the one thing its owner needs to read before Enter.
+fn describe_kept(w: &Wizard) -> Vec<String> {
+    w.kept()
+        .iter()
+        .zip(w.storage().disks)
+        .map(|(k, entry)| {
+            format!(
+                "Kept as it is: {}, mounted at {}, nothing erased",
+                k.describe(),
+                entry.mount
+            )
+        })
+        .collect()
+}
+
 /// A size as the recipe writes it ("300GiB"), where `Display` would round
 /// a binary size to a decimal one ("322.1 GB") the user never typed.
 fn exact(size: Size) -> String {
@@ -192,6 +208,20 @@ fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
             Style::new()
         };
         lines.push((l.to_string(), style));
+    }
+    for l in describe_kept(w) {
+        lines.push((l, theme.good()));
+    }
+    if let Some(storage) = &handoff.recipe.storage
+        && !storage.spin_down.is_off()
+    {
+        lines.push((
+            format!(
+                "Idle hard disks spin down after {} (hd-idle); SSDs never do.",
+                storage.spin_down
+            ),
+            Style::new(),
+        ));
     }
     for l in describe_shares(&handoff.plan) {
         lines.push((l, Style::new()));

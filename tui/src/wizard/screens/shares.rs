@@ -1,7 +1,8 @@
 //! Shares: how the array is reached. SMB for Windows and Macs (with
 //! passwords typed masked, staged only as NT hashes, read access for
 //! guests, and Time Machine), NFS for Linux clients on a network. The
-//! share is the whole array.
+//! share is the whole array; each kept disk has a share of its own, read
+//! by guests, which can be turned off.
 
 use super::Help;
 use crate::wizard::facts::Facts;
@@ -17,7 +18,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The share the wizard adds for Time Machine, in a folder of the array.
 const TIME_MACHINE_SHARE: &str = "timemachine";
@@ -35,6 +36,8 @@ pub enum Field {
     TimeMachineSize,
     Nfs,
     Clients,
+    /// The share of the i-th kept disk.
+    Kept(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -67,6 +70,8 @@ pub struct ShareForm {
     pub timemachine_size: TextField,
     pub nfs: bool,
     pub clients: TextField,
+    /// Kernel names of the kept disks whose share is turned off.
+    pub kept_unshared: BTreeSet<String>,
     pub focus: Field,
 }
 
@@ -84,6 +89,7 @@ impl ShareForm {
             timemachine_size: TextField::new(""),
             nfs: false,
             clients: TextField::new(facts.hardware.network.as_deref().unwrap_or("")),
+            kept_unshared: BTreeSet::new(),
             focus: Field::Name,
         }
     }
@@ -109,7 +115,18 @@ impl ShareForm {
         names
     }
 
-    fn fields(&self) -> Vec<Field> {
+    /// The rows: the array's share (when there is an array), then one per
+    /// kept disk.
+    fn fields(&self, array: bool, kept: usize) -> Vec<Field> {
+        let mut fields = self.array_fields(array);
+        fields.extend((0..kept).map(Field::Kept));
+        fields
+    }
+
+    fn array_fields(&self, array: bool) -> Vec<Field> {
+        if !array {
+            return Vec::new();
+        }
         let mut fields = vec![Field::Name, Field::Smb];
         if self.smb {
             fields.push(Field::Users);
@@ -138,7 +155,7 @@ impl ShareForm {
             Field::TimeMachineSize => Some(&mut self.timemachine_size),
             Field::Password(i) => Some(&mut self.passwords.entry(user(i)).or_default().first),
             Field::Again(i) => Some(&mut self.passwords.entry(user(i)).or_default().again),
-            Field::Smb | Field::Guest | Field::TimeMachine | Field::Nfs => None,
+            Field::Smb | Field::Guest | Field::TimeMachine | Field::Nfs | Field::Kept(_) => None,
         }
     }
 
@@ -248,8 +265,12 @@ impl ShareForm {
             .collect()
     }
 
-    /// What stops the form from being used, and the field to fix.
-    fn problem(&self, facts: &Facts) -> Option<(String, Field)> {
+    /// What stops the form from being used, and the field to fix; the
+    /// array's share has nothing to check without an array.
+    fn problem(&self, facts: &Facts, array: bool) -> Option<(String, Field)> {
+        if !array {
+            return None;
+        }
         if self.smb {
             let users = self.user_names();
             if users.is_empty() && !self.guest {
@@ -301,8 +322,29 @@ impl ShareForm {
     }
 }
 
+/// Whether there is an array to share, and how many kept disks.
+fn shape(w: &Wizard) -> (bool, usize) {
+    (!w.disks.chosen.is_empty(), w.disks.kept.len())
+}
+
+fn fields(w: &Wizard) -> Vec<Field> {
+    let (array, kept) = shape(w);
+    w.shares.fields(array, kept)
+}
+
+/// The field in effect: the one focused while the screen shows it, else
+/// the first (the kept disks' when there is no array).
+fn focus(w: &Wizard) -> Field {
+    let fields = fields(w);
+    match fields.contains(&w.shares.focus) {
+        true => w.shares.focus,
+        false => fields.first().copied().unwrap_or(Field::Name),
+    }
+}
+
 pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
-    let focus = w.shares.focus;
+    let focus = focus(w);
+    w.shares.focus = focus;
     if let Some(field) = w.shares.text_mut(focus)
         && field.handle(key)
     {
@@ -311,7 +353,15 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         }
         return Effect::None;
     }
-    let fields = w.shares.fields();
+    let fields = fields(w);
+    // Nothing to share leaves only the way back (the disks screen does not
+    // let anyone get here with neither an array nor a kept disk).
+    if fields.is_empty() {
+        if nav(key) == Some(Nav::Back) {
+            w.screen = Screen::Layout;
+        }
+        return Effect::None;
+    }
     let at = fields.iter().position(|f| *f == focus).unwrap_or(0);
     match nav(key) {
         Some(Nav::Toggle) => {
@@ -326,6 +376,14 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
                     w.shares.nfs = !w.shares.nfs;
                     None
                 }
+                Field::Kept(i) => {
+                    if let Some(disk) = w.kept().get(i).map(|k| k.disk.clone())
+                        && !w.shares.kept_unshared.remove(&disk)
+                    {
+                        w.shares.kept_unshared.insert(disk);
+                    }
+                    None
+                }
                 _ => None,
             };
             if let Some(also) = also {
@@ -335,7 +393,7 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         Some(Nav::Down | Nav::NextField) => w.shares.focus = fields[(at + 1).min(fields.len() - 1)],
         Some(Nav::Up | Nav::PrevField) => w.shares.focus = fields[at.saturating_sub(1)],
         Some(Nav::Next) => {
-            if let Some((problem, field)) = w.shares.problem(&w.facts) {
+            if let Some((problem, field)) = w.shares.problem(&w.facts, shape(w).0) {
                 w.shares.focus = field;
                 w.error(problem);
             } else if let Err(problems) = w.plan() {
@@ -353,8 +411,8 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
 pub fn help(w: &Wizard) -> Help {
     let mut keys = vec![("↑↓", "field")];
     if matches!(
-        w.shares.focus,
-        Field::Smb | Field::Guest | Field::TimeMachine | Field::Nfs
+        focus(w),
+        Field::Smb | Field::Guest | Field::TimeMachine | Field::Nfs | Field::Kept(_)
     ) {
         keys.push(("Space", "on/off"));
     }
@@ -425,7 +483,26 @@ fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
             Cow::Borrowed(&form.clients),
             "hosts or networks".into(),
         ),
+        Field::Kept(i) => kept_row(w, i),
     }
+}
+
+/// A kept disk's share, on or off: its name, where it is and who reads it.
+fn kept_row(w: &Wizard, i: usize) -> FormRow<'_> {
+    let kept = w.kept();
+    let storage = w.storage();
+    let (Some(k), Some(entry)) = (kept.get(i), storage.disks.get(i)) else {
+        return FormRow::Check(String::new());
+    };
+    let on = !w.shares.kept_unshared.contains(&k.disk);
+    FormRow::Check(format!(
+        "{} Kept disk {} ({}): \\\\{}\\{}, read-only for guests",
+        if on { "[x]" } else { "[ ]" },
+        entry.name,
+        entry.mount,
+        w.facts.hostname,
+        entry.name,
+    ))
 }
 
 fn users_row(w: &Wizard) -> FormRow<'_> {
@@ -467,7 +544,8 @@ fn password_row(w: &Wizard, i: usize, again: bool) -> FormRow<'_> {
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     let theme = &w.settings.theme;
     let form = &w.shares;
-    let fields = form.fields();
+    let fields = fields(w);
+    let (array, kept) = shape(w);
     let rows = Layout::vertical(
         fields
             .iter()
@@ -475,8 +553,9 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             .chain([Constraint::Fill(1)]),
     )
     .split(area);
+    let focus = focus(w);
     for (field, area) in fields.iter().zip(rows.iter()) {
-        let focused = *field == form.focus;
+        let focused = *field == focus;
         // ">" marks the focused field without relying on colour.
         let mark = if focused { ">" } else { " " };
         match form_row(w, *field) {
@@ -506,7 +585,12 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         }
     }
     let mut notes = vec![Line::raw("")];
-    if form.smb {
+    if kept > 0 {
+        notes.push(Line::raw(
+            "A kept disk's share lets guests read without a password; nobody writes, so its files stay as they are.",
+        ));
+    }
+    if array && form.smb {
         notes.push(Line::raw(
             "Samba keeps only a hash of each password; the wizard stages that hash for setup to import, never the password itself.",
         ));
@@ -514,7 +598,7 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
             "Guests or Time Machine, not both: turning one on turns the other off.",
         ));
     }
-    if !form.smb && !form.nfs {
+    if array && !form.smb && !form.nfs {
         notes.push(Line::styled(
             "Neither SMB nor NFS: the array is only usable on this machine.",
             theme.warning(),
