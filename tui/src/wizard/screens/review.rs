@@ -197,8 +197,10 @@ fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
         ),
         (String::new(), Style::new()),
     ];
+    // Kept disks get their own lines below.
     let arrays = Plan {
         shares: Vec::new(),
+        kept: Vec::new(),
         ..handoff.plan.clone()
     };
     for l in arrays.describe().lines() {
