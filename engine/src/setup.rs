@@ -234,7 +234,7 @@ pub fn check_kept_mountable(host: &Host, plan: &mut Plan) -> Result<(), SetupErr
 /// recipe's quirk that cannot be put on this board's command line stops
 /// setup; a listed bridge's is only warned about (the kernel may apply
 /// its own list).
-fn usb_quirks_step(
+pub fn usb_quirks_step(
     host: &Host,
     storage: &crate::spec::Storage,
     inventory: &Inventory,
