@@ -727,6 +727,108 @@ mod tests {
         );
     }
 
+    /// A card image: an MBR with one FAT32 partition at 1 MiB (made by
+    /// sfdisk, mkfs.vfat and mcopy) holding `cmdline`.
+    fn card(dir: &Path, name: &str, cmdline: &str) -> PathBuf {
+        use std::os::unix::fs::FileExt;
+        let run = |cmd: &mut Command| {
+            let out = cmd.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{cmd:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let fat = dir.join(format!("{name}.fat"));
+        run(Command::new("mkfs.vfat")
+            .args(["-C", "-F", "32", "-n", "bootfs"])
+            .arg(&fat)
+            .arg("34816"));
+        let text = dir.join("cmdline.txt");
+        std::fs::write(&text, cmdline).unwrap();
+        run(Command::new("mcopy")
+            .arg("-i")
+            .arg(&fat)
+            .arg(&text)
+            .arg("::cmdline.txt"));
+        let image = dir.join(name);
+        std::fs::File::create(&image)
+            .unwrap()
+            .set_len(40 << 20)
+            .unwrap();
+        run(Command::new("sh").arg("-c").arg(format!(
+            "echo 'start=2048, size=69632, type=c' | sfdisk -q '{}'",
+            image.display()
+        )));
+        let bytes = std::fs::read(&fat).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&image)
+            .unwrap();
+        f.write_all_at(&bytes, 1 << 20).unwrap();
+        image
+    }
+
+    #[test]
+    fn the_kernel_arguments_come_from_cmdline_txt_on_the_boards_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let base = card(
+            d,
+            "nas.img",
+            "console=serial0,115200 console=tty1 root=PARTUUID=1234abcd-02 rootwait quiet\n",
+        );
+        let workdir = d.join("nas.img.emulate");
+        std::fs::create_dir_all(&workdir).unwrap();
+        let root = overlay(&base, &workdir, false).unwrap();
+        let image = Image::open(&base).unwrap();
+        assert_eq!(
+            card_args(&image, &root, &workdir).unwrap(),
+            ["rootwait", "quiet"]
+        );
+
+        // The board rewrites cmdline.txt (setup's USB quirk): the write
+        // lands in the overlay, and the next boot takes it from there.
+        let rewritten = card(
+            d,
+            "rewritten.img",
+            "console=serial0,115200 root=PARTUUID=1234abcd-02 rootwait usb-storage.quirks=46f4:0001:u\n",
+        );
+        let qemu_img = |args: &[&str]| {
+            let out = Command::new("qemu-img").args(args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let (root_s, base_s) = (root.to_str().unwrap(), base.to_str().unwrap());
+        qemu_img(&[
+            "convert",
+            "-f",
+            "raw",
+            "-O",
+            "qcow2",
+            rewritten.to_str().unwrap(),
+            root_s,
+        ]);
+        qemu_img(&["rebase", "-u", "-F", "raw", "-b", base_s, root_s]);
+        assert_eq!(
+            card_args(&image, &root, &workdir).unwrap(),
+            ["rootwait", "usb-storage.quirks=46f4:0001:u"]
+        );
+        assert_eq!(
+            std::fs::read_dir(&workdir).unwrap().count(),
+            1,
+            "only root.qcow2: the boot partition's copy is gone"
+        );
+        let cmdline = std::fs::read(&base).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&cmdline).contains("46f4:0001"),
+            "the image itself is as built"
+        );
+    }
+
     #[test]
     fn usb_and_uas_disks_hang_off_one_xhci_and_leave_the_sata_ports_alone() {
         let opts = Options {

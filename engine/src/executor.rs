@@ -1,7 +1,7 @@
 //! Runs the journal's steps in order from where it stopped, checking each
 //! step's guard first and saving the journal after each one.
 
-use crate::journal::{self, Failure, Journal, JournalError, StepRecord};
+use crate::journal::{self, Failure, Journal, JournalError, Reboot, StepRecord};
 use crate::machine::disks::Host;
 use crate::operation::Operation;
 use crate::runner::{RecordingRunner, RunError, Runner};
@@ -49,6 +49,7 @@ pub trait Progress {
     fn done(&mut self) -> &mut Vec<StepRecord>;
     fn set_failure(&mut self, failure: Option<Failure>);
     fn set_finished(&mut self, at: u64);
+    fn reboot(&mut self) -> &mut Option<Reboot>;
     fn save(&self, path: &Path) -> Result<(), JournalError>;
 }
 
@@ -67,6 +68,9 @@ macro_rules! progress {
             fn set_finished(&mut self, at: u64) {
                 self.finished = Some(at);
             }
+            fn reboot(&mut self) -> &mut Option<Reboot> {
+                &mut self.reboot
+            }
             fn save(&self, path: &Path) -> Result<(), JournalError> {
                 <$t>::save(self, path)
             }
@@ -76,16 +80,29 @@ macro_rules! progress {
 progress!(Journal);
 progress!(Operation);
 
+/// How a run of the executor ended without an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Every step is done.
+    Finished,
+    /// A step asked for a reboot and it was requested: nothing more runs
+    /// in this boot, and the next run continues with that step's guard.
+    Rebooting { index: usize, why: String },
+}
+
 /// Executes the remaining steps. A refusal or failure is recorded in the
 /// journal (which stays at the failed step, so the next run retries it)
-/// and returned.
+/// and returned. A step that ends with a reboot stops the run once the
+/// reboot is requested; it is recorded done only when, after the reboot,
+/// its guard finds the work in effect, and refused when it does not (a
+/// second reboot would change nothing).
 pub fn execute<P: Progress + ?Sized>(
     journal: &mut P,
     journal_path: &Path,
     host: &Host,
     runner: &mut dyn Runner,
     on_event: &mut dyn FnMut(Event),
-) -> Result<(), ExecError> {
+) -> Result<Ended, ExecError> {
     journal.set_failure(None);
     let total = journal.steps().len();
     while journal.done().len() < total {
@@ -112,6 +129,17 @@ pub fn execute<P: Progress + ?Sized>(
                     reason,
                 });
             }
+            Check::Pending if step.reboots() => {
+                if let Some(reason) = rebooted_in_vain(journal, host, index, &step) {
+                    record_failure(journal, journal_path, index, &step, &reason)?;
+                    return Err(ExecError::Refused {
+                        index,
+                        id: step.id,
+                        reason,
+                    });
+                }
+                return reboot(journal, journal_path, host, runner, index, &step);
+            }
             Check::Pending => {
                 if let Err(source) = run_step(&step, runner) {
                     record_failure(journal, journal_path, index, &step, &source.to_string())?;
@@ -135,7 +163,88 @@ pub fn execute<P: Progress + ?Sized>(
         journal.save(journal_path)?;
         on_event(Event::Finished { index });
     }
-    Ok(())
+    Ok(Ended::Finished)
+}
+
+/// The id of the running boot, None where the kernel does not give one.
+fn boot_id(host: &Host) -> Option<String> {
+    std::fs::read_to_string(host.path(journal::BOOT_ID))
+        .ok()
+        .map(|id| id.trim().to_string())
+        .filter(|id| !id.is_empty())
+}
+
+/// Why a reboot step must not run again: it already asked for a reboot,
+/// the board has rebooted since (or cannot tell), and its guard still
+/// finds the work not in effect. None when it has not rebooted for it yet.
+fn rebooted_in_vain<P: Progress + ?Sized>(
+    journal: &mut P,
+    host: &Host,
+    index: usize,
+    step: &Step,
+) -> Option<String> {
+    let asked = journal
+        .reboot()
+        .clone()
+        .filter(|r| r.index == index && r.step == step.id)?;
+    let now = boot_id(host);
+    if asked.boot_id.is_some() && asked.boot_id == now {
+        // The reboot asked for never happened (setup was started again
+        // before it): asking once more is not a second reboot.
+        return None;
+    }
+    Some(format!(
+        "the board rebooted for it (asked at {} s since the epoch, boot {}; this is boot {}), but its work is still not in effect: {}. Setup stops here rather than reboot again; nothing else was changed",
+        asked.at,
+        asked.boot_id.as_deref().unwrap_or("unknown"),
+        now.as_deref().unwrap_or("unknown"),
+        step.not_in_effect(host)
+    ))
+}
+
+/// Runs a step that ends with a reboot: its other actions, then the
+/// journal records the reboot, then the reboot is requested.
+fn reboot<P: Progress + ?Sized>(
+    journal: &mut P,
+    journal_path: &Path,
+    host: &Host,
+    runner: &mut dyn Runner,
+    index: usize,
+    step: &Step,
+) -> Result<Ended, ExecError> {
+    let (last, before) = step
+        .actions
+        .split_last()
+        .expect("a reboot step has actions");
+    let failed = |journal: &mut P, source: RunError| -> Result<Ended, ExecError> {
+        record_failure(journal, journal_path, index, step, &source.to_string())?;
+        Err(ExecError::Failed {
+            index,
+            id: step.id.clone(),
+            source,
+        })
+    };
+    if let Err(source) = before.iter().try_for_each(|a| runner.apply(a)) {
+        return failed(journal, source);
+    }
+    // Saved before the reboot is asked for: the shutdown may stop setup
+    // before it could save anything after.
+    *journal.reboot() = Some(Reboot {
+        step: step.id.clone(),
+        index,
+        why: step.title.clone(),
+        boot_id: boot_id(host),
+        at: journal::now(),
+    });
+    journal.save(journal_path)?;
+    if let Err(source) = runner.apply(last) {
+        *journal.reboot() = None;
+        return failed(journal, source);
+    }
+    Ok(Ended::Rebooting {
+        index,
+        why: step.title.clone(),
+    })
 }
 
 fn run_step(step: &Step, runner: &mut dyn Runner) -> Result<(), RunError> {

@@ -31,7 +31,32 @@ pub struct Journal {
     pub started: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<u64>,
+    /// The last reboot a step asked for; kept once the step is done, as
+    /// the record of why the board rebooted during setup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reboot: Option<Reboot>,
 }
+
+/// A reboot a step asked for (its last action is `Action::Reboot`),
+/// written before the reboot is requested. After the reboot the step's
+/// guard must find its work in effect; if it does not, the step is refused
+/// instead of rebooting again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reboot {
+    pub step: String,
+    pub index: usize,
+    /// Why, as the step's title says it.
+    pub why: String,
+    /// The kernel's boot id (/proc/sys/kernel/random/boot_id) when the
+    /// reboot was asked for: a different one later means the board did
+    /// reboot. None where the kernel did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    pub at: u64,
+}
+
+/// Where the kernel gives the id of the running boot.
+pub const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepRecord {
@@ -96,6 +121,7 @@ impl Journal {
             failure: None,
             started: now(),
             finished: None,
+            reboot: None,
         }
     }
 

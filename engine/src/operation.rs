@@ -52,6 +52,8 @@ pub struct Operation {
     pub started: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reboot: Option<journal::Reboot>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +90,7 @@ impl Operation {
             failure: None,
             started: journal::now(),
             finished: None,
+            reboot: None,
         }
     }
 

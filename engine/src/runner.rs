@@ -317,6 +317,7 @@ impl Runner for SystemRunner {
             Action::ZeroEnds { device } => self.zero_ends(action, device),
             Action::FollowSync { device } => self.follow_sync(action, device),
             Action::RefreshMdadmConf => self.refresh_mdadm_conf(),
+            Action::Reboot => self.exec(&crate::steps::reboot_cmd()).map(drop),
         }
     }
 

@@ -2,7 +2,7 @@
 //! execution with the journal. The wizard will call the same pieces with a
 //! spec built on screen.
 
-use crate::executor::{self, Event, ExecError};
+use crate::executor::{self, Ended, Event, ExecError};
 use crate::journal::{self, Journal, JournalError};
 use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
 use crate::planner::{self, Plan, Refusal};
@@ -83,18 +83,23 @@ pub enum SetupError {
     },
     #[error("refusing to change the system with --root {}: the plan above is what would run; use `plan --dry-run` for a rehearsal", .0.display())]
     NotTheRealRoot(PathBuf),
+    #[error("[storage] usb_quirks: {0}; nothing was changed")]
+    UsbQuirks(String),
     #[error(transparent)]
     Journal(#[from] JournalError),
     #[error(transparent)]
     Exec(#[from] ExecError),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Every step ran (or was found done) now.
     Completed,
     /// The journal says setup finished on an earlier run.
     AlreadyComplete,
+    /// A step asked for a reboot (the journal records it) and it was
+    /// requested; setup continues from the journal after it.
+    Rebooting { why: String },
 }
 
 /// The plan and its steps for a recipe on this machine.
@@ -185,20 +190,7 @@ pub fn prepare(
     check_kept_mountable(host, &mut plan)?;
     let context = Context::random(&hostname(host), &plan);
     let mut steps = steps::generate(&plan, &context);
-    let quirks = steps::usb::needed(storage, &inventory);
-    for (_, why) in &quirks {
-        on_note(&format!("USB: {why}"));
-    }
-    let boot = boot_dir(host);
-    let boot = format!(
-        "/{}",
-        boot.strip_prefix(&host.root).unwrap_or(&boot).display()
-    )
-    .replace("//", "/");
-    if let Some(step) = steps::usb::step(host, &boot, &quirks) {
-        on_note(
-            "USB bridges are kept off UAS on the kernel command line; the board reboots once before anything is created",
-        );
+    if let Some(step) = usb_quirks_step(host, storage, &inventory, on_note)? {
         steps.insert(0, step);
     }
     crate::alerts::add_steps(
@@ -236,6 +228,43 @@ pub fn check_kept_mountable(host: &Host, plan: &mut Plan) -> Result<(), SetupErr
         Err(SetupError::Refused(refused))
     }
 }
+
+/// The step that keeps USB bridges off UAS, first of all, when the kernel
+/// lacks a quirk the recipe names or a listed bridge on `uas` needs. A
+/// recipe's quirk that cannot be put on this board's command line stops
+/// setup; a listed bridge's is only warned about (the kernel may apply
+/// its own list).
+pub fn usb_quirks_step(
+    host: &Host,
+    storage: &crate::spec::Storage,
+    inventory: &Inventory,
+    on_note: &mut dyn FnMut(&str),
+) -> Result<Option<Step>, SetupError> {
+    let needed = steps::usb::needed(storage, inventory);
+    for n in &needed {
+        on_note(&format!("USB: {}", n.why));
+    }
+    let boot = boot_dir(host);
+    let boot = Path::new("/").join(boot.strip_prefix(&host.root).unwrap_or(&boot));
+    match steps::usb::step(host, &boot.to_string_lossy(), &needed) {
+        Ok(Some(step)) => {
+            on_note(&format!("USB: {REBOOT_NOTE}"));
+            Ok(Some(step))
+        }
+        Ok(None) => Ok(None),
+        Err(cannot) if cannot.named_in_recipe => Err(SetupError::UsbQuirks(cannot.why)),
+        Err(cannot) => {
+            on_note(&format!("warning: {}", cannot.why));
+            Ok(None)
+        }
+    }
+}
+
+/// Said when setup plans the USB quirk step.
+pub const REBOOT_NOTE: &str = "the kernel command line gets usb-storage.quirks, and the board reboots once before anything is created; setup continues after the reboot";
+
+/// The console line when setup stops for a reboot a step asked for.
+pub const REBOOT_MARKER: &str = "nasforge-setup: rebooting";
 
 /// What first boot runs. Resumes an interrupted setup from its journal;
 /// does nothing when setup already finished.
@@ -283,8 +312,10 @@ pub fn unattended(
             journal
         }
     };
-    executor::execute(&mut journal, &path, host, runner, on_event)?;
-    Ok(Outcome::Completed)
+    match executor::execute(&mut journal, &path, host, runner, on_event)? {
+        Ended::Finished => Ok(Outcome::Completed),
+        Ended::Rebooting { why, .. } => Ok(Outcome::Rebooting { why }),
+    }
 }
 
 /// Commands cannot be moved under a fake root, so a rehearsal on one stops

@@ -8,7 +8,8 @@ pub const KEY: &str = "usb-storage.quirks";
 
 /// The `usb-storage.quirks=` word holding the entries of `current` (the
 /// word's value now, if any) and the recipe's; None when there is nothing
-/// to add. An entry already there for a bridge keeps its flags.
+/// to add. An entry already there for a bridge keeps its flags, with `u`
+/// added when it lacks it.
 pub fn word(current: Option<&str>, quirks: &[UsbQuirk]) -> Option<String> {
     let mut entries: Vec<String> = current
         .unwrap_or("")
@@ -16,17 +17,20 @@ pub fn word(current: Option<&str>, quirks: &[UsbQuirk]) -> Option<String> {
         .filter(|e| !e.is_empty())
         .map(str::to_string)
         .collect();
-    let before = entries.len();
+    let before = entries.clone();
     for q in quirks {
-        let id = q.to_string();
-        if !entries
-            .iter()
-            .any(|e| e.to_ascii_lowercase().starts_with(&format!("{id}:")))
+        let id = format!("{q}:");
+        match entries
+            .iter_mut()
+            .find(|e| e.to_ascii_lowercase().starts_with(&id))
         {
-            entries.push(q.kernel_entry());
+            // `u` (IGNORE_UAS) added to the flags it has for other trouble.
+            Some(e) if !e[id.len()..].contains(['u', 'U']) => e.push('u'),
+            Some(_) => {}
+            None => entries.push(q.kernel_entry()),
         }
     }
-    (entries.len() != before).then(|| format!("{KEY}={}", entries.join(",")))
+    (entries != before).then(|| format!("{KEY}={}", entries.join(",")))
 }
 
 /// The value of `key=` among whitespace-separated `words` (the last one,
@@ -34,8 +38,8 @@ pub fn word(current: Option<&str>, quirks: &[UsbQuirk]) -> Option<String> {
 pub fn value<'a>(words: &'a str, key: &str) -> Option<&'a str> {
     words
         .split_whitespace()
-        .rev()
-        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+        .filter_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+        .next_back()
 }
 
 #[cfg(test)]
@@ -61,6 +65,10 @@ mod tests {
             word(Some("152D:0578:ut"), &[q("152d:0578")]),
             None,
             "already there, flags kept"
+        );
+        assert_eq!(
+            word(Some("152d:0578:r"), &[q("152d:0578")]).as_deref(),
+            Some("usb-storage.quirks=152d:0578:ru")
         );
         assert_eq!(word(None, &[]), None);
     }

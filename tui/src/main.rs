@@ -13,7 +13,7 @@ use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
 use nasforge_engine::planner::Plan;
 use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
-use nasforge_engine::setup::{self, COMPLETE_MARKER, Outcome, SetupError};
+use nasforge_engine::setup::{self, COMPLETE_MARKER, Outcome, REBOOT_MARKER, SetupError};
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::status::{self, Setup};
 use nasforge_setup::wizard::{self, Exit};
@@ -317,8 +317,12 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
 
     let journal = Journal::load(&setup::journal_path(host)).ok().flatten();
     let mut status = status::collect(host, journal.as_ref(), query_runner(host)?.as_mut());
-    if let Err(e @ (SetupError::Refused(_) | SetupError::Recipe(_) | SetupError::NoStorage(_))) =
-        &result
+    if let Err(
+        e @ (SetupError::Refused(_)
+        | SetupError::Recipe(_)
+        | SetupError::NoStorage(_)
+        | SetupError::UsbQuirks(_)),
+    ) = &result
     {
         status.setup = Setup::NotPossible {
             problems: vec![e.to_string()],
@@ -340,9 +344,26 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
             ),
         );
     }
-    if result? == Outcome::AlreadyComplete {
-        eprintln!("nasforge-setup: setup was already complete; nothing to do");
+    match result? {
+        Outcome::AlreadyComplete => {
+            eprintln!("nasforge-setup: setup was already complete; nothing to do")
+        }
+        Outcome::Rebooting { why } => return wait_for_reboot(&why),
+        Outcome::Completed => {}
     }
     println!("{COMPLETE_MARKER}");
     Ok(())
+}
+
+/// After a step asked for a reboot: setup must not end as if it had
+/// finished (first boot would disable itself), so it waits for the
+/// shutdown to stop it, and fails if none comes.
+fn wait_for_reboot(why: &str) -> anyhow::Result<()> {
+    const AT_MOST: std::time::Duration = std::time::Duration::from_secs(600);
+    println!("{REBOOT_MARKER}: {why}; setup continues after the reboot");
+    std::thread::sleep(AT_MOST);
+    anyhow::bail!(
+        "the reboot setup asked for has not happened after {} s; reboot the board (`sudo systemctl reboot`) and setup continues from its journal",
+        AT_MOST.as_secs()
+    )
 }

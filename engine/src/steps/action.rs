@@ -47,6 +47,11 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
+/// The command behind [`Action::Reboot`].
+pub fn reboot_cmd() -> Cmd {
+    Cmd::new(&["systemctl", "reboot"])
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum Action {
@@ -99,6 +104,9 @@ pub enum Action {
     /// Rewrite the ARRAY lines of mdadm.conf from `mdadm --detail --scan`
     /// and rebuild the initramfs, only when those lines changed.
     RefreshMdadmConf,
+    /// `systemctl reboot`, as a step's last action: the executor records it
+    /// in the journal first and stops after it (see `executor::Ended`).
+    Reboot,
 }
 
 impl fmt::Display for Action {
@@ -170,6 +178,7 @@ impl fmt::Display for Action {
                 f,
                 "# rewrite the ARRAY lines of /etc/mdadm/mdadm.conf from `mdadm --detail --scan`; if they changed, `update-initramfs -u -k all`"
             ),
+            Action::Reboot => write!(f, "{}", reboot_cmd()),
         }
     }
 }

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 pub enum Guard {
     /// The step is idempotent by construction (whole-file writes, enables).
     Always,
-    /// Done when the kernel runs with every `usb-storage.quirks` entry;
-    /// refused when they are in `files` but not active (see steps::usb).
+    /// Done when the kernel runs with every `usb-storage.quirks` entry
+    /// (`quirks`), which the step wrote to `files` (see steps::usb).
     UsbQuirks {
-        entries: Vec<String>,
+        quirks: Vec<crate::spec::UsbQuirk>,
         files: Vec<String>,
     },
     /// Wiping: the disk at `device` must be the planned one, not in use by
@@ -74,7 +74,7 @@ impl Step {
     pub fn check(&self, host: &Host) -> Check {
         match &self.guard {
             Guard::Always => Check::Pending,
-            Guard::UsbQuirks { entries, files } => super::usb::check(host, entries, files),
+            Guard::UsbQuirks { quirks, .. } => super::usb::check(host, quirks),
             Guard::NotInUse { device, disk, held } => check_wipe(host, device, disk, held),
             Guard::Partition {
                 device,
@@ -122,6 +122,17 @@ impl Step {
                     ))
                 }
             }
+        }
+    }
+}
+
+impl Step {
+    /// What is still missing when a step that rebooted the board finds its
+    /// work not in effect afterwards, for the refusal that follows.
+    pub fn not_in_effect(&self, host: &Host) -> String {
+        match &self.guard {
+            Guard::UsbQuirks { quirks, files } => super::usb::not_in_effect(host, quirks, files),
+            _ => format!("its check still finds \"{}\" to do", self.title),
         }
     }
 }

@@ -13,7 +13,7 @@ mod shares;
 mod storage;
 pub mod usb;
 
-pub use action::{Action, Cmd, shell_quote};
+pub use action::{Action, Cmd, reboot_cmd, shell_quote};
 pub use guard::{Check, Guard};
 pub use storage::{filesystem_device, mkfs, mount_unit};
 pub(crate) use storage::{partition_step, wipe_step};
@@ -42,6 +42,14 @@ pub struct Context {
     pub hostname: String,
     /// Filesystem UUID for each array, in plan order.
     pub fs_uuids: Vec<String>,
+}
+
+impl Step {
+    /// The step ends with a reboot: the executor stops after it, and after
+    /// the reboot its guard must find its work in effect.
+    pub fn reboots(&self) -> bool {
+        matches!(self.actions.last(), Some(Action::Reboot))
+    }
 }
 
 impl Context {
