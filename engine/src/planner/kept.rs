@@ -32,17 +32,6 @@ fn refuse(spec: &KeptDisk, disk: Option<&str>, reason: String) -> Refusal {
     }
 }
 
-fn kept_filesystem(fstype: &str) -> Option<KeptFilesystem> {
-    Some(match fstype {
-        "ext4" => KeptFilesystem::Ext4,
-        "xfs" => KeptFilesystem::Xfs,
-        "btrfs" => KeptFilesystem::Btrfs,
-        "exfat" => KeptFilesystem::Exfat,
-        "ntfs" => KeptFilesystem::Ntfs,
-        _ => return None,
-    })
-}
-
 /// The one disk `spec` matches among those not `taken`, and its filesystem.
 pub(super) fn plan_kept(
     index: usize,
@@ -143,7 +132,7 @@ pub(super) fn plan_kept(
     else {
         unreachable!("filtered to filesystems")
     };
-    let Some(filesystem) = kept_filesystem(fstype) else {
+    let Some(filesystem) = KeptFilesystem::from_fstype(fstype) else {
         return Err(refuse(
             spec,
             Some(&device),

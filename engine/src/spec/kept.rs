@@ -44,6 +44,21 @@ pub enum KeptFilesystem {
     Ntfs,
 }
 
+impl KeptFilesystem {
+    /// A filesystem type as the probe (or libblkid) names it, when it can
+    /// be kept: ext2 and ext3 are mounted by the ext4 driver.
+    pub fn from_fstype(fstype: &str) -> Option<KeptFilesystem> {
+        Some(match fstype {
+            "ext2" | "ext3" | "ext4" => KeptFilesystem::Ext4,
+            "xfs" => KeptFilesystem::Xfs,
+            "btrfs" => KeptFilesystem::Btrfs,
+            "exfat" => KeptFilesystem::Exfat,
+            "ntfs" | "ntfs3" => KeptFilesystem::Ntfs,
+            _ => return None,
+        })
+    }
+}
+
 impl fmt::Display for KeptFilesystem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -113,5 +128,24 @@ pub(super) fn check_kept(storage: &Storage, out: &mut Vec<SpecProblem>) {
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_planner_and_the_wizard_keep_the_same_filesystems() {
+        assert_eq!(
+            KeptFilesystem::from_fstype("ext3"),
+            Some(KeptFilesystem::Ext4)
+        );
+        assert_eq!(
+            KeptFilesystem::from_fstype("ntfs"),
+            Some(KeptFilesystem::Ntfs)
+        );
+        assert_eq!(KeptFilesystem::from_fstype("vfat"), None);
+        assert_eq!(KeptFilesystem::from_fstype("hfsplus"), None);
     }
 }

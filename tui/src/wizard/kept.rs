@@ -41,19 +41,6 @@ impl Kept {
 
 pub const KEEPABLE: &str = "ext4, xfs, btrfs, exfat and ntfs";
 
-/// The filesystems setup can mount and leave as they are. ext2 and ext3
-/// are mounted by the ext4 driver, as the planner does.
-fn kept_filesystem(fstype: &str) -> Option<KeptFilesystem> {
-    Some(match fstype {
-        "ext2" | "ext3" | "ext4" => KeptFilesystem::Ext4,
-        "xfs" => KeptFilesystem::Xfs,
-        "btrfs" => KeptFilesystem::Btrfs,
-        "exfat" => KeptFilesystem::Exfat,
-        "ntfs" | "ntfs3" => KeptFilesystem::Ntfs,
-        _ => return None,
-    })
-}
-
 /// What of `disk` can be shared as it is, or why nothing can. The one
 /// filesystem setup can mount is taken, so a Mac's exFAT disk with its
 /// small EFI partition beside it can be kept.
@@ -98,7 +85,7 @@ pub fn keep(disk: &Disk, inventory: &Inventory) -> Result<Kept, String> {
     }
     let keepable: Vec<_> = filesystems
         .iter()
-        .filter_map(|f| kept_filesystem(f.1).map(|k| (f, k)))
+        .filter_map(|f| KeptFilesystem::from_fstype(f.1).map(|k| (f, k)))
         .collect();
     let ((on, fstype, label, uuid), filesystem) = match keepable.as_slice() {
         [one] => *one,
