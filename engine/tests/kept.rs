@@ -79,6 +79,7 @@ fn storage(disks: Vec<KeptDisk>) -> Storage {
     Storage {
         mode: Mode::Unattended,
         arrays: vec![Array {
+            vdevs: None,
             name: "docs".into(),
             level: Level::Raid1,
             disks: DiskMatch {

@@ -54,6 +54,7 @@ fn sata_tb(sizes_tb: &[u64]) -> Vec<Disk> {
 
 fn array(name: &str, level: Level, rules: DiskMatch) -> Array {
     Array {
+        vdevs: None,
         name: name.into(),
         level,
         disks: rules,

@@ -78,6 +78,7 @@ fn degraded_raid5() -> Overview {
             used: Some(Size(1_200_000_000_000)),
         }],
         shares: vec![Share {
+            quota: None,
             name: "data".into(),
             path: "/srv/data".into(),
             smb: Some(Smb {

@@ -177,6 +177,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
         storage: Some(Storage {
             mode: Mode::Unattended,
             arrays: vec![Array {
+                vdevs: None,
                 name: "tank".into(),
                 level: Level::Raid6,
                 disks: DiskMatch {
@@ -197,6 +198,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
         // Time Machine on a share of its own, in a folder of the array.
         shares: vec![
             Share {
+                quota: None,
                 name: "tank".into(),
                 path: "/srv/tank".into(),
                 smb: Some(Smb {
@@ -212,6 +214,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
                 }),
             },
             Share {
+                quota: None,
                 name: "timemachine".into(),
                 path: "/srv/tank/timemachine".into(),
                 smb: Some(Smb {
@@ -1261,6 +1264,7 @@ fn the_shares_screen_offers_each_kept_disk_read_only_to_guests() {
     );
     insta::assert_snapshot!("shares_kept", shown);
     let photos_share = Share {
+        quota: None,
         name: "photos".into(),
         path: "/srv/photos".into(),
         smb: Some(Smb {

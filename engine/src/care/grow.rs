@@ -120,6 +120,9 @@ pub fn cannot_grow(level: Level) -> Option<&'static str> {
         Level::Raid10 => Some(
             "whether md can reshape a raid10 depends on its layout and the kernel, and nasforge does not attempt it. Back up the data, then set the array up again with more disks",
         ),
+        Level::Raidz1 | Level::Raidz2 | Level::Raidz3 | Level::Mirror | Level::Stripe => Some(
+            "a ZFS pool grows by another vdev (zpool add) or by replacing every disk with a larger one, not disk by disk as md does; nasforge does not do that yet",
+        ),
         Level::Raid1 | Level::Raid5 | Level::Raid6 => None,
     }
 }
@@ -200,6 +203,7 @@ fn grow_filesystem_step(array: &ArraySurvey, md: &str) -> Step {
         Filesystem::Ext4 => vec!["resize2fs", md],
         Filesystem::Xfs => vec!["xfs_growfs", &array.mount],
         Filesystem::Btrfs => vec!["btrfs", "filesystem", "resize", "max", &array.mount],
+        Filesystem::Zfs => unreachable!("check_growable refuses ZFS levels"),
     };
     Step {
         id: format!("grow-filesystem:{}", array.name),

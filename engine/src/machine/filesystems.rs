@@ -58,7 +58,7 @@ pub fn mount_type(host: &Host, fs: KeptFilesystem) -> Result<String, String> {
     })
 }
 
-fn release(host: &Host) -> Option<String> {
+pub(crate) fn release(host: &Host) -> Option<String> {
     fs::read_to_string(host.path("/proc/sys/kernel/osrelease"))
         .ok()
         .map(|r| r.trim().to_string())
@@ -67,7 +67,7 @@ fn release(host: &Host) -> Option<String> {
 
 /// Registered (/proc/filesystems) or loadable: `kernel/.../<name>.ko[.xz|
 /// .zst|.gz]` in modules.builtin or modules.dep.
-fn kernel_has(host: &Host, name: &str) -> bool {
+pub(crate) fn kernel_has(host: &Host, name: &str) -> bool {
     let registered = fs::read_to_string(host.path("/proc/filesystems"))
         .is_ok_and(|t| t.lines().any(|l| l.split_whitespace().last() == Some(name)));
     if registered {

@@ -14,6 +14,7 @@ pub mod sysfs;
 pub mod uas_quirks;
 pub mod udev;
 pub mod usb;
+pub mod zfs;
 
 /// A fake root holding `files` (absolute path, text), for unit tests of
 /// readers that go through [`disks::Host`].

@@ -6,43 +6,83 @@ use crate::machine::disks::{Disk, Inventory};
 use crate::size::Size;
 use crate::spec::{Level, Transport};
 
-pub(super) fn data_disks(level: Level, n: usize) -> usize {
-    match level {
-        Level::Raid0 => n,
-        Level::Raid1 | Level::Single => 1,
-        Level::Raid5 => n - 1,
-        Level::Raid6 => n - 2,
-        Level::Raid10 => n / 2,
-    }
+/// Disks' worth of data in `n` members split into `vdevs` equal groups
+/// (always one for md).
+pub(super) fn data_disks(level: Level, n: usize, vdevs: usize) -> usize {
+    let width = n / vdevs.max(1);
+    let per_vdev = match level {
+        Level::Raid0 | Level::Stripe => width,
+        Level::Raid1 | Level::Single | Level::Mirror => 1,
+        Level::Raid5 | Level::Raidz1 => width.saturating_sub(1),
+        Level::Raid6 | Level::Raidz2 => width.saturating_sub(2),
+        Level::Raidz3 => width.saturating_sub(3),
+        Level::Raid10 => width / 2,
+    };
+    per_vdev * vdevs.max(1)
 }
 
-/// Capacity and the bytes lost to mixed sizes, from member sizes alone.
+/// Capacity and the bytes lost to mixed sizes, from member sizes alone
+/// (one group: every md array, a ZFS pool of one vdev).
 pub fn capacity(level: Level, sizes: &[u64]) -> (Size, Size) {
-    let n = sizes.len() as u64;
-    let smallest = sizes.iter().copied().min().unwrap_or(0);
-    let total: u64 = sizes.iter().sum();
-    let usable = match level {
-        // md raid0 stripes unequal members in zones and uses every byte.
-        Level::Raid0 => return (Size(total), Size(0)),
-        Level::Raid1 | Level::Single => smallest,
-        Level::Raid5 => smallest * (n - 1),
-        Level::Raid6 => smallest * (n - 2),
-        Level::Raid10 => smallest * n / 2,
-    };
-    (Size(usable), Size(total - smallest * n))
+    capacity_in(level, sizes, 1)
+}
+
+/// As [`capacity`] for members taken in order into `vdevs` equal groups;
+/// each group is limited by its smallest member. raidz's padding and
+/// ZFS's slop space are not counted: the figure is the disks' worth, as
+/// for md.
+pub fn capacity_in(level: Level, sizes: &[u64], vdevs: usize) -> (Size, Size) {
+    let vdevs = vdevs.max(1);
+    let width = (sizes.len() / vdevs).max(1);
+    let (mut usable, mut lost) = (0, 0);
+    for group in sizes.chunks(width) {
+        let n = group.len() as u64;
+        let smallest = group.iter().copied().min().unwrap_or(0);
+        let total: u64 = group.iter().sum();
+        let data = data_disks(level, group.len(), 1) as u64;
+        // md raid0 stripes unequal members in zones, and ZFS stripes every
+        // byte of each disk: nothing is lost to mixed sizes.
+        if matches!(level, Level::Raid0 | Level::Stripe) {
+            usable += total;
+            continue;
+        }
+        // md's near-2 layout keeps two copies of each chunk over any number
+        // of members: half of them all, not whole disks.
+        usable += if level == Level::Raid10 {
+            smallest * n / 2
+        } else {
+            smallest * data
+        };
+        lost += total - smallest * n;
+    }
+    (Size(usable), Size(lost))
 }
 
 pub fn tolerance(level: Level, n: usize) -> Tolerance {
-    let (guaranteed, best_case) = match level {
-        Level::Raid0 | Level::Single => (0, 0),
-        Level::Raid1 => (n - 1, n - 1),
-        Level::Raid5 => (1, 1),
-        Level::Raid6 => (2, 2),
-        Level::Raid10 => (1, n / 2),
+    tolerance_in(level, n, 1)
+}
+
+/// Failed disks survived whichever fail (`guaranteed`) and when they fall
+/// one per group (`best_case`).
+pub fn tolerance_in(level: Level, n: usize, vdevs: usize) -> Tolerance {
+    let vdevs = vdevs.max(1);
+    let width = n / vdevs;
+    let per_vdev = match level {
+        Level::Raid0 | Level::Single | Level::Stripe => 0,
+        Level::Raid1 | Level::Mirror => width.saturating_sub(1),
+        Level::Raid5 | Level::Raidz1 => 1,
+        Level::Raid6 | Level::Raidz2 => 2,
+        Level::Raidz3 => 3,
+        Level::Raid10 => {
+            return Tolerance {
+                guaranteed: 1,
+                best_case: n / 2,
+            };
+        }
     };
     Tolerance {
-        guaranteed,
-        best_case,
+        guaranteed: per_vdev,
+        best_case: per_vdev * vdevs,
     }
 }
 
@@ -103,10 +143,15 @@ pub fn network_mb_s(mbit: u32) -> u32 {
     (mbit as u64 * 117 / 1000) as u32
 }
 
-pub(super) fn throughput(level: Level, members: &[&Disk], inventory: &Inventory) -> Throughput {
+pub(super) fn throughput(
+    level: Level,
+    vdevs: usize,
+    members: &[&Disk],
+    inventory: &Inventory,
+) -> Throughput {
     let slowest = members.iter().map(|d| disk_mb_s(d)).min().unwrap_or(0);
     let n = members.len();
-    let disks = slowest * data_disks(level, n).max(1) as u32;
+    let disks = slowest * data_disks(level, n, vdevs).max(1) as u32;
     let mut limits = vec![Limit {
         what: format!("the disks ({n} × ≈{slowest} MB/s, {level})"),
         mb_s: disks,

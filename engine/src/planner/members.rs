@@ -2,7 +2,7 @@
 //! blank (or may be erased), as many as its count asks for, or refusals
 //! that name each disk in the way.
 
-use super::estimates::{capacity, throughput, tolerance};
+use super::estimates::{capacity_in, throughput, tolerance_in};
 use super::{ArrayPlan, Member, Refusal, refusals};
 use crate::machine::disks::{Disk, Inventory};
 use crate::matching;
@@ -215,7 +215,7 @@ fn array_plan(
     let level = spec.level;
     let disks: Vec<&Disk> = chosen.iter().map(|(d, _)| *d).collect();
     let sizes: Vec<u64> = disks.iter().map(|d| d.size.0).collect();
-    let (capacity, lost) = capacity(level, &sizes);
+    let (capacity, lost) = capacity_in(level, &sizes, spec.vdev_count());
     let warnings = warnings(spec, chosen, lost);
     ArrayPlan {
         spec: spec.clone(),
@@ -228,8 +228,8 @@ fn array_plan(
             .collect(),
         capacity,
         lost_to_mixed_sizes: lost,
-        tolerance: tolerance(level, disks.len()),
-        throughput: throughput(level, &disks, inventory),
+        tolerance: tolerance_in(level, disks.len(), spec.vdev_count()),
+        throughput: throughput(level, spec.vdev_count(), &disks, inventory),
         warnings,
         skipped,
     }

@@ -12,7 +12,9 @@ mod kept;
 mod members;
 mod refusals;
 
-pub use estimates::{capacity, network_mb_s, pcie_link, pcie_mb_s, tolerance};
+pub use estimates::{
+    capacity, capacity_in, network_mb_s, pcie_link, pcie_mb_s, tolerance, tolerance_in,
+};
 pub use kept::KeptPlan;
 
 use crate::machine::disks::{Disk, Inventory};
@@ -114,7 +116,7 @@ impl fmt::Display for Refusal {
 
 impl ArrayPlan {
     pub fn data_disks(&self) -> usize {
-        estimates::data_disks(self.spec.level, self.members.len())
+        estimates::data_disks(self.spec.level, self.members.len(), self.spec.vdev_count())
     }
 
     /// All members the same size? (md raid0 needs a layout otherwise.)

@@ -75,6 +75,7 @@ mod tests {
 
     fn share(name: &str, timemachine: bool) -> Share {
         Share {
+            quota: None,
             name: name.into(),
             path: "/srv/data".into(),
             smb: Some(Smb {

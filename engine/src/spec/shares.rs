@@ -18,6 +18,9 @@ pub struct Share {
     pub smb: Option<Smb>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nfs: Option<Nfs>,
+    /// ZFS only: the most the share's dataset may hold (`zfs set quota`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<Size>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -109,6 +112,18 @@ pub(super) fn check_shares(storage: &Storage, shares: &[Share], out: &mut Vec<Sp
                     share.path,
                     if mounts.is_empty() { "none defined".to_string() } else { mounts.join(", ") }
                 ),
+            ));
+        }
+        if share.quota.is_some()
+            && !storage
+                .arrays
+                .iter()
+                .filter(|a| a.is_zfs())
+                .any(|a| is_under(&share.path, &a.mount) || share.path == a.mount)
+        {
+            out.push(problem(
+                format!("shares[{i}].quota"),
+                format!("a quota is a ZFS dataset's; {} is not on a ZFS pool (filesystem = \"zfs\"): remove quota, or put the share on a pool", share.path),
             ));
         }
         check_against_earlier(i, share, &shares[..i], out);

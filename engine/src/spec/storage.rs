@@ -58,9 +58,22 @@ pub struct Array {
     /// or a RAID/ZFS label. Mounted, in-use and boot disks are never erased.
     #[serde(default)]
     pub wipe: bool,
+    /// ZFS only: split the disks into this many groups (vdevs) of the same
+    /// level, striped together (two raidz2 vdevs of 7 disks from 14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vdevs: Option<usize>,
 }
 
 impl Array {
+    /// How many vdevs the pool stripes over (1 for md arrays).
+    pub fn vdev_count(&self) -> usize {
+        self.vdevs.unwrap_or(1).max(1)
+    }
+
+    pub fn is_zfs(&self) -> bool {
+        self.filesystem == Filesystem::Zfs
+    }
+
     /// Where the md array appears, `/dev/md/<name>` (a `single` array has
     /// none: its filesystem goes on the disk's partition).
     pub fn md_device(&self) -> String {
@@ -78,22 +91,52 @@ pub enum Level {
     Raid10,
     /// One disk with a filesystem on it; no md layer.
     Single,
+    /// ZFS levels (with `filesystem = "zfs"`): one, two or three disks of
+    /// parity in each vdev, an n-way mirror, or disks striped with none.
+    Raidz1,
+    Raidz2,
+    Raidz3,
+    Mirror,
+    Stripe,
 }
 
 impl Level {
     /// The fewest members mdadm accepts (raid10 with the default near-2
     /// layout works on two disks).
+    /// For ZFS levels, the fewest in each vdev: zpool takes a raidzN of N+1
+    /// disks, but it would hold no more than a mirror, so one more is asked.
     pub fn min_disks(self) -> usize {
         match self {
-            Level::Single => 1,
-            Level::Raid0 | Level::Raid1 | Level::Raid10 => 2,
-            Level::Raid5 => 3,
-            Level::Raid6 => 4,
+            Level::Single | Level::Stripe => 1,
+            Level::Raid0 | Level::Raid1 | Level::Raid10 | Level::Mirror => 2,
+            Level::Raid5 | Level::Raidz1 => 3,
+            Level::Raid6 | Level::Raidz2 => 4,
+            Level::Raidz3 => 5,
         }
     }
 
     pub fn max_disks(self) -> Option<usize> {
         (self == Level::Single).then_some(1)
+    }
+
+    /// A ZFS level: built with zpool, not mdadm.
+    pub fn is_zfs(self) -> bool {
+        matches!(
+            self,
+            Level::Raidz1 | Level::Raidz2 | Level::Raidz3 | Level::Mirror | Level::Stripe
+        )
+    }
+
+    /// The vdev type on zpool's command line; None for a stripe (disks
+    /// listed bare) and for md levels.
+    pub fn zpool_vdev(self) -> Option<&'static str> {
+        match self {
+            Level::Raidz1 => Some("raidz1"),
+            Level::Raidz2 => Some("raidz2"),
+            Level::Raidz3 => Some("raidz3"),
+            Level::Mirror => Some("mirror"),
+            _ => None,
+        }
     }
 
     /// The value for `mdadm --level`; None for `single`.
@@ -104,7 +147,7 @@ impl Level {
             Level::Raid5 => Some("5"),
             Level::Raid6 => Some("6"),
             Level::Raid10 => Some("10"),
-            Level::Single => None,
+            _ => None,
         }
     }
 
@@ -127,6 +170,11 @@ impl fmt::Display for Level {
             Level::Raid6 => "raid6",
             Level::Raid10 => "raid10",
             Level::Single => "single",
+            Level::Raidz1 => "raidz1",
+            Level::Raidz2 => "raidz2",
+            Level::Raidz3 => "raidz3",
+            Level::Mirror => "mirror",
+            Level::Stripe => "stripe",
         })
     }
 }
@@ -137,6 +185,8 @@ pub enum Filesystem {
     Ext4,
     Xfs,
     Btrfs,
+    /// A ZFS pool: the level is a ZFS one and zpool/zfs build it.
+    Zfs,
 }
 
 impl fmt::Display for Filesystem {
@@ -145,6 +195,7 @@ impl fmt::Display for Filesystem {
             Filesystem::Ext4 => "ext4",
             Filesystem::Xfs => "xfs",
             Filesystem::Btrfs => "btrfs",
+            Filesystem::Zfs => "zfs",
         })
     }
 }
@@ -431,7 +482,9 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
     }
     check_mount(at, &array.mount, name, out);
     let level = array.level;
-    if let Count::Exactly(n) = array.disks.count {
+    if !check_zfs(at, array, out)
+        && let Count::Exactly(n) = array.disks.count
+    {
         if n < level.min_disks() {
             out.push(problem(
                 format!("{at}.disks.count"),
@@ -455,6 +508,84 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
         ));
     }
     check_patterns(&format!("{at}.disks"), &array.disks, out);
+}
+
+/// The pool names zpool(8) reserves, and the prefixes it refuses.
+const ZPOOL_RESERVED: &[&str] = &[
+    "mirror", "raidz", "draid", "spare", "log", "cache", "special", "dedup",
+];
+
+/// The ZFS side of an array: level and filesystem agree, vdevs divide the
+/// disks, the name is one zpool takes. True when the array is a ZFS pool
+/// (its disk count is checked here, per vdev).
+fn check_zfs(at: &str, array: &Array, out: &mut Vec<SpecProblem>) -> bool {
+    let level = array.level;
+    match (level.is_zfs(), array.is_zfs()) {
+        (true, false) => {
+            out.push(problem(
+                format!("{at}.filesystem"),
+                format!("{level} is a ZFS level; set filesystem = \"zfs\" (or use raid5/raid6/raid1 with {})", array.filesystem),
+            ));
+            return true;
+        }
+        (false, true) => {
+            let zfs = match level {
+                Level::Raid1 => "mirror",
+                Level::Raid0 | Level::Single => "stripe",
+                Level::Raid6 => "raidz2",
+                _ => "raidz1",
+            };
+            out.push(problem(
+                format!("{at}.level"),
+                format!("a ZFS pool takes level = \"raidz1\", \"raidz2\", \"raidz3\", \"mirror\" or \"stripe\", not {level}; here: level = \"{zfs}\""),
+            ));
+            return true;
+        }
+        (false, false) => {
+            if array.vdevs.is_some() {
+                out.push(problem(
+                    format!("{at}.vdevs"),
+                    "vdevs splits a ZFS pool's disks into groups; an md array has none: remove it, or set filesystem = \"zfs\" with a ZFS level".to_string(),
+                ));
+            }
+            return false;
+        }
+        (true, true) => {}
+    }
+    let name = &array.name;
+    let lower = name.to_ascii_lowercase();
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic())
+        || ZPOOL_RESERVED.iter().any(|r| lower.starts_with(r))
+        || (lower.starts_with('c') && lower[1..].starts_with(|c: char| c.is_ascii_digit()))
+    {
+        out.push(problem(
+            format!("{at}.name"),
+            format!("`{}` cannot name a ZFS pool: it must begin with a letter, and zpool reserves mirror, raidz, draid, spare, log and names like c0; e.g. \"tank\"", name.escape_debug()),
+        ));
+    }
+    let vdevs = array.vdevs.unwrap_or(1);
+    if vdevs == 0 {
+        out.push(problem(
+            format!("{at}.vdevs"),
+            "vdevs = 0 leaves the pool without disks; write 1 (the default) or more".to_string(),
+        ));
+        return true;
+    }
+    if let Count::Exactly(n) = array.disks.count {
+        let min = level.min_disks();
+        if n % vdevs != 0 {
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{n} disks do not split into {vdevs} vdevs of the same width; use a multiple of {vdevs}"),
+            ));
+        } else if n / vdevs < min {
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{level} needs at least {min} disks in each vdev, but count = {n} over {vdevs} vdev(s) gives {}; raise count or choose another level", n / vdevs),
+            ));
+        }
+    }
+    true
 }
 
 /// The glob patterns of a disk rule.

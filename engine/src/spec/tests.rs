@@ -5,6 +5,7 @@ use super::*;
 
 fn array(level: Level, filesystem: Filesystem) -> Array {
     Array {
+        vdevs: None,
         name: "a".into(),
         level,
         disks: DiskMatch::default(),
@@ -28,6 +29,7 @@ fn storage(mode: Mode, arrays: Vec<Array>) -> Storage {
 
 fn share(smb: bool, nfs: bool) -> Share {
     Share {
+        quota: None,
         name: "s".into(),
         path: "/srv/a/s".into(),
         smb: smb.then(|| Smb {

@@ -266,6 +266,7 @@ pub fn mkfs(array: &ArrayPlan, uuid: &str, device: &str) -> Vec<String> {
         Filesystem::Btrfs => {
             push(&["mkfs.btrfs", "-f", "-L", name, "-U", uuid]);
         }
+        Filesystem::Zfs => unreachable!("a ZFS pool is made by zpool create, not mkfs"),
     }
     argv.push(device.to_string());
     argv

@@ -126,6 +126,7 @@ pub fn array_name(mount: &str) -> String {
 pub fn storage(chosen: &[&Disk], level: Level, filesystem: Filesystem, mount: &str) -> Storage {
     let serials: Vec<&str> = chosen.iter().filter_map(|d| d.serial.as_deref()).collect();
     let array = (!chosen.is_empty()).then(|| Array {
+        vdevs: None,
         name: array_name(mount),
         level,
         disks: DiskMatch {

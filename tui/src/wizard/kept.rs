@@ -234,6 +234,7 @@ pub fn entries(kept: &[&Kept], array: Option<(&str, &str)>) -> Vec<KeptDisk> {
 /// they were until a person decides otherwise.
 pub fn share(disk: &KeptDisk) -> Share {
     Share {
+        quota: None,
         name: disk.name.clone(),
         path: disk.mount.clone(),
         smb: Some(Smb {

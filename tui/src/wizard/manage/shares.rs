@@ -88,6 +88,7 @@ pub fn new_list(m: &Manager) -> Result<Vec<Share>, String> {
         ));
     }
     list.push(Share {
+        quota: None,
         name: name.to_string(),
         path,
         smb: Some(Smb {

@@ -203,6 +203,7 @@ impl ShareForm {
         }
         let name = self.name.value().trim().to_string();
         let mut shares = vec![Share {
+            quota: None,
             name: name.clone(),
             path: mount.to_string(),
             smb: self.smb.then(|| Smb {
@@ -234,6 +235,7 @@ impl ShareForm {
                 TIME_MACHINE_SHARE
             };
             shares.push(Share {
+                quota: None,
                 name: tm.to_string(),
                 path: format!("{}/{tm}", mount.trim_end_matches('/')),
                 smb: Some(Smb {
