@@ -103,7 +103,27 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     let (built_kernel, booted) = check_kernel(&image, recipe, &opts.cache)?;
     timer.lap("kernel check");
 
-    let prepared = crate::rootfs::prepare(&image, recipe, &opts.cache, opts.refresh)?;
+    let zfs = if crate::zfs::wanted(recipe) {
+        let release = built_kernel
+            .as_ref()
+            .map(|b| b.info.release.as_str())
+            .or(booted.version.as_deref());
+        let staged = crate::zfs::prepare(
+            &image,
+            recipe,
+            release,
+            built_kernel.as_ref(),
+            &opts.cache,
+            opts.refresh,
+        )?;
+        say("zfs", staged.describe());
+        timer.lap("zfs modules");
+        Some(staged)
+    } else {
+        None
+    };
+
+    let prepared = crate::rootfs::prepare(&image, recipe, &opts.cache, opts.refresh, zfs.as_ref())?;
     if let Some(r) = &prepared.resolved {
         say("packages", r.summary());
     }
@@ -218,6 +238,15 @@ fn working_copy(
 /// boot.
 fn check_kernel(image: &Image, recipe: &Recipe, cache: &Path) -> Result<(Option<Built>, Booted)> {
     let board = recipe.board;
+    // No stock kernel carries ZFS: `crate::zfs` builds its modules after
+    // this check, for whichever kernel it settles on.
+    let required: Vec<kernel::Capability> = recipe
+        .kernel
+        .require
+        .iter()
+        .copied()
+        .filter(|c| *c != kernel::Capability::Zfs)
+        .collect();
     let kernels = kernel::installed(image)?;
     let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();
     let booted = kernel::booted(image, board, &versions)?;
@@ -228,8 +257,8 @@ fn check_kernel(image: &Image, recipe: &Recipe, cache: &Path) -> Result<(Option<
         .map(|spec| kernel::build::build(spec, cache))
         .transpose()?;
     if let Some(b) = &built_kernel {
-        let report = b.check(board, &recipe.kernel.require)?;
-        let caps = describe_required(&report, board, &recipe.kernel.require);
+        let report = b.check(board, &required)?;
+        let caps = describe_required(&report, board, &required);
         say(
             "kernel",
             format!(
@@ -243,7 +272,7 @@ fn check_kernel(image: &Image, recipe: &Recipe, cache: &Path) -> Result<(Option<
                 }
             ),
         );
-    } else if recipe.kernel.require.is_empty() {
+    } else if required.is_empty() {
         say(
             "kernel",
             format!(
@@ -254,8 +283,8 @@ fn check_kernel(image: &Image, recipe: &Recipe, cache: &Path) -> Result<(Option<
             ),
         );
     } else {
-        let report = kernel::require(board, &booted, &kernels, &recipe.kernel.require)?;
-        let caps = describe_required(&report, board, &recipe.kernel.require);
+        let report = kernel::require(board, &booted, &kernels, &required)?;
+        let caps = describe_required(&report, board, &required);
         say(
             "kernel",
             format!("{board} boots {}: {}", report.version, caps.join(", ")),

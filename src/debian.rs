@@ -114,6 +114,13 @@ const LAYOUT_HOOK: &str = include_str!("../files/debian/layout-image.sh");
 /// while packages install, and the layout hook builds the initramfs once.
 const ESSENTIAL_HOOK: &str = "chroot \"$1\" dpkg-divert --quiet --local --rename --add /usr/sbin/update-initramfs && ln -s /bin/true \"$1/usr/sbin/update-initramfs\"";
 
+/// dpkg without an fsync per file while the base installs: the tree is
+/// copied into the image by mke2fs afterwards, so a crash midway only fails
+/// the build. A file of the build's own, which the layout hook leaves out of
+/// the image (mmdebstrap's `--dpkgopt` would stay in it for good, and the
+/// board's dpkg must sync).
+const SETUP_HOOK: &str = "mkdir -p \"$1/etc/dpkg/dpkg.cfg.d\" && echo force-unsafe-io > \"$1/etc/dpkg/dpkg.cfg.d/nasforge-build\"";
+
 /// The machine's own Debian archive address, from its apt sources.
 pub fn host_mirror() -> Result<String> {
     let mut found = Vec::new();
@@ -181,7 +188,7 @@ impl DebianBase {
         let packages = self.packages();
         let key = sha256_hex(
             format!(
-                "{}\n{}\n{mirror}\n{}\n{ESSENTIAL_HOOK}\n{LAYOUT_HOOK}",
+                "{}\n{}\n{mirror}\n{}\n{SETUP_HOOK}\n{ESSENTIAL_HOOK}\n{LAYOUT_HOOK}",
                 self.suite,
                 self.arch,
                 packages.join(",")
@@ -194,6 +201,12 @@ impl DebianBase {
             return Ok(image);
         }
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        // Two builds wanting the same base build it once: the second waits
+        // and finds it made.
+        let _lock = crate::kernel::build::Lock::take(&image.with_extension("lock"))?;
+        if image.is_file() {
+            return Ok(image);
+        }
         let partial = tempfile::Builder::new()
             .prefix(".debian-")
             .suffix(".img")
@@ -213,6 +226,7 @@ impl DebianBase {
             .arg("--variant=minbase")
             .arg("--components=main,non-free-firmware")
             .arg(format!("--include={}", packages.join(",")))
+            .arg(format!("--setup-hook={SETUP_HOOK}"))
             .arg(format!("--essential-hook={ESSENTIAL_HOOK}"))
             .arg("--customize-hook=echo debian > \"$1/etc/hostname\"")
             .arg(format!("--customize-hook={hook}"))

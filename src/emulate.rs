@@ -343,6 +343,14 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
             all.push((d.clone(), bus));
         }
     }
+    // The last free port would get qemu's hub (see qemu_command).
+    let usb = all.iter().filter(|(_, b)| *b != Bus::Sata).count();
+    if usb >= USB_PORTS {
+        bail!(
+            "{usb} USB disks asked for, but the emulated xHCI controller takes {} without a hub",
+            USB_PORTS - 1
+        );
+    }
     let files: Vec<PathBuf> = all.iter().map(|(d, _)| d.clone()).collect();
     let disks: Vec<(PathBuf, String, Bus)> = with_serials(&files)?
         .into_iter()
@@ -388,6 +396,9 @@ fn sata_disks(opts: &Options, workdir: &Path) -> Result<Vec<PathBuf>> {
     }
     Ok(disks)
 }
+
+/// Ports on the emulated xHCI controller, for --usb-disk and --uas-disk.
+const USB_PORTS: usize = 8;
 
 /// ATA IDENTIFY has 20 bytes for the serial; qemu cuts a longer one.
 const SERIAL_MAX: usize = 20;
@@ -471,7 +482,13 @@ fn qemu_command(
         .args(["-device", "virtio-blk-pci,drive=root"]);
     cmd.args(["-device", "ich9-ahci,id=ahci"]);
     if disks.iter().any(|(_, _, bus)| *bus != Bus::Sata) {
-        cmd.args(["-device", "qemu-xhci,id=xhci"]);
+        // qemu's xHCI has four ports unless told otherwise, and when one
+        // is left qemu plugs a full-speed hub into it: a fourth disk lands
+        // behind that hub, where a UAS disk cannot attach.
+        cmd.args([
+            "-device",
+            &format!("qemu-xhci,id=xhci,p2={USB_PORTS},p3={USB_PORTS}"),
+        ]);
     }
     let mut port = 0;
     for (i, (d, serial, bus)) in disks.iter().enumerate() {
@@ -878,6 +895,10 @@ mod tests {
             "{line}"
         );
         assert_eq!(line.matches("qemu-xhci").count(), 1, "{line}");
+        assert!(
+            line.contains("-device qemu-xhci,id=xhci,p2=8,p3=8"),
+            "{line}"
+        );
         assert!(
             line.contains("-device usb-storage,bus=xhci.0,drive=d1,serial=u"),
             "{line}"

@@ -38,6 +38,9 @@ pub struct Inspection {
     /// Who can log in as root, when the image has a root filesystem.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub root_access: Option<RootAccess>,
+    /// ZFS modules built by nasforge, staged or installed, per kernel.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub zfs: Vec<crate::zfs::InImage>,
 }
 
 #[derive(Debug, Serialize)]
@@ -108,6 +111,10 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         Some(r) => root_access(r)?,
         None => None,
     };
+    let zfs = match &root {
+        Some(r) => crate::zfs::in_image(r)?,
+        None => vec![],
+    };
 
     Ok(Inspection {
         path: path.display().to_string(),
@@ -124,6 +131,7 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         pcie,
         armbian,
         root_access,
+        zfs,
     })
 }
 
@@ -335,6 +343,9 @@ impl Inspection {
                 k.evidence,
                 caps.join(", ")
             );
+        }
+        for z in &self.zfs {
+            let _ = writeln!(s, "{}", z.describe());
         }
         for b in &self.booted {
             let v = b.booted.version.as_deref().unwrap_or("unknown");

@@ -29,3 +29,4 @@ pub mod rootfs;
 pub mod section;
 pub mod size;
 pub mod system;
+pub mod zfs;

@@ -73,7 +73,14 @@ const ARMBIAN_AUTOLOGIN: [&str; 4] = [
     "/etc/systemd/system/serial-getty@ttyGS0.service.d/override.conf",
 ];
 
-pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> Result<Prepared> {
+/// `zfs`: the ZFS modules and userland to stage, when the recipe wants ZFS.
+pub fn prepare(
+    image: &Image,
+    recipe: &Recipe,
+    cache: &Path,
+    refresh: bool,
+    zfs: Option<&crate::zfs::Staged>,
+) -> Result<Prepared> {
     let root = image
         .ext4()
         .context("the image has no ext4 root filesystem")?;
@@ -88,16 +95,27 @@ pub fn prepare(image: &Image, recipe: &Recipe, cache: &Path, refresh: bool) -> R
     if system.needs_openssh && !install.iter().any(|p| p == "openssh-server") {
         install.push("openssh-server".into());
     }
-    let resolved = if install.is_empty() {
+    // The ZFS userland is asked for at the modules' exact version; the
+    // board's staged repository holds only that one, so it installs by name.
+    let mut resolve = install.clone();
+    if let Some(z) = zfs {
+        resolve.extend(z.userland.iter().cloned());
+        install.extend(
+            z.userland
+                .iter()
+                .map(|p| p.split('=').next().unwrap_or(p).to_string()),
+        );
+        install.push(z.package.package.clone());
+    }
+    let resolved = if resolve.is_empty() {
         None
     } else {
-        Some(packages::resolve(
-            &root,
-            &install,
-            recipe.mirror.as_deref(),
-            cache,
-            refresh,
-        )?)
+        let mut r = packages::resolve(&root, &resolve, recipe.mirror.as_deref(), cache, refresh)?;
+        if let Some(z) = zfs {
+            r.requested.push(z.package.package.clone());
+            r.debs.push(z.package.clone());
+        }
+        Some(r)
     };
     let has_storage = recipe.storage.is_some() || !recipe.shares.is_empty();
     let binary = if has_storage {

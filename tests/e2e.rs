@@ -4,9 +4,12 @@
 //! with `nasforge emulate` on qemu's virt machine with an AHCI controller
 //! and four SATA disks, and three USB disks (tests/usb: a raid1 and a disk
 //! kept as it is, a UAS quirk), and check the NAS from the host the way a
-//! user would: smbclient, an NFS client, SSH as the renamed user. Then a power
-//! cut during setup, a reboot, and a boot with a member disk missing, on
-//! which the NAS is cared for (tests/care): alerts, replace, grow, apply.
+//! user would: smbclient, an NFS client, SSH as the renamed user. A ZFS
+//! raidz1 on three more SATA disks (tests/zfs) shares every boot. Then a
+//! power cut during setup, and a reboot with a member disk missing from the
+//! md array and one from the pool (the array assembles under its name, the
+//! pool is imported and mounted, both degraded, files intact), on which the
+//! NAS is cared for (tests/care): alerts, replace, grow, apply.
 //!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
@@ -14,6 +17,7 @@ mod care;
 mod common;
 mod home_network;
 mod usb;
+mod zfs;
 
 use common::*;
 use std::io::Write;
@@ -391,6 +395,20 @@ fn raspberry_pi_os_shaped(base: &Path, out: &Path) {
         gid: 1000,
     });
     root.apply(&ops).unwrap();
+    // Raspberry Pi OS lists every Debian component (pi-gen
+    // stage0/00-configure-apt/files/debian.sources at b434ecd: `main contrib
+    // non-free non-free-firmware`); contrib is where Debian ships OpenZFS.
+    let sources = read("/etc/apt/sources.list");
+    let pi_gen = sources
+        .lines()
+        .map(|l| match l.strip_suffix(" main non-free-firmware") {
+            Some(start) if l.starts_with("deb ") => {
+                format!("{start} main contrib non-free non-free-firmware\n")
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect::<String>();
+    assert!(pi_gen.contains(" contrib "), "{sources}");
     let fstab = read("/etc/fstab");
     assert!(fstab.contains(" /boot/firmware vfat rw,nofail "), "{fstab}");
     let fstab = fstab.replace(
@@ -398,6 +416,7 @@ fn raspberry_pi_os_shaped(base: &Path, out: &Path) {
         " /boot/firmware vfat defaults ",
     );
     for (path, text) in [
+        ("/etc/apt/sources.list", &pi_gen),
         ("/etc/fstab", &fstab),
         ("/etc/passwd", &acc.passwd),
         ("/etc/shadow", &acc.shadow),
@@ -460,8 +479,9 @@ mode = "unattended"
 {usb_keys}[[storage.arrays]]
 name = "data"
 level = "raid5"
-# The three 2 GiB disks; the 1 GiB one holds someone's data and is not named.
-disks = {{ transport = "sata", min_size = "1.5GiB", count = 3 }}
+# The three 2 GiB disks named member*; the USB one that holds someone's
+# data is not named, and the pool takes the zfs* ones.
+disks = {{ transport = "sata", serial = "member*", min_size = "1.5GiB", count = 3 }}
 filesystem = "ext4"
 mount = "/srv/data"
 [[shares]]
@@ -477,7 +497,7 @@ smb = {{ users = ["admin"], timemachine = true, timemachine_max_size = "1536MiB"
 name = "media"
 path = "/srv/data/media"
 smb = {{ users = ["admin"], guest = true }}
-{usb_tables}[packages]
+{usb_tables}{zfs_tables}[packages]
 # avahi's command-line tools, to ask the board's own responder what it says.
 install = ["avahi-utils"]
 {alerts}
@@ -488,12 +508,30 @@ path = "out/nas.img"
             alerts = sinks.recipe(),
             usb_keys = usb::storage_keys(),
             usb_tables = usb::recipe_tables(),
+            zfs_tables = zfs::recipe_tables(),
         ),
     );
+    let zfs_lines = |stderr: &str| -> String {
+        stderr
+            .lines()
+            .filter(|l| l.to_lowercase().contains("zfs"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let r = nasforge(&["build", "nas.toml", "--timings"], d, &cache);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(r.stderr.contains("boot:/userconf.txt"), "{}", r.stderr);
-    t.lap("build the image");
+    eprintln!("e2e: the build said of ZFS:\n{}", zfs_lines(&r.stderr));
+    t.lap("build the image (ZFS modules compiled unless cached)");
+    // Again: the modules come from the cache, in seconds.
+    let r = nasforge(&["build", "nas.toml"], d, &cache);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("modules from the cache"),
+        "a second build takes the ZFS modules from the cache:\n{}",
+        zfs_lines(&r.stderr)
+    );
+    t.lap("build the image again, ZFS modules from the cache");
     let image = d.join("out/nas.img");
     assert!(
         !contains_bytes(&image, PASSWORD.as_bytes()),
@@ -506,8 +544,13 @@ path = "out/nas.img"
         std::fs::File::create(&p).unwrap().set_len(2 * GIB).unwrap();
         disks.push(p);
     }
-    let old = d.join("olddata.img");
-    std::fs::File::create(&old).unwrap().set_len(GIB).unwrap();
+    // On USB, as the six SATA ports hold the md members and the pool's:
+    // between the raid1's 512 MiB and the kept disk's 1 GiB, no rule's size.
+    let old = d.join("usb-olddata.img");
+    std::fs::File::create(&old)
+        .unwrap()
+        .set_len(768 << 20)
+        .unwrap();
     run(Command::new("mkfs.ext4")
         .args(["-q", "-L", "olddata"])
         .arg(&old));
@@ -522,7 +565,9 @@ path = "out/nas.img"
         .arg(&old));
     let old_sha = sha256_file(&old);
     let usb = usb::Usb::create(d);
+    let pool = zfs::disks(d);
     let mut all = disks.clone();
+    all.extend(pool.iter().cloned());
     all.push(old.clone());
     all.extend(usb.disks.iter().cloned());
 
@@ -620,6 +665,8 @@ path = "out/nas.img"
         "SMB put/get round trip"
     );
     t.lap("smbclient: 64 MiB put and get");
+    zfs::check_after_setup(&board, &key, d, &payload, &want);
+    t.lap("ZFS: module and tools agree, raidz1 by id, datasets, SMB beside md");
     let nfs = Command::new("nfs-ls")
         .arg(format!(
             "nfs://127.0.0.1/srv/data?version=4&nfsport={}",
@@ -708,33 +755,14 @@ path = "out/nas.img"
     usb.files_identical();
     t.lap("power off; the other disk untouched");
 
-    // Reboot: the array assembles from mdadm.conf under its name.
-    let mut board = Board::boot(d, &image, &all, "boot3.log");
-    board.wait_for_ssh(&key, Duration::from_secs(600));
-    let (ok, after) = board.ssh(&key, "sudo -S mdadm --detail /dev/md/data");
-    assert!(ok, "/dev/md/data after a reboot: {after}");
-    assert!(
-        after.contains(&uuid),
-        "the same array came back ({uuid}):\n{after}"
-    );
-    let (_, inactive) = board.ssh(&key, "cat /proc/mdstat");
-    assert!(!inactive.contains("inactive"), "{inactive}");
-    let (ok, _) = board.ssh(&key, "mountpoint -q /srv/data");
-    assert!(ok, "/srv/data is mounted after a reboot");
-    usb.quirk_active(&board, &key);
-    usb.kept_disk_mounted(&board, &key);
-    assert_eq!(
-        smb_get(&board, d, "payload.bin"),
-        want,
-        "the share serves the file after a reboot"
-    );
-    board.poweroff(&key);
-    t.lap("reboot: same array, mounted, file served");
-
-    // A member disk gone: the array runs degraded and the file is intact.
-    // Two blank disks are there to replace it and to grow onto.
-    let mut degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone(), old.clone()];
+    // The next boot, with a member disk gone from the array and one from
+    // the pool: the array assembles from mdadm.conf under its name and runs
+    // degraded, the pool is imported from its cache file DEGRADED, and the
+    // files are intact. Two blank disks are there to replace the array's
+    // member and to grow onto.
+    let mut degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone()];
     degraded.extend(care::blank_disks(d));
+    degraded.extend([pool[0].clone(), pool[2].clone(), old.clone()]);
     degraded.extend(usb.disks.iter().cloned());
     let mark = sinks.mark();
     let mut board = Board::boot(d, &image, &degraded, "boot4.log");
@@ -751,6 +779,13 @@ path = "out/nas.img"
         );
         std::thread::sleep(Duration::from_secs(5));
     }
+    let (ok, after) = board.ssh(&key, "sudo -S mdadm --detail /dev/md/data");
+    assert!(
+        ok && after.contains(&uuid),
+        "the same array came back ({uuid}):\n{after}"
+    );
+    usb.quirk_active(&board, &key);
+    usb.kept_disk_mounted(&board, &key);
     assert_eq!(
         smb_get(&board, d, "payload.bin"),
         want,
@@ -758,7 +793,8 @@ path = "out/nas.img"
     );
     let (_, status) = board.ssh(&key, "sudo -S nasforge-setup status");
     assert!(status.to_lowercase().contains("degraded"), "{status}");
-    t.lap("one disk missing: degraded, file intact, status says so");
+    zfs::check_degraded(&board, &key, d, &want);
+    t.lap("next boot, a disk missing from the array and the pool: same array, pool imported and mounted, degraded, files intact, scrub clean, status says so");
     let care = care::Care {
         dir: d,
         image: &image,

@@ -64,6 +64,7 @@ fn fake_build(
         fragments: vec!["sata.config".into()],
         modules: true,
         compile_seconds: 0.0,
+        source_tree: PathBuf::new(),
     };
     fs::write(
         dir.join("result.json"),
@@ -741,6 +742,45 @@ fn real_kernel_builds_boots_in_qemu_with_ahci_and_installs_into_an_image() {
 
     // Boot it: the emulated "Pi with a PCIe SATA card".
     let built = nasforge::kernel::build::cached_dir(&spec_of(&recipe), &cache).unwrap();
+
+    // An out-of-tree module builds against what the build kept of its
+    // objects, as ZFS's do for a recipe with a pool and `[kernel] build`.
+    let hello = dir.path().join("hello");
+    fs::create_dir_all(&hello).unwrap();
+    fs::write(
+        hello.join("hello.c"),
+        "#include <linux/module.h>\nMODULE_LICENSE(\"GPL\");\n",
+    )
+    .unwrap();
+    fs::write(hello.join("Kbuild"), "obj-m := hello.o\n").unwrap();
+    run(Command::new("make")
+        .arg("-C")
+        .arg(built.join("build"))
+        .arg(format!("M={}", hello.display()))
+        .args(["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-", "modules"]));
+    let vermagic = stdout(
+        Command::new("/sbin/modinfo")
+            .args(["-F", "vermagic"])
+            .arg(hello.join("hello.ko")),
+    );
+    assert!(vermagic.starts_with(&format!("{release} ")), "{vermagic}");
+    // A pool on this small kernel is refused from its real .config, naming
+    // the fragment that fixes it, before anything is written.
+    let pool = fs::read_to_string(&recipe).unwrap().replace(
+        "[output]\npath = \"out/virt.img\"",
+        "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"tank\"\nlevel = \"mirror\"\ndisks = { count = 2 }\nfilesystem = \"zfs\"\nmount = \"/srv/tank\"\n[output]\npath = \"out/zfs.img\"",
+    );
+    write_recipe(dir.path(), "zfs.toml", &pool);
+    let r = nasforge(&["build", "zfs.toml"], dir.path(), &cache);
+    assert!(
+        r.status != 0
+            && r.stderr.contains("cannot load ZFS's modules: ")
+            && r.stderr.contains("CONFIG_ZLIB_DEFLATE is not set")
+            && r.stderr.contains("Add \"zfs\" to its `fragments`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.path().join("out/zfs.img").exists());
     let t = Instant::now();
     let log = boot_with_two_sata_disks(&built.join("Image"), dir.path(), Duration::from_secs(180));
     eprintln!("qemu boot to both disks: {:.1}s", t.elapsed().as_secs_f64());

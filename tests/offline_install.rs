@@ -88,6 +88,10 @@ path = "out/nas.img"
         "mmdebstrap's policy-rc.d was left in the image"
     );
     assert!(!mnt.join("usr/sbin/start-stop-daemon.REAL").exists());
+    assert!(
+        !mnt.join("etc/dpkg/dpkg.cfg.d/nasforge-build").exists(),
+        "the build's unsafe-io for dpkg was left in the image: the board's dpkg must sync"
+    );
     for (fs, target) in [("proc", "proc"), ("sysfs", "sys")] {
         run(Command::new("mount")
             .args(["-t", fs, fs])
@@ -143,6 +147,15 @@ path = "out/nas.img"
         );
     }
     assert!(mnt.join("var/lib/nasforge/packages-installed").exists());
+    // Without their documentation and manual pages, with their copyright;
+    // dpkg's path-exclude is gone once they are installed.
+    assert!(mnt.join("usr/share/doc/samba/copyright").is_file());
+    assert!(!mnt.join("usr/share/doc/samba/changelog.Debian.gz").exists());
+    assert!(!mnt.join("usr/share/man/man8/smbd.8.gz").exists());
+    assert!(
+        !mnt.join("etc/dpkg/dpkg.cfg.d/nasforge-firstboot").exists(),
+        "the first boot's path-exclude stays for packages installed later"
+    );
     assert!(
         !mnt.join("var/lib/nasforge/debs").exists(),
         "the staged packages are removed once installed"

@@ -269,8 +269,89 @@ impl SystemRunner {
             self.write(conf, &text, 0o644)?;
         }
         if self.host.path(INITRAMFS_STALE).exists() {
-            self.exec(&Cmd::new(&["update-initramfs", "-u", "-k", "all"]))?;
+            self.rebuild_initramfs()?;
             self.remove_file(INITRAMFS_STALE)?;
+        }
+        Ok(())
+    }
+
+    /// See [`Action::RebuildInitramfs`]. An initramfs lsinitramfs cannot
+    /// read is rebuilt, as is every one when any carries mdadm.
+    fn rebuild_initramfs(&mut self) -> Result<(), RunError> {
+        let mut images: Vec<String> = std::fs::read_dir(self.host.path("/boot"))
+            .map(|dir| {
+                dir.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.starts_with("initrd.img-"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        images.sort();
+        for name in &images {
+            let path = self.host.path(&format!("/boot/{name}"));
+            let path = path.to_string_lossy();
+            let (status, listing, _) = self.spawn(&Cmd::new(&["lsinitramfs", &path]))?;
+            if status != 0 || listing.lines().any(|l| l.ends_with("sbin/mdadm")) {
+                return self
+                    .exec(&Cmd::new(&["update-initramfs", "-u", "-k", "all"]))
+                    .map(drop);
+            }
+        }
+        let note = format!(
+            "# no initramfs in /boot carries mdadm ({}): none assembles an array before the root filesystem, where udev assembles them from mdadm.conf; not rebuilt\n",
+            if images.is_empty() {
+                "there is none".to_string()
+            } else {
+                images.join(", ")
+            }
+        );
+        if self.echo {
+            eprint!("{note}");
+        }
+        self.log(&note);
+        Ok(())
+    }
+}
+
+impl SystemRunner {
+    fn zfs_dataset(
+        &mut self,
+        dataset: &str,
+        quota: Option<crate::size::Size>,
+    ) -> Result<(), RunError> {
+        use crate::storage::zpool;
+        let (status, _, _) =
+            self.spawn(&Cmd::new(&["zfs", "list", "-H", "-o", "name", dataset]))?;
+        let argv = if status == 0 {
+            zpool::set_quota(dataset, quota)
+        } else {
+            zpool::create_dataset(dataset, quota)
+        };
+        self.exec(&Cmd::new(&argv)).map(drop)
+    }
+}
+
+impl SystemRunner {
+    fn enable_units(&mut self, units: &[String], now: bool) -> Result<(), RunError> {
+        use crate::steps::{enable_argv, needs_no_enabling, start_argv};
+        let mut missing = Vec::new();
+        for unit in units {
+            let (_, said, _) = self.spawn(&Cmd::new(&["systemctl", "is-enabled", unit]))?;
+            if !needs_no_enabling(&said) {
+                missing.push(unit.as_str());
+            }
+        }
+        if missing.is_empty() {
+            let note = format!("# enabled already: {}\n", units.join(" "));
+            if self.echo {
+                eprint!("{note}");
+            }
+            self.log(&note);
+        } else {
+            self.exec(&Cmd::new(&enable_argv(&missing)))?;
+        }
+        if now {
+            self.exec(&Cmd::new(&start_argv(units)))?;
         }
         Ok(())
     }
@@ -317,7 +398,10 @@ impl Runner for SystemRunner {
             Action::ZeroEnds { device } => self.zero_ends(action, device),
             Action::FollowSync { device } => self.follow_sync(action, device),
             Action::RefreshMdadmConf => self.refresh_mdadm_conf(),
+            Action::RebuildInitramfs => self.rebuild_initramfs(),
             Action::Reboot => self.exec(&crate::steps::reboot_cmd()).map(drop),
+            Action::EnableUnits { units, now } => self.enable_units(units, *now),
+            Action::ZfsDataset { dataset, quota } => self.zfs_dataset(dataset, *quota),
         }
     }
 

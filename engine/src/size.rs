@@ -36,6 +36,17 @@ impl Size {
     pub const fn bytes(self) -> u64 {
         self.0
     }
+
+    /// The size in the largest unit that divides it, as a recipe would
+    /// write it ("100GiB", "4TB", "1536B").
+    pub fn exact(self) -> String {
+        UNITS
+            .iter()
+            .filter(|&&(_, m)| self.0 != 0 && self.0.is_multiple_of(m))
+            .max_by_key(|&&(_, m)| m)
+            .map(|&(unit, m)| format!("{}{unit}", self.0 / m))
+            .unwrap_or_else(|| format!("{}B", self.0))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,13 +125,7 @@ impl fmt::Display for Size {
 impl Serialize for Size {
     /// Exact, so a spec written back out (journal, wizard) means the same bytes.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let exact = UNITS
-            .iter()
-            .filter(|&&(_, m)| self.0 != 0 && self.0.is_multiple_of(m))
-            .max_by_key(|&&(_, m)| m)
-            .map(|&(unit, m)| format!("{}{unit}", self.0 / m))
-            .unwrap_or_else(|| format!("{}B", self.0));
-        serializer.serialize_str(&exact)
+        serializer.serialize_str(&self.exact())
     }
 }
 

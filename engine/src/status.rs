@@ -1,5 +1,6 @@
 //! What the NAS looks like now: setup progress, arrays (state, degraded,
-//! resync), filesystems (use), shares and disk health. Printed by `status`,
+//! resync), ZFS pools (`zfs`: health, space, scrubs, errors, datasets),
+//! filesystems (use), shares and disk health. Printed by `status`,
 //! and written to the boot partition so a user can read it from their
 //! workstation when the board has no screen. The disks' and arrays'
 //! routine care (self-tests, scrubs) is read in `care`, USB bridges and the
@@ -7,9 +8,11 @@
 
 mod care;
 mod usb;
+pub mod zfs;
 
 pub use care::{Scrub, SelfTest, SelfTestLog};
 pub use usb::{PowerStatus, UsbDiskStatus};
+pub use zfs::PoolStatus;
 
 use crate::journal::Journal;
 use crate::machine::disks::Host;
@@ -26,6 +29,9 @@ pub const FILE_NAME: &str = "nasforge-status.txt";
 pub struct Status {
     pub setup: Setup,
     pub arrays: Vec<ArrayStatus>,
+    /// The ZFS pools setup made, as zpool and zfs report them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolStatus>,
     pub filesystems: Vec<FilesystemStatus>,
     pub shares: Vec<ShareStatus>,
     pub disks: Vec<DiskHealth>,
@@ -284,11 +290,13 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
             });
         }
     }
+    let pools = journal.map_or_else(Vec::new, |j| zfs::read(&j.plan, runner));
     let inventory = crate::machine::disks::discover(host).unwrap_or_default();
     let (usb_disks, power) = usb::read(host, &inventory, runner);
     Status {
         setup,
         arrays,
+        pools,
         filesystems,
         shares,
         disks,
@@ -302,6 +310,7 @@ impl Status {
         let mut out = String::from("nasforge NAS status\n\n");
         out += &self.setup.render();
         section(&mut out, "Arrays", &self.arrays, ArrayStatus::render);
+        section(&mut out, "ZFS pools", &self.pools, PoolStatus::render);
         section(
             &mut out,
             "Filesystems",
@@ -534,6 +543,7 @@ md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 lev
             arrays: parse_mdstat(
                 "md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/3] [UUU]\n      [=>...................]  resync =  8.5% (89088/1046528) finish=75.2min speed=29696K/sec\n",
             ),
+            pools: vec![],
             filesystems: vec![],
             shares: vec![],
             disks: vec![],

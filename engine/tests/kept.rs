@@ -22,6 +22,7 @@ fn usb_disk(name: &str, size: u64) -> Disk {
         minor: 0,
         size: Size(size),
         logical_block_size: 512,
+        physical_block_size: None,
         model: Some("Elements 25A3".into()),
         serial: Some(format!("SN-{name}")),
         wwn: None,
@@ -104,6 +105,7 @@ fn inventory(disks: Vec<Disk>) -> Inventory {
         disks,
         network: None,
         arrays: vec![],
+        zfs: Default::default(),
     }
 }
 

@@ -20,6 +20,7 @@ fn disk(name: &str, size: u64, transport: Transport, rotational: bool) -> Disk {
         minor: 0,
         size: Size(size),
         logical_block_size: 512,
+        physical_block_size: None,
         model: Some("TEST DISK".into()),
         serial: Some(format!("SN-{name}")),
         wwn: None,
@@ -81,6 +82,7 @@ fn inventory(disks: Vec<Disk>) -> Inventory {
         disks,
         network: None,
         arrays: vec![],
+        zfs: Default::default(),
     }
 }
 
@@ -420,6 +422,7 @@ fn the_bottleneck_is_the_slowest_of_disks_pcie_link_and_network() {
             mbit: 10_000,
         }),
         arrays: vec![],
+        zfs: Default::default(),
     };
     // Four SSDs ≈ 4 × 500 MB/s, Gen2 x1 ≈ 330 MB/s (CM4 seed), 10 GbE ≈ 1170 MB/s.
     let plan = planner::plan(&spec, &[], &inv).unwrap();

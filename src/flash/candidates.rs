@@ -92,6 +92,7 @@ impl Refusal {
             Refusal::InUse(u @ InUse::Mounted { .. }) => format!("{}; unmount it first (everything on the disk will be lost)", u.by_path()),
             Refusal::InUse(u @ InUse::Held { .. }) => format!("{}; stop that device first (mdadm --stop, dmsetup remove, vgchange -an)", u.by_path()),
             Refusal::InUse(u @ InUse::Swap { .. }) => format!("{}; swapoff it first", u.by_path()),
+            Refusal::InUse(u @ InUse::ZfsPool { pool, .. }) => format!("{}; export it first (zpool export {pool})", u.by_path()),
             // Found only by the board's discovery, never by `read_device`.
             Refusal::InUse(u @ (InUse::EmmcBootArea | InUse::Unreadable { .. })) => u.by_path().to_string(),
             Refusal::TooLarge { size, max } => format!(

@@ -18,9 +18,13 @@ pub enum Capability {
     Nfsd,
     /// USB Attached SCSI, for USB disk enclosures.
     Uas,
+    /// OpenZFS: out of tree, so no stock kernel has it; nasforge builds the
+    /// modules for the kernel the board boots (`crate::zfs`).
+    Zfs,
 }
 
 impl Capability {
+    /// What every kernel is checked for; ZFS only when a recipe asks.
     pub const ALL: [Capability; 4] = [
         Capability::Sata,
         Capability::Md,
@@ -34,6 +38,7 @@ impl Capability {
             Capability::Md => "md",
             Capability::Nfsd => "nfsd",
             Capability::Uas => "uas",
+            Capability::Zfs => "zfs",
         }
     }
 
@@ -50,6 +55,7 @@ impl Capability {
             ],
             Capability::Nfsd => vec![vec!["nfsd"]],
             Capability::Uas => vec![vec!["uas"]],
+            Capability::Zfs => vec![vec!["zfs"]],
         }
     }
 }
@@ -205,7 +211,7 @@ impl KernelFiles {
         let found = Found::read(self);
         let mut modules = BTreeMap::new();
         let mut capabilities = BTreeMap::new();
-        for cap in Capability::ALL {
+        for cap in Capability::ALL.into_iter().chain([Capability::Zfs]) {
             let mut groups: Vec<Vec<String>> = cap
                 .modules()
                 .into_iter()

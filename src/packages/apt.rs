@@ -208,6 +208,55 @@ impl AptRoot {
         parse_print_uris(&stdout)
     }
 
+    /// The files of exactly these packages (`name` or `name=version`),
+    /// without their dependencies, as the signed index describes them.
+    pub fn download_uris(&self, specs: &[String]) -> Result<Vec<Download>> {
+        let mut args = vec!["download", "--print-uris", "-q"];
+        args.extend(specs.iter().map(String::as_str));
+        let out = self.run("apt-get", &args)?;
+        if !out.status.success() {
+            bail!(
+                "apt cannot find {} in the image's package sources:\n  {}",
+                specs.join(", "),
+                apt_errors(&out).join("\n  ")
+            );
+        }
+        parse_print_uris(&String::from_utf8_lossy(&out.stdout))
+    }
+
+    /// Every version of `name` the sources offer, apt's candidate first,
+    /// then the others newest first; empty when no source has it.
+    pub fn versions(&self, name: &str) -> Result<Vec<String>> {
+        let out = self.run("apt-cache", &["policy", name])?;
+        let policy = String::from_utf8_lossy(&out.stdout);
+        let candidate = policy
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Candidate:"))
+            .map(|c| c.trim().to_string())
+            .filter(|c| c != "(none)");
+        let out = self.run("apt-cache", &["madison", name])?;
+        let mut versions: Vec<String> = candidate.into_iter().collect();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let mut cols = line.split('|').map(str::trim);
+            if cols.next() != Some(name) {
+                continue;
+            }
+            if let Some(v) = cols.next().filter(|v| !versions.iter().any(|x| x == v)) {
+                versions.push(v.to_string());
+            }
+        }
+        Ok(versions)
+    }
+
+    /// The index entry of one version of a package, if a source has it.
+    pub fn stanza(&self, name: &str, version: &str) -> Result<Option<String>> {
+        let spec = format!("{name}={version}");
+        let out = self.run("apt-cache", &["show", "--no-all-versions", &spec])?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok((out.status.success() && !text.trim().is_empty())
+            .then(|| text.split("\n\n").next().unwrap_or("").trim().to_string()))
+    }
+
     /// The Packages stanzas of the chosen versions, found by their sha256
     /// (the index entry describes exactly the file that was verified).
     pub fn stanzas(&self, names: &[String], wanted: &[Download]) -> Result<Vec<String>> {
@@ -238,6 +287,19 @@ impl AptRoot {
         }
         Ok(found)
     }
+}
+
+/// apt's `E:` lines, the reason it gives for a failure.
+fn apt_errors(out: &Output) -> Vec<String> {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter(|l| l.starts_with("E:"))
+        .map(String::from)
+        .collect()
 }
 
 /// `'URI' FILENAME SIZE SHA256:HEX` per line.

@@ -56,7 +56,11 @@ impl Resolved {
         let named: Vec<String> = self
             .debs
             .iter()
-            .filter(|d| self.requested.contains(&d.package))
+            .filter(|d| {
+                self.requested
+                    .iter()
+                    .any(|r| r.split('=').next() == Some(d.package.as_str()))
+            })
             .map(|d| format!("{} {}", d.package, d.version))
             .collect();
         let others = self.debs.len() - named.len();
@@ -74,7 +78,7 @@ impl Resolved {
     }
 }
 
-fn field<'a>(stanza: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn field<'a>(stanza: &'a str, name: &str) -> Option<&'a str> {
     stanza
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
@@ -176,25 +180,63 @@ fn image_keyrings(root: &Ext4, sources: &[sources::AptSource]) -> Result<Vec<Ima
     Ok(out)
 }
 
-/// Resolves `install` against the image and downloads every package into
-/// the sha256-keyed cache (a rebuild downloads nothing).
-pub fn resolve(
-    root: &Ext4,
-    install: &[String],
-    mirror: Option<&str>,
+/// apt on this machine set up as the image's own: its architecture, its
+/// sources (with `mirror` applied) and only its keyrings, lists updated.
+pub struct ImageApt {
+    pub arch: String,
+    pub sources: Vec<sources::AptSource>,
+    pub apt: AptRoot,
+    keyrings: Vec<ImageFile>,
+}
+
+impl ImageApt {
+    pub fn open(
+        root: &Ext4,
+        mirror: Option<&str>,
+        cache: &Path,
+        refresh: bool,
+    ) -> Result<ImageApt> {
+        let status = root
+            .read("/var/lib/dpkg/status")?
+            .context("the image has no /var/lib/dpkg/status: is it a Debian-based image?")?;
+        let status_text = String::from_utf8_lossy(&status).into_owned();
+        let arch = architecture(&status_text)?;
+        let sources = image_sources(root, mirror)?;
+        let keyrings = image_keyrings(root, &sources)?;
+        let apt = AptRoot::prepare(cache, &arch, &sources, &keyrings, &status)?;
+        apt.update(refresh)?;
+        Ok(ImageApt {
+            arch,
+            sources,
+            apt,
+            keyrings,
+        })
+    }
+
+    /// The image's sources, trusted with the image's keys, read for another
+    /// architecture (this machine's, for build tools that run here) with
+    /// nothing installed.
+    pub fn for_architecture(&self, arch: &str, cache: &Path, refresh: bool) -> Result<AptRoot> {
+        let apt = AptRoot::prepare(cache, arch, &self.sources, &self.keyrings, b"")?;
+        apt.update(refresh)?;
+        Ok(apt)
+    }
+
+    /// Downloads what apt chose into the sha256-keyed cache, each file
+    /// checked against the signed index, with the index entry that
+    /// describes it.
+    pub fn fetch(&self, downloads: &[Download], cache: &Path, what: &str) -> Result<Vec<Deb>> {
+        fetch_from(&self.apt, downloads, cache, what)
+    }
+}
+
+/// [`ImageApt::fetch`] from any of the image's apt roots.
+pub fn fetch_from(
+    apt: &AptRoot,
+    downloads: &[Download],
     cache: &Path,
-    refresh: bool,
-) -> Result<Resolved> {
-    let status = root
-        .read("/var/lib/dpkg/status")?
-        .context("the image has no /var/lib/dpkg/status: is it a Debian-based image?")?;
-    let status_text = String::from_utf8_lossy(&status).into_owned();
-    let arch = architecture(&status_text)?;
-    let srcs = image_sources(root, mirror)?;
-    let keyrings = image_keyrings(root, &srcs)?;
-    let apt = AptRoot::prepare(cache, &arch, &srcs, &keyrings, &status)?;
-    apt.update(refresh)?;
-    let downloads: Vec<Download> = apt.resolve(install)?;
+    what: &str,
+) -> Result<Vec<Deb>> {
     let names: Vec<String> = downloads
         .iter()
         .map(|d| d.filename.split('_').next().unwrap_or("").to_string())
@@ -202,9 +244,9 @@ pub fn resolve(
     let stanzas = if downloads.is_empty() {
         vec![]
     } else {
-        apt.stanzas(&names, &downloads)?
+        apt.stanzas(&names, downloads)?
     };
-    let bar = crate::io::progress::bytes(downloads.iter().map(|d| d.size).sum(), "packages");
+    let bar = crate::io::progress::bytes(downloads.iter().map(|d| d.size).sum(), what);
     let mut debs = Vec::new();
     for (d, stanza) in downloads.iter().zip(stanzas) {
         let local = crate::fetch::fetch(&d.uri, &d.sha256, cache)
@@ -227,8 +269,23 @@ pub fn resolve(
         });
     }
     bar.finish_and_clear();
+    Ok(debs)
+}
+
+/// Resolves `install` against the image and downloads every package into
+/// the sha256-keyed cache (a rebuild downloads nothing).
+pub fn resolve(
+    root: &Ext4,
+    install: &[String],
+    mirror: Option<&str>,
+    cache: &Path,
+    refresh: bool,
+) -> Result<Resolved> {
+    let image = ImageApt::open(root, mirror, cache, refresh)?;
+    let downloads: Vec<Download> = image.apt.resolve(install)?;
+    let debs = image.fetch(&downloads, cache, "packages")?;
     Ok(Resolved {
-        architecture: arch,
+        architecture: image.arch,
         requested: install.to_vec(),
         debs,
     })

@@ -264,16 +264,21 @@ fn replace(c: &Care, board: &mut Board) {
     poll(
         board,
         c.key,
-        "the array whole again ([3/3], no recovery) and status healthy",
+        "the array whole again ([3/3], no recovery) and status says it is healthy",
         Duration::from_secs(600),
         Duration::from_secs(10),
         MD_LOG,
         |b| {
             let (_, md) = b.ssh(c.key, "cat /proc/mdstat");
             let (_, status) = b.ssh(c.key, "sudo -S nasforge-setup status");
-            let s = status.to_lowercase();
+            // The pool on this boot is still missing a disk: only the
+            // array's own line counts.
+            let data = status
+                .lines()
+                .find(|l| l.trim_start().starts_with("data (md"))
+                .unwrap_or("");
             let whole = md.contains("[3/3]") && !md.contains("recovery");
-            if whole && s.contains("healthy") && !s.contains("degraded") {
+            if whole && data.contains(", healthy") {
                 Ok(())
             } else {
                 Err(format!("{md}\n{status}"))

@@ -84,7 +84,7 @@ fn serve(
         reqs.lock()
             .unwrap()
             .push(format!("GET /{path} range={range:?}"));
-        let Ok(body) = std::fs::read(root.join(&path)) else {
+        let Ok(body) = std::fs::read(root.join(percent_decoded(&path))) else {
             out.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?;
             continue;
         };
@@ -115,4 +115,29 @@ fn serve(
         out.write_all(part)?;
         out.flush()?;
     }
+}
+
+/// A URL path as the file it names, as a web server reads it: apt escapes
+/// `+` and `:` of package file names (`%2b`, `%3a`).
+fn percent_decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

@@ -10,9 +10,22 @@ use std::process::Command;
 pub struct Pkg<'a> {
     pub name: &'a str,
     pub version: &'a str,
-    /// Extra control fields, e.g. "Depends: b (>= 2)".
+    /// Extra control fields, e.g. "Depends: b (>= 2)"; an `Architecture:`
+    /// among them replaces arm64.
     pub fields: &'a [&'a str],
 }
+
+impl Pkg<'_> {
+    fn arch(&self) -> &str {
+        self.fields
+            .iter()
+            .find_map(|f| f.strip_prefix("Architecture:"))
+            .map_or("arm64", str::trim)
+    }
+}
+
+/// The architectures the repository has an index for.
+const ARCHES: &[&str] = &["arm64", "amd64"];
 
 pub struct Repo {
     pub root: PathBuf,
@@ -55,6 +68,11 @@ pub fn key(dir: &Path, name: &str) -> PathBuf {
 impl Repo {
     /// Builds the packages into `dir/repo` and signs the index with a new key.
     pub fn build(dir: &Path, pkgs: &[Pkg]) -> Repo {
+        Repo::build_with_files(dir, pkgs, &[])
+    }
+
+    /// As [`Repo::build`], with files in packages: (package, path, content).
+    pub fn build_with_files(dir: &Path, pkgs: &[Pkg], files: &[(&str, &str, &str)]) -> Repo {
         let root = dir.join("repo");
         let pool = root.join("pool/main");
         fs::create_dir_all(&pool).unwrap();
@@ -68,18 +86,26 @@ impl Repo {
             )
             .unwrap();
             let mut control = format!(
-                "Package: {}\nVersion: {}\nArchitecture: arm64\nMaintainer: nasforge tests <tests@example.invalid>\nDescription: test package {}\n",
+                "Package: {}\nVersion: {}\nMaintainer: nasforge tests <tests@example.invalid>\nDescription: test package {}\n",
                 p.name, p.version, p.name
             );
+            if p.arch() == "arm64" {
+                control.push_str("Architecture: arm64\n");
+            }
             for f in p.fields {
                 control.push_str(f);
                 control.push('\n');
             }
             fs::write(tree.join("DEBIAN/control"), control).unwrap();
+            for (_, path, content) in files.iter().filter(|(n, _, _)| *n == p.name) {
+                let f = tree.join(path);
+                fs::create_dir_all(f.parent().unwrap()).unwrap();
+                fs::write(f, content).unwrap();
+            }
             run(Command::new("dpkg-deb")
                 .args(["--root-owner-group", "-Zgzip", "--build"])
                 .arg(&tree)
-                .arg(pool.join(format!("{}_{}_arm64.deb", p.name, p.version))));
+                .arg(pool.join(format!("{}_{}_{}.deb", p.name, p.version, p.arch()))));
         }
         let gnupg = key(dir, "repo");
         let keyring = run(gpg(&gnupg).arg("--export")).stdout;
@@ -93,30 +119,43 @@ impl Repo {
     }
 
     fn binary_dir(&self) -> PathBuf {
-        self.root.join(format!("dists/{SUITE}/main/binary-arm64"))
+        self.arch_dir("arm64")
     }
 
-    /// Writes Packages, Release and the signed InRelease.
+    fn arch_dir(&self, arch: &str) -> PathBuf {
+        self.root.join(format!("dists/{SUITE}/main/binary-{arch}"))
+    }
+
+    /// Writes each architecture's Packages, Release and the signed InRelease.
     pub fn index(&self) {
-        let bin = self.binary_dir();
-        fs::create_dir_all(&bin).unwrap();
-        let packages = stdout(
-            Command::new("dpkg-scanpackages")
-                .args(["-m", "pool", "/dev/null"])
-                .current_dir(&self.root),
-        );
-        fs::write(bin.join("Packages"), &packages).unwrap();
+        for arch in ARCHES {
+            let bin = self.arch_dir(arch);
+            fs::create_dir_all(&bin).unwrap();
+            let packages = stdout(
+                Command::new("dpkg-scanpackages")
+                    .args(["-m", "-a", arch, "pool", "/dev/null"])
+                    .current_dir(&self.root),
+            );
+            fs::write(bin.join("Packages"), &packages).unwrap();
+        }
         self.release();
     }
 
     /// Release over the current index files, signed with `gnupg`'s key.
     pub fn release_signed_by(&self, gnupg: &Path) {
         let rel = self.root.join(format!("dists/{SUITE}"));
-        let packages = fs::read(self.binary_dir().join("Packages")).unwrap();
-        let sha = super::sha256_bytes(&packages);
+        let mut sums = String::new();
+        for arch in ARCHES {
+            let packages = fs::read(self.arch_dir(arch).join("Packages")).unwrap();
+            sums += &format!(
+                " {} {} main/binary-{arch}/Packages\n",
+                super::sha256_bytes(&packages),
+                packages.len()
+            );
+        }
         let release = format!(
-            "Origin: nasforge-test\nLabel: nasforge-test\nSuite: {SUITE}\nCodename: {SUITE}\nArchitectures: arm64\nComponents: main\nDate: Sat, 01 Nov 2026 00:00:00 UTC\nSHA256:\n {sha} {} main/binary-arm64/Packages\n",
-            packages.len()
+            "Origin: nasforge-test\nLabel: nasforge-test\nSuite: {SUITE}\nCodename: {SUITE}\nArchitectures: {}\nComponents: main\nDate: Sat, 01 Nov 2026 00:00:00 UTC\nSHA256:\n{sums}",
+            ARCHES.join(" ")
         );
         fs::write(rel.join("Release"), &release).unwrap();
         let _ = fs::remove_file(rel.join("InRelease"));

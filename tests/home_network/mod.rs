@@ -11,8 +11,13 @@ use std::process::Command;
 use std::time::Instant;
 
 /// A share with nothing but what makes it writable for the user: what
-/// nasforge's shares are compared with.
-const PLAIN: &str = "[plain]\n   path = /srv/data\n   valid users = admin\n   read only = no\n";
+/// nasforge's shares are compared with. Its folder is on the same
+/// filesystem as `data`, with the same owner and mode, and apart from it,
+/// so that smbtorture can run on both at once without their test files
+/// meeting.
+const PLAIN_DIR: &str = "/srv/data/plain-share";
+const PLAIN: &str =
+    "[plain]\n   path = /srv/data/plain-share\n   valid users = admin\n   read only = no\n";
 
 const SMB2_SUITES: &[&str] = &[
     "smb2.connect",
@@ -23,6 +28,11 @@ const SMB2_SUITES: &[&str] = &[
     "smb2.rename",
     "smb2.delete-on-close-perms",
 ];
+
+/// Where vfs.fruit runs: the ZFS pool's share, so that Apple's streams
+/// are proven on a dataset (xattr=sa) while the SMB2 suites use the md
+/// array's ext4 at the same time.
+const FRUIT_SHARE: &str = "projects";
 
 /// vfs.fruit's tests except those that need a second share without fruit
 /// to plant AppleDouble files (Samba's own test environment has one) and
@@ -90,6 +100,7 @@ pub fn found_by_name(board: &Board, key: &Path, host: &str, timemachine: &str) {
 }
 
 fn torture(board: &Board, share: &str, tests: &[&str]) -> String {
+    let started = Instant::now();
     let out = Command::new("smbtorture")
         .arg(format!("//127.0.0.1/{share}"))
         .args(["-p", &board.smb.to_string()])
@@ -97,6 +108,11 @@ fn torture(board: &Board, share: &str, tests: &[&str]) -> String {
         .args(tests)
         .output()
         .expect("smbtorture (samba-testsuite, installed by scripts/setup)");
+    eprintln!(
+        "e2e: smbtorture {} on {share}: {:.0}s",
+        tests.join(" "),
+        started.elapsed().as_secs_f64()
+    );
     printed(&out)
 }
 
@@ -115,7 +131,7 @@ pub fn add_plain_share(board: &Board, key: &Path) {
     let (ok, out) = board.ssh(
         key,
         &format!(
-            "sudo -S sh -c \"printf '\\n{}' >> /etc/samba/smb.conf && smbcontrol smbd reload-config\"",
+            "sudo -S sh -c \"mkdir {PLAIN_DIR} && chown --reference=/srv/data {PLAIN_DIR} && chmod --reference=/srv/data {PLAIN_DIR} && printf '\\n{}' >> /etc/samba/smb.conf && smbcontrol smbd reload-config\"",
             PLAIN.replace('\n', "\\n")
         ),
     );
@@ -125,7 +141,7 @@ pub fn add_plain_share(board: &Board, key: &Path) {
 pub fn remove_plain_share(board: &Board, key: &Path) {
     let (ok, out) = board.ssh(
         key,
-        "sudo -S sh -c \"sed -i '/^\\[plain\\]/,\\$d' /etc/samba/smb.conf && smbcontrol smbd reload-config\"",
+        &format!("sudo -S sh -c \"sed -i '/^\\[plain\\]/,\\$d' /etc/samba/smb.conf && smbcontrol smbd reload-config && rm -r {PLAIN_DIR}\""),
     );
     assert!(ok, "removing the plain share:\n{out}");
 }
@@ -133,9 +149,20 @@ pub fn remove_plain_share(board: &Board, key: &Path) {
 /// Samba's conformance suite finds nothing wrong with nasforge's share that
 /// it does not also find with the plain share, and the Apple extensions
 /// nasforge switches on pass vfs.fruit.
+///
+/// The three runs go at once: each keeps one smbd busy, and the board has
+/// two processors.
 pub fn shares_behave_like_samba_own(board: &Board) {
-    let plain = torture(board, "plain", SMB2_SUITES);
-    let ours = torture(board, "data", SMB2_SUITES);
+    let (plain, ours, fruit) = std::thread::scope(|s| {
+        let plain = s.spawn(|| torture(board, "plain", SMB2_SUITES));
+        let ours = s.spawn(|| torture(board, "data", SMB2_SUITES));
+        let fruit = s.spawn(|| torture(board, FRUIT_SHARE, &["vfs.fruit"]));
+        (
+            plain.join().unwrap(),
+            ours.join().unwrap(),
+            fruit.join().unwrap(),
+        )
+    });
     assert!(
         ours.lines().filter(|l| l.starts_with("success: ")).count() > 30,
         "smbtorture ran too few tests:\n{ours}"
@@ -149,7 +176,6 @@ pub fn shares_behave_like_samba_own(board: &Board) {
         "e2e: smbtorture: the plain share fails {:?}, nasforge's share no other",
         failed(&plain)
     );
-    let fruit = torture(board, "data", &["vfs.fruit"]);
     let broken: Vec<_> = failed(&fruit)
         .into_iter()
         .filter(|t| !FRUIT_NOT_APPLICABLE.contains(&t.as_str()))
@@ -272,8 +298,12 @@ pub fn time_machine_and_guests(board: &Board, key: &Path, dir: &Path, limit_mib:
         &format!("put {} admin.txt", note.display()),
     );
     assert!(ok, "a user writes to the guest share:\n{out}");
+    // Listing shares opens the srvsvc pipe, whose server (samba-dcerpcd)
+    // smbd starts on the first request; under emulation, beside the
+    // arrays' first resync, that took longer than smbclient's default 20 s.
     let out = Command::new("smbclient")
         .args(["-N", "-L", "//127.0.0.1", "-p", &board.smb.to_string()])
+        .arg("--timeout=90")
         .output()
         .unwrap();
     assert!(

@@ -1,4 +1,4 @@
-//! `nasforge-setup alert`: what mdadm's monitor, smartd and the timers run,
+//! `nasforge-setup alert`: what mdadm's monitor, smartd, ZED and the timers run,
 //! and what a person runs to test the channels. The events, the spool and
 //! the deliveries are the engine's ([`nasforge_engine::alerts`]); this
 //! prints how each delivery went and refreshes the status file on the boot
@@ -17,7 +17,7 @@ use std::path::Path;
 #[command(group(
     ArgGroup::new("what")
         .required(true)
-        .args(["test", "event", "mdadm", "smartd", "retry", "check"])
+        .args(["test", "event", "mdadm", "smartd", "zed", "retry", "check"])
 ))]
 pub struct AlertArgs {
     /// Send a test alert by each channel in [alerts]; exits 1 if one
@@ -26,7 +26,7 @@ pub struct AlertArgs {
     test: bool,
     /// Raise an event: degraded, member-failed, rebuild-started,
     /// rebuild-finished, smart-failure, smart-prefail, temperature,
-    /// filesystem-full, setup-failed, apply-failed or test.
+    /// filesystem-full, setup-failed, apply-failed, data-errors or test.
     #[arg(long, value_name = "KIND")]
     event: Option<String>,
     /// The event's subject [default: one that says what KIND means]
@@ -41,6 +41,10 @@ pub struct AlertArgs {
     /// smartd's warning, read from its SMARTD_* environment (-M exec).
     #[arg(long)]
     smartd: bool,
+    /// ZED's pool event, read from its ZEVENT_* environment (the zedlet
+    /// /etc/zfs/zed.d/all-nasforge.sh runs this).
+    #[arg(long)]
+    zed: bool,
     /// Try the queued alerts again (run every 10 minutes by a timer).
     #[arg(long)]
     retry: bool,
@@ -110,12 +114,38 @@ fn event(host: &Host, args: &AlertArgs, hostname: &str) -> anyhow::Result<Option
         }
         return Ok(event);
     }
+    if args.zed {
+        return Ok(zed_event(host, hostname));
+    }
     match alerts::from_smartd(&|name: &str| std::env::var(name).ok(), hostname) {
         Some(event) => Ok(Some(event)),
         None => bail!(
             "SMARTD_FAILTYPE is not set: smartd runs `alert --smartd` with its warning in the environment"
         ),
     }
+}
+
+/// ZED's event; for a finished scrub or resilver, judged with the pool's
+/// `zpool status`. None (logged) for the events that need nobody.
+fn zed_event(host: &Host, hostname: &str) -> Option<Event> {
+    let env = |name: &str| std::env::var(name).ok();
+    let subclass = env("ZEVENT_SUBCLASS").unwrap_or_default();
+    let pool = env("ZEVENT_POOL").unwrap_or_default();
+    let status = (alerts::zed_needs_status(&subclass) && !pool.is_empty())
+        .then(|| {
+            nasforge_engine::machine::zfs::read(host, "zpool", &["status", "-P", "-p", &pool])
+                .ok()
+                .flatten()
+        })
+        .flatten();
+    let event = alerts::from_zed(&env, status.as_deref(), hostname);
+    if event.is_none() {
+        alerts::log(
+            host,
+            &format!("zed: {subclass} of pool {pool} (no alert needed)"),
+        );
+    }
+    event
 }
 
 /// One line per delivery; an error when any failed (it stays queued).

@@ -147,6 +147,7 @@ fn loop_disk(name: &str) -> Disk {
         minor: 0,
         size: nasforge_engine::size::Size(320 * MIB),
         logical_block_size: 512,
+        physical_block_size: None,
         model: None,
         serial: None,
         wwn: None,
@@ -179,6 +180,7 @@ fn plan_over(
         disks,
         network: None,
         arrays: vec![],
+        zfs: Default::default(),
     };
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();
     let context = Context {

@@ -6,6 +6,7 @@
 mod common;
 
 use nasforge_engine::journal::{self, Journal, StepRecord};
+use nasforge_engine::machine::zfs::ZfsSupport;
 use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::setup::{self, SetupError};
 use nasforge_engine::size::Size;
@@ -14,6 +15,7 @@ use nasforge_engine::spec::{
     Storage,
 };
 use nasforge_engine::{image_files, shares::samba, shares::smbpasswd};
+use nasforge_setup::wizard::choices::LevelChoice;
 use nasforge_setup::wizard::screens::shares::Field;
 use nasforge_setup::wizard::theme::Theme;
 use nasforge_setup::wizard::{
@@ -526,7 +528,7 @@ fn a_failed_setup_can_be_retried_from_the_progress_screen() {
         });
     }
     snapshot.service = Some("failed".into());
-    w.update(Msg::Progress(snapshot));
+    w.update(Msg::Progress(Box::new(snapshot)));
     let shown = screen(&w);
     assert!(shown.contains("Setup FAILED at step 7"), "{shown}");
     assert!(matches!(key(&mut w, KeyCode::Char('r')), Effect::Retry));
@@ -559,7 +561,7 @@ fn a_plan_whose_service_did_not_start_can_be_started_again() {
     );
     let mut snapshot = w.progress.clone().unwrap();
     snapshot.service = Some("inactive".into());
-    w.update(Msg::Progress(snapshot));
+    w.update(Msg::Progress(Box::new(snapshot)));
     assert!(
         screen(&w).contains("Setup stopped after 0 of 18 steps"),
         "{}",
@@ -590,7 +592,7 @@ fn done_says_how_to_connect_and_what_to_do_when_a_disk_fails() {
             })
             .collect();
     }
-    w.update(Msg::Progress(snapshot.clone()));
+    w.update(Msg::Progress(Box::new(snapshot.clone())));
     keys(&mut w, &[Enter]);
     assert_eq!(w.screen, Screen::Done);
     let shown = screen(&w);
@@ -1608,4 +1610,330 @@ fn the_spin_down_choice_lands_in_the_storage_spec() {
         SpinDown::After(20 * 60)
     );
     assert!(handoff.steps.iter().any(|s| s.id == "spin-down"));
+}
+
+/// The fixture with ZFS as an image built for a pool has it: the module
+/// loaded and zfsutils-linux's zpool installed.
+fn zfs_board() -> common::Board {
+    let board = board();
+    for (path, text) in [
+        ("/sys/module/zfs/version", "2.2.7-1~bpo12+1\n"),
+        ("/usr/sbin/zpool", ""),
+    ] {
+        let file = board.host.path(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    board
+}
+
+/// Disks → layout, the filesystem turned to zfs (ext4, xfs, btrfs, zfs),
+/// and the focus back on the levels.
+fn to_zfs(w: &mut Wizard) {
+    keys(w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout, "{:?}", w.notice);
+    keys(w, &[Tab, Right, Right, Right]);
+    assert_eq!(w.layout.filesystem, Filesystem::Zfs);
+    keys(w, &[KeyCode::BackTab]);
+}
+
+/// Three blank disks as a raidz1 pool, admin's password typed on the
+/// shares form.
+fn raidz1_to_shares(board: &common::Board) -> Wizard {
+    let mut w = wizard_on(board, PLAIN);
+    choose(&mut w, &["sda", "sdb", "sdc"]);
+    to_zfs(&mut w);
+    assert_eq!(w.level(), Level::Raidz1);
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    admin_password(&mut w);
+    w
+}
+
+#[test]
+fn zfs_pools_are_a_filesystem_choice_with_their_own_levels_and_figures() {
+    let board = zfs_board();
+    let mut w = wizard_on(&board, PLAIN);
+    assert_eq!(
+        w.facts.zfs,
+        Ok(ZfsSupport {
+            version: Some("2.2.7-1~bpo12+1".into())
+        })
+    );
+    choose(&mut w, &ALL_FOUR);
+    keys(&mut w, &[Enter]);
+    let shown = screen(&w);
+    assert!(
+        shown.contains("Or a ZFS pool (raidz1 here, checksummed): set Filesystem to zfs below."),
+        "{shown}"
+    );
+    assert!(shown.contains("<ext4>  xfs   btrfs   zfs"), "{shown}");
+    keys(&mut w, &[Esc]);
+    to_zfs(&mut w);
+    assert_eq!(w.level_choice(), LevelChoice::one(Level::Raidz1));
+    let shown = screen(&w);
+    insta::assert_snapshot!("layout_zfs", shown);
+    assert!(!shown.contains("raid5"), "one list at a time:\n{shown}");
+    assert!(shown.contains("ZFS pool  tank"), "{shown}");
+
+    // Up from raidz1: two mirrors of two.
+    keys(&mut w, &[Up]);
+    assert_eq!(
+        w.level_choice(),
+        LevelChoice {
+            level: Level::Mirror,
+            vdevs: 2
+        }
+    );
+    let array = w.storage().arrays.remove(0);
+    assert_eq!(
+        (
+            array.level,
+            array.filesystem,
+            array.vdevs,
+            array.name.as_str()
+        ),
+        (Level::Mirror, Filesystem::Zfs, Some(2), "tank")
+    );
+    let shown = screen(&w);
+    assert!(
+        shown.contains("> (*) 2 × mirror    8 TB  1 (up to 2)"),
+        "{shown}"
+    );
+    // Back to an md filesystem: md's list and its recommendation again.
+    keys(&mut w, &[Tab, KeyCode::Left]);
+    assert_eq!(w.layout.filesystem, Filesystem::Btrfs);
+    assert_eq!(w.level_choice(), LevelChoice::one(Level::Raid5));
+    assert_eq!(w.storage().arrays[0].name, "data");
+}
+
+#[test]
+fn without_zfs_the_layout_says_why_and_offers_no_zfs() {
+    let board = board();
+    std::fs::create_dir_all(board.host.path("/sys/module/zfs")).unwrap();
+    let mut w = wizard_on(&board, PLAIN);
+    let why = w.facts.zfs.clone().unwrap_err();
+    assert!(why.contains("zfsutils-linux"), "{why}");
+    choose(&mut w, &ALL_FOUR);
+    keys(&mut w, &[Enter]);
+    let shown = screen(&w);
+    insta::assert_snapshot!("layout_zfs_unavailable", shown);
+    assert!(
+        shown.contains("ZFS pools: not offered, zfsutils-linux is not installed (no zpool)."),
+        "{shown}"
+    );
+    keys(&mut w, &[Tab, Right, Right, Right]);
+    assert_eq!(w.layout.filesystem, Filesystem::Ext4, "round past btrfs");
+    assert!(!screen(&w).contains(" zfs "));
+
+    // However long the reason, it keeps to its line.
+    w.facts.zfs = Err("the zfs module for this kernel could not be found anywhere on this board, nor built for it".into());
+    let shown = screen(&w);
+    assert!(
+        shown.contains(
+            "│ ZFS pools: not offered, the zfs module for this kernel could not be found a… │"
+        ),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_pool_name_zpool_refuses_is_refused_on_the_layout_screen() {
+    let board = zfs_board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &["sda", "sdb"]);
+    to_zfs(&mut w);
+    assert_eq!(w.level(), Level::Mirror, "two disks");
+    keys(&mut w, &[Tab, Tab, Tab]);
+    assert_eq!(w.layout.focus, wizard::screens::layout::Focus::Pool);
+    for refused in ["raidz-pool", "c0d1", "2024"] {
+        ctrl(&mut w, 'u');
+        typing(&mut w, refused);
+        keys(&mut w, &[Tab, Enter]);
+        assert_eq!(w.screen, Screen::Layout, "{refused}");
+        let spec_says = nasforge_engine::spec::validate(&w.storage(), &[])
+            .into_iter()
+            .find(|p| p.path == "storage.arrays[0].name")
+            .unwrap()
+            .message;
+        let notice = w.notice.clone().unwrap();
+        assert!(notice.error, "{notice:?}");
+        assert_eq!(notice.text, spec_says);
+        assert!(spec_says.contains("cannot name a ZFS pool"), "{spec_says}");
+        assert_eq!(
+            w.layout.focus,
+            wizard::screens::layout::Focus::Pool,
+            "back on the name"
+        );
+    }
+    ctrl(&mut w, 'u');
+    typing(&mut w, "media");
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    assert_eq!(w.storage().arrays[0].name, "media");
+}
+
+#[test]
+fn a_share_on_a_pool_may_have_a_quota() {
+    let board = zfs_board();
+    let mut w = raidz1_to_shares(&board);
+    focus(&mut w, Field::Quota);
+    typing(&mut w, "100 potatoes");
+    keys(&mut w, &[Down, Enter]);
+    assert_eq!(w.screen, Screen::Shares);
+    assert_eq!(w.shares.focus, Field::Quota, "back on the quota");
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        notice.error
+            && notice
+                .text
+                .starts_with("Quota: invalid size `100 potatoes`"),
+        "{notice:?}"
+    );
+    ctrl(&mut w, 'u');
+    typing(&mut w, "0GiB");
+    keys(&mut w, &[Enter]);
+    assert!(
+        w.notice
+            .clone()
+            .unwrap()
+            .text
+            .contains("would mean no limit"),
+        "{:?}",
+        w.notice
+    );
+    ctrl(&mut w, 'u');
+    typing(&mut w, "100GiB");
+    insta::assert_snapshot!("shares_quota", screen(&w));
+    assert_eq!(w.share_specs()[0].quota, Some(Size(100 << 30)));
+
+    // Empty is no quota; an md array has no such field.
+    ctrl(&mut w, 'u');
+    assert_eq!(w.share_specs()[0].quota, None);
+    typing(&mut w, "100GiB");
+    keys(&mut w, &[Esc, Tab, KeyCode::Left]);
+    assert_eq!(w.layout.filesystem, Filesystem::Btrfs);
+    keys(&mut w, &[Enter]);
+    assert!(!screen(&w).contains("Quota"));
+    assert_eq!(w.share_specs()[0].quota, None, "{:?}", w.share_specs());
+}
+
+#[test]
+fn a_pool_is_specified_as_a_recipe_would_and_passes_its_checks() {
+    let board = zfs_board();
+    let mut w = raidz1_to_shares(&board);
+    focus(&mut w, Field::Quota);
+    typing(&mut w, "500GiB");
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let recipe = DeviceRecipe {
+        storage: Some(w.storage()),
+        shares: w.share_specs(),
+        alerts: None,
+    };
+    assert_eq!(
+        recipe.storage.as_ref().unwrap().arrays,
+        [Array {
+            vdevs: None,
+            name: "tank".into(),
+            level: Level::Raidz1,
+            disks: DiskMatch {
+                serial: Some("{WD-WCC7K0000001,WD-WCC7K0000002,WD-WCC7K0000003}".into()),
+                count: Count::Exactly(3),
+                ..DiskMatch::default()
+            },
+            filesystem: Filesystem::Zfs,
+            mount: "/srv/data".into(),
+            wipe: false,
+        }]
+    );
+    assert_eq!(
+        recipe.shares,
+        [Share {
+            quota: Some(Size(500 << 30)),
+            name: "data".into(),
+            path: "/srv/data".into(),
+            smb: Some(Smb {
+                users: vec!["admin".into()],
+                timemachine: false,
+                timemachine_max_size: None,
+                readonly: false,
+                guest: false,
+            }),
+            nfs: None,
+        }]
+    );
+    assert_eq!(recipe.problems(), []);
+    // As the service's recipe file carries it.
+    let text = toml::to_string(&recipe).unwrap();
+    assert!(text.contains("filesystem = \"zfs\""), "{text}");
+    assert_eq!(
+        DeviceRecipe::parse(&text, std::path::Path::new("wizard.toml")).unwrap(),
+        recipe
+    );
+}
+
+#[test]
+fn the_review_says_the_pool_in_words_and_its_commands() {
+    let board = zfs_board();
+    let mut w = raidz1_to_shares(&board);
+    focus(&mut w, Field::Quota);
+    typing(&mut w, "500GiB");
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    insta::assert_snapshot!("review_zfs", screen(&w));
+    keys(&mut w, &[KeyCode::End]);
+    insta::assert_snapshot!("review_zfs_end", screen(&w));
+    let text = review_text(&w);
+    assert!(
+        text.contains(
+            "Pool 'tank': ZFS, one raidz1 vdev of 3 disks, mounted at /srv/data; ashift 12"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("survives: 1 failed disk(s)"), "{text}");
+    assert!(
+        text.contains("holds at most 500GiB (a ZFS quota)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("/dev/md/"),
+        "a pool has no md device:\n{text}"
+    );
+    assert!(
+        text.contains("zpool create -o ashift=12 -o cachefile=/etc/zfs/zpool.cache")
+            && text.contains("zfs create -p -o quota="),
+        "the commands:\n{text}"
+    );
+    for screen in [Screen::Layout, Screen::Shares, Screen::Review] {
+        w.screen = screen;
+        for (width, height) in [(132, 43), (40, 12), (10, 3), (1, 1)] {
+            render_at(&w, width, height);
+        }
+    }
+}
+
+#[test]
+fn two_vdevs_are_said_as_such_in_the_review() {
+    let board = zfs_board();
+    let mut w = wizard_on(&board, PLAIN);
+    choose(&mut w, &ALL_FOUR);
+    to_zfs(&mut w);
+    keys(&mut w, &[Up, Enter]);
+    admin_password(&mut w);
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let text = review_text(&w);
+    assert!(
+        text.contains(
+            "Pool 'tank': ZFS, 2 mirror vdevs of 2 disks each, striped, mounted at /srv/data"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "survives: 1 failed disk(s) in each vdev, 2 in all when they fall in different vdevs"
+        ),
+        "{text}"
+    );
 }

@@ -118,7 +118,7 @@ pub fn smartd_step(temperature: i64) -> Step {
                 contents: smartd_conf(temperature),
                 mode: 0o644,
             },
-            Action::Run(Cmd::new(&["systemctl", "enable", "smartmontools.service"])),
+            crate::steps::enable(&["smartmontools.service"], false),
             Action::Run(Cmd::new(&["systemctl", "restart", "smartmontools.service"])),
         ],
         always: vec![],

@@ -9,8 +9,8 @@
 //! and the status file on the boot partition are where an event shows.
 //!
 //! `config` writes what setup installs (the routing, msmtprc,
-//! smartd.conf), `sources` turns mdadm's arguments and smartd's environment
-//! into events, `deliver` makes the msmtp and curl command lines, `check`
+//! smartd.conf), `sources` turns mdadm's arguments and smartd's and ZED's
+//! environment into events, `deliver` makes the msmtp and curl command lines, `check`
 //! finds full filesystems.
 
 mod check;
@@ -24,7 +24,7 @@ pub use config::{
     Email, Routing, SMARTD_STEP, add_steps, msmtprc, routing, smartd_conf, smartd_step,
 };
 pub use deliver::{Channel, Exec, SystemExec, command};
-pub use sources::{from_mdadm, from_smartd};
+pub use sources::{from_mdadm, from_smartd, from_zed, zed_needs_status};
 pub use spool::{Delivery, log, raise, recent, retry};
 
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,14 @@ pub const MDADM_EVENT: &str = "/usr/lib/nasforge/mdadm-event";
 /// smartd's `-M exec`: runs `nasforge-setup alert --smartd`.
 pub const SMARTD_EVENT: &str = "/usr/lib/nasforge/smartd-event";
 pub const SMARTD_CONF: &str = "/etc/smartd.conf";
+/// ZED's zedlet: runs `nasforge-setup alert --zed` for the pool events
+/// that matter. In /etc/zfs/zed.d, where Debian's zfs-zed links the
+/// zedlets it enables; `all-` makes ZED run it for every event class.
+pub const ZEDLET: &str = "/etc/zfs/zed.d/all-nasforge.sh";
+
+pub fn zedlet() -> &'static str {
+    include_str!("../../../files/board/all-nasforge.sh")
+}
 
 /// What happened, as `alert --event KIND` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,10 +66,13 @@ pub enum Kind {
     SetupFailed,
     ApplyFailed,
     Test,
+    /// ZFS found blocks that did not match their checksum, or could not
+    /// read them, in a scrub or in use.
+    DataErrors,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Degraded,
         Kind::MemberFailed,
         Kind::RebuildStarted,
@@ -73,6 +84,7 @@ impl Kind {
         Kind::SetupFailed,
         Kind::ApplyFailed,
         Kind::Test,
+        Kind::DataErrors,
     ];
 
     pub fn name(self) -> &'static str {
@@ -88,6 +100,7 @@ impl Kind {
             Kind::SetupFailed => "setup-failed",
             Kind::ApplyFailed => "apply-failed",
             Kind::Test => "test",
+            Kind::DataErrors => "data-errors",
         }
     }
 
@@ -117,6 +130,7 @@ impl Kind {
             Kind::SetupFailed => "Storage setup failed",
             Kind::ApplyFailed => "Applying nasforge.toml failed",
             Kind::Test => "Test alert",
+            Kind::DataErrors => "A pool found damaged data",
         }
     }
 }

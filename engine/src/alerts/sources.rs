@@ -1,8 +1,10 @@
-//! Events from the monitors: mdadm's `PROGRAM` arguments and smartd's
-//! `-M exec` environment, each turned into an [`Event`] (or None for the
-//! notices that need no one's attention, which are only logged).
+//! Events from the monitors: mdadm's `PROGRAM` arguments, smartd's
+//! `-M exec` environment and ZED's zedlet environment, each turned into an
+//! [`Event`] (or None for the notices that need no one's attention, which
+//! are only logged).
 
 use super::{Event, Kind};
+use crate::status::zfs::{Scan, parse_zpool_status};
 
 /// mdadm's monitor runs `PROGRAM EVENT MD-DEVICE [COMPONENT]` (mdadm(8),
 /// "MONITOR MODE").
@@ -105,6 +107,126 @@ pub fn from_smartd(env: &dyn Fn(&str) -> Option<String>, host: &str) -> Option<E
     Some(Event::new(kind, host, &subject, &message))
 }
 
+/// Whether the ZED event in `subclass` is judged with the pool's
+/// `zpool status -P -p` (a finished scrub is news only when it found
+/// something).
+pub fn zed_needs_status(subclass: &str) -> bool {
+    matches!(subclass, "scrub_finish" | "resilver_finish")
+}
+
+/// ZED's event, from the environment it gives a zedlet (zed(8), the
+/// zedlets of OpenZFS 2.1: ZEVENT_SUBCLASS, ZEVENT_POOL, ZEVENT_VDEV_PATH,
+/// ZEVENT_VDEV_STATE_STR); `status` is the pool's `zpool status -P -p`
+/// for the events [`zed_needs_status`] names.
+pub fn from_zed(
+    env: &dyn Fn(&str) -> Option<String>,
+    status: Option<&str>,
+    host: &str,
+) -> Option<Event> {
+    let subclass = env("ZEVENT_SUBCLASS")
+        .or_else(|| env("ZEVENT_CLASS").and_then(|c| c.rsplit('.').next().map(str::to_string)))?;
+    let pool = env("ZEVENT_POOL").unwrap_or_else(|| "a pool".into());
+    let disk = env("ZEVENT_VDEV_PATH").unwrap_or_else(|| "a disk".into());
+    let look = format!("`sudo zpool status -v {pool}` shows the pool's disks and errors.");
+    let replace = format!(
+        "To replace the disk: `sudo zpool replace {pool} {disk} /dev/disk/by-id/NEW-DISK`."
+    );
+    let (kind, subject, message) = match subclass.as_str() {
+        "statechange" => {
+            let state = env("ZEVENT_VDEV_STATE_STR")?;
+            let why = match state.as_str() {
+                "FAULTED" => "has too many I/O errors, and ZFS stopped using it",
+                "DEGRADED" => "has too many checksum errors, and ZFS trusts it no more",
+                "REMOVED" => "was removed",
+                "UNAVAIL" => "cannot be opened",
+                // ONLINE, OFFLINE: a disk back, or taken out on purpose.
+                _ => return None,
+            };
+            let kind = if state == "DEGRADED" {
+                Kind::Degraded
+            } else {
+                Kind::MemberFailed
+            };
+            (
+                kind,
+                format!("{disk} of pool {pool} is {state}"),
+                format!(
+                    "{disk} {why}: pool {pool} runs without it, and one more failure may lose data. {look} {replace}"
+                ),
+            )
+        }
+        "resilver_start" => (
+            Kind::RebuildStarted,
+            format!("pool {pool} is resilvering"),
+            format!("ZFS started rebuilding pool {pool} onto a disk. {look}"),
+        ),
+        "resilver_finish" => {
+            let found = status.and_then(scan_errors);
+            (
+                Kind::RebuildFinished,
+                format!("pool {pool} finished resilvering"),
+                format!(
+                    "ZFS finished rebuilding pool {pool}{}. {look}",
+                    found.map(|e| format!(", {e}")).unwrap_or_default()
+                ),
+            )
+        }
+        "scrub_finish" => {
+            let found = status.and_then(scan_errors)?;
+            (
+                Kind::DataErrors,
+                format!("the scrub of pool {pool} found errors"),
+                format!("The monthly scrub of pool {pool} finished: {found}. {look}"),
+            )
+        }
+        "checksum" | "io" | "data" => {
+            let what = match subclass.as_str() {
+                "checksum" => format!("{disk} returned data that failed its checksum"),
+                "io" => format!("{disk} failed to read or write"),
+                _ => "ZFS found data it cannot repair".to_string(),
+            };
+            (
+                Kind::DataErrors,
+                format!("{subclass} errors in pool {pool}"),
+                format!(
+                    "{what} (pool {pool}). ZFS repairs what a second copy or parity covers; errors that keep coming mean a failing disk or cable. {look}"
+                ),
+            )
+        }
+        _ => return None,
+    };
+    Some(Event::new(kind, host, &subject, &message))
+}
+
+/// What a finished scan or the pool's state says went wrong, in words;
+/// None when the pool is healthy and the scan found nothing.
+fn scan_errors(status: &str) -> Option<String> {
+    let report = parse_zpool_status(status)?;
+    let mut found = Vec::new();
+    if let Scan::Finished {
+        repaired, errors, ..
+    } = &report.scan
+    {
+        if *errors > 0 {
+            found.push(format!("{errors} errors it could not repair"));
+        }
+        if repaired != "0B" {
+            found.push(format!("{repaired} repaired"));
+        }
+    }
+    if report.state != "ONLINE" {
+        found.push(format!("the pool is {}", report.state));
+    }
+    if let Some(e) = report
+        .errors
+        .as_deref()
+        .filter(|e| *e != "No known data errors")
+    {
+        found.push(e.to_string());
+    }
+    (!found.is_empty()).then(|| found.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +322,121 @@ mod tests {
             );
         }
         assert!(run(&[("SMARTD_DEVICE", "/dev/sdb")]).is_none());
+    }
+
+    fn zed(vars: &[(&str, &str)], status: Option<&str>) -> Option<Event> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        from_zed(
+            &|name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+            status,
+            "nas",
+        )
+    }
+
+    fn zfs_fixture(name: &str) -> String {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/zfs")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    const DISK: &str = "/dev/disk/by-id/wwn-0x50014ee2b0000002-part1";
+
+    #[test]
+    fn zed_state_changes_map_to_degraded_and_failed_members() {
+        for (state, kind) in [
+            ("FAULTED", Some(Kind::MemberFailed)),
+            ("UNAVAIL", Some(Kind::MemberFailed)),
+            ("REMOVED", Some(Kind::MemberFailed)),
+            ("DEGRADED", Some(Kind::Degraded)),
+            ("ONLINE", None),
+            ("OFFLINE", None),
+        ] {
+            let e = zed(
+                &[
+                    ("ZEVENT_CLASS", "resource.fs.zfs.statechange"),
+                    ("ZEVENT_SUBCLASS", "statechange"),
+                    ("ZEVENT_POOL", "tank"),
+                    ("ZEVENT_VDEV_PATH", DISK),
+                    ("ZEVENT_VDEV_STATE_STR", state),
+                ],
+                None,
+            );
+            assert_eq!(e.as_ref().map(|e| e.kind), kind, "{state}");
+            if let Some(e) = e {
+                assert_eq!(e.subject, format!("{DISK} of pool tank is {state}"));
+                assert!(
+                    e.message.contains(&format!(
+                        "zpool replace tank {DISK} /dev/disk/by-id/NEW-DISK"
+                    )),
+                    "{}",
+                    e.message
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn zed_resilvers_and_errors() {
+        let kind = |vars: &[(&str, &str)], status: Option<&str>| zed(vars, status).map(|e| e.kind);
+        let pool = ("ZEVENT_POOL", "tank");
+        assert_eq!(
+            kind(&[("ZEVENT_SUBCLASS", "resilver_start"), pool], None),
+            Some(Kind::RebuildStarted)
+        );
+        let healthy = zfs_fixture("status-raidz1-healthy.txt");
+        let e = zed(
+            &[("ZEVENT_SUBCLASS", "resilver_finish"), pool],
+            Some(&healthy),
+        )
+        .unwrap();
+        assert_eq!(e.kind, Kind::RebuildFinished);
+        assert_eq!(e.subject, "pool tank finished resilvering");
+        for class in ["checksum", "io", "data"] {
+            assert_eq!(
+                kind(
+                    &[("ZEVENT_SUBCLASS", class), pool, ("ZEVENT_VDEV_PATH", DISK)],
+                    None
+                ),
+                Some(Kind::DataErrors),
+                "{class}"
+            );
+        }
+        // Only the class, as ZED also sets it: ereport.fs.zfs.checksum.
+        assert_eq!(
+            kind(&[("ZEVENT_CLASS", "ereport.fs.zfs.checksum"), pool], None),
+            Some(Kind::DataErrors)
+        );
+        for routine in ["history_event", "config_sync", "pool_import", "scrub_start"] {
+            assert_eq!(
+                kind(&[("ZEVENT_SUBCLASS", routine), pool], None),
+                None,
+                "{routine}"
+            );
+        }
+        assert_eq!(kind(&[pool], None), None);
+    }
+
+    #[test]
+    fn a_scrub_that_found_nothing_is_only_logged() {
+        let scrub = [("ZEVENT_SUBCLASS", "scrub_finish"), ("ZEVENT_POOL", "tank")];
+        let healthy = zfs_fixture("status-raidz1-healthy.txt");
+        assert!(zed(&scrub, Some(&healthy)).is_none());
+        let bad = zfs_fixture("status-mirrors-checksum-errors.txt");
+        let e = zed(&scrub, Some(&bad)).unwrap();
+        assert_eq!(e.kind, Kind::DataErrors);
+        assert!(
+            e.message.contains(
+                "2 errors it could not repair; 1.50M repaired; 2 data errors, use '-v' for a list"
+            ),
+            "{}",
+            e.message
+        );
+        assert!(zed_needs_status("scrub_finish") && !zed_needs_status("checksum"));
     }
 }

@@ -30,11 +30,8 @@ pub(super) fn steps(old: &[Share], new: &[Share]) -> Option<Step> {
         actions.push(Action::RemoveFile {
             path: avahi::SERVICE_FILE.into(),
         });
-        actions.push(run(&[
-            "systemctl",
-            "reload-or-restart",
-            "avahi-daemon.service",
-        ]));
+        // avahi-daemon notices the removed file itself (see announce_step).
+        actions.push(run(&["systemctl", "start", "avahi-daemon.service"]));
     }
     (!actions.is_empty()).then(|| Step {
         id: "shares-withdrawn".into(),

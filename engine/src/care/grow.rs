@@ -121,7 +121,7 @@ pub fn cannot_grow(level: Level) -> Option<&'static str> {
             "whether md can reshape a raid10 depends on its layout and the kernel, and nasforge does not attempt it. Back up the data, then set the array up again with more disks",
         ),
         Level::Raidz1 | Level::Raidz2 | Level::Raidz3 | Level::Mirror | Level::Stripe => Some(
-            "a ZFS pool grows by another vdev (zpool add) or by replacing every disk with a larger one, not disk by disk as md does; nasforge does not do that yet",
+            "a ZFS pool grows by a whole vdev of the same shape (`sudo zpool add POOL raidz1 /dev/disk/by-id/...` for a raidz1 pool), a mirror by another disk (`sudo zpool attach POOL EXISTING NEW`), or by replacing every disk with a larger one (`zpool replace`, then `zpool online -e`); not disk by disk as md does, and nasforge does not do it for you",
         ),
         Level::Raid1 | Level::Raid5 | Level::Raid6 => None,
     }

@@ -35,6 +35,12 @@ pub fn replace(
     request: &ReplaceRequest,
 ) -> Result<CarePlan, CareError> {
     let array = pick_array(survey, request.array.as_deref())?;
+    if array.level.is_zfs() {
+        return refuse(format!(
+            "'{}' is a ZFS pool, and nasforge replaces md members only. Put the new disk in, then `sudo zpool replace {} OLD /dev/disk/by-id/NEW` (OLD as `zpool status -P {}` shows it, or its GUID when it is missing) and follow the resilver with `zpool status {}`",
+            array.name, array.name, array.name, array.name
+        ));
+    }
     if matches!(array.level, Level::Single | Level::Raid0) {
         return refuse(format!(
             "'{}' is {}, which keeps no second copy: a lost member cannot be rebuilt. Restore it from a backup onto a new array",

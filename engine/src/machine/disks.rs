@@ -6,7 +6,8 @@
 //! controller and link), what it holds (signatures read from its first and
 //! last bytes, util-linux's and udev's probes, any non-zero byte at either
 //! end: see [`signature::whole_disk`]) and whether the running system uses
-//! it (boot disk, mounts, holders, swap: see [`SystemUse::uses`]). Every
+//! it (boot disk, mounts, holders, swap: see [`SystemUse::uses`]; disks of
+//! imported ZFS pools: see [`zfs::imported_devices`]). Every
 //! step that writes to a disk discovers it again just before, so this check
 //! runs right before the first write as well as at planning.
 
@@ -16,6 +17,7 @@ use crate::machine::signature::{self, Signature};
 use crate::machine::sysfs::{self, parse_devnum, read_trimmed, read_u64};
 use crate::machine::udev;
 use crate::machine::usb::{self, UsbBridge};
+use crate::machine::zfs::{self, ZfsOnBoard};
 use crate::size::Size;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -70,6 +72,9 @@ pub struct Inventory {
     /// arrays of their own, possibly under the name a recipe wants.
     #[serde(default)]
     pub arrays: Vec<MdArray>,
+    /// Whether this board can build ZFS pools, or why not.
+    #[serde(default)]
+    pub zfs: ZfsOnBoard,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,6 +140,11 @@ pub struct Disk {
     pub minor: u32,
     pub size: Size,
     pub logical_block_size: u64,
+    /// The sector size the disk writes internally (`queue/physical_block_size`):
+    /// 4096 on Advanced Format disks that report 512-byte logical sectors.
+    /// None in plans made before discovery read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_block_size: Option<u64>,
     pub model: Option<String>,
     pub serial: Option<String>,
     pub wwn: Option<String>,
@@ -182,6 +192,14 @@ impl Disk {
 
     pub fn dev_path(&self) -> String {
         format!("/dev/{}", self.name)
+    }
+
+    /// The larger of the logical and physical sector sizes: what a write
+    /// must be aligned to and sized for to avoid read-modify-write.
+    pub fn sector_size(&self) -> u64 {
+        self.physical_block_size
+            .unwrap_or(0)
+            .max(self.logical_block_size)
     }
 
     /// The path steps use: stable across reboots when udev gave one, so a
@@ -267,6 +285,14 @@ pub fn discover(host: &Host) -> Result<Inventory, DiscoveryError> {
         .filter_map(|name| read_disk(host, &system, name))
         .collect();
 
+    for (device, pool) in zfs::imported_devices(host) {
+        if let Some(disk) = disks
+            .iter_mut()
+            .find(|d| d.name == device || d.partitions.iter().any(|p| p.name == device))
+        {
+            disk.in_use.push(InUse::ZfsPool { device, pool });
+        }
+    }
     // Cheap USB bridges give every disk the same serial, so by-id links
     // collide; such a disk is addressed by kernel name instead.
     let links: Vec<Option<String>> = disks.iter().map(|d| d.by_id.clone()).collect();
@@ -279,6 +305,7 @@ pub fn discover(host: &Host) -> Result<Inventory, DiscoveryError> {
         disks,
         network: network_link(host),
         arrays: md_arrays(host, &names),
+        zfs: zfs::on_board(host),
     })
 }
 
@@ -423,6 +450,7 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
         minor,
         size: Size(sectors * 512),
         logical_block_size: read_u64(&sys.join("queue/logical_block_size")).unwrap_or(512),
+        physical_block_size: read_u64(&sys.join("queue/physical_block_size")),
         model,
         serial,
         wwn,

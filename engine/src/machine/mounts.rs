@@ -120,6 +120,12 @@ pub enum InUse {
     Unreadable {
         error: String,
     },
+    /// A disk of an imported ZFS pool: ZFS holds it open, but lists it
+    /// neither in `holders` nor in mountinfo.
+    ZfsPool {
+        device: String,
+        pool: String,
+    },
 }
 
 impl InUse {
@@ -137,6 +143,12 @@ impl InUse {
             InUse::Held { device, by } => write!(f, "{dev}{device} is in use by {by}"),
             InUse::Swap { device } => write!(f, "{dev}{device} is active swap"),
             InUse::Unreadable { error } => write!(f, "its contents cannot be read ({error})"),
+            InUse::ZfsPool { device, pool } => {
+                write!(
+                    f,
+                    "{dev}{device} is a disk of the imported ZFS pool '{pool}'"
+                )
+            }
         }
     }
 }

@@ -2,26 +2,109 @@
 //! by the image builder, built on the workstation for this kernel) and
 //! zfsutils-linux's `zpool` is installed. The planner refuses ZFS levels and
 //! the wizard leaves them out, with this reason, when either is missing.
+//!
+//! The pool and dataset guards read the pools' state with `zpool` and `zfs`
+//! themselves ([`read`]): ZFS keeps no sysfs tree of its vdevs to read.
 
-use crate::machine::disks::Host;
+use crate::machine::disks::{Host, kernel_name};
 use crate::machine::filesystems::{kernel_has, release};
+use serde::{Deserialize, Serialize};
 use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
 
 /// What the board has of ZFS.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ZfsSupport {
     /// The loaded module's version (`/sys/module/zfs/version`); None until
     /// the module is loaded.
     pub version: Option<String>,
 }
 
+/// [`support`] as discovery records it for the planner, which reads no
+/// files itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZfsOnBoard {
+    Available(ZfsSupport),
+    Unavailable(String),
+}
+
+impl Default for ZfsOnBoard {
+    /// An inventory that did not look (made by hand, or recorded before
+    /// discovery looked) offers no ZFS.
+    fn default() -> ZfsOnBoard {
+        ZfsOnBoard::Unavailable("discovery did not look for ZFS on this board".into())
+    }
+}
+
+pub fn on_board(host: &Host) -> ZfsOnBoard {
+    match support(host) {
+        Ok(s) => ZfsOnBoard::Available(s),
+        Err(why) => ZfsOnBoard::Unavailable(why),
+    }
+}
+
+/// Where zfsutils-linux puts its commands: /sbin on bookworm, /usr/sbin
+/// once /sbin is a link to it.
+const SBIN: [&str; 2] = ["/sbin", "/usr/sbin"];
+
+/// `zpool` or `zfs` under the host's root, if installed.
+pub fn tool(host: &Host, name: &str) -> Option<PathBuf> {
+    SBIN.iter()
+        .map(|dir| host.path(&format!("{dir}/{name}")))
+        .find(|p| p.exists())
+}
+
+/// What `zpool`/`zfs` (`name`) prints for `args`, when it exits 0: Ok(None)
+/// when the tool is not installed, Err with its message when it fails.
+pub fn read(host: &Host, name: &str, args: &[&str]) -> Result<Option<String>, String> {
+    let Some(path) = tool(host, name) else {
+        return Ok(None);
+    };
+    let out = Command::new(&path)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{name} could not be started: {e}"))?;
+    if out.status.success() {
+        Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned()))
+    } else {
+        Err(format!(
+            "`{name} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The disks of the imported pools, as (kernel name of the device ZFS
+/// holds, pool). Only asked while the module is loaded: with none, no pool
+/// is imported, and zpool would load the module just to say so.
+pub fn imported_devices(host: &Host) -> Vec<(String, String)> {
+    if !host.path("/sys/module/zfs").exists() {
+        return Vec::new();
+    }
+    let Ok(Some(text)) = read(host, "zpool", &["status", "-P"]) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for report in crate::status::zfs::parse_zpool_status_all(&text) {
+        for path in report.disks().iter().filter_map(|v| v.path()) {
+            let device = kernel_name(host, path)
+                .or_else(|| kernel_name(host, &crate::storage::zpool::whole_disk_path(path)));
+            if let Some(device) = device {
+                out.push((device, report.pool.clone()));
+            }
+        }
+    }
+    out
+}
+
 /// ZFS can be used on this board, or why not.
 pub fn support(host: &Host) -> Result<ZfsSupport, String> {
     let kernel = release(host).unwrap_or_else(|| "the running kernel".into());
     let module = host.path("/sys/module/zfs").exists() || kernel_has(host, "zfs");
-    let zpool = ["/sbin/zpool", "/usr/sbin/zpool"]
-        .iter()
-        .any(|p| host.path(p).exists());
+    let zpool = tool(host, "zpool").is_some();
     match (module, zpool) {
         (true, true) => Ok(ZfsSupport {
             version: fs::read_to_string(host.path("/sys/module/zfs/version"))

@@ -37,19 +37,23 @@ impl Plan {
 fn describe_array(a: &ArrayPlan) -> String {
     let mut out = String::new();
     let s = &a.spec;
-    let device = if s.level == Level::Single {
-        "a partition".to_string()
+    if s.is_zfs() {
+        out += &pool_line(a);
     } else {
-        s.md_device()
-    };
-    out += &format!(
-        "Array '{}': {} of {} disk(s) as {device}, {} mounted at {}\n",
-        s.name,
-        s.level,
-        a.members.len(),
-        s.filesystem,
-        s.mount
-    );
+        let device = if s.level == Level::Single {
+            "a partition".to_string()
+        } else {
+            s.md_device()
+        };
+        out += &format!(
+            "Array '{}': {} of {} disk(s) as {device}, {} mounted at {}\n",
+            s.name,
+            s.level,
+            a.members.len(),
+            s.filesystem,
+            s.mount
+        );
+    }
     for m in &a.members {
         let erase = if m.erase { "  [will be erased]" } else { "" };
         let controller = m
@@ -64,10 +68,12 @@ fn describe_array(a: &ArrayPlan) -> String {
             m.disk.summary()
         );
     }
-    out += &format!(
-        "  capacity: about {} (before filesystem overhead)",
-        a.capacity
-    );
+    let overhead = if s.is_zfs() {
+        "before ZFS's metadata, raidz padding and reserved space"
+    } else {
+        "before filesystem overhead"
+    };
+    out += &format!("  capacity: about {} ({overhead})", a.capacity);
     if a.lost_to_mixed_sizes.0 > 0 {
         out += &format!(
             ", {} unused because members differ in size",
@@ -79,6 +85,9 @@ fn describe_array(a: &ArrayPlan) -> String {
     out += &match (t.guaranteed, t.best_case) {
         (0, _) => "  survives: no disk failure\n".to_string(),
         (g, b) if g == b => format!("  survives: {g} failed disk(s)\n"),
+        (g, b) if s.is_zfs() => format!(
+            "  survives: {g} failed disk(s) in each vdev, {b} in all when they fall in different vdevs\n"
+        ),
         (g, b) => format!(
             "  survives: {g} failed disk(s), up to {b} if each is from a different mirror\n"
         ),
@@ -104,6 +113,26 @@ fn describe_array(a: &ArrayPlan) -> String {
         out += &format!("  skipped {s}\n");
     }
     out
+}
+
+/// A pool's first line: its layout in vdevs, where it mounts, its sector
+/// size.
+fn pool_line(a: &ArrayPlan) -> String {
+    let s = &a.spec;
+    let vdevs = s.vdev_count();
+    let width = a.members.len() / vdevs.max(1);
+    let layout = match (s.level, vdevs) {
+        (Level::Stripe, _) => format!("a stripe of {} disk(s)", a.members.len()),
+        (level, 1) => format!("one {level} vdev of {width} disks"),
+        (level, n) => format!("{n} {level} vdevs of {width} disks each, striped"),
+    };
+    let ashift = a.ashift.unwrap_or(12);
+    format!(
+        "Pool '{}': ZFS, {layout}, mounted at {}; ashift {ashift} ({}-byte blocks)\n",
+        s.name,
+        s.mount,
+        1u64 << ashift
+    )
 }
 
 /// A share's line: where it is and who reaches it how.

@@ -3,8 +3,9 @@
 //! that name each disk in the way.
 
 use super::estimates::{capacity_in, throughput, tolerance_in};
-use super::{ArrayPlan, Member, Refusal, refusals};
+use super::{ArrayPlan, Member, Refusal, ashift, refusals};
 use crate::machine::disks::{Disk, Inventory};
+use crate::machine::zfs::ZfsOnBoard;
 use crate::matching;
 use crate::size::Size;
 use crate::spec::{Array, Count, Level, Transport};
@@ -31,10 +32,20 @@ pub(super) fn plan_array(
     inventory: &Inventory,
     taken: &[String],
 ) -> Result<ArrayPlan, Vec<Refusal>> {
+    if spec.is_zfs()
+        && let ZfsOnBoard::Unavailable(why) = &inventory.zfs
+    {
+        return Err(vec![refuse(
+            spec,
+            None,
+            format!("a ZFS pool cannot be built on this board: {why}"),
+        )]);
+    }
     // The steps address the array as /dev/md/<name>: with another array
     // already there under that name, "create" would find it done and mkfs
     // would format it.
     if spec.level != Level::Single
+        && !spec.is_zfs()
         && let Some(existing) = inventory
             .arrays
             .iter()
@@ -232,6 +243,7 @@ fn array_plan(
         throughput: throughput(level, spec.vdev_count(), &disks, inventory),
         warnings,
         skipped,
+        ashift: spec.is_zfs().then(|| ashift(&disks)),
     }
 }
 
@@ -243,8 +255,15 @@ fn warnings(spec: &Array, chosen: &[(&Disk, bool)], lost: Size) -> Vec<String> {
             "raid0 has no redundancy: one failed disk loses everything on the array".to_string(),
         );
     }
+    if level == Level::Stripe && chosen.len() > 1 {
+        out.push(
+            "a stripe has no redundancy: one failed disk loses everything in the pool".to_string(),
+        );
+    }
     let smallest = chosen.iter().map(|(d, _)| d.size).min();
+    // A ZFS stripe uses every byte of each disk: nothing to warn about.
     if let Some(smallest) = smallest
+        && level != Level::Stripe
         && chosen.iter().any(|(d, _)| d.size != smallest)
     {
         if level == Level::Raid0 {

@@ -35,6 +35,14 @@ pub struct Plan {
     pub kept: Vec<KeptPlan>,
 }
 
+/// The ashift for a pool of `disks`: 12 (4 KiB) at least, since a pool
+/// made with 512-byte sectors cannot take a 4 KiB replacement disk later
+/// without losing speed; more when a member writes larger sectors.
+pub fn ashift(disks: &[&Disk]) -> u8 {
+    let largest = disks.iter().map(|d| d.sector_size()).max().unwrap_or(0);
+    (largest.max(1).ilog2() as u8).max(12)
+}
+
 /// Where mdadm's monitor reports a failing disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -56,6 +64,11 @@ pub struct ArrayPlan {
     pub warnings: Vec<String>,
     /// Matching disks that were left out, and why.
     pub skipped: Vec<String>,
+    /// ZFS pools only: log2 of the sector size the pool writes in (12 for
+    /// 4 KiB, more when a member's physical sectors are larger). Fixed at
+    /// creation for every vdev, so it is chosen for the largest sector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ashift: Option<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,6 +2,7 @@
 //! each printable as `plan --dry-run` shows it.
 
 use crate::storage::partition::PartitionKind;
+use crate::storage::zpool;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -45,6 +46,26 @@ pub fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
+}
+
+/// `systemctl enable UNITS...`, as [`Action::EnableUnits`] runs it.
+pub fn enable_argv<S: AsRef<str>>(units: &[S]) -> Vec<String> {
+    let mut argv = vec!["systemctl".to_string(), "enable".to_string()];
+    argv.extend(units.iter().map(|u| u.as_ref().to_string()));
+    argv
+}
+
+/// `systemctl start UNITS...`, as [`Action::EnableUnits`] runs it with `now`.
+pub fn start_argv<S: AsRef<str>>(units: &[S]) -> Vec<String> {
+    let mut argv = vec!["systemctl".to_string(), "start".to_string()];
+    argv.extend(units.iter().map(|u| u.as_ref().to_string()));
+    argv
+}
+
+/// What `systemctl is-enabled` prints for a unit that needs no enabling:
+/// enabled for good, an alias of one, or one without an [Install] section.
+pub fn needs_no_enabling(is_enabled: &str) -> bool {
+    matches!(is_enabled.trim(), "enabled" | "alias" | "static")
 }
 
 /// The command behind [`Action::Reboot`].
@@ -104,9 +125,32 @@ pub enum Action {
     /// Rewrite the ARRAY lines of mdadm.conf from `mdadm --detail --scan`
     /// and rebuild the initramfs, only when those lines changed.
     RefreshMdadmConf,
+    /// `update-initramfs -u -k all`, when an initramfs in /boot carries
+    /// mdadm. One built before mdadm was installed (nasforge's first boot
+    /// defers mdadm's trigger) assembles no array, so none can come up
+    /// under a stale name from it; the next rebuild (a kernel update)
+    /// takes the mdadm.conf written by then.
+    RebuildInitramfs,
     /// `systemctl reboot`, as a step's last action: the executor records it
     /// in the journal first and stops after it (see `executor::Ended`).
     Reboot,
+    /// `systemctl enable` for those of `units` that `systemctl is-enabled`
+    /// does not call enabled, then with `now` `systemctl start` for all of
+    /// them. Most are enabled already by their packages' scripts, and every
+    /// enable reloads systemd and asks update-rc.d (perl) about the unit's
+    /// init script: 10 to 30 seconds each on the emulated board.
+    EnableUnits {
+        units: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        now: bool,
+    },
+    /// A share's ZFS dataset with its quota: `zfs create` when it is not
+    /// there, else `zfs set quota=` (a quota changed by `apply`).
+    ZfsDataset {
+        dataset: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        quota: Option<crate::size::Size>,
+    },
 }
 
 impl fmt::Display for Action {
@@ -176,9 +220,62 @@ impl fmt::Display for Action {
             }
             Action::RefreshMdadmConf => write!(
                 f,
-                "# rewrite the ARRAY lines of /etc/mdadm/mdadm.conf from `mdadm --detail --scan`; if they changed, `update-initramfs -u -k all`"
+                "# rewrite the ARRAY lines of /etc/mdadm/mdadm.conf from `mdadm --detail --scan`; if they changed, `update-initramfs -u -k all` (when an initramfs carries mdadm)"
+            ),
+            Action::RebuildInitramfs => write!(
+                f,
+                "update-initramfs -u -k all\n    # only if an initramfs in /boot carries mdadm (lsinitramfs): one built before mdadm was installed assembles no array"
             ),
             Action::Reboot => write!(f, "{}", reboot_cmd()),
+            Action::EnableUnits { units, now } => {
+                let mut argv = enable_argv(units);
+                if *now {
+                    argv.insert(2, "--now".into());
+                }
+                write!(
+                    f,
+                    "{}  # unless enabled already",
+                    Cmd::new(&argv)
+                )
+            }
+            Action::ZfsDataset { dataset, quota } => write!(
+                f,
+                "{}\n    # or, if {dataset} exists already: {}",
+                Cmd::new(&zpool::create_dataset(dataset, *quota)),
+                Cmd::new(&zpool::set_quota(dataset, *quota))
+            ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_units_enabled_for_good_or_without_install_section_are_skipped() {
+        // What `systemctl is-enabled` prints (systemd 252's man page).
+        for said in ["enabled\n", "alias\n", "static\n"] {
+            assert!(needs_no_enabling(said), "{said}");
+        }
+        for said in [
+            "disabled\n",
+            "enabled-runtime\n",
+            "indirect\n",
+            "masked\n",
+            "generated\n",
+            "",
+            "Failed to get unit file state for x.service: No such file or directory\n",
+        ] {
+            assert!(!needs_no_enabling(said), "{said:?}");
+        }
+        assert_eq!(
+            Action::EnableUnits {
+                units: vec!["a.timer".into(), "b.timer".into()],
+                now: true
+            }
+            .to_string(),
+            "systemctl enable --now a.timer b.timer  # unless enabled already"
+        );
     }
 }

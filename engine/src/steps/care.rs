@@ -1,6 +1,6 @@
 //! The disks' routine care beyond smartd: spinning idle hard disks down.
 
-use super::{Action, Guard, Step, run};
+use super::{Action, Guard, Step, enable, run};
 use crate::planner::Plan;
 use crate::storage::spindown;
 
@@ -25,7 +25,7 @@ pub(super) fn spin_down_step(plan: &Plan) -> Option<Step> {
                 contents,
                 mode: 0o644,
             },
-            run(&["systemctl", "enable", spindown::SERVICE]),
+            enable(&[spindown::SERVICE], false),
             // hd-idle reads its options and resolves the by-id links only
             // when it starts.
             run(&["systemctl", "restart", spindown::SERVICE]),

@@ -5,7 +5,11 @@
 use super::Step;
 use crate::machine::disks::{self, Host, Identity};
 use crate::machine::signature::{self, Signature};
+use crate::machine::zfs;
+use crate::size::Size;
+use crate::status::zfs::{imported, parse_zfs_list, parse_zpool_status};
 use crate::storage::partition::{self, PartitionKind};
+use crate::storage::zpool;
 use serde::{Deserialize, Serialize};
 
 /// What to check before a step runs.
@@ -55,10 +59,38 @@ pub enum Guard {
     Filesystem { device: String, uuid: String },
     /// Done if something is mounted there.
     Mounted { mount: String },
+    /// Creating a ZFS pool: done when `pool` is imported with exactly
+    /// these disks; refused when a pool of that name has other disks, or
+    /// a disk is not the planned one, is in use, or holds anything but what
+    /// the plan erases.
+    Pool {
+        pool: String,
+        members: Vec<PoolMember>,
+    },
+    /// A share's ZFS dataset: done when it exists with `quota`; refused
+    /// when it is missing and `path` is a directory holding files, which a
+    /// dataset mounted there would hide.
+    Dataset {
+        dataset: String,
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        quota: Option<Size>,
+    },
     /// Done (nothing to do) if the file is absent.
     FilePresent { path: String },
     /// The checks of a replace or grow after setup (`care`).
     Care(crate::care::CareGuard),
+}
+
+/// A whole disk `zpool create` is given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolMember {
+    /// Its stable path, as on zpool's command line.
+    pub device: String,
+    pub disk: Identity,
+    /// What it held at planning that the plan erases (nothing for a blank
+    /// disk).
+    pub held: Vec<Signature>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +144,12 @@ impl Step {
                     Check::Pending
                 }
             }
+            Guard::Pool { pool, members } => check_pool(host, pool, members),
+            Guard::Dataset {
+                dataset,
+                path,
+                quota,
+            } => check_dataset(host, dataset, path, *quota),
             Guard::Care(guard) => guard.check(host),
             Guard::FilePresent { path } => {
                 if host.path(path).exists() {
@@ -231,6 +269,131 @@ fn check_filesystem(host: &Host, device: &str, uuid: &str) -> Check {
             describe(&found)
         )),
     }
+}
+
+/// Creating a pool: not there yet and every disk as planned, or there
+/// already with exactly these disks.
+fn check_pool(host: &Host, pool: &str, members: &[PoolMember]) -> Check {
+    match imported(host, pool) {
+        Err(why) => {
+            return Check::Refuse(format!(
+                "cannot tell whether a pool '{pool}' exists: {why}; nothing was created"
+            ));
+        }
+        Ok(Some(true)) => return pool_is_ours(host, pool, members),
+        Ok(_) => {}
+    }
+    for m in members {
+        let found = match planned_disk(host, &m.device, &m.disk) {
+            Ok(found) => found,
+            Err(why) => return Check::Refuse(format!("nothing was written: {why}")),
+        };
+        if !found.in_use.is_empty() {
+            return Check::Refuse(format!(
+                "{} ({}) is in use: {}; nothing was written",
+                m.device,
+                found.name,
+                in_use(&found)
+            ));
+        }
+        let new: Vec<&Signature> = found
+            .all_contents()
+            .into_iter()
+            .map(|(_, s)| s)
+            .filter(|s| !m.held.contains(s) && !matches!(s, Signature::Unrecognised { .. }))
+            .collect();
+        if new.contains(&&Signature::ZfsMember) {
+            return Check::Refuse(format!(
+                "{} ({}) carries a ZFS label, but no pool '{pool}' is imported. If it is the pool this setup created before the board lost power, import it (`sudo zpool import -d /dev/disk/by-id {pool}`) and start setup again; if it is another pool's disk, take it out. Nothing was written",
+                m.device, found.name
+            ));
+        }
+        if !new.is_empty() {
+            return Check::Refuse(format!(
+                "{} ({}) now holds {}, which was not there when the plan was made (or was to be erased); nothing was written. {REPLAN}",
+                m.device,
+                found.name,
+                found.describe_contents()
+            ));
+        }
+    }
+    Check::Pending
+}
+
+/// Whether the imported pool `pool` is made of exactly the planned disks,
+/// compared by kernel name: zpool may show a disk by another of its paths
+/// than the one it was created with.
+fn pool_is_ours(host: &Host, pool: &str, members: &[PoolMember]) -> Check {
+    let report = match zfs::read(host, "zpool", &["status", "-P", pool]) {
+        Ok(Some(text)) => parse_zpool_status(&text),
+        Ok(None) => None,
+        Err(why) => return Check::Refuse(format!("pool '{pool}' is imported, but {why}")),
+    };
+    let Some(report) = report else {
+        return Check::Refuse(format!(
+            "pool '{pool}' is imported, but `zpool status -P {pool}` says nothing this setup can read; nothing was written"
+        ));
+    };
+    let kernel = |path: &str| disks::kernel_name(host, path).unwrap_or_else(|| path.to_string());
+    let mut found: Vec<String> = report
+        .disks()
+        .iter()
+        .map(|v| {
+            v.path()
+                .map_or(v.name.clone(), |p| kernel(&zpool::whole_disk_path(p)))
+        })
+        .collect();
+    let mut planned: Vec<String> = members.iter().map(|m| kernel(&m.device)).collect();
+    found.sort();
+    planned.sort();
+    if found == planned {
+        return Check::Done(format!(
+            "pool '{pool}' is imported with the planned disks ({})",
+            planned.join(", ")
+        ));
+    }
+    Check::Refuse(format!(
+        "pool '{pool}' exists, made of {}, but this setup planned it from {}: it is not the pool this setup creates, so nothing was written. It is probably an old pool with the same name: export it (`sudo zpool export {pool}`) and take its disks out, or check the disks and remove /var/lib/nasforge/journal.json to plan again with another name",
+        found.join(", "),
+        planned.join(", ")
+    ))
+}
+
+/// A share's dataset: there with its quota, or missing and safe to mount.
+fn check_dataset(host: &Host, dataset: &str, path: &str, quota: Option<Size>) -> Check {
+    let listed = zfs::read(
+        host,
+        "zfs",
+        &[
+            "list",
+            "-H",
+            "-p",
+            "-o",
+            "name,used,avail,quota,mountpoint",
+            dataset,
+        ],
+    );
+    if let Ok(Some(text)) = listed
+        && let Some(found) = parse_zfs_list(&text)
+            .into_iter()
+            .find(|d| d.name == dataset)
+    {
+        return if found.quota == quota {
+            Check::Done(format!(
+                "{dataset} exists (quota {})",
+                zpool::quota_value(quota)
+            ))
+        } else {
+            Check::Pending
+        };
+    }
+    let holds_files = std::fs::read_dir(host.path(path)).is_ok_and(|mut d| d.next().is_some());
+    if holds_files {
+        return Check::Refuse(format!(
+            "{path} is a directory holding files, and the dataset {dataset} mounted there would hide them; nothing was created. Move the files out (or the share elsewhere), then run this again"
+        ));
+    }
+    Check::Pending
 }
 
 /// How a refusal that found the disks changed tells the user to go on.

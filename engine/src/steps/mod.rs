@@ -3,8 +3,9 @@
 //! before it runs, so a step that already happened is skipped and a disk
 //! that changed since planning is refused rather than overwritten.
 //!
-//! The steps of the arrays (`storage`) come before those of the shares
-//! (`shares`); `guard` holds the checks that run before each step.
+//! The steps of the arrays (`storage`, and `zfs` for ZFS pools) come
+//! before those of the shares (`shares`); `guard` holds the checks that run
+//! before each step.
 
 mod action;
 mod care;
@@ -12,13 +13,16 @@ mod guard;
 mod shares;
 mod storage;
 pub mod usb;
+mod zfs;
 
-pub use action::{Action, Cmd, reboot_cmd, shell_quote};
-pub use guard::{Check, Guard};
+pub use action::{
+    Action, Cmd, enable_argv, needs_no_enabling, reboot_cmd, shell_quote, start_argv,
+};
+pub use guard::{Check, Guard, PoolMember};
 pub use storage::{filesystem_device, mkfs, mount_unit};
 pub(crate) use storage::{partition_step, wipe_step};
 
-use crate::planner::Plan;
+use crate::planner::{ArrayPlan, Plan};
 use crate::spec::Level;
 use serde::{Deserialize, Serialize};
 
@@ -69,20 +73,67 @@ fn run(argv: &[&str]) -> Action {
     Action::Run(Cmd::new(argv))
 }
 
+/// See [`Action::EnableUnits`].
+pub(crate) fn enable<S: AsRef<str>>(units: &[S], now: bool) -> Action {
+    Action::EnableUnits {
+        units: units.iter().map(|u| u.as_ref().to_string()).collect(),
+        now,
+    }
+}
+
+/// An md array (mdadm.conf, the initramfs, mdmonitor): not `single`, not
+/// a ZFS pool.
+fn is_md(array: &ArrayPlan) -> bool {
+    array.spec.level != Level::Single && !array.spec.is_zfs()
+}
+
+/// The arrays at `indices` built: each md array's or single disk's
+/// steps, and the ZFS module, the pools, and their import at boot.
+fn build_steps(plan: &Plan, ctx: &Context, indices: &[usize], steps: &mut Vec<Step>) {
+    if indices.iter().any(|&i| plan.arrays[i].spec.is_zfs()) {
+        steps.push(zfs::module_step());
+    }
+    for &i in indices {
+        let array = &plan.arrays[i];
+        if array.spec.is_zfs() {
+            zfs::pool_steps(array, steps);
+        } else {
+            storage::array_steps(array, &ctx.fs_uuids[i], &ctx.hostname, steps);
+        }
+    }
+    if indices.iter().any(|&i| plan.arrays[i].spec.is_zfs()) {
+        steps.push(zfs::boot_step());
+    }
+}
+
+/// The mount step of an md array, single disk or pool.
+fn mount_step(array: &ArrayPlan) -> Step {
+    if array.spec.is_zfs() {
+        zfs::mount_step(array)
+    } else {
+        storage::mount_step(array)
+    }
+}
+
+/// Whether fstab lists anything: a filesystem not on a ZFS pool (pools
+/// mount themselves).
+fn needs_fstab(plan: &Plan) -> bool {
+    plan.arrays.iter().any(|a| !a.spec.is_zfs()) || !plan.kept.is_empty()
+}
+
 pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     let mut steps = Vec::new();
-    for (i, array) in plan.arrays.iter().enumerate() {
-        storage::array_steps(array, &ctx.fs_uuids[i], &ctx.hostname, &mut steps);
-    }
-    let md = plan.arrays.iter().any(|a| a.spec.level != Level::Single);
+    let all: Vec<usize> = (0..plan.arrays.len()).collect();
+    build_steps(plan, ctx, &all, &mut steps);
+    let md = plan.arrays.iter().any(is_md);
     if md {
         steps.extend(storage::mdadm_conf_steps(plan, &ctx.hostname));
     }
-    if !plan.arrays.is_empty() || !plan.kept.is_empty() {
+    if needs_fstab(plan) {
         steps.push(storage::fstab_step(plan, ctx));
     }
     for array in &plan.arrays {
-        steps.push(storage::mount_step(array));
+        steps.push(mount_step(array));
     }
     for kept in &plan.kept {
         steps.push(storage::kept_mount_step(kept));
@@ -90,6 +141,9 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     shares::share_steps(plan, &mut steps);
     if md {
         steps.push(storage::monitoring_step());
+    }
+    if plan.arrays.iter().any(|a| a.spec.is_zfs()) {
+        steps.push(zfs::monitoring_step(plan));
     }
     if !plan.arrays.is_empty() {
         steps.push(crate::alerts::smartd_step(crate::spec::DEFAULT_TEMPERATURE));
@@ -112,23 +166,22 @@ pub fn share_steps(plan: &Plan) -> Vec<Step> {
 /// their mounts.
 pub fn added_array_steps(plan: &Plan, ctx: &Context, added: &[usize]) -> Vec<Step> {
     let mut steps = Vec::new();
-    for &i in added {
-        storage::array_steps(&plan.arrays[i], &ctx.fs_uuids[i], &ctx.hostname, &mut steps);
-    }
-    let md = added
-        .iter()
-        .any(|&i| plan.arrays[i].spec.level != Level::Single);
+    build_steps(plan, ctx, added, &mut steps);
+    let md = added.iter().any(|&i| is_md(&plan.arrays[i]));
     if md {
         steps.extend(storage::mdadm_conf_steps(plan, &ctx.hostname));
     }
-    if !added.is_empty() {
+    if added.iter().any(|&i| !plan.arrays[i].spec.is_zfs()) {
         steps.push(storage::fstab_step(plan, ctx));
     }
     for &i in added {
-        steps.push(storage::mount_step(&plan.arrays[i]));
+        steps.push(mount_step(&plan.arrays[i]));
     }
     if md {
         steps.push(storage::monitoring_step());
+    }
+    if added.iter().any(|&i| plan.arrays[i].spec.is_zfs()) {
+        steps.push(zfs::monitoring_step(plan));
     }
     steps
 }

@@ -1,8 +1,8 @@
-//! The steps that put the arrays on the network: the shared directories,
-//! Samba and its passwords, the mDNS and WS-Discovery announcement, and
-//! the NFS exports.
+//! The steps that put the arrays on the network: a ZFS dataset for each
+//! share on a pool, the shared directories, Samba and its passwords, the
+//! mDNS and WS-Discovery announcement, and the NFS exports.
 
-use super::{Action, Cmd, Guard, Step, run};
+use super::{Action, Cmd, Guard, Step, enable, run};
 use crate::planner::Plan;
 use crate::shares::{avahi, nfs, samba};
 use crate::size::Size;
@@ -12,6 +12,10 @@ pub(super) fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
     if plan.shares.is_empty() {
         return;
     }
+    // Before the directories: each share's directory is its dataset's
+    // mount point, and `apply` regenerates these steps for a share added
+    // later, whose dataset they then create.
+    steps.extend(super::zfs::dataset_steps(plan));
     steps.push(dirs_step(plan));
     let smb: Vec<(&Share, Option<Size>)> = plan
         .shares
@@ -110,7 +114,7 @@ fn samba_steps(smb: &[(&Share, Option<Size>)]) -> [Step; 3] {
             title: "Start Samba".into(),
             guard: Guard::Always,
             actions: vec![
-                run(&["systemctl", "enable", "smbd.service"]),
+                enable(&["smbd.service"], false),
                 run(&["systemctl", "restart", "smbd.service"]),
             ],
             always: vec![],
@@ -134,17 +138,16 @@ fn announce_step(shares: &[&Share]) -> Step {
             mode: 0o644,
         });
     }
-    // One `systemctl enable` for both: each costs seconds on a Pi's SD card.
-    let mut units = vec!["systemctl", "enable", "avahi-daemon.service"];
+    let mut units = vec!["avahi-daemon.service"];
     if !shares.is_empty() {
         units.push("wsdd2.service");
     }
-    announce.push(run(&units));
-    announce.push(run(&[
-        "systemctl",
-        "reload-or-restart",
-        "avahi-daemon.service",
-    ]));
+    announce.push(enable(&units, false));
+    // avahi-daemon reads /etc/avahi/services again itself when a file there
+    // changes (inotify), so it only has to be running. A reload request
+    // fails outright while the unit is going down, as it does when systemd
+    // loses its D-Bus connection under load (seen on the emulated board).
+    announce.push(run(&["systemctl", "start", "avahi-daemon.service"]));
     if !shares.is_empty() {
         // Windows 10 and 11 list a server in Network only through
         // WS-Discovery; wsdd2 reads the names it answers with from smb.conf.
@@ -165,9 +168,15 @@ fn nfs_step(plan: &Plan) -> Option<Step> {
         .iter()
         .filter(|s| s.nfs.is_some())
         .map(|s| {
-            let mount = plan
-                .array_of(&s.path)
-                .map_or(s.path.as_str(), |a| a.spec.mount.as_str());
+            let array = plan.array_of(&s.path);
+            // A share with a dataset of its own is a mount point itself:
+            // exported only while that dataset, not just the pool, is mounted.
+            let own_dataset = array
+                .is_some_and(|a| a.spec.is_zfs() && crate::storage::zpool::dataset(a, s).is_some());
+            let mount = match array {
+                Some(a) if !own_dataset => a.spec.mount.as_str(),
+                _ => s.path.as_str(),
+            };
             (s, mount)
         })
         .collect();
@@ -184,7 +193,7 @@ fn nfs_step(plan: &Plan) -> Option<Step> {
                 contents: nfs::exports(&exported),
                 mode: 0o644,
             },
-            run(&["systemctl", "enable", "--now", "nfs-server.service"]),
+            enable(&["nfs-server.service"], true),
             run(&["exportfs", "-ra"]),
         ],
         always: vec![],

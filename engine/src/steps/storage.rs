@@ -2,7 +2,7 @@
 //! assemble the md array, format, record in mdadm.conf and fstab, mount,
 //! then watch the arrays and disks.
 
-use super::{Action, Cmd, Context, Guard, Step, run};
+use super::{Action, Cmd, Context, Guard, Step, enable, run};
 use crate::machine::disks::Disk;
 use crate::machine::signature;
 use crate::planner::{ArrayPlan, KeptPlan, Plan};
@@ -52,9 +52,11 @@ pub fn mount_unit(path: &str) -> String {
 }
 
 /// The device the filesystem goes on: the md array, or the single disk's
-/// partition.
+/// partition; a ZFS pool's name stands for its root dataset.
 pub fn filesystem_device(array: &ArrayPlan) -> String {
-    if array.spec.level == Level::Single {
+    if array.spec.is_zfs() {
+        array.spec.name.clone()
+    } else if array.spec.level == Level::Single {
         partition::partition_path(&array.members[0].disk.stable_path(), 1)
     } else {
         array.spec.md_device()
@@ -300,7 +302,7 @@ pub(super) fn mdadm_conf_steps(plan: &Plan, hostname: &str) -> [Step; 2] {
             guard: Guard::Always,
             // Raspberry Pi OS installs two kernels (rpi-v8, rpi-2712) and `-u`
             // alone rebuilds only the newest: a Pi 5 may boot the other.
-            actions: vec![run(&["update-initramfs", "-u", "-k", "all"])],
+            actions: vec![Action::RebuildInitramfs],
             always: vec![],
         },
     ]
@@ -311,6 +313,7 @@ pub(super) fn fstab_step(plan: &Plan, ctx: &Context) -> Step {
         .arrays
         .iter()
         .zip(&ctx.fs_uuids)
+        .filter(|(a, _)| !a.spec.is_zfs())
         .map(|(a, uuid)| fstab::line(uuid, &a.spec.mount, a.spec.filesystem))
         .chain(
             plan.kept
@@ -318,7 +321,8 @@ pub(super) fn fstab_step(plan: &Plan, ctx: &Context) -> Step {
                 .map(|k| fstab::kept_line(&k.uuid, &k.spec.mount, &k.mount_type())),
         )
         .collect();
-    let what = match (plan.arrays.is_empty(), plan.kept.is_empty()) {
+    let filesystems = plan.arrays.iter().any(|a| !a.spec.is_zfs());
+    let what = match (!filesystems, plan.kept.is_empty()) {
         (false, true) => "the arrays",
         (true, false) => "the kept disks",
         _ => "the arrays and kept disks",
@@ -403,13 +407,7 @@ pub(super) fn monitoring_step() -> Step {
                 contents: mdadm::default_file().into(),
                 mode: 0o644,
             },
-            run(&[
-                "systemctl",
-                "enable",
-                "--now",
-                "mdcheck_start.timer",
-                "mdcheck_continue.timer",
-            ]),
+            enable(&["mdcheck_start.timer", "mdcheck_continue.timer"], true),
             run(&["systemctl", "restart", "mdmonitor.service"]),
         ],
         always: vec![],

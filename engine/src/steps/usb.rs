@@ -369,6 +369,7 @@ mod tests {
             disks,
             network: None,
             arrays: vec![],
+            zfs: Default::default(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! Where disks become storage: the GPT partition on each member, the md RAID
-//! arrays (mdadm and mdadm.conf), and the fstab lines that mount them.
+//! arrays (mdadm and mdadm.conf), and the fstab lines that mount them; or a
+//! ZFS pool and its datasets (zpool, zfs).
 
 pub mod fstab;
 pub mod mdadm;
 pub mod partition;
 pub mod spindown;
+pub mod zpool;

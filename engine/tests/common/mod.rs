@@ -134,3 +134,54 @@ pub fn done_before(
         })
         .collect()
 }
+
+/// Gives a writable board ZFS as `machine::zfs::support` looks for it (the
+/// module loaded, zpool installed), with `zpool` and `zfs` as shell scripts
+/// that print the answer [`zfs_answer`] left for their arguments, fail as
+/// zpool does for a pool or dataset they do not know, and log every call
+/// to `<root>/fake-zfs/calls`. No pool exists until an answer says so.
+pub fn with_zfs(board: &Board) {
+    let root = &board.host.root;
+    fs::create_dir_all(root.join("sys/module/zfs")).unwrap();
+    fs::write(root.join("sys/module/zfs/version"), "2.1.11-1+deb12u1\n").unwrap();
+    fs::create_dir_all(root.join("sbin")).unwrap();
+    fs::create_dir_all(root.join("fake-zfs")).unwrap();
+    for tool in ["zpool", "zfs"] {
+        let script = root.join("sbin").join(tool);
+        fs::write(
+            &script,
+            r#"#!/bin/sh
+answers="$(dirname "$0")/../fake-zfs"
+echo "$(basename "$0") $*" >> "$answers/calls"
+key="$(printf '%s' "$(basename "$0") $*" | tr ' /' '_%')"
+if [ -f "$answers/$key" ]; then cat "$answers/$key"; exit 0; fi
+echo "cannot open '$*': no such pool or dataset" >&2
+exit 1
+"#,
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    zfs_answer(board, "zpool list -H -o name", "");
+}
+
+/// What the fake `zpool`/`zfs` prints for exactly this command line.
+pub fn zfs_answer(board: &Board, command: &str, stdout: &str) {
+    let key = command.replace(' ', "_").replace('/', "%");
+    fs::write(board.host.root.join("fake-zfs").join(key), stdout).unwrap();
+}
+
+/// The fake tools' calls so far, one command line each.
+pub fn zfs_calls(board: &Board) -> Vec<String> {
+    fs::read_to_string(board.host.root.join("fake-zfs/calls"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A fixture from tests/data/zfs (zpool and zfs output).
+pub fn zfs_output(name: &str) -> String {
+    fs::read_to_string(data("zfs").join(name)).unwrap()
+}

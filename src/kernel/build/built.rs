@@ -31,6 +31,10 @@ pub struct BuildInfo {
     pub fragments: Vec<String>,
     pub modules: bool,
     pub compile_seconds: f64,
+    /// The source tree it was built from (kept in the cache for a tarball,
+    /// the recipe's own for a tree): out-of-tree modules build against it.
+    #[serde(default)]
+    pub source_tree: PathBuf,
 }
 
 impl Built {
@@ -56,6 +60,11 @@ impl Built {
     }
     pub fn log(&self) -> PathBuf {
         self.dir.join("build.log")
+    }
+    /// The prepared objects an out-of-tree module (ZFS) builds against:
+    /// `make -C <this> M=<module>`, with the source at `info.source_tree`.
+    pub fn module_tree(&self) -> PathBuf {
+        self.dir.join("build")
     }
 
     /// What the capability check reads, from the built files.

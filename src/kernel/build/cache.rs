@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 
 /// An exclusive lock on a file in the cache, held while it lives, so two
 /// nasforge runs do not extract or build into the same directory.
-pub(super) struct Lock(#[allow(dead_code)] fs::File);
+pub(crate) struct Lock(#[allow(dead_code)] fs::File);
 
 impl Lock {
-    pub(super) fn take(path: &Path) -> Result<Lock> {
+    pub(crate) fn take(path: &Path) -> Result<Lock> {
         if let Some(d) = path.parent() {
             fs::create_dir_all(d)?;
         }
@@ -30,7 +30,7 @@ impl Lock {
         // SAFETY: flock on a descriptor this struct owns.
         if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             say(
-                "kernel",
+                "cache",
                 format!("waiting for another nasforge using {}", path.display()),
             );
             if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {

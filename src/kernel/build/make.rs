@@ -20,7 +20,7 @@ fn cross_compile() -> &'static str {
 
 /// Where a tool is: in PATH, or in the sbin directories a non-root PATH
 /// on Debian leaves out (depmod).
-pub(super) fn tool(name: &str) -> Option<PathBuf> {
+pub(crate) fn tool(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
@@ -89,7 +89,7 @@ impl Make<'_> {
             .context("running make (is it installed? scripts/setup installs it)")?;
         drop(cmd);
         let bar = if progress {
-            Some(Progress::new(what))
+            Some(Progress::new("kernel", what))
         } else {
             None
         };

@@ -34,9 +34,12 @@ pub use spec::{BuildSpec, Defconfig, FragmentRef, KernelSource};
 use crate::kernel::fragments::{self, Fragment};
 use crate::kernel::kconfig::Config;
 use anyhow::Result;
-use cache::{Lock, kernels_dir, locate};
+pub(crate) use cache::Lock;
+use cache::{kernels_dir, locate};
 use configure::configure;
+pub(crate) use make::tool;
 use make::{Make, check_tools};
+pub(crate) use progress::Progress;
 use source::prepare_source;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -47,7 +50,7 @@ use std::time::{Duration, Instant};
 pub const LOCALVERSION: &str = "-nasforge";
 const ARCH: &str = "arm64";
 /// Bumped when the cached layout or the build steps change.
-const FORMAT: &str = "nasforge-kernel-build 1";
+const FORMAT: &str = "nasforge-kernel-build 2";
 
 fn say(label: &str, msg: impl AsRef<str>) {
     eprintln!("{label:>10}  {}", msg.as_ref());
@@ -121,6 +124,7 @@ pub fn build(spec: &BuildSpec, cache: &Path) -> Result<Built> {
         fragments: frags.iter().map(|f| f.name.clone()).collect(),
         modules,
         compile_seconds: compile.as_secs_f64(),
+        source_tree: src.tree.clone(),
     };
     drop(make);
     let built = finish(info, &staging, &obj, done, timings)?;
@@ -212,8 +216,21 @@ fn compile(make: &mut Make, release: &str, modules: bool, log: &Path) -> Result<
     Ok(compile)
 }
 
-/// Writes `result.json` and moves the staging directory into place; the
-/// objects are gigabytes for a full defconfig and are not needed after.
+/// What of the object tree an out-of-tree module build reads (kbuild's own
+/// list for `make modules_prepare`, and the symbols modpost checks against):
+/// megabytes, where the objects are gigabytes for a full defconfig.
+const MODULE_TREE: &[&str] = &[
+    "Makefile",
+    ".config",
+    "Module.symvers",
+    "include",
+    "arch/arm64/include",
+    "scripts",
+    "source",
+];
+
+/// Writes `result.json`, keeps the module-build part of the objects and
+/// moves the staging directory into place; the rest of the objects go.
 fn finish(
     info: BuildInfo,
     staging: &Path,
@@ -221,6 +238,17 @@ fn finish(
     done: PathBuf,
     timings: Vec<(&'static str, Duration)>,
 ) -> Result<Built> {
+    if info.modules {
+        let tree = staging.join("build");
+        for part in MODULE_TREE {
+            let from = obj.join(part);
+            if from.symlink_metadata().is_ok() {
+                let to = tree.join(part);
+                fs::create_dir_all(to.parent().expect("under the tree"))?;
+                fs::rename(&from, &to)?;
+            }
+        }
+    }
     fs::write(
         staging.join("result.json"),
         serde_json::to_string_pretty(&info)?,

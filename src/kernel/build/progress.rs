@@ -6,7 +6,8 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 /// A spinner with a step count on a terminal; a line a minute otherwise.
-pub(super) struct Progress {
+pub(crate) struct Progress {
+    label: &'static str,
     bar: indicatif::ProgressBar,
     tty: bool,
     start: Instant,
@@ -16,7 +17,7 @@ pub(super) struct Progress {
 }
 
 impl Progress {
-    pub(super) fn new(what: &str) -> Progress {
+    pub(crate) fn new(label: &'static str, what: &str) -> Progress {
         let tty = std::io::stderr().is_terminal();
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
@@ -27,6 +28,7 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(200));
         }
         Progress {
+            label,
             bar,
             tty,
             start: Instant::now(),
@@ -36,7 +38,7 @@ impl Progress {
         }
     }
 
-    pub(super) fn line(&self, line: &str) {
+    pub(crate) fn line(&self, line: &str) {
         // kbuild's quiet lines: "  CC      drivers/ata/ahci.o"
         let t = line.trim_start();
         let verb = t.split_whitespace().next().unwrap_or("");
@@ -61,13 +63,13 @@ impl Progress {
         } else if self.last_print.get().elapsed() >= Duration::from_secs(60) {
             self.last_print.set(Instant::now());
             say(
-                "kernel",
+                self.label,
                 format!("{msg} ({}s)", self.start.elapsed().as_secs()),
             );
         }
     }
 
-    pub(super) fn finish(self) {
+    pub(crate) fn finish(self) {
         self.bar.finish_and_clear();
     }
 }

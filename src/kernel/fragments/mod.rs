@@ -31,6 +31,7 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "qemu-virt",
         include_str!("../../../kernel-configs/qemu-virt.config"),
     ),
+    ("zfs", include_str!("../../../kernel-configs/zfs.config")),
 ];
 
 pub fn bundled(name: &str) -> Option<&'static str> {

@@ -1,6 +1,7 @@
-//! What the choices on screen mean: one array over the chosen disks and the
-//! shares on it, as the same `Storage` and `Share` types a recipe holds,
-//! planned by the same planner `--unattended` uses. Pure.
+//! What the choices on screen mean: one array (an md array, or a ZFS
+//! pool) over the chosen disks and the shares on it, as the same `Storage`
+//! and `Share` types a recipe holds, planned by the same planner
+//! `--unattended` uses. Pure.
 
 use super::kept;
 use nasforge_engine::machine::disks::{Disk, Inventory};
@@ -9,6 +10,7 @@ use nasforge_engine::planner::{self, ArrayPlan, Plan};
 use nasforge_engine::spec::{
     self, Array, Count, DiskMatch, Filesystem, Level, Mode, Share, Storage,
 };
+use std::fmt;
 
 /// The levels offered, most commonly wanted first.
 pub const LEVELS: [Level; 6] = [
@@ -20,7 +22,80 @@ pub const LEVELS: [Level; 6] = [
     Level::Single,
 ];
 
+/// The ZFS levels, in the order of their md counterparts above.
+pub const ZFS_LEVELS: [Level; 5] = [
+    Level::Mirror,
+    Level::Raidz1,
+    Level::Raidz2,
+    Level::Raidz3,
+    Level::Stripe,
+];
+
 pub const FILESYSTEMS: [Filesystem; 3] = [Filesystem::Ext4, Filesystem::Xfs, Filesystem::Btrfs];
+
+/// A pool's name until the user types another: zpool's own examples use
+/// it, so it is the name people look for in `zpool status`.
+pub const DEFAULT_POOL: &str = "tank";
+
+/// The filesystems offered: zfs only where the board can run it. Choosing
+/// zfs is what makes the array a ZFS pool, and the levels ZFS levels.
+pub fn filesystems(zfs_available: bool) -> Vec<Filesystem> {
+    let mut out = FILESYSTEMS.to_vec();
+    if zfs_available {
+        out.push(Filesystem::Zfs);
+    }
+    out
+}
+
+/// A level and the vdevs its disks are split into (one for every md
+/// level): a row of the layout screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelChoice {
+    pub level: Level,
+    pub vdevs: usize,
+}
+
+impl LevelChoice {
+    pub fn one(level: Level) -> LevelChoice {
+        LevelChoice { level, vdevs: 1 }
+    }
+
+    /// Whether `n` disks make this: enough in each vdev, and every vdev
+    /// of the same width (what the spec's check asks).
+    pub fn fits(self, n: usize) -> bool {
+        n.is_multiple_of(self.vdevs)
+            && n / self.vdevs >= self.level.min_disks()
+            && self.level.max_disks().is_none_or(|max| n <= max)
+    }
+}
+
+impl fmt::Display for LevelChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.vdevs {
+            1 => write!(f, "{}", self.level),
+            n => write!(f, "{n} × {}", self.level),
+        }
+    }
+}
+
+/// The rows of the layout screen for `n` disks: md's levels, or with zfs
+/// ZFS's, each followed by its two-vdev form where two groups of its
+/// minimum width fit. More vdevs are left to recipes, and a stripe over
+/// two groups would be the same stripe.
+pub fn offered(filesystem: Filesystem, n: usize) -> Vec<LevelChoice> {
+    if filesystem != Filesystem::Zfs {
+        return LEVELS.into_iter().map(LevelChoice::one).collect();
+    }
+    let mut out = Vec::new();
+    for level in ZFS_LEVELS {
+        out.push(LevelChoice::one(level));
+        let two = LevelChoice { level, vdevs: 2 };
+        if level != Level::Stripe && two.fits(n) {
+            out.push(two);
+        }
+    }
+    out
+}
 
 /// Why a disk cannot be chosen; None when it can.
 pub fn ineligible(disk: &Disk) -> Option<String> {
@@ -78,34 +153,40 @@ pub fn holds(disk: &Disk) -> String {
     }
 }
 
+const ONE_PARITY: &str = "three to five disks: one disk's worth of parity gives the most space that survives a failed disk";
+const TWO_PARITY: &str =
+    "six or more disks: two disks of parity, because a second disk can fail during a long rebuild";
+const MIRROR: &str = "two disks: a mirror, so either one can fail without losing data";
+
 /// The level to suggest for these disks, and why, in the field notes'
 /// terms: a mirror for two, parity for spinning disks, striped mirrors for
-/// an even number of SSDs.
-pub fn recommend(disks: &[&Disk]) -> (Level, &'static str) {
+/// an even number of SSDs. For a ZFS pool the same counts give its
+/// mirror, raidz1 and raidz2, SSDs or not: raidz writes whole stripes,
+/// without the read-modify-write that steers md's SSDs to raid10.
+pub fn recommend(disks: &[&Disk], filesystem: Filesystem) -> (LevelChoice, &'static str) {
     let n = disks.len();
     let ssds = disks.iter().all(|d| !d.rotational);
-    match n {
-        0 | 1 => (
+    let (level, why) = match (filesystem == Filesystem::Zfs, n) {
+        (true, 0 | 1) => (
+            Level::Stripe,
+            "one disk: a pool on it alone, with no second copy",
+        ),
+        (true, 2) => (Level::Mirror, MIRROR),
+        (true, 3..=5) => (Level::Raidz1, ONE_PARITY),
+        (true, _) => (Level::Raidz2, TWO_PARITY),
+        (false, 0 | 1) => (
             Level::Single,
             "one disk: a filesystem straight on it, with no second copy",
         ),
-        2 => (
-            Level::Raid1,
-            "two disks: a mirror, so either one can fail without losing data",
-        ),
-        _ if ssds && n.is_multiple_of(2) => (
+        (false, 2) => (Level::Raid1, MIRROR),
+        (false, _) if ssds && n.is_multiple_of(2) => (
             Level::Raid10,
             "an even number of SSDs: striped mirrors are fast and rebuild quickly, without raid5's extra writes",
         ),
-        3..=5 => (
-            Level::Raid5,
-            "three to five disks: one disk's worth of parity gives the most space that survives a failed disk",
-        ),
-        _ => (
-            Level::Raid6,
-            "six or more disks: two disks of parity, because a second disk can fail during a long rebuild",
-        ),
-    }
+        (false, 3..=5) => (Level::Raid5, ONE_PARITY),
+        (false, _) => (Level::Raid6, TWO_PARITY),
+    };
+    (LevelChoice::one(level), why)
 }
 
 /// The md name for an array mounted at `mount`: its last directory, in the
@@ -118,17 +199,32 @@ pub fn array_name(mount: &str) -> String {
     kept::clean_name(last).unwrap_or_else(|| "data".into())
 }
 
+/// The array's name: a pool's as typed, an md array's from its mount
+/// point.
+pub fn name(filesystem: Filesystem, mount: &str, pool: &str) -> String {
+    match filesystem {
+        Filesystem::Zfs => pool.trim().to_string(),
+        _ => array_name(mount),
+    }
+}
+
 /// One array over exactly the chosen disks, named by their serials so the
 /// unattended run finds the same disks; none when no disk is chosen (the
 /// kept disks alone). Erasing is allowed when a chosen disk holds data:
 /// the review screen does not hand the spec on before the user typed that
-/// disk's name.
-pub fn storage(chosen: &[&Disk], level: Level, filesystem: Filesystem, mount: &str) -> Storage {
+/// disk's name. One vdev is left unsaid, as a recipe would leave it.
+pub fn storage(
+    chosen: &[&Disk],
+    choice: LevelChoice,
+    filesystem: Filesystem,
+    mount: &str,
+    name: &str,
+) -> Storage {
     let serials: Vec<&str> = chosen.iter().filter_map(|d| d.serial.as_deref()).collect();
     let array = (!chosen.is_empty()).then(|| Array {
-        vdevs: None,
-        name: array_name(mount),
-        level,
+        vdevs: (choice.vdevs > 1).then_some(choice.vdevs),
+        name: name.to_string(),
+        level: choice.level,
         disks: DiskMatch {
             serial: Some(spec::glob::any_of(&serials)),
             count: Count::Exactly(chosen.len()),
@@ -191,7 +287,7 @@ pub fn plan(
 /// A level as the layout screen offers it: its plan for the chosen disks,
 /// or why it does not fit them.
 pub struct LevelOption {
-    pub level: Level,
+    pub choice: LevelChoice,
     pub outcome: Result<ArrayPlan, String>,
 }
 
@@ -200,18 +296,22 @@ pub fn level_options(
     chosen: &[&Disk],
     filesystem: Filesystem,
     mount: &str,
+    name: &str,
 ) -> Vec<LevelOption> {
     let n = chosen.len();
-    LEVELS
-        .iter()
-        .map(|&level| {
+    offered(filesystem, n)
+        .into_iter()
+        .map(|choice| {
+            let level = choice.level;
+            // Only the one-vdev rows can be short of disks: two vdevs are
+            // offered where they fit.
             let outcome = if n < level.min_disks() {
                 Err(format!("needs at least {} disks", level.min_disks()))
             } else if level.max_disks().is_some_and(|max| n > max) {
                 Err("takes exactly one disk".into())
             } else {
                 plan(
-                    &storage(chosen, level, filesystem, mount),
+                    &storage(chosen, choice, filesystem, mount, name),
                     &[],
                     inventory,
                     chosen,
@@ -219,7 +319,7 @@ pub fn level_options(
                 .map(|mut p| p.arrays.remove(0))
                 .map_err(|e| e.join("; "))
             };
-            LevelOption { level, outcome }
+            LevelOption { choice, outcome }
         })
         .collect()
 }
@@ -227,6 +327,217 @@ pub fn level_options(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nasforge_engine::machine::disks::RotationalSource;
+    use nasforge_engine::machine::zfs::{ZfsOnBoard, ZfsSupport};
+    use nasforge_engine::planner::Tolerance;
+    use nasforge_engine::size::Size;
+    use nasforge_engine::spec::{DeviceRecipe, Transport};
+
+    const TB: u64 = 1_000_000_000_000;
+
+    fn disks(n: usize, rotational: bool) -> Vec<Disk> {
+        (0..n)
+            .map(|i| Disk {
+                name: format!("sd{}", (b'a' + i as u8) as char),
+                major: 8,
+                minor: 16 * i as u32,
+                size: Size(4 * TB),
+                logical_block_size: 512,
+                physical_block_size: Some(4096),
+                model: Some("TEST DISK".into()),
+                serial: Some(format!("SN{i}")),
+                wwn: None,
+                transport: Some(Transport::Sata),
+                rotational,
+                rotational_from: RotationalSource::Udev,
+                removable: false,
+                controller: None,
+                usb_mbit: None,
+                usb: None,
+                by_id: None,
+                partitions: vec![],
+                contents: vec![],
+                in_use: vec![],
+            })
+            .collect()
+    }
+
+    fn labels(filesystem: Filesystem, n: usize) -> Vec<String> {
+        offered(filesystem, n)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn two_vdevs_are_offered_where_two_groups_of_the_minimum_fit() {
+        assert_eq!(
+            labels(Filesystem::Zfs, 3),
+            ["mirror", "raidz1", "raidz2", "raidz3", "stripe"]
+        );
+        assert_eq!(
+            labels(Filesystem::Zfs, 4),
+            [
+                "mirror",
+                "2 × mirror",
+                "raidz1",
+                "raidz2",
+                "raidz3",
+                "stripe"
+            ]
+        );
+        assert_eq!(
+            labels(Filesystem::Zfs, 5),
+            ["mirror", "raidz1", "raidz2", "raidz3", "stripe"],
+            "five disks do not split in two"
+        );
+        assert_eq!(
+            labels(Filesystem::Zfs, 6),
+            [
+                "mirror",
+                "2 × mirror",
+                "raidz1",
+                "2 × raidz1",
+                "raidz2",
+                "raidz3",
+                "stripe"
+            ]
+        );
+        assert_eq!(
+            labels(Filesystem::Zfs, 10),
+            [
+                "mirror",
+                "2 × mirror",
+                "raidz1",
+                "2 × raidz1",
+                "raidz2",
+                "2 × raidz2",
+                "raidz3",
+                "2 × raidz3",
+                "stripe"
+            ]
+        );
+        for fs in FILESYSTEMS {
+            assert_eq!(
+                offered(fs, 6),
+                LEVELS.map(LevelChoice::one),
+                "md's levels, one vdev each"
+            );
+        }
+    }
+
+    #[test]
+    fn pools_are_recommended_by_disk_count_beside_md() {
+        let rec = |n: usize, rotational: bool, fs: Filesystem| {
+            let d = disks(n, rotational);
+            let chosen: Vec<&Disk> = d.iter().collect();
+            recommend(&chosen, fs).0.to_string()
+        };
+        for (n, md, zfs) in [
+            (1, "single", "stripe"),
+            (2, "raid1", "mirror"),
+            (3, "raid5", "raidz1"),
+            (5, "raid5", "raidz1"),
+            (6, "raid6", "raidz2"),
+            (8, "raid6", "raidz2"),
+        ] {
+            assert_eq!(rec(n, true, Filesystem::Ext4), md, "{n} disks");
+            assert_eq!(rec(n, true, Filesystem::Zfs), zfs, "{n} disks");
+        }
+        assert_eq!(rec(4, false, Filesystem::Xfs), "raid10");
+        assert_eq!(rec(4, false, Filesystem::Zfs), "raidz1");
+    }
+
+    #[test]
+    fn a_pool_choice_becomes_a_zfs_array_the_spec_and_planner_take() {
+        let d = disks(6, true);
+        let chosen: Vec<&Disk> = d.iter().collect();
+        let inventory = Inventory {
+            disks: d.clone(),
+            network: None,
+            arrays: vec![],
+            zfs: ZfsOnBoard::Available(ZfsSupport {
+                version: Some("2.1.11-1+deb12u1".into()),
+            }),
+        };
+        let choice = LevelChoice {
+            level: Level::Raidz1,
+            vdevs: 2,
+        };
+        let pool_spec = storage(&chosen, choice, Filesystem::Zfs, "/srv/data", DEFAULT_POOL);
+        let array = &pool_spec.arrays[0];
+        assert_eq!(
+            (
+                array.name.as_str(),
+                array.level,
+                array.filesystem,
+                array.vdevs,
+                array.disks.count,
+                array.mount.as_str()
+            ),
+            (
+                "tank",
+                Level::Raidz1,
+                Filesystem::Zfs,
+                Some(2),
+                Count::Exactly(6),
+                "/srv/data"
+            )
+        );
+        let recipe = DeviceRecipe {
+            storage: Some(pool_spec.clone()),
+            shares: vec![],
+            alerts: None,
+        };
+        assert_eq!(recipe.problems(), []);
+        let plan = plan(&pool_spec, &[], &inventory, &chosen).unwrap();
+        let pool = &plan.arrays[0];
+        assert_eq!(
+            pool.capacity,
+            Size(16 * TB),
+            "two vdevs of 3, one parity each"
+        );
+        assert_eq!(
+            pool.tolerance,
+            Tolerance {
+                guaranteed: 1,
+                best_case: 2
+            }
+        );
+        let one = storage(
+            &chosen,
+            LevelChoice::one(Level::Raidz2),
+            Filesystem::Zfs,
+            "/srv/data",
+            DEFAULT_POOL,
+        );
+        assert_eq!(one.arrays[0].vdevs, None, "one vdev, as a recipe leaves it");
+    }
+
+    #[test]
+    fn an_md_choice_is_named_after_its_mount_point_and_has_no_vdevs() {
+        let d = disks(4, true);
+        let chosen: Vec<&Disk> = d.iter().collect();
+        let name = name(Filesystem::Xfs, "/srv/media", DEFAULT_POOL);
+        let md_spec = storage(
+            &chosen,
+            LevelChoice::one(Level::Raid6),
+            Filesystem::Xfs,
+            "/srv/media",
+            &name,
+        );
+        let array = &md_spec.arrays[0];
+        assert_eq!(
+            (
+                array.name.as_str(),
+                array.level,
+                array.filesystem,
+                array.vdevs
+            ),
+            ("media", Level::Raid6, Filesystem::Xfs, None)
+        );
+        assert_eq!(super::name(Filesystem::Zfs, "/srv/media", " pool "), "pool");
+    }
 
     #[test]
     fn array_names_come_from_the_mount_point() {

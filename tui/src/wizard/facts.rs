@@ -1,10 +1,12 @@
 //! Everything the wizard reads from the machine before it draws: disks,
 //! their SMART health, the hardware summary, the accounts that may use
-//! shares. Gathered once at start; the screens only read it.
+//! shares, whether ZFS can be used. Gathered once at start; the screens
+//! only read it.
 
 use super::hardware::{self, Hardware};
 use nasforge_engine::machine::disks::{self, DiscoveryError, Host, Inventory};
 use nasforge_engine::machine::power;
+use nasforge_engine::machine::zfs::{self, ZfsSupport};
 use nasforge_engine::runner::Runner;
 use nasforge_engine::steps::Cmd;
 use nasforge_engine::{setup, shares::samba, shares::smbpasswd, status};
@@ -30,6 +32,9 @@ pub struct Facts {
     pub packages_missing: Option<String>,
     /// Bus-powered USB disks and under-voltage, for the disks screen.
     pub power_warnings: Vec<String>,
+    /// ZFS's module and zpool are here, or why not: the layout screen
+    /// offers ZFS pools only when they are, and says why otherwise.
+    pub zfs: Result<ZfsSupport, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +75,7 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         not_root: host.root == std::path::Path::new("/") && unsafe { libc::geteuid() } != 0,
         packages_missing: super::service::packages_missing(host),
         power_warnings,
+        zfs: zfs::support(host),
     })
 }
 

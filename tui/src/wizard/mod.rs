@@ -29,7 +29,7 @@ use input::is_quit;
 use nasforge_engine::machine::disks::{Disk, Host};
 use nasforge_engine::planner::Plan;
 use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
-use nasforge_engine::spec::{DeviceRecipe, Level, Share, Storage};
+use nasforge_engine::spec::{DeviceRecipe, Filesystem, Level, Share, Storage};
 use nasforge_engine::steps::{self, Context, Step};
 use nasforge_engine::{journal, setup, shares::smbpasswd};
 use ratatui::Frame;
@@ -85,8 +85,9 @@ impl Screen {
 #[derive(Debug)]
 pub enum Msg {
     Key(KeyEvent),
-    /// A fresh reading of the running setup.
-    Progress(Snapshot),
+    /// A fresh reading of the running setup (boxed: with a pool's status it
+    /// is many times the size of a key).
+    Progress(Box<Snapshot>),
     /// Whether handing the plan to the setup service worked.
     Launched(Result<(), StartError>),
 }
@@ -199,7 +200,7 @@ impl Wizard {
                 }
             }
             Msg::Progress(snapshot) => {
-                self.progress = Some(snapshot);
+                self.progress = Some(*snapshot);
                 Effect::None
             }
             Msg::Launched(Ok(())) => {
@@ -256,7 +257,22 @@ impl Wizard {
 
     /// The RAID level in effect for the chosen disks.
     pub fn level(&self) -> Level {
-        layout::level(self)
+        self.level_choice().level
+    }
+
+    /// The level in effect and the vdevs it is split into.
+    pub fn level_choice(&self) -> choices::LevelChoice {
+        layout::choice(self)
+    }
+
+    /// The array's name in the spec: the pool name typed for ZFS, else
+    /// the mount point's last directory.
+    pub fn array_name(&self) -> String {
+        choices::name(
+            self.layout.filesystem,
+            self.layout.mount.value().trim(),
+            self.layout.pool.value(),
+        )
     }
 
     /// The disks marked "share as it is", in discovery order.
@@ -272,7 +288,13 @@ impl Wizard {
     pub fn storage(&self) -> Storage {
         let chosen = self.chosen();
         let mount = self.layout.mount.value().trim();
-        let mut storage = choices::storage(&chosen, self.level(), self.layout.filesystem, mount);
+        let mut storage = choices::storage(
+            &chosen,
+            self.level_choice(),
+            self.layout.filesystem,
+            mount,
+            &self.array_name(),
+        );
         let array = storage.arrays.first().map(|a| a.name.clone());
         storage.disks = kept::entries(&self.kept(), array.as_deref().map(|name| (name, mount)));
         storage.spin_down = self.layout.spin_down;
@@ -286,7 +308,10 @@ impl Wizard {
         let mut specs = if storage.arrays.is_empty() {
             Vec::new()
         } else {
-            self.shares.specs(self.layout.mount.value().trim())
+            self.shares.specs(
+                self.layout.mount.value().trim(),
+                self.layout.filesystem == Filesystem::Zfs,
+            )
         };
         for (k, entry) in self.kept().iter().zip(&storage.disks) {
             if !self.shares.kept_unshared.contains(&k.disk) {
@@ -543,7 +568,7 @@ fn event_loop(
     loop {
         let watching = matches!(wizard.screen, Screen::Progress | Screen::Done);
         if watching && last_reading.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
-            wizard.update(Msg::Progress(service::snapshot(host, runner)));
+            wizard.update(Msg::Progress(Box::new(service::snapshot(host, runner))));
             last_reading = Some(Instant::now());
         }
         terminal.draw(|frame| draw(frame, wizard))?;

@@ -3,14 +3,20 @@
 //! speed), a recommendation, the filesystem and the mount point; and when
 //! idle hard disks spin down. With only kept disks there is no array: the
 //! screen says so and offers the spin-down alone.
+//!
+//! A ZFS pool is one more filesystem, zfs, offered where the board can run
+//! it (else one line says why not): choosing it turns the list into ZFS's
+//! levels, one and two vdevs, with the same figures, and asks the pool's
+//! name. One list at a time keeps the screen inside 80×24; raid5 and
+//! raidz1 would show the same figures side by side anyway.
 
 use super::Help;
-use crate::wizard::choices::{self, FILESYSTEMS, LevelOption};
+use crate::wizard::choices::{self, DEFAULT_POOL, LevelChoice, LevelOption};
 use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::planner::ArrayPlan;
-use nasforge_engine::spec::{Filesystem, Level, SpinDown};
+use nasforge_engine::spec::{self, Filesystem, Level, SpinDown};
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -23,6 +29,8 @@ pub enum Focus {
     Levels,
     Filesystem,
     Mount,
+    /// A ZFS pool's name, beside the mount point.
+    Pool,
     SpinDown,
 }
 
@@ -37,9 +45,10 @@ pub const SPIN_DOWNS: [SpinDown; 3] = [
 #[derive(Debug)]
 pub struct LayoutForm {
     /// The level the user picked; None follows the recommendation.
-    pub picked: Option<Level>,
+    pub picked: Option<LevelChoice>,
     pub filesystem: Filesystem,
     pub mount: TextField,
+    pub pool: TextField,
     pub spin_down: SpinDown,
     pub focus: Focus,
 }
@@ -50,25 +59,30 @@ impl Default for LayoutForm {
             picked: None,
             filesystem: Filesystem::Ext4,
             mount: TextField::new("/srv/data"),
+            pool: TextField::new(DEFAULT_POOL),
             spin_down: SpinDown::Off,
             focus: Focus::Levels,
         }
     }
 }
 
-/// The level in effect: the user's pick while it fits the chosen disks,
-/// else the recommendation, else the first that fits.
-pub fn level(w: &Wizard) -> Level {
+/// The level in effect: the user's pick while the list shows it and it
+/// fits the chosen disks, else the recommendation, else the first that
+/// fits. A pick from the other list (md's or ZFS's) waits for the
+/// filesystem to come back to it.
+pub fn choice(w: &Wizard) -> LevelChoice {
     let chosen = w.chosen();
-    let fits =
-        |l: Level| chosen.len() >= l.min_disks() && l.max_disks().is_none_or(|m| chosen.len() <= m);
-    let (recommended, _) = choices::recommend(&chosen);
+    let n = chosen.len();
+    let filesystem = w.layout.filesystem;
+    let offered = choices::offered(filesystem, n);
+    let shown = |c: &LevelChoice| offered.contains(c) && c.fits(n);
+    let (recommended, _) = choices::recommend(&chosen, filesystem);
     w.layout
         .picked
-        .filter(|l| fits(*l))
-        .or(fits(recommended).then_some(recommended))
-        .or(choices::LEVELS.into_iter().find(|l| fits(*l)))
-        .unwrap_or(Level::Single)
+        .filter(shown)
+        .or(shown(&recommended).then_some(recommended))
+        .or(offered.iter().copied().find(|c| c.fits(n)))
+        .unwrap_or(recommended)
 }
 
 fn options(w: &Wizard) -> Vec<LevelOption> {
@@ -77,21 +91,37 @@ fn options(w: &Wizard) -> Vec<LevelOption> {
         &w.chosen(),
         w.layout.filesystem,
         w.layout.mount.value().trim(),
+        &w.array_name(),
     )
+}
+
+fn is_zfs(w: &Wizard) -> bool {
+    w.layout.filesystem == Filesystem::Zfs
 }
 
 /// The fields in Tab order: without an array, only the spin-down.
 fn fields(w: &Wizard) -> Vec<Focus> {
     if w.disks.chosen.is_empty() {
-        vec![Focus::SpinDown]
-    } else {
-        vec![
-            Focus::Levels,
-            Focus::Filesystem,
-            Focus::Mount,
-            Focus::SpinDown,
-        ]
+        return vec![Focus::SpinDown];
     }
+    let mut fields = vec![Focus::Levels, Focus::Filesystem, Focus::Mount];
+    if is_zfs(w) {
+        fields.push(Focus::Pool);
+    }
+    fields.push(Focus::SpinDown);
+    fields
+}
+
+/// The spec's word on the pool's name, which zpool would refuse; None
+/// for md arrays, whose name comes from the mount point.
+fn pool_name_problem(w: &Wizard) -> Option<String> {
+    if !is_zfs(w) {
+        return None;
+    }
+    spec::validate(&w.storage(), &[])
+        .into_iter()
+        .find(|p| p.path.starts_with("storage.arrays[") && p.path.ends_with("].name"))
+        .map(|p| p.message)
 }
 
 /// The next (or, `by` -1, previous) of `options` after `current`, round.
@@ -116,6 +146,9 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
     if focus == Focus::Mount && w.layout.mount.handle(key) {
         return Effect::None;
     }
+    if focus == Focus::Pool && w.layout.pool.handle(key) {
+        return Effect::None;
+    }
     let step = match key.code {
         KeyCode::Left => Some(-1),
         KeyCode::Right | KeyCode::Char(' ') => Some(1),
@@ -123,7 +156,8 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
     };
     match (focus, step) {
         (Focus::Filesystem, Some(by)) => {
-            w.layout.filesystem = cycle(&FILESYSTEMS, w.layout.filesystem, by);
+            let offered = choices::filesystems(w.facts.zfs.is_ok());
+            w.layout.filesystem = cycle(&offered, w.layout.filesystem, by);
             return Effect::None;
         }
         (Focus::SpinDown, Some(by)) => {
@@ -152,6 +186,11 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         (Some(Nav::Next), _) => {
             // The shares are checked on their own screen; here only the
             // array and the kept disks must plan.
+            if let Some(problem) = pool_name_problem(w) {
+                w.layout.focus = Focus::Pool;
+                w.error(problem);
+                return Effect::None;
+            }
             let chosen = w.chosen();
             match choices::plan(&w.storage(), &[], &w.facts.inventory, &chosen) {
                 Ok(_) => {
@@ -171,18 +210,18 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
 /// Moves the pick to the next level that fits, up or down; false at the
 /// end of the list.
 fn move_level(w: &mut Wizard, by: isize) -> bool {
-    let current = w.level();
-    let fitting: Vec<Level> = options(w)
+    let current = w.level_choice();
+    let fitting: Vec<LevelChoice> = options(w)
         .into_iter()
         .filter(|o| o.outcome.is_ok())
-        .map(|o| o.level)
+        .map(|o| o.choice)
         .collect();
     let Some(at) = fitting.iter().position(|l| *l == current) else {
         return false;
     };
     match at.checked_add_signed(by).and_then(|i| fitting.get(i)) {
-        Some(level) => {
-            w.layout.picked = Some(*level);
+        Some(choice) => {
+            w.layout.picked = Some(*choice);
             true
         }
         None => false,
@@ -232,7 +271,7 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         );
     } else {
         frame.render_widget(
-            Paragraph::new(levels(w)).wrap(Wrap { trim: false }),
+            Paragraph::new(levels(w, text_area.width as usize)).wrap(Wrap { trim: false }),
             text_area,
         );
         draw_filesystem(frame, fs_area, w);
@@ -257,28 +296,39 @@ fn no_array(w: &Wizard) -> Vec<Line<'static>> {
     lines
 }
 
-/// The chosen disks, a row per level, the recommendation and what the
-/// level in effect is expected to manage.
-fn levels(w: &Wizard) -> Vec<Line<'static>> {
+/// The chosen disks, a row per level, ZFS's line, the recommendation and
+/// what the level in effect is expected to manage.
+fn levels(w: &Wizard, width: usize) -> Vec<Line<'static>> {
     let theme = &w.settings.theme;
     let chosen = w.chosen();
     let options = options(w);
-    let current = w.level();
-    let (recommended, why) = choices::recommend(&chosen);
+    let current = w.level_choice();
+    let (recommended, why) = choices::recommend(&chosen, w.layout.filesystem);
+    // Wide enough for "2 × raidz1"; md's levels keep their 8.
+    let column = options
+        .iter()
+        .map(|o| o.choice.to_string().chars().count() + 1)
+        .max()
+        .unwrap_or(0)
+        .max(8);
     let mut lines = vec![
-        Line::styled(heading(&chosen), theme.title()),
+        Line::styled(heading(&chosen, is_zfs(w)), theme.title()),
         Line::styled(
-            "      Level     Usable  Disks that may fail  Speed",
+            format!(
+                "      {:<column$}  Usable  Disks that may fail  Speed",
+                "Level"
+            ),
             theme.disabled(),
         ),
     ];
     for o in &options {
-        lines.push(level_row(w, o, current, recommended));
+        lines.push(level_row(w, o, current, recommended, column));
     }
+    lines.push(zfs_line(w, width));
     lines.push(Line::raw(format!("Recommended: {recommended}, {why}.")));
     if let Some(Ok(plan)) = options
         .iter()
-        .find(|o| o.level == current)
+        .find(|o| o.choice == current)
         .map(|o| &o.outcome)
     {
         let b = plan.throughput.bottleneck();
@@ -293,8 +343,46 @@ fn levels(w: &Wizard) -> Vec<Line<'static>> {
     lines
 }
 
-/// "RAID level for 2 disk(s) (2 × 4 TB HDD):"
-fn heading(chosen: &[&Disk]) -> String {
+/// What ZFS means here, in one line cut to `width`: how to choose it, what
+/// a pool gives up against md (growing disk by disk: `care::grow::cannot_grow`
+/// refuses pools), or why it is not offered, without the remedy that follows the
+/// reason's ';' (the image is rebuilt on the workstation, not here).
+fn zfs_line(w: &Wizard, width: usize) -> Line<'static> {
+    let theme = &w.settings.theme;
+    let (text, style) = match &w.facts.zfs {
+        Err(why) => (
+            format!(
+                "ZFS pools: not offered, {}.",
+                why.split(';').next().unwrap_or(why).trim_end_matches('.')
+            ),
+            theme.disabled(),
+        ),
+        Ok(_) if is_zfs(w) => (
+            "ZFS checksums every block; unlike md, a pool cannot later grow by one disk.".into(),
+            Style::new(),
+        ),
+        Ok(_) => {
+            let (level, _) = choices::recommend(&w.chosen(), Filesystem::Zfs);
+            (
+                format!("Or a ZFS pool ({level} here, checksummed): set Filesystem to zfs below."),
+                Style::new(),
+            )
+        }
+    };
+    let text = match text.chars().count() > width {
+        true => {
+            text.chars()
+                .take(width.saturating_sub(1))
+                .collect::<String>()
+                + "…"
+        }
+        false => text,
+    };
+    Line::styled(text, style)
+}
+
+/// "RAID level for 2 disk(s) (2 × 4 TB HDD):", or "ZFS pool for ...".
+fn heading(chosen: &[&Disk], zfs: bool) -> String {
     let sizes: Vec<String> = {
         let mut s: Vec<String> = chosen.iter().map(|d| d.size.to_string()).collect();
         s.dedup();
@@ -307,8 +395,9 @@ fn heading(chosen: &[&Disk]) -> String {
     } else {
         "mixed"
     };
+    let what = if zfs { "ZFS pool" } else { "RAID level" };
     format!(
-        "RAID level for {} disk(s) ({} × {} {kinds}):",
+        "{what} for {} disk(s) ({} × {} {kinds}):",
         chosen.len(),
         chosen.len(),
         sizes.join("/")
@@ -316,24 +405,30 @@ fn heading(chosen: &[&Disk]) -> String {
 }
 
 /// One level: what the planner says of it, or why it does not fit.
-fn level_row(w: &Wizard, o: &LevelOption, current: Level, recommended: Level) -> Line<'static> {
+fn level_row(
+    w: &Wizard,
+    o: &LevelOption,
+    current: LevelChoice,
+    recommended: LevelChoice,
+    column: usize,
+) -> Line<'static> {
     let theme = &w.settings.theme;
-    let is_current = o.level == current;
+    let is_current = o.choice == current;
     let focused = is_current && w.layout.focus == Focus::Levels;
     let radio = if is_current { "(*)" } else { "( )" };
     let text = match &o.outcome {
         Ok(plan) => format!(
-            "{} {radio} {:<8}{:>7}  {:<20} ≈{} MB/s",
+            "{} {radio} {:<column$}{:>7}  {:<20} ≈{} MB/s",
             marker(focused),
-            o.level.to_string(),
+            o.choice.to_string(),
             plan.capacity.to_string(),
             tolerance(plan),
             plan.throughput.bottleneck().mb_s
         ),
-        Err(why) => format!("   -  {:<8}{why}", o.level.to_string()),
+        Err(why) => format!("   -  {:<column$}{why}", o.choice.to_string()),
     };
     let mut spans = vec![Span::raw(text)];
-    if o.level == recommended && o.outcome.is_ok() {
+    if o.choice == recommended && o.outcome.is_ok() {
         spans.push(Span::styled("  recommended", theme.good()));
     }
     let style = match (&o.outcome, focused) {
@@ -352,7 +447,7 @@ fn draw_filesystem(frame: &mut Frame, area: Rect, w: &Wizard) {
         Span::raw(marker(focused)),
         Span::styled(" Filesystem  ", theme.title()),
     ];
-    for f in FILESYSTEMS {
+    for f in choices::filesystems(w.facts.zfs.is_ok()) {
         let text = if f == w.layout.filesystem {
             format!("<{f}>")
         } else {
@@ -402,7 +497,8 @@ fn draw_spin_down(frame: &mut Frame, area: Rect, w: &Wizard) {
     );
 }
 
-/// The mount point's field, and the array it names.
+/// The mount point's field, and the array it names (a pool's name is a
+/// field of its own beside it).
 fn draw_mount(frame: &mut Frame, area: Rect, w: &Wizard) {
     let theme = &w.settings.theme;
     let focused = w.layout.focus == Focus::Mount;
@@ -420,6 +516,20 @@ fn draw_mount(frame: &mut Frame, area: Rect, w: &Wizard) {
         label,
     );
     w.layout.mount.draw(frame, field, focused, theme);
+    if is_zfs(w) {
+        let focused = w.layout.focus == Focus::Pool;
+        let [label, field] =
+            Layout::horizontal([Constraint::Length(13), Constraint::Length(16)]).areas(note);
+        frame.render_widget(
+            Line::from(vec![
+                Span::raw(format!(" {}", marker(focused))),
+                Span::styled(" ZFS pool", theme.title()),
+            ]),
+            label,
+        );
+        w.layout.pool.draw(frame, field, focused, theme);
+        return;
+    }
     let array = choices::array_name(w.layout.mount.value().trim());
     let device = if w.level() == Level::Single {
         format!("  array '{array}' on one partition")

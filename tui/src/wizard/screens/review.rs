@@ -11,7 +11,6 @@ use nasforge_engine::executor;
 use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::planner::Plan;
 use nasforge_engine::shares::samba;
-use nasforge_engine::size::Size;
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -85,18 +84,16 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
 
 pub fn help(w: &Wizard) -> Help {
     let enter = if pending(w).is_some() {
-        "confirm"
+        Some("confirm")
     } else if w.settings.dry_run {
-        "print and exit"
+        Some("print and exit")
     } else {
-        "start setup"
+        Some("start setup")
     };
-    vec![
-        ("↑↓ PgUp PgDn", "scroll"),
-        ("Enter", enter),
-        ("Esc", "back"),
-        ("Ctrl-C", "quit"),
-    ]
+    let mut keys = vec![("↑↓ PgUp PgDn", "scroll")];
+    keys.extend(enter.map(|what| ("Enter", what)));
+    keys.extend([("Esc", "back"), ("Ctrl-C", "quit")]);
+    keys
 }
 
 /// The shares in words. The plan's own line per share (what `plan`
@@ -107,6 +104,9 @@ fn describe_shares(plan: &Plan) -> Vec<String> {
     let mut out = Vec::new();
     for share in &plan.shares {
         out.push(format!("Share '{}': {}", share.name, share.path));
+        if let Some(quota) = share.quota {
+            out.push(format!("  holds at most {} (a ZFS quota)", quota.exact()));
+        }
         if let Some(smb) = &share.smb {
             let users = smb.users.join(", ");
             out.push(match (smb.guest, smb.users.is_empty()) {
@@ -124,7 +124,7 @@ fn describe_shares(plan: &Plan) -> Vec<String> {
             });
             if smb.timemachine {
                 let limit = match (smb.timemachine_max_size, plan.timemachine_limit(share)) {
-                    (Some(size), _) => exact(size),
+                    (Some(size), _) => size.exact(),
                     (None, Some(size)) if smb.users.len() > 1 => {
                         format!("half the array shared among its users, about {size} each")
                     }
@@ -157,21 +157,12 @@ fn describe_kept(w: &Wizard) -> Vec<String> {
         .collect()
 }
 
-/// A size as the recipe writes it ("300GiB"), where `Display` would round
-/// a binary size to a decimal one ("322.1 GB") the user never typed.
-fn exact(size: Size) -> String {
-    match serde_json::to_value(size) {
-        Ok(serde_json::Value::String(text)) => text,
-        _ => size.to_string(),
-    }
-}
-
 pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     // Why setup cannot start, shown whole: it says what to do.
     let blocked = w
         .facts
         .packages_missing
-        .as_ref()
+        .clone()
         .filter(|_| !w.settings.dry_run)
         .map(|why| format!("Setup cannot start: {why}."));
     let below = blocked
@@ -183,11 +174,12 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     draw_prompt(frame, prompt, w, more, blocked);
 }
 
-/// The plan in words, then every command; or why there is no plan.
+/// The plan in words, then every command (or why setup cannot be handed
+/// them); or why there is no plan.
 fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
     let theme = &w.settings.theme;
-    let handoff = match w.handoff() {
-        Ok(handoff) => handoff,
+    let plan = match w.plan() {
+        Ok(plan) => plan,
         Err(problems) => return problems.into_iter().map(|p| (p, theme.error())).collect(),
     };
     let mut lines: Vec<(String, Style)> = vec![
@@ -201,7 +193,7 @@ fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
     let arrays = Plan {
         shares: Vec::new(),
         kept: Vec::new(),
-        ..handoff.plan.clone()
+        ..plan.clone()
     };
     for l in arrays.describe().lines() {
         let style = if l.trim_start().starts_with("warning:") {
@@ -214,24 +206,33 @@ fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
     for l in describe_kept(w) {
         lines.push((l, theme.good()));
     }
-    if let Some(storage) = &handoff.recipe.storage
-        && !storage.spin_down.is_off()
-    {
+    if !w.layout.spin_down.is_off() {
         lines.push((
             format!(
                 "Idle hard disks spin down after {} (hd-idle); SSDs never do.",
-                storage.spin_down
+                w.layout.spin_down
             ),
             Style::new(),
         ));
     }
-    for l in describe_shares(&handoff.plan) {
+    for l in describe_shares(&plan) {
         lines.push((l, Style::new()));
     }
-    for l in handoff.alerts.iter().flat_map(|a| a.describe()) {
+    for l in w
+        .alerts
+        .choices()
+        .ok()
+        .flatten()
+        .iter()
+        .flat_map(|a| a.describe())
+    {
         lines.push((l, Style::new()));
     }
-    let users = handoff.samba_users();
+    let users: Vec<String> = w
+        .passwords_to_stage()
+        .into_iter()
+        .map(|(user, _, _)| user)
+        .collect();
     if !users.is_empty() {
         lines.push((
             format!(
@@ -244,8 +245,13 @@ fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
     }
     lines.push((String::new(), Style::new()));
     lines.push(("Commands, in order:".into(), theme.title()));
-    for l in executor::dry_run(&handoff.steps).lines() {
-        lines.push((l.to_string(), Style::new()));
+    match w.handoff() {
+        Ok(handoff) => {
+            for l in executor::dry_run(&handoff.steps).lines() {
+                lines.push((l.to_string(), Style::new()));
+            }
+        }
+        Err(problems) => lines.extend(problems.into_iter().map(|p| (p, theme.error()))),
     }
     lines
 }

@@ -1,8 +1,8 @@
 //! Shares: how the array is reached. SMB for Windows and Macs (with
 //! passwords typed masked, staged only as NT hashes, read access for
 //! guests, and Time Machine), NFS for Linux clients on a network. The
-//! share is the whole array; each kept disk has a share of its own, read
-//! by guests, which can be turned off.
+//! share is the whole array; on a ZFS pool it may have a quota. Each kept
+//! disk has a share of its own, read by guests, which can be turned off.
 
 use super::Help;
 use crate::wizard::facts::Facts;
@@ -10,7 +10,7 @@ use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::shares::smbpasswd;
 use nasforge_engine::size::Size;
-use nasforge_engine::spec::{Clients, Nfs, Share, Smb};
+use nasforge_engine::spec::{Clients, Filesystem, Nfs, Share, Smb};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -26,6 +26,8 @@ const TIME_MACHINE_SHARE: &str = "timemachine";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
     Name,
+    /// On a ZFS pool only: the most the share may hold.
+    Quota,
     Smb,
     Users,
     /// The password of the i-th user, and its repetition.
@@ -60,6 +62,8 @@ pub struct ShareForm {
     pub name: TextField,
     /// The share is named after the array until the user names it.
     name_follows_array: bool,
+    /// The pool's share's quota as typed; empty for none.
+    pub quota: TextField,
     pub smb: bool,
     pub users: TextField,
     /// By user name, so a password survives editing the user list.
@@ -81,6 +85,7 @@ impl ShareForm {
         ShareForm {
             name: TextField::new("data"),
             name_follows_array: true,
+            quota: TextField::new(""),
             smb: true,
             users: TextField::new(facts.accounts.first().map_or("", |a| a.name.as_str())),
             passwords: BTreeMap::new(),
@@ -117,17 +122,21 @@ impl ShareForm {
 
     /// The rows: the array's share (when there is an array), then one per
     /// kept disk.
-    fn fields(&self, array: bool, kept: usize) -> Vec<Field> {
-        let mut fields = self.array_fields(array);
-        fields.extend((0..kept).map(Field::Kept));
+    fn fields(&self, shape: Shape) -> Vec<Field> {
+        let mut fields = self.array_fields(shape);
+        fields.extend((0..shape.kept).map(Field::Kept));
         fields
     }
 
-    fn array_fields(&self, array: bool) -> Vec<Field> {
-        if !array {
+    fn array_fields(&self, shape: Shape) -> Vec<Field> {
+        if !shape.array {
             return Vec::new();
         }
-        let mut fields = vec![Field::Name, Field::Smb];
+        let mut fields = vec![Field::Name];
+        if shape.zfs {
+            fields.push(Field::Quota);
+        }
+        fields.push(Field::Smb);
         if self.smb {
             fields.push(Field::Users);
             for i in 0..self.user_names().len() {
@@ -150,6 +159,7 @@ impl ShareForm {
         let user = |i: usize| names.get(i).cloned().unwrap_or_default();
         match field {
             Field::Name => Some(&mut self.name),
+            Field::Quota => Some(&mut self.quota),
             Field::Users => Some(&mut self.users),
             Field::Clients => Some(&mut self.clients),
             Field::TimeMachineSize => Some(&mut self.timemachine_size),
@@ -195,15 +205,35 @@ impl ShareForm {
         Ok(Some(size))
     }
 
+    /// The quota typed; None when empty.
+    fn quota(&self) -> Result<Option<Size>, String> {
+        let typed = self.quota.value().trim();
+        if typed.is_empty() {
+            return Ok(None);
+        }
+        let size: Size = typed
+            .parse()
+            .map_err(|e| format!("Quota: {e}; or leave it empty for no limit."))?;
+        // zfs reads quota=0 as no quota at all, which is not what was typed.
+        if size.bytes() == 0 {
+            return Err(format!(
+                "Quota: {typed} would mean no limit to ZFS; give a size, or leave it empty."
+            ));
+        }
+        Ok(Some(size))
+    }
+
     /// The share as the recipe's `[[shares]]` would say it; none when
-    /// neither SMB nor NFS is on.
-    pub fn specs(&self, mount: &str) -> Vec<Share> {
+    /// neither SMB nor NFS is on. The quota goes to the pool's share, which
+    /// holds the Time Machine folder too.
+    pub fn specs(&self, mount: &str, zfs: bool) -> Vec<Share> {
         if !self.smb && !self.nfs {
             return Vec::new();
         }
         let name = self.name.value().trim().to_string();
         let mut shares = vec![Share {
-            quota: None,
+            // `problem` keeps an invalid quota from leaving this screen.
+            quota: self.quota().ok().flatten().filter(|_| zfs),
             name: name.clone(),
             path: mount.to_string(),
             smb: self.smb.then(|| Smb {
@@ -269,9 +299,14 @@ impl ShareForm {
 
     /// What stops the form from being used, and the field to fix; the
     /// array's share has nothing to check without an array.
-    fn problem(&self, facts: &Facts, array: bool) -> Option<(String, Field)> {
-        if !array {
+    fn problem(&self, facts: &Facts, shape: Shape) -> Option<(String, Field)> {
+        if !shape.array {
             return None;
+        }
+        if shape.zfs
+            && let Err(problem) = self.quota()
+        {
+            return Some((problem, Field::Quota));
         }
         if self.smb {
             let users = self.user_names();
@@ -324,14 +359,24 @@ impl ShareForm {
     }
 }
 
-/// Whether there is an array to share, and how many kept disks.
-fn shape(w: &Wizard) -> (bool, usize) {
-    (!w.disks.chosen.is_empty(), w.disks.kept.len())
+/// What there is to share: an array (a ZFS pool or not), kept disks.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    array: bool,
+    zfs: bool,
+    kept: usize,
+}
+
+fn shape(w: &Wizard) -> Shape {
+    Shape {
+        array: !w.disks.chosen.is_empty(),
+        zfs: w.layout.filesystem == Filesystem::Zfs,
+        kept: w.disks.kept.len(),
+    }
 }
 
 fn fields(w: &Wizard) -> Vec<Field> {
-    let (array, kept) = shape(w);
-    w.shares.fields(array, kept)
+    w.shares.fields(shape(w))
 }
 
 /// The field in effect: the one focused while the screen shows it, else
@@ -395,7 +440,7 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         Some(Nav::Down | Nav::NextField) => w.shares.focus = fields[(at + 1).min(fields.len() - 1)],
         Some(Nav::Up | Nav::PrevField) => w.shares.focus = fields[at.saturating_sub(1)],
         Some(Nav::Next) => {
-            if let Some((problem, field)) = w.shares.problem(&w.facts, shape(w).0) {
+            if let Some((problem, field)) = w.shares.problem(&w.facts, shape(w)) {
                 w.shares.focus = field;
                 w.error(problem);
             } else if let Err(problems) = w.plan() {
@@ -455,6 +500,11 @@ fn form_row(w: &Wizard, field: Field) -> FormRow<'_> {
                 form.name.value().trim(),
                 w.layout.mount.value().trim()
             ),
+        ),
+        Field::Quota => FormRow::text(
+            "Quota",
+            Cow::Borrowed(&form.quota),
+            "e.g. 500GiB; empty: no limit".into(),
         ),
         Field::Smb => FormRow::Check(format!(
             "{} SMB: Windows, macOS and Linux file sharing",
@@ -547,7 +597,7 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     let theme = &w.settings.theme;
     let form = &w.shares;
     let fields = fields(w);
-    let (array, kept) = shape(w);
+    let Shape { array, kept, .. } = shape(w);
     let rows = Layout::vertical(
         fields
             .iter()

@@ -1,0 +1,589 @@
+//! ZFS pools as `zpool` and `zfs` report them: the parsers of their output
+//! and each pool's status (health, space, last scrub, errors, the shares'
+//! datasets).
+//!
+//! The formats are OpenZFS 2.1's (Debian bookworm), read from
+//! cmd/zpool/zpool_main.c at zfs-2.1.11: `status_callback` prints the
+//! `pool:`, `state:`, `status:`, `action:`, `see:`, `scan:` and `errors:`
+//! lines, `print_status_config` one tab-indented row per vdev ("\t" +
+//! two spaces per level + name, state, READ, WRITE, CKSUM, then a note
+//! such as "was /dev/..."), and `print_scan_scrub_resilver_status` the scan
+//! line ("scrub repaired 0B in 00:00:01 with 0 errors on <ctime>",
+//! `secs_to_dhms` giving "1 days 02:03:04" past a day). `-P` prints each
+//! leaf by its full path, a whole-disk member with its `-part1`; `-p`
+//! prints exact error counts. `zpool list -H -p` and `zfs list -H -p` are
+//! tab-separated, sizes in bytes, a quota of none as 0.
+
+use crate::machine::disks::{Disk, Host};
+use crate::planner::Plan;
+use crate::runner::Runner;
+use crate::size::Size;
+use crate::steps::Cmd;
+use crate::storage::zpool;
+use serde::Serialize;
+
+/// One line of `zpool list -H -p -o name,size,alloc,free,health`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSpace {
+    pub name: String,
+    pub size: Size,
+    pub alloc: Size,
+    pub free: Size,
+    pub health: String,
+}
+
+pub fn parse_zpool_list(text: &str) -> Vec<PoolSpace> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            let [name, size, alloc, free, health] = f[..] else {
+                return None;
+            };
+            let bytes = |s: &str| s.trim().parse().ok().map(Size);
+            Some(PoolSpace {
+                name: name.to_string(),
+                size: bytes(size)?,
+                alloc: bytes(alloc)?,
+                free: bytes(free)?,
+                health: health.trim().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// One line of `zfs list -H -p -o name,used,avail,quota,mountpoint`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dataset {
+    pub name: String,
+    pub used: Size,
+    pub avail: Size,
+    /// None when the dataset has no quota (`0` with `-p`).
+    pub quota: Option<Size>,
+    pub mountpoint: String,
+}
+
+pub fn parse_zfs_list(text: &str) -> Vec<Dataset> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            let [name, used, avail, quota, mountpoint] = f[..] else {
+                return None;
+            };
+            let bytes = |s: &str| s.trim().parse::<u64>().ok();
+            Some(Dataset {
+                name: name.to_string(),
+                used: Size(bytes(used)?),
+                avail: Size(bytes(avail)?),
+                quota: bytes(quota).filter(|&q| q > 0).map(Size),
+                mountpoint: mountpoint.trim().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// What `zpool status -P -p POOL` says of one pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolReport {
+    pub pool: String,
+    pub state: String,
+    /// The `status:` paragraph, when the pool has a problem to explain.
+    pub problem: Option<String>,
+    pub scan: Scan,
+    /// The config rows in order, the pool itself first.
+    pub vdevs: Vec<Vdev>,
+    /// "No known data errors", "2 data errors, use '-v' for a list".
+    pub errors: Option<String>,
+}
+
+/// The `scan:` line: the last or running scrub or resilver.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "scan", rename_all = "snake_case")]
+pub enum Scan {
+    None,
+    Finished {
+        /// "scrub" or "resilver".
+        what: String,
+        /// As zpool prints it ("0B", "1.50M").
+        repaired: String,
+        seconds: u64,
+        errors: u64,
+        /// ctime(3) in the board's time zone, as zpool prints it.
+        on: String,
+    },
+    Running {
+        what: String,
+        percent: Option<f32>,
+        paused: bool,
+        since: String,
+    },
+    Canceled {
+        what: String,
+        on: String,
+    },
+    /// A line this parser does not know, kept as it is.
+    Other(String),
+}
+
+/// One row of the config: a vdev, or a disk in one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vdev {
+    /// The pool, a group (`raidz1-0`, `mirror-1`) or a disk's path; a
+    /// missing disk shows as its GUID, its last path in `note`.
+    pub name: String,
+    /// 0 for the pool, 1 for its top-level vdevs, 2 for their disks.
+    pub level: usize,
+    pub state: String,
+    pub read: u64,
+    pub write: u64,
+    pub cksum: u64,
+    /// What zpool adds after the counts: "was /dev/...", "cannot open",
+    /// "(resilvering)".
+    pub note: Option<String>,
+}
+
+impl Vdev {
+    /// The path of a disk row, or of the disk a missing row was.
+    pub fn path(&self) -> Option<&str> {
+        if self.name.starts_with('/') {
+            return Some(&self.name);
+        }
+        self.note
+            .as_deref()
+            .and_then(|n| n.strip_prefix("was "))
+            .map(str::trim)
+            .filter(|p| p.starts_with('/'))
+    }
+}
+
+impl PoolReport {
+    /// The rows with no row below them: the disks.
+    pub fn disks(&self) -> Vec<&Vdev> {
+        self.vdevs
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| {
+                v.level > 0
+                    && self
+                        .vdevs
+                        .get(i + 1)
+                        .is_none_or(|next| next.level <= v.level)
+            })
+            .map(|(_, v)| v)
+            .collect()
+    }
+}
+
+pub fn parse_zpool_status(text: &str) -> Option<PoolReport> {
+    let mut pool = None;
+    let mut state = String::new();
+    let mut problem: Option<String> = None;
+    let mut scan: Vec<String> = Vec::new();
+    let mut vdevs = Vec::new();
+    let mut errors = None;
+    // The key whose paragraph a tab-indented line continues.
+    let mut key = "";
+    let mut in_config = false;
+    for line in text.lines() {
+        if in_config {
+            if let Some(row) = line.strip_prefix('\t') {
+                if let Some(v) = parse_row(row) {
+                    vdevs.push(v);
+                }
+                continue;
+            }
+            if line.trim().is_empty() {
+                continue;
+            }
+            in_config = false;
+        }
+        if let Some(more) = line.strip_prefix('\t') {
+            match key {
+                "status" => {
+                    if let Some(p) = problem.as_mut() {
+                        *p += " ";
+                        *p += more.trim();
+                    }
+                }
+                "scan" => scan.push(more.trim().to_string()),
+                _ => {}
+            }
+            continue;
+        }
+        let Some((k, value)) = line.trim_start().split_once(':') else {
+            continue;
+        };
+        key = match k {
+            "pool" | "state" | "status" | "scan" | "config" | "errors" => k,
+            _ => "",
+        };
+        let value = value.trim();
+        match key {
+            "pool" => pool = Some(value.to_string()),
+            "state" => state = value.to_string(),
+            "status" => problem = Some(value.to_string()),
+            "scan" => scan = vec![value.to_string()],
+            "config" => in_config = true,
+            "errors" => errors = Some(value.to_string()),
+            _ => {}
+        }
+    }
+    Some(PoolReport {
+        pool: pool?,
+        state,
+        problem,
+        scan: parse_scan(&scan),
+        vdevs,
+        errors,
+    })
+}
+
+/// `zpool status -P` of every imported pool: one report per `pool:`.
+pub fn parse_zpool_status_all(text: &str) -> Vec<PoolReport> {
+    let mut chunks: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("pool:") || chunks.is_empty() {
+            chunks.push(String::new());
+        }
+        let chunk = chunks.last_mut().expect("pushed above");
+        chunk.push_str(line);
+        chunk.push('\n');
+    }
+    chunks
+        .iter()
+        .filter_map(|c| parse_zpool_status(c))
+        .collect()
+}
+
+/// A config row without its leading tab; None for the NAME header.
+fn parse_row(row: &str) -> Option<Vdev> {
+    let indent = row.len() - row.trim_start_matches(' ').len();
+    let mut words = row.split_whitespace();
+    let name = words.next()?;
+    let state = words.next()?;
+    if name == "NAME" && state == "STATE" {
+        return None;
+    }
+    let rest: Vec<&str> = words.collect();
+    let counts: Vec<u64> = rest.iter().take(3).map_while(|w| w.parse().ok()).collect();
+    let note = rest[counts.len()..].join(" ");
+    let count = |i: usize| counts.get(i).copied().unwrap_or(0);
+    Some(Vdev {
+        name: name.to_string(),
+        level: indent / 2,
+        state: state.to_string(),
+        read: count(0),
+        write: count(1),
+        cksum: count(2),
+        note: (!note.is_empty()).then_some(note),
+    })
+}
+
+fn parse_scan(lines: &[String]) -> Scan {
+    let Some(first) = lines.first() else {
+        return Scan::None;
+    };
+    if first.is_empty() || first == "none requested" {
+        return Scan::None;
+    }
+    for what in ["scrub", "resilver"] {
+        let done = if what == "scrub" {
+            "scrub repaired "
+        } else {
+            "resilvered "
+        };
+        if let Some(rest) = first.strip_prefix(done)
+            && let Some((repaired, rest)) = rest.split_once(" in ")
+            && let Some((time, rest)) = rest.split_once(" with ")
+            && let Some((errors, on)) = rest.split_once(" errors on ")
+            && let (Some(seconds), Ok(errors)) = (dhms(time), errors.parse())
+        {
+            return Scan::Finished {
+                what: what.into(),
+                repaired: repaired.to_string(),
+                seconds,
+                errors,
+                on: on.trim().to_string(),
+            };
+        }
+        for (running, paused) in [(" in progress since ", false), (" paused since ", true)] {
+            if let Some(since) = first.strip_prefix(&format!("{what}{running}")) {
+                return Scan::Running {
+                    what: what.into(),
+                    percent: lines[1..].iter().find_map(|l| percent_done(l)),
+                    paused,
+                    since: since.trim().to_string(),
+                };
+            }
+        }
+        if let Some(on) = first.strip_prefix(&format!("{what} canceled on ")) {
+            return Scan::Canceled {
+                what: what.into(),
+                on: on.trim().to_string(),
+            };
+        }
+    }
+    Scan::Other(first.clone())
+}
+
+/// "0B repaired, 22.85% done, 02:57:13 to go" → 22.85.
+fn percent_done(line: &str) -> Option<f32> {
+    let (before, _) = line.split_once("% done")?;
+    before.rsplit([' ', ',']).next()?.parse().ok()
+}
+
+/// `secs_to_dhms`: "00:00:01", "1 days 02:03:04".
+fn dhms(text: &str) -> Option<u64> {
+    let (days, clock) = match text.split_once(" days ") {
+        Some((d, c)) => (d.trim().parse::<u64>().ok()?, c),
+        None => (0, text),
+    };
+    let parts: Vec<u64> = clock
+        .trim()
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, s] = parts[..] else {
+        return None;
+    };
+    Some(days * 86_400 + h * 3600 + m * 60 + s)
+}
+
+/// A pool as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PoolStatus {
+    pub name: String,
+    pub mount: String,
+    /// zpool's health: ONLINE, DEGRADED, FAULTED, UNAVAIL, ...; None when
+    /// the pool is not imported.
+    pub health: Option<String>,
+    pub size: Option<Size>,
+    pub alloc: Option<Size>,
+    pub free: Option<Size>,
+    pub scan: Option<Scan>,
+    /// Each disk or vdev not ONLINE, or with errors, in words.
+    pub problems: Vec<String>,
+    /// zpool's `errors:` line.
+    pub data_errors: Option<String>,
+    pub datasets: Vec<DatasetStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DatasetStatus {
+    pub share: String,
+    pub dataset: String,
+    /// None when the dataset is not there.
+    pub used: Option<Size>,
+    pub quota: Option<Size>,
+}
+
+/// Each pool of the plan, as zpool and zfs report it now.
+pub fn read(plan: &Plan, runner: &mut dyn Runner) -> Vec<PoolStatus> {
+    let mut out = Vec::new();
+    let datasets = zpool::share_datasets(plan);
+    for array in plan.arrays.iter().filter(|a| a.spec.is_zfs()) {
+        let pool = array.spec.name.as_str();
+        let query = |runner: &mut dyn Runner, argv: &[&str]| {
+            runner
+                .query(&Cmd::new(argv))
+                .ok()
+                .filter(|q| q.status == 0)
+                .map(|q| q.stdout)
+                .unwrap_or_default()
+        };
+        let space = parse_zpool_list(&query(
+            runner,
+            &[
+                "zpool",
+                "list",
+                "-H",
+                "-p",
+                "-o",
+                "name,size,alloc,free,health",
+                pool,
+            ],
+        ))
+        .into_iter()
+        .find(|p| p.name == pool);
+        let report = parse_zpool_status(&query(runner, &["zpool", "status", "-P", "-p", pool]));
+        let listed = parse_zfs_list(&query(
+            runner,
+            &[
+                "zfs",
+                "list",
+                "-H",
+                "-p",
+                "-r",
+                "-o",
+                "name,used,avail,quota,mountpoint",
+                pool,
+            ],
+        ));
+        let members: Vec<&Disk> = array.members.iter().map(|m| &m.disk).collect();
+        out.push(PoolStatus {
+            name: pool.to_string(),
+            mount: array.spec.mount.clone(),
+            health: space
+                .as_ref()
+                .map(|s| s.health.clone())
+                .or_else(|| report.as_ref().map(|r| r.state.clone())),
+            size: space.as_ref().map(|s| s.size),
+            alloc: space.as_ref().map(|s| s.alloc),
+            free: space.as_ref().map(|s| s.free),
+            scan: report.as_ref().map(|r| r.scan.clone()),
+            problems: report
+                .as_ref()
+                .map(|r| problems(r, &members))
+                .unwrap_or_default(),
+            data_errors: report.as_ref().and_then(|r| r.errors.clone()),
+            datasets: datasets
+                .iter()
+                .filter(|(_, d)| d.split('/').next() == Some(pool))
+                .map(|(share, dataset)| {
+                    let found = listed.iter().find(|l| l.name == *dataset);
+                    DatasetStatus {
+                        share: share.name.clone(),
+                        dataset: dataset.clone(),
+                        used: found.map(|f| f.used),
+                        quota: found.and_then(|f| f.quota),
+                    }
+                })
+                .collect(),
+        });
+    }
+    out
+}
+
+/// The rows that need attention, a disk named by model and serial when
+/// its path is one of the planned members'.
+pub fn problems(report: &PoolReport, members: &[&Disk]) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in report.vdevs.iter().skip(1) {
+        let errors = v.read + v.write + v.cksum > 0;
+        if v.state == "ONLINE" && !errors {
+            continue;
+        }
+        let who = match v.path() {
+            Some(path) => disk_words(path, members),
+            None => v.name.clone(),
+        };
+        let mut words = vec![v.state.clone()];
+        if errors {
+            words.push(format!(
+                "{} read, {} write, {} checksum errors",
+                v.read, v.write, v.cksum
+            ));
+        }
+        if let Some(note) = &v.note {
+            words.push(note.clone());
+        }
+        out.push(format!("{who}: {}", words.join(", ")));
+    }
+    out
+}
+
+fn disk_words(path: &str, members: &[&Disk]) -> String {
+    let whole = zpool::whole_disk_path(path);
+    match members.iter().find(|d| d.stable_path() == whole) {
+        Some(d) => format!(
+            "{} ({}, serial {})",
+            d.name,
+            d.model.as_deref().unwrap_or("unknown model"),
+            d.serial.as_deref().unwrap_or("unknown")
+        ),
+        None => path.to_string(),
+    }
+}
+
+/// Whether the pool `pool` is imported, from `zpool list -H -o name`
+/// through the board's own zpool: Ok(None) when zpool is not installed.
+pub(crate) fn imported(host: &Host, pool: &str) -> Result<Option<bool>, String> {
+    let listed = crate::machine::zfs::read(host, "zpool", &["list", "-H", "-o", "name"])?;
+    Ok(listed.map(|text| text.lines().any(|l| l.trim() == pool)))
+}
+
+impl PoolStatus {
+    pub fn render(&self) -> String {
+        let health = match self.health.as_deref() {
+            None => "NOT IMPORTED (`sudo zpool import` lists the pools it can find)".to_string(),
+            Some("ONLINE") => "healthy".to_string(),
+            Some(other) => other.to_string(),
+        };
+        let mut out = format!("  {} ({}): {health}", self.name, self.mount);
+        if let (Some(size), Some(alloc), Some(free)) = (self.size, self.alloc, self.free) {
+            out += &format!(", {alloc} of {size} allocated, {free} free");
+        }
+        out += "\n";
+        if let Some(scan) = &self.scan {
+            out += &format!("    {}\n", scan.render());
+        }
+        for p in &self.problems {
+            out += &format!("    {p}\n");
+        }
+        if let Some(e) = &self.data_errors {
+            out += &format!("    errors: {e}\n");
+        }
+        for d in &self.datasets {
+            let quota = d
+                .quota
+                .map(|q| format!(" of a {} quota", q.exact()))
+                .unwrap_or_default();
+            out += &match d.used {
+                Some(used) => format!(
+                    "    share '{}' ({}): {used} used{quota}\n",
+                    d.share, d.dataset
+                ),
+                None => format!("    share '{}' ({}): NO DATASET\n", d.share, d.dataset),
+            };
+        }
+        out
+    }
+}
+
+impl Scan {
+    pub fn render(&self) -> String {
+        match self {
+            Scan::None => "never scrubbed".to_string(),
+            Scan::Finished {
+                what,
+                repaired,
+                seconds,
+                errors,
+                on,
+            } => {
+                // A small pool's scrub takes zpool's `00:00:00`.
+                let took = if *seconds < 60 {
+                    "under a minute".to_string()
+                } else {
+                    crate::status::minutes_text(*seconds as f32 / 60.0)
+                };
+                let did = if what == "scrub" {
+                    "last scrub"
+                } else {
+                    "last resilver"
+                };
+                format!("{did}: {on}, took {took}, repaired {repaired}, {errors} errors")
+            }
+            Scan::Running {
+                what,
+                percent,
+                paused,
+                since,
+            } => {
+                let doing = match (what.as_str(), paused) {
+                    (_, true) => "scrub paused",
+                    ("scrub", _) => "scrub in progress",
+                    _ => "resilver in progress",
+                };
+                match percent {
+                    Some(p) => format!("{doing} {p:.0}% (since {since})"),
+                    None => format!("{doing} (since {since})"),
+                }
+            }
+            Scan::Canceled { what, on } => format!("{what} canceled on {on}"),
+            Scan::Other(text) => text.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,217 @@
+//! ZFS pools: the `zpool create` and `zfs` command lines, the datasets that
+//! hold the shares, and the units that import, mount and scrub the pools.
+//! Every property named here exists in OpenZFS 2.1 (Debian bookworm), the
+//! oldest release the image stages.
+
+use crate::machine::disks::Disk;
+use crate::planner::{ArrayPlan, Plan};
+use crate::size::Size;
+use crate::spec::Share;
+
+/// Where the pools are recorded for `zfs-import-cache.service`, which
+/// imports them at boot from this file alone (no scan of every disk).
+pub const CACHEFILE: &str = "/etc/zfs/zpool.cache";
+
+/// What imports and mounts the pools at boot (Debian's zfsutils-linux).
+/// zfs-import-scan.service is left as the package has it: with a cache
+/// file it would only import the same pools a second way.
+pub const BOOT_UNITS: [&str; 4] = [
+    "zfs-import-cache.service",
+    "zfs-mount.service",
+    "zfs-import.target",
+    "zfs.target",
+];
+
+pub const ZED_SERVICE: &str = "zfs-zed.service";
+
+/// zfsutils-linux's monthly scrub of one pool (zfs-scrub@.service).
+pub fn scrub_timer(pool: &str) -> String {
+    format!("zfs-scrub-monthly@{pool}.timer")
+}
+
+/// The members in vdev order: the disks in plan order, cut into
+/// `vdevs` groups of equal width.
+pub fn vdevs(array: &ArrayPlan) -> Vec<Vec<&Disk>> {
+    let disks: Vec<&Disk> = array.members.iter().map(|m| &m.disk).collect();
+    let width = (disks.len() / array.spec.vdev_count()).max(1);
+    disks.chunks(width).map(<[&Disk]>::to_vec).collect()
+}
+
+/// `zpool create` for a pool. Whole disks by their stable path: zpool
+/// partitions each itself (data in part1, 8 MiB reserved in part9) and
+/// records the path, so the pool is found under the same names after the
+/// kernel renumbers the disks.
+pub fn create(array: &ArrayPlan) -> Vec<String> {
+    let spec = &array.spec;
+    let mut argv: Vec<String> = vec!["zpool".into(), "create".into()];
+    // zpool refuses members whose sizes differ by more than 16 MiB unless
+    // forced; the plan has warned of the space lost, and the guard has
+    // checked that every member is blank or erased by this setup, which
+    // is all the other checks -f skips would have found.
+    if !array.equal_members() {
+        argv.push("-f".into());
+    }
+    let mut pool_opt = |o: String| argv.extend(["-o".to_string(), o]);
+    // Fixed for the life of each vdev: chosen from the disks' sectors by
+    // the planner, never left to disks that may report 512 and write 4096.
+    pool_opt(format!("ashift={}", array.ashift.unwrap_or(12)));
+    pool_opt(format!("cachefile={CACHEFILE}"));
+    // TRIM only where every member is an SSD: a spinning disk has nothing
+    // to trim, and a pool that mixes them gains little.
+    if array.members.iter().all(|m| !m.disk.rotational) {
+        pool_opt("autotrim=on".into());
+    }
+    for property in DATASET_DEFAULTS {
+        argv.extend(["-O".to_string(), property.to_string()]);
+    }
+    argv.extend(["-O".to_string(), format!("mountpoint={}", spec.mount)]);
+    argv.push(spec.name.clone());
+    for group in vdevs(array) {
+        if let Some(kind) = spec.level.zpool_vdev() {
+            argv.push(kind.to_string());
+        }
+        argv.extend(group.iter().map(|d| d.stable_path()));
+    }
+    argv
+}
+
+/// The root dataset's properties, inherited by every share's dataset.
+pub const DATASET_DEFAULTS: [&str; 5] = [
+    // Costs almost no CPU even on a Pi, and gives up at once on data that
+    // does not compress (photos, video).
+    "compression=lz4",
+    // A read writes nothing: no metadata churn for every file opened, and
+    // disks that hd-idle spun down stay asleep while clients browse.
+    "atime=off",
+    // Extended attributes in the dnode instead of hidden directories:
+    // Samba's streams_xattr and macOS metadata stay one read away.
+    "xattr=sa",
+    // POSIX ACLs as on ext4, which Samba maps Windows permissions onto.
+    // (2.1 calls it `posix` and still takes `posixacl`, which 0.8 knows.)
+    "acltype=posixacl",
+    // Room in the dnode for those attributes; it needs the large_dnode
+    // feature, which every pool made by 0.8 or newer has.
+    "dnodesize=auto",
+];
+
+/// The dataset that holds `share` on the pool mounted at `array`'s mount:
+/// `tank/media/photos` for `/srv/tank/media/photos`, and the pool's own
+/// root dataset (`tank`) for a share at the pool's mount, whose quota is
+/// then the root's.
+pub fn dataset(array: &ArrayPlan, share: &Share) -> Option<String> {
+    let path = share.path.trim_end_matches('/');
+    if path == array.spec.mount.trim_end_matches('/') {
+        return Some(array.spec.name.clone());
+    }
+    let rel = path
+        .strip_prefix(array.spec.mount.as_str())?
+        .strip_prefix('/')?;
+    (!rel.is_empty()).then(|| format!("{}/{rel}", array.spec.name))
+}
+
+/// Each share on a pool that has a dataset of its own, with the dataset.
+pub fn share_datasets(plan: &Plan) -> Vec<(&Share, String)> {
+    plan.shares
+        .iter()
+        .filter_map(|s| {
+            let array = plan.array_of(&s.path).filter(|a| a.spec.is_zfs())?;
+            Some((s, dataset(array, s)?))
+        })
+        .collect()
+}
+
+/// `zfs create` for a share's dataset; `-p` makes the datasets above it
+/// (tank/media for tank/media/photos) so each directory level of the path
+/// is a dataset mounted where the path says.
+pub fn create_dataset(dataset: &str, quota: Option<Size>) -> Vec<String> {
+    let mut argv: Vec<String> = vec!["zfs".into(), "create".into(), "-p".into()];
+    if let Some(q) = quota {
+        argv.extend(["-o".to_string(), format!("quota={}", q.bytes())]);
+    }
+    argv.push(dataset.to_string());
+    argv
+}
+
+/// `zfs set quota=...`: in bytes, as `zfs list -p` reads it back, or
+/// `none`.
+pub fn set_quota(dataset: &str, quota: Option<Size>) -> Vec<String> {
+    vec![
+        "zfs".into(),
+        "set".into(),
+        format!("quota={}", quota_value(quota)),
+        dataset.to_string(),
+    ]
+}
+
+pub fn quota_value(quota: Option<Size>) -> String {
+    quota.map_or("none".to_string(), |q| q.bytes().to_string())
+}
+
+/// The whole disk a vdev's path names: zpool shows a whole-disk member
+/// by its data partition (`…-part1`, `/dev/sdb1`, `/dev/nvme0n1p1`).
+pub fn whole_disk_path(path: &str) -> String {
+    if path.starts_with("/dev/disk/") {
+        return match path.rsplit_once("-part") {
+            Some((disk, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                disk.to_string()
+            }
+            _ => path.to_string(),
+        };
+    }
+    let trimmed = path.trim_end_matches(|c: char| c.is_ascii_digit());
+    if trimmed.len() == path.len() {
+        return path.to_string();
+    }
+    // nvme0n1p1 → nvme0n1, mmcblk0p1 → mmcblk0; sdb1 → sdb.
+    match trimmed.strip_suffix('p') {
+        Some(disk) if disk.ends_with(|c: char| c.is_ascii_digit()) => disk.to_string(),
+        _ => trimmed.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vdevs_path_leads_back_to_its_disk() {
+        assert_eq!(
+            whole_disk_path("/dev/disk/by-id/wwn-0x50014ee2b0000001-part1"),
+            "/dev/disk/by-id/wwn-0x50014ee2b0000001"
+        );
+        assert_eq!(
+            whole_disk_path("/dev/disk/by-id/ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000001-part1"),
+            "/dev/disk/by-id/ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000001"
+        );
+        assert_eq!(whole_disk_path("/dev/sdb1"), "/dev/sdb");
+        assert_eq!(whole_disk_path("/dev/nvme0n1p1"), "/dev/nvme0n1");
+        assert_eq!(whole_disk_path("/dev/sdb"), "/dev/sdb");
+        assert_eq!(
+            whole_disk_path("/dev/disk/by-id/usb-JMicron_Generic"),
+            "/dev/disk/by-id/usb-JMicron_Generic"
+        );
+    }
+
+    #[test]
+    fn quotas_are_written_in_bytes_as_zfs_reads_them_back() {
+        assert_eq!(
+            create_dataset("tank/media", Some(Size(100 << 30))),
+            [
+                "zfs",
+                "create",
+                "-p",
+                "-o",
+                "quota=107374182400",
+                "tank/media"
+            ]
+        );
+        assert_eq!(
+            create_dataset("tank/media", None),
+            ["zfs", "create", "-p", "tank/media"]
+        );
+        assert_eq!(
+            set_quota("tank/media", None),
+            ["zfs", "set", "quota=none", "tank/media"]
+        );
+    }
+}

@@ -1,0 +1,814 @@
+//! ZFS pools: the plan, the exact commands, the guards against a board
+//! whose zpool and zfs are scripts answering as OpenZFS 2.1 does, resuming
+//! after a power cut, a share added later, and the pool in the status.
+
+mod common;
+
+use common::{Board, with_zfs, zfs_answer, zfs_calls, zfs_output};
+use nasforge_engine::executor::{self, Event};
+use nasforge_engine::journal::{self, Journal};
+use nasforge_engine::machine::disks::Inventory;
+use nasforge_engine::machine::zfs::{ZfsOnBoard, ZfsSupport};
+use nasforge_engine::planner::{self, Plan};
+use nasforge_engine::runner::{RecordingRunner, Runner};
+use nasforge_engine::spec::DeviceRecipe;
+use nasforge_engine::steps::{self, Action, Check, Context, Step};
+use nasforge_engine::{care, setup, status};
+use std::path::Path;
+
+const RAIDZ1_TWO_SHARES: &str = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "tank"
+level = "raidz1"
+disks = { transport = "sata", count = 3 }
+filesystem = "zfs"
+mount = "/srv/tank"
+
+[[shares]]
+name = "media"
+path = "/srv/tank/media"
+smb = { users = ["admin"] }
+nfs = { clients = "192.168.1.0/24" }
+quota = "100GiB"
+
+[[shares]]
+name = "backup"
+path = "/srv/tank/backup"
+smb = { users = ["admin", "anna"], timemachine = true }
+"#;
+
+struct Case {
+    recipe: DeviceRecipe,
+    plan: Plan,
+    steps: Vec<Step>,
+    context: Context,
+}
+
+fn recipe(text: &str) -> DeviceRecipe {
+    DeviceRecipe::parse(text, Path::new("recipe.toml")).unwrap()
+}
+
+/// The inventory of `board` as a board with ZFS reports it.
+fn with_support(mut inventory: Inventory) -> Inventory {
+    inventory.zfs = ZfsOnBoard::Available(ZfsSupport {
+        version: Some("2.1.11-1+deb12u1".into()),
+    });
+    inventory
+}
+
+fn plan_on(inventory: &Inventory, text: &str) -> Result<Case, Vec<planner::Refusal>> {
+    let recipe = recipe(text);
+    let plan = planner::plan(recipe.storage.as_ref().unwrap(), &recipe.shares, inventory)?;
+    let context = Context {
+        hostname: "pinas".into(),
+        fs_uuids: (0..plan.arrays.len())
+            .map(|i| format!("0000000{i}-1111-4222-8333-444455556666"))
+            .collect(),
+    };
+    let steps = steps::generate(&plan, &context);
+    Ok(Case {
+        recipe,
+        plan,
+        steps,
+        context,
+    })
+}
+
+fn case(text: &str) -> Case {
+    let board = common::board("pi5-jmb585");
+    plan_on(&with_support(board.inventory()), text).unwrap()
+}
+
+fn step<'a>(c: &'a Case, id: &str) -> &'a Step {
+    c.steps
+        .iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("no step {id}"))
+}
+
+fn lines(step: &Step) -> Vec<String> {
+    step.actions.iter().map(ToString::to_string).collect()
+}
+
+const DISK: &str = "/dev/disk/by-id/wwn-0x50014ee2b000000";
+
+#[test]
+fn a_raidz1_of_three_disks_with_two_shares() {
+    let c = case(RAIDZ1_TWO_SHARES);
+    insta::assert_snapshot!(
+        "zfs_raidz1_two_shares",
+        format!("{}\n{}", c.plan.describe(), executor::dry_run(&c.steps))
+    );
+    assert_eq!(
+        lines(step(&c, "create-pool:tank"))[1],
+        format!(
+            "zpool create -o ashift=12 -o cachefile=/etc/zfs/zpool.cache -O compression=lz4 -O atime=off -O xattr=sa -O acltype=posixacl -O dnodesize=auto -O mountpoint=/srv/tank tank raidz1 {DISK}1 {DISK}2 {DISK}3"
+        )
+    );
+    let ids: Vec<&str> = c.steps.iter().map(|s| s.id.as_str()).collect();
+    for md in ["mdadm-conf", "initramfs", "fstab", "raid-monitoring"] {
+        assert!(!ids.contains(&md), "{md} in {ids:?}");
+    }
+    assert!(
+        !ids.iter()
+            .any(|id| id.starts_with("partition:") || id.starts_with("mkfs:"))
+    );
+    // The pool, its boot units, its mount, then the datasets before the
+    // shares' directories, and the watchers last.
+    let at = |id: &str| ids.iter().position(|s| *s == id).unwrap();
+    assert!(at("zfs-module") < at("create-pool:tank"));
+    assert!(at("create-pool:tank") < at("zfs-boot"));
+    assert!(at("zfs-boot") < at("mount:tank"));
+    assert!(at("mount:tank") < at("dataset:media"));
+    assert!(at("dataset:backup") < at("share-dirs"));
+    assert!(at("share-dirs") < at("zfs-monitoring"));
+    assert_eq!(
+        lines(step(&c, "dataset:media")),
+        [
+            "zfs create -p -o quota=107374182400 tank/media\n    # or, if tank/media exists already: zfs set quota=107374182400 tank/media"
+        ]
+    );
+}
+
+#[test]
+fn the_pool_is_described_with_its_vdevs_capacity_and_ashift() {
+    let c = case(RAIDZ1_TWO_SHARES);
+    let text = c.plan.describe();
+    assert!(
+        text.starts_with("Pool 'tank': ZFS, one raidz1 vdev of 3 disks, mounted at /srv/tank; ashift 12 (4096-byte blocks)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  capacity: about 8 TB (before ZFS's metadata"),
+        "{text}"
+    );
+    assert!(text.contains("  survives: 1 failed disk(s)\n"), "{text}");
+    assert!(
+        text.contains("the disks (3 × ≈180 MB/s, raidz1) ≈360 MB/s"),
+        "{text}"
+    );
+    assert_eq!(c.plan.arrays[0].ashift, Some(12));
+}
+
+#[test]
+fn vdevs_are_laid_out_in_order_and_a_stripe_lists_disks_bare() {
+    let mirrors = RAIDZ1_TWO_SHARES
+        .replace("level = \"raidz1\"", "level = \"mirror\"\nvdevs = 2")
+        .replace("count = 3", "count = 4");
+    let c = case(&mirrors);
+    let create = &lines(step(&c, "create-pool:tank"))[1];
+    assert!(
+        create.ends_with(&format!(
+            " tank mirror {DISK}1 {DISK}2 mirror {DISK}3 {DISK}4"
+        )),
+        "{create}"
+    );
+    let text = c.plan.describe();
+    assert!(
+        text.contains("2 mirror vdevs of 2 disks each, striped"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "survives: 1 failed disk(s) in each vdev, 2 in all when they fall in different vdevs"
+        ),
+        "{text}"
+    );
+
+    let stripe = RAIDZ1_TWO_SHARES
+        .replace("level = \"raidz1\"", "level = \"stripe\"")
+        .replace("count = 3", "count = 2");
+    let c = case(&stripe);
+    let create = &lines(step(&c, "create-pool:tank"))[1];
+    assert!(
+        create.ends_with(&format!(" tank {DISK}1 {DISK}2")),
+        "{create}"
+    );
+    assert!(c.plan.arrays[0].warnings[0].contains("no redundancy"));
+}
+
+#[test]
+fn ashift_follows_the_largest_physical_sector() {
+    let board = common::writable_copy("pi5-jmb585");
+    let queue = |disk: &str| {
+        board
+            .host
+            .path(&format!("/sys/block/{disk}/queue/physical_block_size"))
+    };
+    std::fs::write(queue("sdb"), "8192\n").unwrap();
+    let c = plan_on(&with_support(board.inventory()), RAIDZ1_TWO_SHARES).unwrap();
+    assert_eq!(c.plan.arrays[0].ashift, Some(13));
+    assert!(lines(step(&c, "create-pool:tank"))[1].contains("-o ashift=13 "));
+    // 512-byte disks still get 4 KiB: a later 4Kn replacement must fit.
+    for disk in ["sda", "sdb", "sdc", "sdd"] {
+        std::fs::write(queue(disk), "512\n").unwrap();
+    }
+    let c = plan_on(&with_support(board.inventory()), RAIDZ1_TWO_SHARES).unwrap();
+    assert_eq!(c.plan.arrays[0].ashift, Some(12));
+}
+
+#[test]
+fn ssds_get_autotrim_and_unequal_disks_are_forced_past_zpools_size_check() {
+    let board = common::board("pi5-jmb585");
+    let mut inventory = with_support(board.inventory());
+    for d in &mut inventory.disks {
+        d.rotational = false;
+    }
+    let c = plan_on(&inventory, RAIDZ1_TWO_SHARES).unwrap();
+    let create = &lines(step(&c, "create-pool:tank"))[1];
+    assert!(
+        create.contains(" -o autotrim=on ") && !create.contains(" -f "),
+        "{create}"
+    );
+    inventory.disks[1].size.0 += 1 << 30;
+    let c = plan_on(&inventory, RAIDZ1_TWO_SHARES).unwrap();
+    let create = &lines(step(&c, "create-pool:tank"))[1];
+    assert!(
+        create.starts_with("zpool create -f -o ashift=12 "),
+        "{create}"
+    );
+}
+
+#[test]
+fn a_board_without_zfs_is_refused_before_any_step() {
+    let board = common::board("pi5-jmb585");
+    let refused = match plan_on(&board.inventory(), RAIDZ1_TWO_SHARES) {
+        Err(r) => r,
+        Ok(_) => panic!("planned a pool on a board without ZFS"),
+    };
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].array, "tank");
+    assert!(
+        refused[0]
+            .reason
+            .starts_with("a ZFS pool cannot be built on this board: kernel ")
+            && refused[0].reason.contains("has no zfs module"),
+        "{}",
+        refused[0].reason
+    );
+    // Discovery finds the staged module and zpool.
+    let board = common::writable_copy("pi5-jmb585");
+    with_zfs(&board);
+    assert!(plan_on(&board.inventory(), RAIDZ1_TWO_SHARES).is_ok());
+}
+
+#[test]
+fn a_disk_holding_data_is_refused_as_for_md_and_erased_with_wipe() {
+    let board = common::board_with_nodes("pi5-jmb585", "dev-with-data.txt");
+    let all_four = RAIDZ1_TWO_SHARES.replace("count = 3", "count = 4");
+    let refused = match plan_on(&with_support(board.inventory()), &all_four) {
+        Err(r) => r,
+        Ok(_) => panic!("planned over sdd's data"),
+    };
+    assert!(
+        refused.iter().any(|r| r.disk.as_deref() == Some("sdd")
+            && r.reason
+                .contains("holds an ext4 filesystem labelled 'photos'")
+            && r.reason.contains("wipe = true")),
+        "{refused:?}"
+    );
+    let wiped = all_four.replace(
+        "mount = \"/srv/tank\"",
+        "mount = \"/srv/tank\"\nwipe = true",
+    );
+    let c = plan_on(&with_support(board.inventory()), &wiped).unwrap();
+    let ids: Vec<&str> = c.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(&ids[..3], ["zfs-module", "wipe:sdd", "create-pool:tank"]);
+}
+
+#[test]
+fn an_md_array_beside_a_pool_keeps_mdadm_conf_and_fstab_for_itself() {
+    let both = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid1"
+disks = { transport = "sata", count = 2 }
+filesystem = "ext4"
+mount = "/srv/data"
+[[storage.arrays]]
+name = "tank"
+level = "mirror"
+disks = { transport = "sata", count = 2 }
+filesystem = "zfs"
+mount = "/srv/tank"
+"#;
+    let c = case(both);
+    let ids: Vec<&str> = c.steps.iter().map(|s| s.id.as_str()).collect();
+    for id in [
+        "create-array:data",
+        "mkfs:data",
+        "mdadm-conf",
+        "initramfs",
+        "fstab",
+        "raid-monitoring",
+        "create-pool:tank",
+        "zfs-monitoring",
+        "smartd",
+    ] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    let fstab = lines(step(&c, "fstab"));
+    assert!(
+        fstab[0].contains("/srv/data") && !fstab[0].contains("/srv/tank"),
+        "{fstab:?}"
+    );
+    assert_eq!(
+        lines(step(&c, "mount:tank")),
+        ["zfs mount tank"],
+        "no systemd mount unit for a pool"
+    );
+}
+
+#[test]
+fn watching_the_pool_installs_the_zedlet_and_the_monthly_scrub() {
+    let c = case(RAIDZ1_TWO_SHARES);
+    let watch = step(&c, "zfs-monitoring");
+    let Action::WriteFile {
+        path,
+        contents,
+        mode,
+    } = &watch.actions[0]
+    else {
+        panic!("{:?}", watch.actions[0]);
+    };
+    assert_eq!(
+        (path.as_str(), *mode),
+        ("/etc/zfs/zed.d/all-nasforge.sh", 0o755)
+    );
+    assert!(contents.contains("exec /usr/local/sbin/nasforge-setup alert --zed"));
+    assert_eq!(
+        lines(watch)[1..],
+        [
+            "systemctl enable zfs-zed.service  # unless enabled already",
+            "systemctl restart zfs-zed.service",
+            "systemctl enable --now zfs-scrub-monthly@tank.timer  # unless enabled already"
+        ]
+    );
+    assert_eq!(
+        lines(step(&c, "zfs-boot")),
+        [
+            "systemctl enable zfs-import-cache.service zfs-mount.service zfs-import.target zfs.target  # unless enabled already"
+        ]
+    );
+    // The zedlet is a shell script sh accepts.
+    let out = std::process::Command::new("sh")
+        .args(["-n", "-c", contents])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Spin-down and smartd cover the pool's disks as they do an array's.
+    let spun = nasforge_engine::storage::spindown::disks(&c.plan);
+    assert_eq!(spun.len(), 3);
+    assert!(c.steps.iter().any(|s| s.id == "smartd"));
+}
+
+/// A board with ZFS, the case planned on it.
+fn zfs_board() -> (Board, Case) {
+    let board = common::writable_copy("pi5-jmb585");
+    with_zfs(&board);
+    let c = plan_on(&board.inventory(), RAIDZ1_TWO_SHARES).unwrap();
+    (board, c)
+}
+
+fn check(c: &Case, board: &Board, id: &str) -> Check {
+    step(c, id).check(&board.host)
+}
+
+/// `zpool status -P tank` for a raidz1 of the given disks (by-id numbers).
+fn status_of(disks: &[u32]) -> String {
+    let mut text = zfs_output("status-raidz1-healthy.txt");
+    for (i, n) in disks.iter().enumerate() {
+        text = text.replace(
+            &format!("{DISK}{}-part1", i + 1),
+            &format!("{DISK}{n}-PART1"),
+        );
+    }
+    text.replace("-PART1", "-part1")
+}
+
+#[test]
+fn the_pool_guard_is_pending_on_blank_disks_and_done_once_the_pool_has_them() {
+    let (board, c) = zfs_board();
+    assert_eq!(check(&c, &board, "create-pool:tank"), Check::Pending);
+    zfs_answer(&board, "zpool list -H -o name", "tank\n");
+    zfs_answer(&board, "zpool status -P tank", &status_of(&[3, 1, 2]));
+    let Check::Done(why) = check(&c, &board, "create-pool:tank") else {
+        panic!("{:?}", check(&c, &board, "create-pool:tank"));
+    };
+    assert_eq!(
+        why,
+        "pool 'tank' is imported with the planned disks (sda, sdb, sdc)"
+    );
+}
+
+#[test]
+fn a_pool_of_that_name_with_other_disks_is_refused() {
+    let (board, c) = zfs_board();
+    zfs_answer(&board, "zpool list -H -o name", "backup\ntank\n");
+    zfs_answer(&board, "zpool status -P tank", &status_of(&[1, 2, 4]));
+    let Check::Refuse(why) = check(&c, &board, "create-pool:tank") else {
+        panic!("{:?}", check(&c, &board, "create-pool:tank"));
+    };
+    assert!(
+        why.starts_with("pool 'tank' exists, made of sda, sdb, sdd, but this setup planned it from sda, sdb, sdc")
+            && why.contains("zpool export tank"),
+        "{why}"
+    );
+}
+
+#[test]
+fn the_pool_guard_refuses_a_disk_that_changed_since_planning() {
+    let (board, c) = zfs_board();
+    let node = std::fs::OpenOptions::new()
+        .write(true)
+        .open(board.node("sdb"))
+        .unwrap();
+    let photos = std::fs::read(common::data("blobs/ext4-photos.bin")).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&node, &photos, 0).unwrap();
+    let Check::Refuse(why) = check(&c, &board, "create-pool:tank") else {
+        panic!("{:?}", check(&c, &board, "create-pool:tank"));
+    };
+    assert!(
+        why.contains("(sdb) now holds an ext4 filesystem labelled 'photos', which was not there when the plan was made")
+            && why.contains("nothing was written"),
+        "{why}"
+    );
+    // A ZFS label on a disk while no pool of the name is imported: the
+    // pool an interrupted setup made, or another's; either way not ours to
+    // write over.
+    // An uberblock's magic where ZFS's first label keeps its ring, as
+    // the signature probe reads it.
+    std::os::unix::fs::FileExt::write_all_at(&node, &vec![0; photos.len()], 0).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&node, &0x00ba_b10c_u64.to_le_bytes(), 128 * 1024)
+        .unwrap();
+    let Check::Refuse(why) = check(&c, &board, "create-pool:tank") else {
+        panic!("{:?}", check(&c, &board, "create-pool:tank"));
+    };
+    assert!(
+        why.contains("carries a ZFS label, but no pool 'tank' is imported")
+            && why.contains("zpool import -d /dev/disk/by-id tank"),
+        "{why}"
+    );
+}
+
+#[test]
+fn the_pool_guard_refuses_when_zpool_cannot_list_pools() {
+    let (board, c) = zfs_board();
+    std::fs::remove_file(board.host.root.join("fake-zfs/zpool_list_-H_-o_name")).unwrap();
+    let Check::Refuse(why) = check(&c, &board, "create-pool:tank") else {
+        panic!("{:?}", check(&c, &board, "create-pool:tank"));
+    };
+    assert!(
+        why.starts_with("cannot tell whether a pool 'tank' exists: `zpool list -H -o name` failed"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_dataset_is_done_with_its_quota_set_when_it_differs_and_never_hides_files() {
+    let (board, c) = zfs_board();
+    assert_eq!(check(&c, &board, "dataset:media"), Check::Pending);
+    let list = "zfs list -H -p -o name,used,avail,quota,mountpoint tank/media";
+    zfs_answer(
+        &board,
+        list,
+        "tank/media\t1018167296\t106356015104\t107374182400\t/srv/tank/media\n",
+    );
+    assert_eq!(
+        check(&c, &board, "dataset:media"),
+        Check::Done("tank/media exists (quota 107374182400)".into())
+    );
+    // apply changed the quota: the step runs (`zfs set quota=`).
+    zfs_answer(
+        &board,
+        list,
+        "tank/media\t1018167296\t106356015104\t53687091200\t/srv/tank/media\n",
+    );
+    assert_eq!(check(&c, &board, "dataset:media"), Check::Pending);
+    // backup has no quota: 0 from `zfs list -p` is none.
+    zfs_answer(
+        &board,
+        "zfs list -H -p -o name,used,avail,quota,mountpoint tank/backup",
+        "tank/backup\t98304\t7730941132800\t0\t/srv/tank/backup\n",
+    );
+    assert!(matches!(
+        check(&c, &board, "dataset:backup"),
+        Check::Done(_)
+    ));
+
+    std::fs::remove_file(
+        board
+            .host
+            .root
+            .join("fake-zfs")
+            .join(list.replace(' ', "_").replace('/', "%")),
+    )
+    .unwrap();
+    let dir = board.host.path("/srv/tank/media");
+    std::fs::create_dir_all(&dir).unwrap();
+    assert_eq!(
+        check(&c, &board, "dataset:media"),
+        Check::Pending,
+        "an empty directory"
+    );
+    std::fs::write(dir.join("holiday.jpg"), "jpeg").unwrap();
+    let Check::Refuse(why) = check(&c, &board, "dataset:media") else {
+        panic!("{:?}", check(&c, &board, "dataset:media"));
+    };
+    assert!(
+        why.contains("/srv/tank/media is a directory holding files"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_dry_run_runs_nothing() {
+    let (board, c) = zfs_board();
+    // Discovery asked for the imported pools while planning.
+    let planned = zfs_calls(&board);
+    assert_eq!(planned, ["zpool status -P"]);
+    let text = executor::dry_run(&c.steps);
+    assert!(text.contains("zpool create "));
+    assert_eq!(zfs_calls(&board), planned, "the dry run ran nothing");
+    // The guards do ask zpool, through the board's own command.
+    step(&c, "create-pool:tank").check(&board.host);
+    assert_eq!(zfs_calls(&board)[1], "zpool list -H -o name");
+}
+
+/// The Samba password the image builder stages, which the samba-users
+/// step imports (and is done without).
+fn stage_passwords(board: &Board) {
+    let staged = board.host.path("/var/lib/nasforge/smbpasswd");
+    std::fs::create_dir_all(staged.parent().unwrap()).unwrap();
+    std::fs::write(&staged, "admin:1000:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:8846F7EAEE8FB117AD06BDD830B7586C:[U          ]:LCT-6565F0A2:\n").unwrap();
+}
+
+/// Lines a recording runner sees for each step when nothing is done yet.
+fn lines_per_step(steps: &[Step]) -> Vec<Vec<String>> {
+    steps
+        .iter()
+        .map(|s| {
+            let mut r = RecordingRunner::default();
+            for a in s.actions.iter().chain(&s.always) {
+                r.apply(a).unwrap();
+            }
+            r.lines
+        })
+        .collect()
+}
+
+#[test]
+fn resumes_a_pool_setup_from_every_step() {
+    let c = case(RAIDZ1_TWO_SHARES);
+    let per_step = lines_per_step(&c.steps);
+    let n = c.steps.len();
+    for k in 0..n {
+        let board = common::writable_copy("pi5-jmb585");
+        stage_passwords(&board);
+        let path = board.host.path(journal::PATH);
+        let mut journal = Journal::new(
+            c.recipe.clone(),
+            c.context.clone(),
+            c.plan.clone(),
+            c.steps.clone(),
+        );
+        journal.save(&path).unwrap();
+        let before: usize = per_step[..k].iter().map(Vec::len).sum();
+        let mut cut = RecordingRunner::interrupting_at(before);
+        let err =
+            executor::execute(&mut journal, &path, &board.host, &mut cut, &mut |_| {}).unwrap_err();
+        assert!(
+            err.to_string().contains("simulated power cut"),
+            "step {k}: {err}"
+        );
+
+        let mut journal = Journal::load(&path).unwrap().unwrap();
+        assert_eq!(journal.next_step(), k);
+        let mut resumed = RecordingRunner::default();
+        executor::execute(&mut journal, &path, &board.host, &mut resumed, &mut |_| {})
+            .unwrap_or_else(|e| panic!("resuming at step {k}: {e}"));
+        assert_eq!(resumed.lines, per_step[k..].concat(), "resumed at step {k}");
+        assert!(Journal::load(&path).unwrap().unwrap().is_complete());
+    }
+}
+
+#[test]
+fn a_pool_made_before_the_power_cut_resumes_at_the_datasets() {
+    let (board, c) = zfs_board();
+    stage_passwords(&board);
+    let path = board.host.path(journal::PATH);
+    let create = c
+        .steps
+        .iter()
+        .position(|s| s.id == "create-pool:tank")
+        .unwrap();
+    let mut journal = Journal::new(
+        c.recipe.clone(),
+        c.context.clone(),
+        c.plan.clone(),
+        c.steps.clone(),
+    );
+    // zpool create ran, the journal was not saved: the pool is there and
+    // zfs-import-cache imported it at boot, mounted at /srv/tank.
+    journal.done = common::done_before(&c.steps, create);
+    journal.save(&path).unwrap();
+    zfs_answer(&board, "zpool list -H -o name", "tank\n");
+    zfs_answer(&board, "zpool status -P tank", &status_of(&[1, 2, 3]));
+    let mountinfo = board.host.path("/proc/self/mountinfo");
+    let mut mounts = std::fs::read_to_string(&mountinfo).unwrap();
+    mounts += "40 22 0:45 / /srv/tank rw,noatime shared:30 - zfs tank rw,xattr,posixacl\n";
+    std::fs::write(&mountinfo, mounts).unwrap();
+
+    let mut runner = RecordingRunner::default();
+    let mut done_already = Vec::new();
+    executor::execute(&mut journal, &path, &board.host, &mut runner, &mut |e| {
+        if let Event::AlreadyDone { index, .. } = e {
+            done_already.push(c.steps[index].id.clone());
+        }
+    })
+    .unwrap();
+    assert_eq!(done_already, ["create-pool:tank", "mount:tank"]);
+    assert!(!runner.lines.iter().any(|l| l.starts_with("zpool create")));
+    assert_eq!(
+        runner.lines[0],
+        "systemctl enable zfs-import-cache.service zfs-mount.service zfs-import.target zfs.target  # unless enabled already"
+    );
+    assert!(runner.lines[1].starts_with("zfs create -p -o quota=107374182400 tank/media"));
+}
+
+/// The fixture's only account is admin.
+fn admin_only() -> String {
+    RAIDZ1_TWO_SHARES.replace("\"admin\", \"anna\"", "\"admin\"")
+}
+
+/// A board with ZFS whose setup from `text` finished.
+fn set_up(text: &str) -> (Board, Journal) {
+    let board = common::writable_copy("pi5-jmb585");
+    with_zfs(&board);
+    let r = recipe(text);
+    let prepared = setup::prepare(
+        &board.host,
+        Path::new("nasforge.toml"),
+        &r,
+        &mut RecordingRunner::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let mut j = Journal::new(r, prepared.context, prepared.plan, prepared.steps);
+    j.done = common::done_before(&j.steps, j.steps.len());
+    j.finished = Some(1);
+    j.save(&board.host.path(journal::PATH)).unwrap();
+    (board, j)
+}
+
+#[test]
+fn replace_and_grow_name_the_zpool_command_instead() {
+    let (board, j) = set_up(&admin_only());
+    let survey = care::survey(&board.host, &j).unwrap();
+    let inventory = board.inventory();
+    let request = care::ReplaceRequest {
+        array: Some("tank".into()),
+        ..Default::default()
+    };
+    let err = care::replace(&board.host, &j, &survey, &inventory, &request).unwrap_err();
+    assert!(
+        err.to_string().contains("'tank' is a ZFS pool")
+            && err
+                .to_string()
+                .contains("sudo zpool replace tank OLD /dev/disk/by-id/NEW"),
+        "{err}"
+    );
+    let request = care::GrowRequest {
+        array: "tank".into(),
+        disks: vec!["sdd".into()],
+        erase: vec![],
+    };
+    let err = care::grow(&board.host, &j, &survey, &inventory, &request).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("'tank' is raidz1: a ZFS pool grows by a whole vdev")
+            && err.to_string().contains("zpool add")
+            && err.to_string().contains("zpool attach"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_share_added_later_on_a_pool_gets_its_dataset_from_apply() {
+    let set_up_text = admin_only();
+    let (board, _) = set_up(&set_up_text);
+
+    let added = format!(
+        "{set_up_text}\n[[shares]]\nname = \"photos\"\npath = \"/srv/tank/media/photos\"\nsmb = {{ users = [\"admin\"] }}\nquota = \"50GiB\"\n"
+    );
+    let plan = nasforge_engine::apply::prepare(&board.host, &recipe(&added), &[]).unwrap();
+    assert!(plan.refusals.is_empty(), "{:?}", plan.refusals);
+    let photos = plan
+        .steps
+        .iter()
+        .find(|s| s.id == "dataset:photos")
+        .expect("a dataset step for the new share");
+    assert_eq!(
+        photos.actions,
+        [Action::ZfsDataset {
+            dataset: "tank/media/photos".into(),
+            quota: Some(nasforge_engine::size::Size(50 << 30)),
+        }]
+    );
+    assert!(!plan.steps.iter().any(|s| s.id.starts_with("create-pool")));
+}
+
+#[test]
+fn the_status_shows_the_pool_its_scrub_errors_and_datasets() {
+    let (board, c) = zfs_board();
+    let mut journal = Journal::new(
+        c.recipe.clone(),
+        c.context.clone(),
+        c.plan.clone(),
+        c.steps.clone(),
+    );
+    journal.done = common::done_before(&c.steps, c.steps.len());
+    journal.finished = Some(1_796_000_000);
+    let mut runner = RecordingRunner::default();
+    runner.responses = vec![
+        (
+            "zpool list -H -p -o name,size,alloc,free,health tank".into(),
+            zfs_output("list-tank.txt").replace("ONLINE", "DEGRADED"),
+        ),
+        (
+            "zpool status -P -p tank".into(),
+            zfs_output("status-raidz1-degraded-scrubbing.txt"),
+        ),
+        (
+            "zfs list -H -p -r -o name,used,avail,quota,mountpoint tank".into(),
+            zfs_output("zfs-list-tank.txt"),
+        ),
+    ];
+    let status = status::collect(&board.host, Some(&journal), &mut runner);
+    let text = status.render();
+    assert!(
+        text.contains(
+            "ZFS pools:\n  tank (/srv/tank): DEGRADED, 1 GB of 12 TB allocated, 12 TB free\n    scrub in progress 23% (since Sun Nov 29 03:00:01 2026)\n    raidz1-0: DEGRADED\n    sdb (WDC WD40EFRX-68N32N0, serial WD-WCC7K0000002): UNAVAIL, was /dev/disk/by-id/wwn-0x50014ee2b0000002-part1\n    errors: No known data errors\n    share 'media' (tank/media): 1 GB used of a 100GiB quota\n    share 'backup' (tank/backup): 98.3 KB used\n"
+        ),
+        "{text}"
+    );
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(json["pools"][0]["health"], "DEGRADED");
+    assert_eq!(json["pools"][0]["scan"]["scan"], "running");
+    assert_eq!(json["pools"][0]["datasets"][0]["quota"], "100GiB");
+}
+
+#[test]
+fn a_disk_of_an_imported_pool_is_never_taken_even_with_wipe() {
+    let board = common::writable_copy("pi5-jmb585");
+    with_zfs(&board);
+    // An old NAS's pool, imported at boot by zfs-import-scan, on sdc and sdd.
+    let old = zfs_output("status-stripe-new.txt")
+        .replace("tank", "old")
+        .replace("b0000002-part1", "b0000004-part1")
+        .replace("b0000001-part1", "b0000003-part1");
+    zfs_answer(&board, "zpool status -P", &old);
+    let inventory = board.inventory();
+    let sdd = inventory.disks.iter().find(|d| d.name == "sdd").unwrap();
+    assert_eq!(
+        sdd.in_use,
+        [nasforge_engine::machine::disks::InUse::ZfsPool {
+            device: "sdd".into(),
+            pool: "old".into()
+        }]
+    );
+    assert_eq!(
+        sdd.in_use[0].to_string(),
+        "sdd is a disk of the imported ZFS pool 'old'"
+    );
+    let wiped = RAIDZ1_TWO_SHARES.replace(
+        "mount = \"/srv/tank\"",
+        "mount = \"/srv/tank\"\nwipe = true",
+    );
+    let refused = match plan_on(&inventory, &wiped) {
+        Err(r) => r,
+        Ok(c) => panic!("planned over an imported pool: {}", c.plan.describe()),
+    };
+    assert!(
+        refused[0].reason.contains("only 2 can be used")
+            && refused[0].reason.contains("sdc is in use by the system")
+            && refused[0].reason.contains("sdd is in use by the system"),
+        "{refused:?}"
+    );
+    // Without the module loaded no pool can be imported, and zpool is not
+    // asked (it would load the module to answer).
+    std::fs::remove_dir_all(board.host.path("/sys/module/zfs")).unwrap();
+    let before = zfs_calls(&board).len();
+    assert!(
+        board
+            .inventory()
+            .disks
+            .iter()
+            .all(|d| d.in_use.is_empty() || d.name == "mmcblk0")
+    );
+    assert_eq!(zfs_calls(&board).len(), before);
+}

@@ -1,0 +1,525 @@
+//! The ZFS modules compiled on this machine for the board's kernel, the way
+//! DKMS would on the board (`configure --with-config=kernel`, then `make -C
+//! module`), cross-compiled with the same toolchain as a kernel build and
+//! cached by (kernel, ZFS version): the same inputs never compile twice.
+//!
+//! Against a vendor kernel the tree is its headers packages unpacked; their
+//! kbuild tools (fixdep, modpost, genksyms) are programs for the board's
+//! architecture, replaced by the same package built for this machine where
+//! the sources have it (`sources::Inputs::tools`), else run here through
+//! qemu-user as mmdebstrap runs the base's maintainer scripts.
+
+use super::sources::ZfsSource;
+use crate::kernel::build::{Lock, Progress};
+use crate::packages::Deb;
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// Changes whenever the way modules are built changes, so old results are
+/// not reused.
+const FORMAT: &str = "nasforge-zfs-build 1";
+
+/// The board's architecture in the kernel's and GNU's spelling.
+const ARCH: &str = "arm64";
+const GNU_TRIPLET: &str = "aarch64-linux-gnu";
+
+fn say(msg: impl AsRef<str>) {
+    eprintln!("{:>10}  {}", "zfs", msg.as_ref());
+}
+
+/// The kernel tree the modules are built against.
+pub enum Kernel<'a> {
+    /// A distribution kernel: its headers packages, unpacked for the build.
+    Headers { release: &'a str, debs: &'a [Deb] },
+    /// A kernel nasforge built (`[kernel] build`): its source and the
+    /// prepared object tree it kept for module builds.
+    Tree {
+        release: &'a str,
+        source: &'a Path,
+        objects: &'a Path,
+        /// The kernel build's cache key.
+        key: &'a str,
+    },
+}
+
+impl Kernel<'_> {
+    fn release(&self) -> &str {
+        match self {
+            Kernel::Headers { release, .. } | Kernel::Tree { release, .. } => release,
+        }
+    }
+}
+
+/// A finished build in the cache.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Modules {
+    pub release: String,
+    /// The modules' own version (`modinfo -F version zfs.ko`).
+    pub version: String,
+    /// The zfs-dkms package they were built from.
+    pub source_version: String,
+    /// File names under `dir/modules`.
+    pub files: Vec<String>,
+    /// OpenZFS's configure against the kernel, then the compile.
+    #[serde(default)]
+    pub configure_seconds: f64,
+    pub compile_seconds: f64,
+    #[serde(skip)]
+    pub dir: PathBuf,
+    #[serde(skip)]
+    pub cached: bool,
+}
+
+impl Modules {
+    pub fn module_dir(&self) -> PathBuf {
+        self.dir.join("modules")
+    }
+}
+
+fn cross_compile() -> &'static str {
+    if std::env::consts::ARCH == "aarch64" {
+        ""
+    } else {
+        "aarch64-linux-gnu-"
+    }
+}
+
+/// The cross compiler's own version line: a new compiler is a new build.
+fn compiler_version() -> Result<String> {
+    let cc = format!("{}gcc", cross_compile());
+    let out = Command::new(&cc).arg("--version").output().with_context(|| {
+        format!("{cc} not found: building ZFS's modules needs the kernel's cross compiler (scripts/setup installs gcc-aarch64-linux-gnu)")
+    })?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string())
+}
+
+pub fn cache_key(kernel: &Kernel, zfs: &ZfsSource) -> Result<String> {
+    let mut h = Sha256::new();
+    h.update(format!(
+        "{FORMAT}\nrelease {}\nzfs {}\ncc {}\n",
+        kernel.release(),
+        zfs.deb.sha256,
+        compiler_version()?
+    ));
+    match kernel {
+        Kernel::Headers { debs, .. } => {
+            for d in *debs {
+                h.update(format!("headers {}\n", d.sha256));
+            }
+        }
+        Kernel::Tree { key, .. } => h.update(format!("kernel-build {key}\n")),
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+fn zfs_dir(cache: &Path) -> PathBuf {
+    cache.join("zfs")
+}
+
+/// The modules for `kernel` from `zfs`, from the cache or compiled now.
+/// `native_tools` is asked only for a compile against headers: their kbuild
+/// package built for this machine (see `sources::native_tools`), unpacked
+/// over the board's. The tools do not change what is built, so they are
+/// not in the cache key.
+pub fn build(
+    kernel: &Kernel,
+    zfs: &ZfsSource,
+    cache: &Path,
+    native_tools: &dyn Fn() -> Option<Deb>,
+) -> Result<Modules> {
+    let key = cache_key(kernel, zfs)?;
+    let builds = zfs_dir(cache).join("builds");
+    let done = builds.join(&key);
+    let _lock = Lock::take(&builds.join(format!("{key}.lock")))?;
+    if let Some(m) = open(&done)? {
+        return Ok(m);
+    }
+    let tools = match kernel {
+        Kernel::Headers { .. } => native_tools(),
+        Kernel::Tree { .. } => None,
+    };
+    match &tools {
+        Some(t) => say(format!(
+            "kbuild tools from {} {} for {} (this machine), not the board's through qemu-user",
+            t.package, t.version, t.architecture
+        )),
+        None if matches!(kernel, Kernel::Headers { .. }) => check_foreign_tools()?,
+        None => {}
+    }
+    let start = Instant::now();
+    let work = zfs_dir(cache).join("work").join(&key);
+    if work.exists() {
+        fs::remove_dir_all(&work)?;
+    }
+    fs::create_dir_all(&work)?;
+    let staging = builds.join(format!("{key}.partial"));
+    if staging.exists() {
+        fs::remove_dir_all(&staging)?;
+    }
+    fs::create_dir_all(staging.join("modules"))?;
+    let log_path = staging.join("build.log");
+    let mut log = Log {
+        file: fs::File::create(&log_path)?,
+        path: log_path.clone(),
+    };
+    let (source, objects) = tree(kernel, tools.as_ref(), &work)?;
+    let src = unpack_zfs(zfs, &work)?;
+    say(format!(
+        "building OpenZFS {} modules for {} (once per kernel and version; log: {})",
+        zfs.upstream,
+        kernel.release(),
+        log_path.display()
+    ));
+    let jobs = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .to_string();
+    let mut configure = kernel_command("./configure", &src);
+    configure
+        .arg("--with-config=kernel")
+        .arg(format!("--with-linux={}", source.display()))
+        .arg(format!("--with-linux-obj={}", objects.display()))
+        .env("TEST_JOBS", &jobs);
+    if !cross_compile().is_empty() {
+        configure.arg(format!("--host={GNU_TRIPLET}"));
+    }
+    log.run("configuring against the kernel", configure)?;
+    let configured = start.elapsed();
+    let mut make = kernel_command("make", &src);
+    make.args(["-C", "module", &format!("-j{jobs}")]);
+    log.run("compiling", make)?;
+    let files = collect(&src.join("module"), &staging.join("modules"))?;
+    let (version, vermagic) = modinfo(&staging.join("modules/zfs.ko"))?;
+    if !vermagic.starts_with(&format!("{} ", kernel.release())) {
+        bail!(
+            "the built zfs.ko is for kernel `{vermagic}`, not {}: the headers do not match the kernel (log: {})",
+            kernel.release(),
+            log_path.display()
+        );
+    }
+    let modules = Modules {
+        release: kernel.release().to_string(),
+        version,
+        source_version: zfs.deb.version.clone(),
+        files,
+        configure_seconds: configured.as_secs_f64(),
+        compile_seconds: (start.elapsed() - configured).as_secs_f64(),
+        dir: done.clone(),
+        cached: false,
+    };
+    fs::write(
+        staging.join("result.json"),
+        serde_json::to_string_pretty(&modules)?,
+    )?;
+    drop(log);
+    fs::rename(&staging, &done)?;
+    // The unpacked headers and the objects are hundreds of megabytes and
+    // are not needed once the modules are in the cache.
+    let _ = fs::remove_dir_all(&work);
+    say(format!(
+        "built {} modules for {} in {:.0}s (configure {:.0}s, compile {:.0}s)",
+        modules.version,
+        modules.release,
+        modules.configure_seconds + modules.compile_seconds,
+        modules.configure_seconds,
+        modules.compile_seconds
+    ));
+    Ok(Modules {
+        dir: done,
+        ..modules
+    })
+}
+
+fn open(done: &Path) -> Result<Option<Modules>> {
+    let Ok(text) = fs::read_to_string(done.join("result.json")) else {
+        return Ok(None);
+    };
+    let mut m: Modules = serde_json::from_str(&text)
+        .with_context(|| format!("reading {}", done.join("result.json").display()))?;
+    m.dir = done.to_path_buf();
+    m.cached = true;
+    Ok(Some(m))
+}
+
+/// `program` in `dir` with the kernel's make variables for an arm64 module
+/// build, and no debug info: the board does not debug ZFS with gdb, and
+/// without `-g` the compile is faster and zfs.ko a tenth of the size.
+fn kernel_command(program: &str, dir: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(dir)
+        .env("ARCH", ARCH)
+        .env("CROSS_COMPILE", cross_compile())
+        .env("KCFLAGS", "-g0")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// The kbuild programs in a headers package are built for the board:
+/// here they run only through qemu-user's binfmt_misc registration.
+fn check_foreign_tools() -> Result<()> {
+    if std::env::consts::ARCH == "aarch64" {
+        return Ok(());
+    }
+    let entry = Path::new("/proc/sys/fs/binfmt_misc/qemu-aarch64");
+    let enabled = fs::read_to_string(entry).is_ok_and(|t| t.starts_with("enabled"));
+    if !enabled {
+        bail!(
+            "building ZFS against the board's kernel headers runs their arm64 build tools (fixdep, modpost) through qemu-user, but {} is not registered: install qemu-user-static and register it (scripts/setup does both)",
+            entry.display()
+        );
+    }
+    Ok(())
+}
+
+/// The kernel source and object directories for the build.
+fn tree(kernel: &Kernel, tools: Option<&Deb>, work: &Path) -> Result<(PathBuf, PathBuf)> {
+    match kernel {
+        Kernel::Tree {
+            source, objects, ..
+        } => Ok((source.to_path_buf(), objects.to_path_buf())),
+        Kernel::Headers { release, debs } => {
+            let root = work.join("root");
+            for d in debs.iter().chain(tools) {
+                unpack(&d.local, &root)?;
+            }
+            headers_dirs(&root, release)
+        }
+    }
+}
+
+/// Where the unpacked headers of `release` are: the `build` and `source`
+/// links of its module directory, which point at absolute paths on the
+/// board, read inside `root`.
+pub fn headers_dirs(root: &Path, release: &str) -> Result<(PathBuf, PathBuf)> {
+    let inside = |link: &Path| -> Option<PathBuf> {
+        let target = fs::read_link(link).ok()?;
+        let target = if target.is_absolute() {
+            root.join(target.strip_prefix("/").ok()?)
+        } else {
+            link.parent()?.join(target)
+        };
+        target.is_dir().then_some(target)
+    };
+    let moddir = ["lib/modules", "usr/lib/modules"]
+        .iter()
+        .map(|m| root.join(m).join(release))
+        .find(|d| d.join("build").symlink_metadata().is_ok())
+        .with_context(|| {
+            format!("the headers packages have no /lib/modules/{release}/build: they are not the headers of kernel {release}")
+        })?;
+    let objects = inside(&moddir.join("build")).with_context(|| {
+        format!("/lib/modules/{release}/build in the headers packages points nowhere inside them")
+    })?;
+    let source = inside(&moddir.join("source")).unwrap_or_else(|| objects.clone());
+    relocate_includes(&objects.join("Makefile"), root)?;
+    Ok((source, objects))
+}
+
+/// Debian's per-flavour headers Makefile includes the common tree by its
+/// absolute path on the board (`include /usr/src/linux-headers-…-common/Makefile`):
+/// pointed into the unpacked tree instead.
+fn relocate_includes(makefile: &Path, root: &Path) -> Result<()> {
+    let Ok(text) = fs::read_to_string(makefile) else {
+        return Ok(());
+    };
+    let root = root.display().to_string();
+    let moved: String = text
+        .lines()
+        .map(|l| match l.strip_prefix("include /") {
+            Some(rest) if rest.starts_with("usr/src/") => format!("include {root}/{rest}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    if moved != text {
+        fs::write(makefile, moved)?;
+    }
+    Ok(())
+}
+
+fn unpack(deb: &Path, into: &Path) -> Result<()> {
+    fs::create_dir_all(into)?;
+    let out = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(deb)
+        .arg(into)
+        .output()
+        .context("running dpkg-deb (scripts/setup installs dpkg)")?;
+    if !out.status.success() {
+        bail!(
+            "cannot unpack {}: {}",
+            deb.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// The OpenZFS source tree out of zfs-dkms.
+fn unpack_zfs(zfs: &ZfsSource, work: &Path) -> Result<PathBuf> {
+    let root = work.join("zfs-dkms");
+    unpack(&zfs.deb.local, &root)?;
+    let src = root.join("usr/src").join(format!("zfs-{}", zfs.upstream));
+    if !src.join("configure").is_file() {
+        bail!(
+            "{} has no usr/src/zfs-{}/configure: it is not the OpenZFS source package nasforge expects",
+            zfs.deb.filename,
+            zfs.upstream
+        );
+    }
+    Ok(src)
+}
+
+/// Every .ko the build made, stripped of debug sections into `to`.
+fn collect(module: &Path, to: &Path) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    let mut stack = vec![module.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir)? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "ko") {
+                found.push(p);
+            }
+        }
+    }
+    if !found.iter().any(|p| p.ends_with("zfs.ko")) {
+        bail!("the build made no zfs.ko under {}", module.display());
+    }
+    found.sort();
+    let strip = format!("{}strip", cross_compile());
+    let mut names = Vec::new();
+    for p in found {
+        let name = p
+            .file_name()
+            .expect("a file")
+            .to_string_lossy()
+            .into_owned();
+        let out = Command::new(&strip)
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(to.join(&name))
+            .arg(&p)
+            .output()
+            .with_context(|| format!("running {strip}"))?;
+        if !out.status.success() {
+            bail!(
+                "{strip} {}: {}",
+                p.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// The `version` and `vermagic` a module carries (modinfo reads modules of
+/// any architecture).
+pub fn modinfo(ko: &Path) -> Result<(String, String)> {
+    let modinfo = crate::kernel::build::tool("modinfo")
+        .context("modinfo not found (scripts/setup installs kmod)")?;
+    let field = |f: &str| -> Result<String> {
+        let out = Command::new(&modinfo).args(["-F", f]).arg(ko).output()?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    Ok((field("version")?, field("vermagic")?))
+}
+
+/// The build log, and the commands whose output goes into it.
+struct Log {
+    file: fs::File,
+    path: PathBuf,
+}
+
+impl Log {
+    fn run(&mut self, what: &str, mut cmd: Command) -> Result<()> {
+        writeln!(self.file, "\n### {what}: {cmd:?}")?;
+        let (reader, writer) = std::io::pipe()?;
+        cmd.stdout(writer.try_clone()?).stderr(writer);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+        // The child holds the pipe's writing end; this copy must go, or the
+        // reader below never sees the end.
+        drop(cmd);
+        let bar = Progress::new("zfs", what);
+        let mut tail = std::collections::VecDeque::new();
+        for line in BufReader::new(reader).lines() {
+            let line = line.unwrap_or_default();
+            writeln!(self.file, "{line}")?;
+            bar.line(&line);
+            tail.push_back(line);
+            if tail.len() > 30 {
+                tail.pop_front();
+            }
+        }
+        let status = child.wait()?;
+        bar.finish();
+        self.file.flush()?;
+        if !status.success() {
+            bail!(
+                "building ZFS's modules failed while {what}; the last lines:\n{}\nfull log: {}",
+                tail.into_iter().collect::<Vec<_>>().join("\n"),
+                self.path.display()
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_headers_links_are_followed_inside_the_unpacked_tree() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let rel = "6.1.0-57-arm64";
+        let arch = root.join(format!("usr/src/linux-headers-{rel}"));
+        let common = root.join("usr/src/linux-headers-6.1.0-57-common");
+        fs::create_dir_all(&arch).unwrap();
+        fs::create_dir_all(&common).unwrap();
+        fs::create_dir_all(root.join(format!("lib/modules/{rel}"))).unwrap();
+        std::os::unix::fs::symlink(
+            format!("/usr/src/linux-headers-{rel}"),
+            root.join(format!("lib/modules/{rel}/build")),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            "/usr/src/linux-headers-6.1.0-57-common",
+            root.join(format!("lib/modules/{rel}/source")),
+        )
+        .unwrap();
+        // Debian's flavour Makefile, as linux-headers-6.1.0-57-arm64 ships it.
+        fs::write(
+            arch.join("Makefile"),
+            "include /usr/src/linux-headers-6.1.0-57-common/Makefile\n",
+        )
+        .unwrap();
+        let (source, objects) = headers_dirs(root, rel).unwrap();
+        assert_eq!(source, common);
+        assert_eq!(objects, arch);
+        assert_eq!(
+            fs::read_to_string(arch.join("Makefile")).unwrap(),
+            format!(
+                "include {}/usr/src/linux-headers-6.1.0-57-common/Makefile\n",
+                root.display()
+            )
+        );
+        let e = headers_dirs(root, "6.6.6").unwrap_err().to_string();
+        assert!(e.contains("not the headers of kernel 6.6.6"), "{e}");
+    }
+}
