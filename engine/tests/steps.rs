@@ -3,7 +3,7 @@
 
 mod common;
 
-use nasforge_engine::executor::{self, Event};
+use nasforge_engine::executor;
 use nasforge_engine::journal::Journal;
 use nasforge_engine::planner::{self, Plan};
 use nasforge_engine::runner::RecordingRunner;
@@ -196,75 +196,9 @@ fn the_udev_queue_is_restarted_when_mdadm_create_fails() {
     );
 }
 
-/// Lines a recording runner sees for each step when nothing is done yet.
-fn lines_per_step(steps: &[Step]) -> Vec<Vec<String>> {
-    steps
-        .iter()
-        .map(|s| {
-            let mut r = RecordingRunner::default();
-            for a in s.actions.iter().chain(&s.always) {
-                nasforge_engine::runner::Runner::apply(&mut r, a).unwrap();
-            }
-            r.lines
-        })
-        .collect()
-}
-
 fn resume_from_every_step(board_name: &str, recipe: &str) {
     let c = case(common::board(board_name), recipe);
-    let per_step = lines_per_step(&c.steps);
-    let n = c.steps.len();
-    for k in 0..n {
-        let board = common::writable_copy(board_name);
-        let staged = board.host.path("/var/lib/nasforge/smbpasswd");
-        std::fs::create_dir_all(staged.parent().unwrap()).unwrap();
-        std::fs::write(&staged, "admin:1000:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:8846F7EAEE8FB117AD06BDD830B7586C:[U          ]:LCT-6565F0A2:\n").unwrap();
-        let path = board.host.path(nasforge_engine::journal::PATH);
-        let mut journal = Journal::new(
-            c.recipe.clone(),
-            c.context.clone(),
-            c.plan.clone(),
-            c.steps.clone(),
-        );
-        journal.save(&path).unwrap();
-
-        // Power cut at the first action of step k.
-        let before: usize = per_step[..k].iter().map(Vec::len).sum();
-        let mut cut = RecordingRunner::interrupting_at(before);
-        let err =
-            executor::execute(&mut journal, &path, &board.host, &mut cut, &mut |_| {}).unwrap_err();
-        assert!(
-            err.to_string().contains("simulated power cut"),
-            "step {k}: {err}"
-        );
-
-        // Next boot: a fresh process reads the journal from disk.
-        let mut journal = Journal::load(&path).unwrap().unwrap();
-        assert_eq!(
-            journal.next_step(),
-            k,
-            "journal position after a cut in step {k}"
-        );
-        assert_eq!(journal.failure.as_ref().unwrap().step, c.steps[k].id);
-        let mut resumed = RecordingRunner::default();
-        let mut started = Vec::new();
-        executor::execute(&mut journal, &path, &board.host, &mut resumed, &mut |e| {
-            if let Event::Starting { index, .. } = e {
-                started.push(index);
-            }
-        })
-        .unwrap_or_else(|e| panic!("resuming at step {k}: {e}"));
-        assert_eq!(started, (k..n).collect::<Vec<_>>());
-        assert_eq!(resumed.lines, per_step[k..].concat(), "resumed at step {k}");
-        let journal = Journal::load(&path).unwrap().unwrap();
-        assert!(journal.is_complete() && journal.finished.is_some() && journal.failure.is_none());
-
-        // A finished setup re-run does nothing.
-        let mut again = RecordingRunner::default();
-        let mut journal = journal;
-        executor::execute(&mut journal, &path, &board.host, &mut again, &mut |_| {}).unwrap();
-        assert!(again.lines.is_empty());
-    }
+    common::resume_from_every_step(board_name, &c.recipe, &c.context, &c.plan, &c.steps);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use nasforge_engine::journal::{self, Journal};
 use nasforge_engine::machine::disks::Inventory;
 use nasforge_engine::machine::zfs::{ZfsOnBoard, ZfsSupport};
 use nasforge_engine::planner::{self, Plan};
-use nasforge_engine::runner::{RecordingRunner, Runner};
+use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::{self, Action, Check, Context, Step};
 use nasforge_engine::{care, setup, status};
@@ -539,67 +539,16 @@ fn a_dry_run_runs_nothing() {
     assert_eq!(zfs_calls(&board)[1], "zpool list -H -o name");
 }
 
-/// The Samba password the image builder stages, which the samba-users
-/// step imports (and is done without).
-fn stage_passwords(board: &Board) {
-    let staged = board.host.path("/var/lib/nasforge/smbpasswd");
-    std::fs::create_dir_all(staged.parent().unwrap()).unwrap();
-    std::fs::write(&staged, "admin:1000:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:8846F7EAEE8FB117AD06BDD830B7586C:[U          ]:LCT-6565F0A2:\n").unwrap();
-}
-
-/// Lines a recording runner sees for each step when nothing is done yet.
-fn lines_per_step(steps: &[Step]) -> Vec<Vec<String>> {
-    steps
-        .iter()
-        .map(|s| {
-            let mut r = RecordingRunner::default();
-            for a in s.actions.iter().chain(&s.always) {
-                r.apply(a).unwrap();
-            }
-            r.lines
-        })
-        .collect()
-}
-
 #[test]
 fn resumes_a_pool_setup_from_every_step() {
     let c = case(RAIDZ1_TWO_SHARES);
-    let per_step = lines_per_step(&c.steps);
-    let n = c.steps.len();
-    for k in 0..n {
-        let board = common::writable_copy("pi5-jmb585");
-        stage_passwords(&board);
-        let path = board.host.path(journal::PATH);
-        let mut journal = Journal::new(
-            c.recipe.clone(),
-            c.context.clone(),
-            c.plan.clone(),
-            c.steps.clone(),
-        );
-        journal.save(&path).unwrap();
-        let before: usize = per_step[..k].iter().map(Vec::len).sum();
-        let mut cut = RecordingRunner::interrupting_at(before);
-        let err =
-            executor::execute(&mut journal, &path, &board.host, &mut cut, &mut |_| {}).unwrap_err();
-        assert!(
-            err.to_string().contains("simulated power cut"),
-            "step {k}: {err}"
-        );
-
-        let mut journal = Journal::load(&path).unwrap().unwrap();
-        assert_eq!(journal.next_step(), k);
-        let mut resumed = RecordingRunner::default();
-        executor::execute(&mut journal, &path, &board.host, &mut resumed, &mut |_| {})
-            .unwrap_or_else(|e| panic!("resuming at step {k}: {e}"));
-        assert_eq!(resumed.lines, per_step[k..].concat(), "resumed at step {k}");
-        assert!(Journal::load(&path).unwrap().unwrap().is_complete());
-    }
+    common::resume_from_every_step("pi5-jmb585", &c.recipe, &c.context, &c.plan, &c.steps);
 }
 
 #[test]
 fn a_pool_made_before_the_power_cut_resumes_at_the_datasets() {
     let (board, c) = zfs_board();
-    stage_passwords(&board);
+    common::stage_passwords(&board);
     let path = board.host.path(journal::PATH);
     let create = c
         .steps

@@ -3,7 +3,13 @@
 //! signature bytes, and udev's by-id links beside them.
 #![allow(dead_code)] // each test binary uses a different subset of these helpers
 
+use nasforge_engine::executor::{self, Event};
+use nasforge_engine::journal::{self, Journal};
 use nasforge_engine::machine::disks::{self, Host, Inventory};
+use nasforge_engine::planner::Plan;
+use nasforge_engine::runner::{RecordingRunner, Runner};
+use nasforge_engine::spec::DeviceRecipe;
+use nasforge_engine::steps::{Context, Step};
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -184,4 +190,88 @@ pub fn zfs_calls(board: &Board) -> Vec<String> {
 /// A fixture from tests/data/zfs (zpool and zfs output).
 pub fn zfs_output(name: &str) -> String {
     fs::read_to_string(data("zfs").join(name)).unwrap()
+}
+
+/// The Samba password the image builder stages, which the samba-users step
+/// imports (and is done without).
+pub fn stage_passwords(board: &Board) {
+    let staged = board.host.path("/var/lib/nasforge/smbpasswd");
+    fs::create_dir_all(staged.parent().unwrap()).unwrap();
+    fs::write(&staged, "admin:1000:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:8846F7EAEE8FB117AD06BDD830B7586C:[U          ]:LCT-6565F0A2:\n").unwrap();
+}
+
+/// Lines a recording runner sees for each step when nothing is done yet.
+pub fn lines_per_step(steps: &[Step]) -> Vec<Vec<String>> {
+    steps
+        .iter()
+        .map(|s| {
+            let mut r = RecordingRunner::default();
+            for a in s.actions.iter().chain(&s.always) {
+                r.apply(a).unwrap();
+            }
+            r.lines
+        })
+        .collect()
+}
+
+/// A power cut at the first action of each step in turn, on a fresh copy of
+/// `board_name`: the next boot resumes at that step from the journal on
+/// disk, runs exactly the steps left, and a finished setup run again does
+/// nothing.
+pub fn resume_from_every_step(
+    board_name: &str,
+    recipe: &DeviceRecipe,
+    context: &Context,
+    plan: &Plan,
+    steps: &[Step],
+) {
+    let per_step = lines_per_step(steps);
+    let n = steps.len();
+    for k in 0..n {
+        let board = writable_copy(board_name);
+        stage_passwords(&board);
+        let path = board.host.path(journal::PATH);
+        let mut journal = Journal::new(
+            recipe.clone(),
+            context.clone(),
+            plan.clone(),
+            steps.to_vec(),
+        );
+        journal.save(&path).unwrap();
+
+        let before: usize = per_step[..k].iter().map(Vec::len).sum();
+        let mut cut = RecordingRunner::interrupting_at(before);
+        let err =
+            executor::execute(&mut journal, &path, &board.host, &mut cut, &mut |_| {}).unwrap_err();
+        assert!(
+            err.to_string().contains("simulated power cut"),
+            "step {k}: {err}"
+        );
+
+        // Next boot: a fresh process reads the journal from disk.
+        let mut journal = Journal::load(&path).unwrap().unwrap();
+        assert_eq!(
+            journal.next_step(),
+            k,
+            "journal position after a cut in step {k}"
+        );
+        assert_eq!(journal.failure.as_ref().unwrap().step, steps[k].id);
+        let mut resumed = RecordingRunner::default();
+        let mut started = Vec::new();
+        executor::execute(&mut journal, &path, &board.host, &mut resumed, &mut |e| {
+            if let Event::Starting { index, .. } = e {
+                started.push(index);
+            }
+        })
+        .unwrap_or_else(|e| panic!("resuming at step {k}: {e}"));
+        assert_eq!(started, (k..n).collect::<Vec<_>>());
+        assert_eq!(resumed.lines, per_step[k..].concat(), "resumed at step {k}");
+        let journal = Journal::load(&path).unwrap().unwrap();
+        assert!(journal.is_complete() && journal.finished.is_some() && journal.failure.is_none());
+
+        let mut again = RecordingRunner::default();
+        let mut journal = journal;
+        executor::execute(&mut journal, &path, &board.host, &mut again, &mut |_| {}).unwrap();
+        assert!(again.lines.is_empty());
+    }
 }
