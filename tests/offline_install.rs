@@ -160,5 +160,34 @@ path = "out/nas.img"
         !mnt.join("var/lib/nasforge/debs").exists(),
         "the staged packages are removed once installed"
     );
+    // Byte-compiling was held back by diverting py3compile and py_compile.py:
+    // no diversion is left, and py_compile.py is the packaged file again.
+    let diversions = stdout(
+        Command::new("chroot")
+            .arg(&mnt)
+            .args(["dpkg-divert", "--list"]),
+    );
+    assert!(
+        !diversions.contains("local diversion"),
+        "the first boot left diversions:\n{diversions}"
+    );
+    let py_compile = mnt.join("usr/lib/python3.11/py_compile.py");
+    assert!(
+        std::fs::read_to_string(&py_compile)
+            .unwrap()
+            .contains("def compile("),
+        "{} is not Python's own",
+        py_compile.display()
+    );
+    let verify = Command::new("chroot")
+        .arg(&mnt)
+        .args(["dpkg", "--verify", "libpython3.11-minimal"])
+        .output()
+        .unwrap();
+    let verify = String::from_utf8_lossy(&verify.stdout);
+    assert!(
+        !verify.contains("py_compile.py"),
+        "py_compile.py differs from libpython3.11-minimal's: {verify}"
+    );
     drop(mounted);
 }

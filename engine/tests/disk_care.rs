@@ -150,7 +150,7 @@ fn hd_idle_gets_the_hard_disks_by_id_and_never_the_ssd() {
             .map(|a| a.to_string())
             .collect::<Vec<_>>(),
         [
-            "systemctl enable hd-idle.service  # unless enabled already",
+            "systemctl enable --no-reload hd-idle.service  # unless enabled already",
             "systemctl restart hd-idle.service"
         ]
     );
@@ -175,7 +175,7 @@ fn the_monthly_scrub_timers_stay_enabled() {
     let step = steps.iter().find(|s| s.id == "raid-monitoring").unwrap();
     assert!(
         step.actions.iter().any(|a| a.to_string()
-            == "systemctl enable --now mdcheck_start.timer mdcheck_continue.timer  # unless enabled already")
+            == "systemctl enable --no-reload --now mdcheck_start.timer mdcheck_continue.timer  # unless enabled already")
     );
 }
 

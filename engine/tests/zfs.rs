@@ -343,15 +343,15 @@ fn watching_the_pool_installs_the_zedlet_and_the_monthly_scrub() {
     assert_eq!(
         lines(watch)[1..],
         [
-            "systemctl enable zfs-zed.service  # unless enabled already",
+            "systemctl enable --no-reload zfs-zed.service  # unless enabled already",
             "systemctl restart zfs-zed.service",
-            "systemctl enable --now zfs-scrub-monthly@tank.timer  # unless enabled already"
+            "systemctl enable --no-reload --now zfs-scrub-monthly@tank.timer  # unless enabled already"
         ]
     );
     assert_eq!(
         lines(step(&c, "zfs-boot")),
         [
-            "systemctl enable zfs-import-cache.service zfs-mount.service zfs-import.target zfs.target  # unless enabled already"
+            "systemctl enable --no-reload zfs-import-cache.service zfs-mount.service zfs-import.target zfs.target  # unless enabled already"
         ]
     );
     // The zedlet is a shell script sh accepts.
@@ -584,7 +584,7 @@ fn a_pool_made_before_the_power_cut_resumes_at_the_datasets() {
     assert!(!runner.lines.iter().any(|l| l.starts_with("zpool create")));
     assert_eq!(
         runner.lines[0],
-        "systemctl enable zfs-import-cache.service zfs-mount.service zfs-import.target zfs.target  # unless enabled already"
+        "systemctl enable --no-reload zfs-import-cache.service zfs-mount.service zfs-import.target zfs.target  # unless enabled already"
     );
     assert!(runner.lines[1].starts_with("zfs create -p -o quota=107374182400 tank/media"));
 }

@@ -7,7 +7,8 @@
 #
 # Usage: scripts/bench/firstboot.sh [RECIPE] [--disks 3x2G]
 #   RECIPE defaults to recipes/pi4-debian-raid5.toml; its base is built (and
-#   cached) first, as `nasforge build` does.
+#   cached) first, as `nasforge build` does. NASFORGE_BENCH_SERIAL=FILE keeps
+#   the whole console there (every command setup ran, with the kernel's time).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 recipe=${1:-recipes/pi4-debian-raid5.toml}
@@ -15,7 +16,7 @@ shift || true
 disks=(--disks 3x2G)
 [ $# -gt 0 ] && disks=("$@")
 work=$(mktemp -d)
-trap 'kill 0 2>/dev/null; rm -rf "$work"' EXIT
+trap '[ -n "${NASFORGE_BENCH_SERIAL:-}" ] && cp "$work/serial.log" "$NASFORGE_BENCH_SERIAL"; rm -rf "$work"; kill 0 2>/dev/null' EXIT
 cargo build -q --release
 nasforge=target/release/nasforge
 "$nasforge" build "$recipe" -o "$work/nas.img" >"$work/build.log" 2>&1 || {
