@@ -2,6 +2,7 @@
 //! (data a contributor can correct without reading Rust): how it boots, and
 //! the defaults `[kernel] build` uses for it. This module only loads them.
 
+use crate::kernel::Capability;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -16,10 +17,12 @@ pub enum Model {
     Rock5b,
     #[serde(rename = "generic-arm64")]
     GenericArm64,
+    #[serde(rename = "x86-64")]
+    X86_64,
 }
 
 impl Model {
-    pub const ALL: [Model; 8] = [
+    pub const ALL: [Model; 9] = [
         Model::Pi4,
         Model::Cm4,
         Model::Pi5,
@@ -28,6 +31,7 @@ impl Model {
         Model::Rock4b,
         Model::Rock5b,
         Model::GenericArm64,
+        Model::X86_64,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +44,7 @@ impl Model {
             Model::Rock4b => "rock4b",
             Model::Rock5b => "rock5b",
             Model::GenericArm64 => "generic-arm64",
+            Model::X86_64 => "x86-64",
         }
     }
 
@@ -53,6 +58,7 @@ impl Model {
             Model::Rock4b => include_str!("../overlays/rock4b.toml"),
             Model::Rock5b => include_str!("../overlays/rock5b.toml"),
             Model::GenericArm64 => include_str!("../overlays/generic-arm64.toml"),
+            Model::X86_64 => include_str!("../overlays/x86-64.toml"),
         }
     }
 
@@ -85,6 +91,9 @@ pub enum Family {
     Armbian,
     /// Nothing board-specific is touched.
     Generic,
+    /// A PC's UEFI firmware: an EFI system partition holding the boot loader,
+    /// which loads the kernel from the ext4 root.
+    Uefi,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -92,6 +101,9 @@ pub enum Family {
 pub struct BoardInfo {
     pub family: Family,
     pub description: String,
+    /// The Debian architecture of the programs the board runs.
+    #[serde(default = "arm64")]
+    pub arch: String,
     /// config.txt conditional filters that select this board, besides `[all]`.
     #[serde(default)]
     pub filters: Vec<String>,
@@ -112,10 +124,21 @@ pub struct BoardInfo {
     /// Extra module alternatives the `sata` capability needs on this board.
     #[serde(default)]
     pub sata_modules: Vec<Vec<String>>,
+    /// What `inspect` reports for the kernel this board boots.
+    #[serde(default = "single_board_capabilities")]
+    pub capabilities: Vec<Capability>,
     /// What `[kernel] build` uses for this board when the recipe does not
     /// say, and what the "kernel lacks sata/md" error offers as the fix.
     #[serde(default)]
     pub kernel: BoardKernel,
+}
+
+fn arm64() -> String {
+    "arm64".into()
+}
+
+fn single_board_capabilities() -> Vec<Capability> {
+    Capability::ALL.to_vec()
 }
 
 /// A board's `[kernel]` table.

@@ -2,7 +2,9 @@
 //! images are made: mmdebstrap (with qemu-user for a foreign architecture)
 //! installs systemd, `linux-image-<arch>` and `raspi-firmware`, and the result
 //! is laid out like those images: MBR, FAT `RASPIFIRM` mounted at
-//! /boot/firmware, ext4 `RASPIROOT`. No vendor download is involved.
+//! /boot/firmware, ext4 `RASPIROOT`. An amd64 base is a UEFI PC's disk
+//! instead: GPT, an EFI system partition with GRUB from `grub-efi-amd64-bin`,
+//! ext4 root. No vendor download is involved.
 //!
 //! Package configuration and mkinitramfs under emulation take many minutes,
 //! so the image is cached by everything that goes into it and built once per
@@ -24,7 +26,7 @@ use toml::Spanned;
 pub struct DebianBase {
     /// A Debian suite: `bookworm`, `trixie`, ...
     pub suite: String,
-    /// A dpkg architecture: `arm64`.
+    /// A dpkg architecture: `arm64` (Raspberry Pi layout) or `amd64` (PC).
     pub arch: String,
     /// The Debian archive; default: the one this machine's apt uses.
     pub mirror: Option<String>,
@@ -57,6 +59,14 @@ pub(crate) fn check(d: &Spanned<DebianBase>, at: &RecipeText) -> Vec<Located> {
             )
             .with_help("e.g. debian = { suite = \"bookworm\", arch = \"arm64\" }"),
         );
+    } else if Layout::of(&deb.arch).is_none() {
+        errs.push(
+            at.at(
+                d.span(),
+                format!("nasforge lays out no `{}` Debian image", deb.arch),
+            )
+            .with_help("use `arm64` (Raspberry Pi and other arm64 boards) or `amd64` (a UEFI PC)"),
+        );
     }
     if let Some(why) = deb
         .mirror
@@ -80,9 +90,9 @@ pub(crate) fn check(d: &Spanned<DebianBase>, at: &RecipeText) -> Vec<Located> {
     errs
 }
 
-/// What every image gets: an init, the kernel and its initramfs, the Pi
-/// firmware and boot files, and what a headless box needs to come up on a
-/// network and keep its clock.
+/// What every image gets: an init, the initramfs tools, and what a headless
+/// box needs to come up on a network and keep its clock. The kernel and the
+/// boot files come with the architecture's `Layout`.
 const BASE_PACKAGES: &[&str] = &[
     "systemd-sysv",
     "udev",
@@ -98,17 +108,38 @@ const BASE_PACKAGES: &[&str] = &[
     // initramfs-tools compresses with zstd when it is there: much faster than
     // gzip, which matters when the board rebuilds it after mdadm.conf.
     "zstd",
-    "raspi-firmware",
     "e2fsprogs",
     "dosfstools",
     "procps",
     "less",
 ];
 
-/// Lays out the finished tree as an image. It runs as mmdebstrap's
-/// customize hook, inside mmdebstrap's user namespace when not root, so the
-/// files keep their owners without nasforge needing root.
-const LAYOUT_HOOK: &str = include_str!("../files/debian/layout-image.sh");
+/// How the finished tree becomes a disk image, per architecture. The hook
+/// runs as mmdebstrap's customize hook, inside mmdebstrap's user namespace
+/// when not root, so the files keep their owners without nasforge needing root.
+struct Layout {
+    hook: &'static str,
+    /// What this kind of machine needs to boot, beside `BASE_PACKAGES`.
+    boot_packages: &'static [&'static str],
+}
+
+impl Layout {
+    fn of(arch: &str) -> Option<Layout> {
+        match arch {
+            "arm64" => Some(Layout {
+                hook: include_str!("../files/debian/layout-image.sh"),
+                boot_packages: &["raspi-firmware"],
+            }),
+            // grub-mkimage is in grub-common, which this depends on; not
+            // grub-efi-amd64, whose scripts would run grub-install.
+            "amd64" => Some(Layout {
+                hook: include_str!("../files/debian/layout-pc.sh"),
+                boot_packages: &["grub-efi-amd64-bin"],
+            }),
+            _ => None,
+        }
+    }
+}
 /// Every package that touches the kernel would rebuild the initramfs, each
 /// time taking minutes under emulation: update-initramfs is diverted away
 /// while packages install, and the layout hook builds the initramfs once.
@@ -169,10 +200,16 @@ fn layout_hook(image: &Path, script: &str) -> Result<String> {
 }
 
 impl DebianBase {
-    fn packages(&self) -> Vec<String> {
+    fn layout(&self) -> Result<Layout> {
+        Layout::of(&self.arch)
+            .with_context(|| format!("nasforge lays out no `{}` Debian image", self.arch))
+    }
+
+    fn packages(&self, layout: &Layout) -> Vec<String> {
         let kernel = format!("linux-image-{}", self.arch);
         BASE_PACKAGES
             .iter()
+            .chain(layout.boot_packages)
             .map(|s| s.to_string())
             .chain([kernel])
             .chain(self.packages.iter().cloned())
@@ -185,13 +222,15 @@ impl DebianBase {
             Some(m) => m.clone(),
             None => host_mirror()?,
         };
-        let packages = self.packages();
+        let layout = self.layout()?;
+        let packages = self.packages(&layout);
         let key = sha256_hex(
             format!(
-                "{}\n{}\n{mirror}\n{}\n{SETUP_HOOK}\n{ESSENTIAL_HOOK}\n{LAYOUT_HOOK}",
+                "{}\n{}\n{mirror}\n{}\n{SETUP_HOOK}\n{ESSENTIAL_HOOK}\n{}",
                 self.suite,
                 self.arch,
-                packages.join(",")
+                packages.join(","),
+                layout.hook
             )
             .as_bytes(),
         );
@@ -220,7 +259,7 @@ impl DebianBase {
             log_path.display()
         );
         let log = std::fs::File::create(&log_path)?;
-        let hook = layout_hook(partial.path(), LAYOUT_HOOK)?;
+        let hook = layout_hook(partial.path(), layout.hook)?;
         let status = Command::new("mmdebstrap")
             .arg(format!("--arch={}", self.arch))
             .arg("--variant=minbase")

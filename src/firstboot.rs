@@ -138,8 +138,9 @@ pub fn check_binary(path: &Path, arch: &str) -> Result<()> {
 pub fn default_binary(arch: &str) -> Result<PathBuf> {
     let triple = match arch {
         "arm64" => "aarch64-unknown-linux-gnu",
+        "amd64" => "x86_64-unknown-linux-gnu",
         other => bail!(
-            "nasforge cross-builds nasforge-setup only for arm64; for a `{other}` image set `[installer] binary`"
+            "nasforge builds nasforge-setup only for arm64 and amd64; for a `{other}` image set `[installer] binary`"
         ),
     };
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));

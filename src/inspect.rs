@@ -23,8 +23,14 @@ pub struct Inspection {
     pub boot_partition: Option<u32>,
     pub root_partition: Option<u32>,
     pub os_release: BTreeMap<String, String>,
-    /// "rpi", "armbian" or "generic", from what the image holds.
+    /// "rpi", "armbian", "uefi" or "generic", from what the image holds.
     pub family: Family,
+    /// UEFI: the boot loader the firmware finds on the EFI system partition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efi_loader: Option<String>,
+    /// What the kernels are checked for: the family's boards' capabilities.
+    #[serde(skip)]
+    checked: Vec<Capability>,
     pub kernels: Vec<KernelReport>,
     /// The kernel each board of this family boots.
     pub booted: Vec<BootedReport>,
@@ -85,10 +91,13 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         None => BTreeMap::new(),
     };
     let (config, armbian_env) = boot_settings(&image, root.as_ref())?;
+    let efi_loader = crate::boot::efi_loader(&image)?;
     let family = if config.is_some() {
         Family::Rpi
     } else if armbian_env.is_some() {
         Family::Armbian
+    } else if efi_loader.is_some() {
+        Family::Uefi
     } else {
         Family::Generic
     };
@@ -99,8 +108,12 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         Family::Rpi => Model::raspberry_pis().collect(),
         Family::Armbian => vec![armbian_board(armbian_env.as_ref())],
         Family::Generic => vec![Model::GenericArm64],
+        Family::Uefi => vec![Model::X86_64],
     };
     let booted = booted_reports(&image, &boards, &files)?;
+    let mut checked: Vec<Capability> = boards.iter().flat_map(|b| b.info().capabilities).collect();
+    checked.sort();
+    checked.dedup();
     let pcie = config.as_ref().map(pcie_settings).unwrap_or_default();
     let armbian = armbian_env.map(|e| ArmbianSettings {
         overlay_prefix: e.get("overlay_prefix").map(String::from),
@@ -126,6 +139,8 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         partitions: image.layout.partitions.clone(),
         os_release,
         family,
+        efi_loader: efi_loader.map(String::from),
+        checked,
         kernels,
         booted,
         pcie,
@@ -184,7 +199,9 @@ fn booted_reports(
         {
             Some(k) => {
                 let r = k.report(&extras);
-                Capability::ALL
+                board
+                    .info()
+                    .capabilities
                     .iter()
                     .map(|c| r.describe(*c, &extras))
                     .collect()
@@ -332,10 +349,7 @@ impl Inspection {
             let _ = writeln!(s, "kernels: none found in /lib/modules");
         }
         for k in &self.kernels {
-            let caps: Vec<String> = Capability::ALL
-                .iter()
-                .map(|c| k.describe(*c, &[]))
-                .collect();
+            let caps: Vec<String> = self.checked.iter().map(|c| k.describe(*c, &[])).collect();
             let _ = writeln!(
                 s,
                 "kernel {} (from {}): {}",
@@ -389,6 +403,9 @@ impl Inspection {
                     "no root password login over SSH"
                 }
             );
+        }
+        if let Some(l) = &self.efi_loader {
+            let _ = writeln!(s, "efi: {l} on the EFI system partition");
         }
         if let Some(a) = &self.armbian {
             let _ = writeln!(

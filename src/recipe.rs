@@ -111,6 +111,7 @@ impl Recipe {
         let e = &mut errs;
         let name = gather(e, name(raw.name.as_ref(), &at));
         let base = gather(e, base::parse(&raw.base, &at));
+        e.extend(base::arch_problem(&raw.base, model, &at));
         let board = gather(e, board::parse(&raw.board, &at));
         let boot = gather(
             e,
@@ -147,6 +148,7 @@ impl Recipe {
                 .iter()
                 .map(|p| at.at_path(&p.path, &p.message)),
         );
+        errs.extend(zfs_problem(&device, model, &at));
 
         if !errs.is_empty() {
             errs.sort_by_key(|e| (e.line, e.col));
@@ -199,6 +201,22 @@ fn name(given: Option<&Spanned<String>>, at: &RecipeText) -> Checked<String> {
         );
     }
     checked(n.get_ref().clone(), errs)
+}
+
+/// nasforge compiles OpenZFS's modules with the arm64 cross toolchain only.
+fn zfs_problem(device: &DeviceRecipe, model: Model, at: &RecipeText) -> Option<Located> {
+    let arch = model.info().arch;
+    let arrays = &device.storage.as_ref()?.arrays;
+    let i = arrays.iter().position(|a| a.is_zfs())?;
+    (arch != "arm64").then(|| {
+        at.at_path(
+            &format!("storage.arrays[{i}].filesystem"),
+            &format!(
+                "nasforge builds ZFS modules for arm64 boards only; board `{model}` is {arch}"
+            ),
+        )
+        .with_help("use an md level (raid6 for many disks) on this board")
+    })
 }
 
 /// `[installer] binary`, which must exist when the recipe is read.
@@ -576,5 +594,32 @@ mod tests {
             let r = parse(&format!("{MIN}[packages]\nmirror = \"{m}\"\n")).unwrap();
             assert_eq!(r.mirror.as_deref(), Some(m));
         }
+    }
+
+    #[test]
+    fn a_base_of_another_architecture_than_the_board_is_refused_at_its_line() {
+        let e = parse("[base]\ndebian = { suite = \"bookworm\", arch = \"arm64\" }\n[board]\nmodel = \"x86-64\"\n").unwrap_err();
+        assert!(
+            e.contains("r.toml:2:10: board `x86-64` runs amd64 programs, but this base is built for `arm64`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("set `arch = \"amd64\"` in `[base] debian`"),
+            "{e}"
+        );
+        let e = parse("[base]\ndebian = { suite = \"bookworm\", arch = \"amd64\" }\n[board]\nmodel = \"pi4\"\n").unwrap_err();
+        assert!(e.contains("board `pi4` runs arm64 programs"), "{e}");
+        parse("[base]\ndebian = { suite = \"bookworm\", arch = \"amd64\" }\n[board]\nmodel = \"x86-64\"\n").unwrap();
+    }
+
+    #[test]
+    fn zfs_on_a_pc_is_refused_until_nasforge_builds_its_modules_there() {
+        let storage = "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"tank\"\nlevel = \"raidz2\"\nfilesystem = \"zfs\"\nmount = \"/srv/tank\"\ndisks = { count = 4 }\n";
+        let pc = "[base]\npath = \"x.raw\"\n[board]\nmodel = \"x86-64\"\n";
+        let e = parse(&format!("{pc}{storage}")).unwrap_err();
+        assert!(
+            e.contains("storage.arrays[0].filesystem: nasforge builds ZFS modules for arm64 boards only; board `x86-64` is amd64"),
+            "{e}"
+        );
     }
 }

@@ -257,7 +257,7 @@ fn board_recipe(
 ) -> Result<()> {
     match family {
         Family::Rpi => boot_files.push(("nasforge.toml".into(), copy)),
-        Family::Armbian | Family::Generic => {
+        Family::Armbian | Family::Generic | Family::Uefi => {
             if root.owner("/boot/nasforge.toml")?.is_some() {
                 w.ops.push(Op::Remove {
                     path: "/boot/nasforge.toml".into(),

@@ -27,7 +27,7 @@ pub fn apply(image: &Image, recipe: &Recipe) -> Result<Applied> {
     match recipe.board.info().family {
         Family::Rpi => raspberry_pi(image, &with_usb_quirks(image, recipe)?),
         Family::Armbian => armbian(image, recipe),
-        Family::Generic => Ok(Applied::default()),
+        Family::Generic | Family::Uefi => Ok(Applied::default()),
     }
 }
 
@@ -88,8 +88,41 @@ pub fn check_family(image: &Image, board: Model) -> Result<()> {
                 bail!("this image has no ext4 root partition");
             }
         }
+        Family::Uefi => {
+            if efi_loader(image)?.is_none() {
+                bail!(
+                    "{} boots through UEFI, but this image has no EFI system partition with {}; is it a PC image? (Debian's `generic` cloud images and images built with `[base] debian` have one)",
+                    info.description,
+                    EFI_LOADERS.join(" or ")
+                );
+            }
+            if image.root().is_none() {
+                bail!("this image has no ext4 root partition");
+            }
+        }
     }
     Ok(())
+}
+
+/// Where a PC's firmware finds a boot loader: the removable-media path every
+/// UEFI firmware tries, and Debian's shim and GRUB as `grub-install` places them.
+pub const EFI_LOADERS: [&str; 3] = [
+    "EFI/BOOT/BOOTX64.EFI",
+    "EFI/debian/shimx64.efi",
+    "EFI/debian/grubx64.efi",
+];
+
+/// The first boot loader of `EFI_LOADERS` on the image's EFI system partition.
+pub fn efi_loader(image: &Image) -> Result<Option<&'static str>> {
+    let Some(fat) = image.fat(false)? else {
+        return Ok(None);
+    };
+    for l in EFI_LOADERS {
+        if fat.reader(l)?.is_some() {
+            return Ok(Some(l));
+        }
+    }
+    Ok(None)
 }
 
 fn partition_name(label: Option<&str>, role: &str) -> String {

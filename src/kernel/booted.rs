@@ -62,7 +62,7 @@ pub fn booted(image: &Image, board: Model, versions: &[String]) -> Result<Booted
     let info = board.info();
     match info.family {
         Family::Rpi => raspberry_pi(image, board, &info, versions),
-        Family::Armbian | Family::Generic => from_root(image, board, versions),
+        Family::Armbian | Family::Generic | Family::Uefi => from_root(image, board, versions),
     }
 }
 

@@ -12,6 +12,10 @@ use std::fmt;
 pub enum Capability {
     /// libata + AHCI: a PCIe SATA card (JMB585, ASM1166, Marvell 9215) shows its disks.
     Sata,
+    /// A SAS HBA's driver: LSI/Broadcom SAS2008/2308/3008 in IT mode
+    /// (`mpt3sas`), MegaRAID cards (`megaraid_sas`), or the older SAS1068
+    /// family (`mptsas`, also what qemu's `mptsas1068` needs).
+    Sas,
     /// md with RAID 0/1/10/4/5/6.
     Md,
     /// The kernel NFS server.
@@ -24,7 +28,9 @@ pub enum Capability {
 }
 
 impl Capability {
-    /// What every kernel is checked for; ZFS only when a recipe asks.
+    /// What every kernel of a single-board computer is checked for; a
+    /// board's own list (`BoardInfo::capabilities`) adds `sas` on a PC, and
+    /// ZFS is checked only when a recipe asks.
     pub const ALL: [Capability; 4] = [
         Capability::Sata,
         Capability::Md,
@@ -38,6 +44,7 @@ impl Capability {
             Capability::Md => "md",
             Capability::Nfsd => "nfsd",
             Capability::Uas => "uas",
+            Capability::Sas => "sas",
             Capability::Zfs => "zfs",
         }
     }
@@ -55,6 +62,7 @@ impl Capability {
             ],
             Capability::Nfsd => vec![vec!["nfsd"]],
             Capability::Uas => vec![vec!["uas"]],
+            Capability::Sas => vec![vec!["mpt3sas", "megaraid_sas", "mptsas"]],
             Capability::Zfs => vec![vec!["zfs"]],
         }
     }
@@ -81,6 +89,9 @@ pub fn config_symbol(module: &str) -> Option<&'static str> {
         "raid456" => "CONFIG_MD_RAID456",
         "nfsd" => "CONFIG_NFSD",
         "uas" => "CONFIG_USB_UAS",
+        "mpt3sas" => "CONFIG_SCSI_MPT3SAS",
+        "megaraid_sas" => "CONFIG_MEGARAID_SAS",
+        "mptsas" => "CONFIG_FUSION_SAS",
         _ => return None,
     })
 }
@@ -211,7 +222,10 @@ impl KernelFiles {
         let found = Found::read(self);
         let mut modules = BTreeMap::new();
         let mut capabilities = BTreeMap::new();
-        for cap in Capability::ALL.into_iter().chain([Capability::Zfs]) {
+        for cap in Capability::ALL
+            .into_iter()
+            .chain([Capability::Sas, Capability::Zfs])
+        {
             let mut groups: Vec<Vec<String>> = cap
                 .modules()
                 .into_iter()
@@ -379,5 +393,39 @@ mod tests {
                 .capabilities[&Capability::Sata]
                 .ok
         );
+    }
+
+    // The lines for these drivers in Debian's linux-config-6.1 6.1.192-3
+    // (config.amd64_none_amd64.xz and config.amd64_none_cloud-amd64.xz), the
+    // configs of the kernels in Debian's `generic` and `genericcloud` images.
+    const AMD64: &str = "CONFIG_MEGARAID_SAS=m\nCONFIG_SCSI_MPT3SAS=m\nCONFIG_ATA=m\nCONFIG_SATA_AHCI=m\nCONFIG_BLK_DEV_MD=m\nCONFIG_MD_RAID0=m\nCONFIG_MD_RAID1=m\nCONFIG_MD_RAID10=m\nCONFIG_MD_RAID456=m\nCONFIG_FUSION_SAS=m\nCONFIG_USB_UAS=m\nCONFIG_NFSD=m\n";
+    const CLOUD_AMD64: &str = "# CONFIG_MEGARAID_SAS is not set\n# CONFIG_SCSI_MPT3SAS is not set\nCONFIG_ATA=m\n# CONFIG_SATA_AHCI is not set\nCONFIG_BLK_DEV_MD=m\nCONFIG_MD_RAID0=m\nCONFIG_MD_RAID1=m\nCONFIG_MD_RAID10=m\nCONFIG_MD_RAID456=m\nCONFIG_NFSD=m\n";
+
+    #[test]
+    fn a_pc_kernel_has_sas_hba_drivers_and_the_cloud_kernel_has_none() {
+        let r = files(None, None, Some(AMD64)).report(&[]);
+        assert!(r.capabilities[&Capability::Sata].ok);
+        assert!(r.capabilities[&Capability::Sas].ok);
+        assert_eq!(
+            r.describe(Capability::Sas, &[]),
+            "sas ✓ (mpt3sas=m, megaraid_sas=m, mptsas=m)"
+        );
+        let r = files(None, None, Some(CLOUD_AMD64)).report(&[]);
+        assert!(r.capabilities[&Capability::Md].ok);
+        assert_eq!(
+            r.missing(&[Capability::Sata, Capability::Sas, Capability::Md]),
+            vec![
+                "sata (missing ahci)",
+                "sas (missing mpt3sas|megaraid_sas|mptsas)"
+            ]
+        );
+    }
+
+    #[test]
+    fn any_one_sas_driver_will_do() {
+        let dep = "kernel/drivers/message/fusion/mptsas.ko.xz: kernel/drivers/message/fusion/mptscsih.ko.xz\n";
+        let r = files(Some(""), Some(dep), None).report(&[]);
+        assert!(r.capabilities[&Capability::Sas].ok);
+        assert_eq!(r.modules["mpt3sas"], Presence::Absent);
     }
 }

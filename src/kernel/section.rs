@@ -54,7 +54,8 @@ fn build(b: &Spanned<BuildFile>, model: Model, at: &RecipeText) -> Checked<Build
     let info = model.info();
     let defaults = info.kernel.clone();
     let mut errs = Vec::new();
-    if info.family == Family::Generic {
+    let installable = !matches!(info.family, Family::Generic | Family::Uefi);
+    if !installable {
         let mut e = at.at(
             b.span(),
             format!("nasforge cannot install a kernel on board `{model}`"),
@@ -68,7 +69,7 @@ fn build(b: &Spanned<BuildFile>, model: Model, at: &RecipeText) -> Checked<Build
         None => match &defaults.defconfig {
             Some(d) => Defconfig::Target(d.clone()),
             None => {
-                if info.family != Family::Generic {
+                if installable {
                     errs.push(
                         at.at(
                             b.span(),

@@ -34,6 +34,25 @@ pub struct Base {
     pub sha256: Option<String>,
 }
 
+/// A base built from Debian's packages runs the board's programs only when
+/// it is of the board's architecture.
+pub(super) fn arch_problem(
+    raw: &Spanned<BaseFile>,
+    model: crate::board::Model,
+    at: &RecipeText,
+) -> Option<Located> {
+    let d = raw.get_ref().debian.as_ref()?;
+    let want = model.info().arch;
+    let have = &d.get_ref().arch;
+    (*have != want).then(|| {
+        at.at(
+            d.span(),
+            format!("board `{model}` runs {want} programs, but this base is built for `{have}`"),
+        )
+        .with_help(format!("set `arch = \"{want}\"` in `[base] debian`"))
+    })
+}
+
 /// `base.path` is resolved against the recipe's own directory, so a recipe
 /// and the image beside it move together.
 pub(super) fn parse(raw: &Spanned<BaseFile>, at: &RecipeText) -> Checked<Base> {

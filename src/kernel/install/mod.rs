@@ -48,7 +48,7 @@ pub fn install(image: &Image, board: Model, built: &Built) -> Result<Installed> 
     match board.info().family {
         Family::Rpi => raspberry_pi::install(image, board, built),
         Family::Armbian => armbian::install(image, board, built),
-        Family::Generic => bail!("{}", super::build::remedy(board, &[])),
+        Family::Generic | Family::Uefi => bail!("{}", super::build::remedy(board, &[])),
     }
 }
 

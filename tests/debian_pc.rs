@@ -1,0 +1,151 @@
+//! `[base] debian` for a PC: Debian bookworm amd64 built from packages with
+//! mmdebstrap, laid out as a UEFI disk (GPT, EFI system partition with GRUB
+//! at the removable path, ext4 root), then checked with tools that are not
+//! nasforge's: sfdisk, sgdisk -v, fsck.vfat -n, e2fsck -fn, blkid, debugfs.
+//!
+//! Slow (packages download and install, once per machine; natively, no
+//! emulation): runs when NASFORGE_SLOW_TESTS=1, as .ci/run sets it.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+const ESP_TYPE: &str = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B";
+const ROOT_X86_64_TYPE: &str = "4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709";
+
+fn blkid_uuid(img: &Path, offset: u64) -> String {
+    stdout(
+        Command::new("blkid")
+            .args(["-p", "-s", "UUID", "-o", "value", "-O"])
+            .arg(offset.to_string())
+            .arg(img),
+    )
+    .trim()
+    .to_string()
+}
+
+/// The machine field of a PE image's COFF header.
+fn pe_machine(bytes: &[u8]) -> u16 {
+    assert_eq!(&bytes[..2], b"MZ", "not a PE image");
+    let pe = u32::from_le_bytes(bytes[0x3c..0x40].try_into().unwrap()) as usize;
+    assert_eq!(&bytes[pe..pe + 4], b"PE\0\0", "no PE signature");
+    u16::from_le_bytes([bytes[pe + 4], bytes[pe + 5]])
+}
+
+#[test]
+fn a_bookworm_amd64_base_is_a_uefi_disk_that_nasforge_builds_on() {
+    if !slow_tests_enabled("a_bookworm_amd64_base_is_a_uefi_disk_that_nasforge_builds_on") {
+        return;
+    }
+    let cache = persistent_cache(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let base = nasforge::debian::DebianBase {
+        suite: "bookworm".into(),
+        arch: "amd64".into(),
+        mirror: None,
+        packages: vec![],
+    }
+    .image(&cache)
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    let parts = sfdisk_parts(&base);
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert_eq!(parts[0].2, ESP_TYPE);
+    assert_eq!(parts[1].2, ROOT_X86_64_TYPE);
+    let (esp, root) = (parts[0].0 * 512, parts[1].0 * 512);
+    let verify = stdout(Command::new("sgdisk").arg("-v").arg(&base));
+    assert!(verify.contains("No problems found"), "{verify}");
+    fsck_vfat(&base, esp, parts[0].1 * 512, dir.path());
+    e2fsck(&base, root);
+
+    // GRUB for x86-64 UEFI where the firmware looks on a disk it has no entry for.
+    let loader = dir.path().join("BOOTX64.EFI");
+    run(Command::new("mcopy")
+        .env("MTOOLS_SKIP_CHECK", "1")
+        .arg("-i")
+        .arg(format!("{}@@{esp}", base.display()))
+        .arg("::EFI/BOOT/BOOTX64.EFI")
+        .arg(&loader));
+    assert_eq!(pe_machine(&std::fs::read(&loader).unwrap()), 0x8664);
+
+    // grub.cfg and fstab name the filesystems this image holds.
+    let (root_uuid, esp_uuid) = (blkid_uuid(&base, root), blkid_uuid(&base, esp));
+    let grub = mtype(&base, esp, "EFI/BOOT/grub.cfg");
+    assert!(
+        grub.contains(&format!(
+            "search --no-floppy --fs-uuid --set=root {root_uuid}"
+        )),
+        "{grub}"
+    );
+    assert!(
+        grub.contains(&format!(
+            "linux /vmlinuz root=UUID={root_uuid} ro console=tty0 console=ttyS0,115200n8"
+        )),
+        "{grub}"
+    );
+    let fstab = debugfs_cat(&base, root, "/etc/fstab");
+    assert!(
+        fstab.contains(&format!("UUID={root_uuid} / ext4")),
+        "{fstab}"
+    );
+    assert!(
+        fstab.contains(&format!("UUID={esp_uuid} /boot/efi vfat")),
+        "{fstab}"
+    );
+
+    // The links GRUB loads lead to a kernel and an initramfs that exist.
+    for (link, prefix) in [("/vmlinuz", "vmlinuz-"), ("/initrd.img", "initrd.img-")] {
+        let stat = debugfs_stat(&base, root, link);
+        let target = stat
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Fast link dest: "))
+            .unwrap_or_else(|| panic!("{link} is not a link:\n{stat}"))
+            .trim_matches('"')
+            .to_string();
+        assert!(
+            target.starts_with(&format!("boot/{prefix}")),
+            "{link} -> {target}"
+        );
+        assert!(target.ends_with("-amd64"), "{link} -> {target}");
+        let file = debugfs_stat(&base, root, &format!("/{target}"));
+        assert!(file.contains("Type: regular"), "{target}:\n{file}");
+    }
+    // What the build installed with changed its rules only while it ran.
+    for gone in [
+        "/etc/dpkg/dpkg.cfg.d/nasforge-build",
+        "/usr/sbin/policy-rc.d",
+    ] {
+        let stat = debugfs_stat(&base, root, gone);
+        assert!(
+            !stat.contains("Inode:"),
+            "{gone} is left in the image:\n{stat}"
+        );
+    }
+
+    // nasforge reads the base as a PC's and builds on it.
+    std::fs::copy(&base, dir.path().join("pc.img")).unwrap();
+    write_recipe(
+        dir.path(),
+        "pc.toml",
+        "[base]\npath = \"pc.img\"\n[board]\nmodel = \"x86-64\"\n[kernel]\nrequire = [\"sata\", \"sas\", \"md\"]\n[output]\npath = \"out/pc.img\"\n",
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let r = nasforge(&["build", "pc.toml"], dir.path(), scratch.path());
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("sas ✓ (mpt3sas=m, megaraid_sas=m, mptsas=m)"),
+        "{}",
+        r.stderr
+    );
+    let r = nasforge(
+        &["inspect", "--json", "out/pc.img"],
+        dir.path(),
+        scratch.path(),
+    );
+    let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(json["family"], "uefi");
+    assert_eq!(json["efi_loader"], "EFI/BOOT/BOOTX64.EFI");
+}
