@@ -252,7 +252,7 @@ impl DebianBase {
             .tempfile_in(&dir)?;
         let log_path = dir.join(format!("{}-{}-{}.log", self.suite, self.arch, &key[..12]));
         eprintln!(
-            "{:>10}  building Debian {} {} from {mirror} with mmdebstrap (once per machine; several minutes under emulation; log: {})",
+            "{:>10}  building Debian {} {} from {mirror} with mmdebstrap (once per machine; minutes, more under emulation; log: {})",
             "base",
             self.suite,
             self.arch,
