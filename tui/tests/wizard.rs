@@ -2122,3 +2122,44 @@ fn the_welcome_screen_lists_the_sas_hbas_beside_the_sata_controller() {
         assert!(shown.contains(line), "{line}\n{shown}");
     }
 }
+
+#[test]
+fn the_grouped_disks_screen_is_plain_ascii_in_ascii_mode() {
+    let board = common::writable_copy("x86-sas-16");
+    let mut w = sas_pc(&board);
+    w.settings.theme = Theme {
+        colour: false,
+        ascii: true,
+    };
+    let terminal = render_at(&w, 80, 24);
+    let shown = terminal.backend().to_string();
+    assert!(
+        terminal
+            .backend()
+            .buffer()
+            .content
+            .iter()
+            .all(|c| c.symbol().is_ascii()),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("LSI SAS1068 - 0000:00:03.0 - 8 disks") && shown.contains("v 7 more"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn the_grouped_disks_screen_draws_at_any_size() {
+    let board = common::writable_copy("x86-sas-16");
+    let mut w = sas_pc(&board);
+    keys(&mut w, &[KeyCode::End]);
+    for (width, height) in [(132, 43), (80, 24), (40, 12), (10, 3), (1, 1)] {
+        render_at(&w, width, height);
+        keys(&mut w, &[KeyCode::PageUp, Down]);
+    }
+    let big = render_at(&w, 132, 43).backend().to_string();
+    assert!(
+        !big.contains(" more"),
+        "43 rows hold every disk and header: {big}"
+    );
+}
