@@ -163,6 +163,69 @@ fn cm4_with_a_marvell_9215_keeps_removable_disks_and_finds_old_data() {
 }
 
 #[test]
+fn a_pc_with_two_sas_hbas_shows_sixteen_sas_disks_and_the_boot_ssd_in_use() {
+    let board = common::board("x86-sas-16");
+    let inv = board.inventory();
+    let names: Vec<&str> = inv.disks.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "sda", "sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi", "sdj", "sdk", "sdl",
+            "sdm", "sdn", "sdo", "sdp", "sdq"
+        ]
+    );
+
+    let ssd = find(&inv.disks, "sda");
+    assert_eq!(ssd.transport, Some(Transport::Sata));
+    assert!(!ssd.rotational);
+    assert!(ssd.in_use.contains(&InUse::Boot), "{:?}", ssd.in_use);
+    assert!(ssd.in_use.contains(&InUse::Mounted {
+        device: "sda1".into(),
+        at: "/boot/efi".into()
+    }));
+    let ahci = ssd.controller.as_ref().unwrap();
+    assert_eq!(
+        (ahci.pci.as_str(), ahci.name.as_deref()),
+        ("0000:00:1f.2", Some("Intel ICH9 AHCI"))
+    );
+
+    let data = &inv.disks[1..];
+    assert!(
+        data.iter().all(|d| d.transport == Some(Transport::Sas)),
+        "SATA disks on a SAS HBA hang off SAS: {:?}",
+        data.iter()
+            .map(|d| (&d.name, d.transport))
+            .collect::<Vec<_>>()
+    );
+    for (disks, pci) in [(&data[..8], "0000:00:03.0"), (&data[8..], "0000:00:04.0")] {
+        for d in disks {
+            let c = d.controller.as_ref().unwrap();
+            assert_eq!(
+                (c.pci.as_str(), c.vendor, c.device, c.name.as_deref()),
+                (pci, 0x1000, 0x0054, Some("LSI SAS1068")),
+                "{}",
+                d.name
+            );
+            assert!(d.is_blank() && d.in_use.is_empty(), "{}", d.name);
+        }
+    }
+    let sdq = find(&inv.disks, "sdq");
+    assert_eq!((sdq.major, sdq.minor), (65, 0), "the 17th sd disk");
+    assert_eq!(sdq.serial.as_deref(), Some("ZDH1A008"));
+    assert_eq!(sdq.size.bytes(), 7_814_037_168 * 512);
+    assert_eq!(sdq.physical_block_size, Some(4096));
+    assert_eq!(
+        sdq.by_id.as_deref(),
+        Some("/dev/disk/by-id/wwn-0x5000c500b0000008"),
+        "the WWN link is preferred over ata-"
+    );
+    assert_eq!(
+        (sdq.rotational, sdq.rotational_from),
+        (true, RotationalSource::Udev)
+    );
+}
+
+#[test]
 fn pi4_usb_bridges_lie_about_rotation_and_udev_wins() {
     let board = common::board("pi4-usb");
     let inv = board.inventory();

@@ -1937,3 +1937,229 @@ fn two_vdevs_are_said_as_such_in_the_review() {
         "{text}"
     );
 }
+
+/// The PC with sixteen disks on two LSI SAS1068s and its boot SSD on the
+/// chipset's AHCI; SMART passes every disk.
+fn sas_pc(board: &common::Board) -> Wizard {
+    let mut runner = RecordingRunner::default();
+    for disk in board.inventory().disks {
+        runner.responses.push((
+            format!("smartctl -H -j /dev/{}", disk.name),
+            SMART_PASSED.to_string(),
+        ));
+    }
+    let facts = facts::gather(&board.host, &mut runner).unwrap();
+    let mut w = Wizard::new(
+        facts,
+        Settings {
+            theme: PLAIN,
+            dry_run: false,
+            fs_uuid: FS_UUID.into(),
+            now: NOW,
+        },
+    );
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Disks);
+    w
+}
+
+fn cursor_disk(w: &Wizard) -> &str {
+    &w.facts.inventory.disks[w.disks.cursor].name
+}
+
+/// The disks screen at 80×24, checked to fit and to show the cursor's
+/// disk on its marked row.
+fn disks_screen(w: &Wizard) -> String {
+    let shown = screen(w);
+    for line in shown.lines() {
+        assert!(
+            line.trim_matches('"').chars().count() <= 80,
+            "wider than 80 columns: {line}\n{shown}"
+        );
+    }
+    let name = format!(" {} ", cursor_disk(w));
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("\"│ >") && l.contains(&name)),
+        "the cursor's disk{name}is not shown:\n{shown}"
+    );
+    shown
+}
+
+/// The line under the table that counts the disks out of sight.
+fn out_of_sight(shown: &str) -> &str {
+    shown
+        .lines()
+        .find(|l| l.ends_with(" more") || l.contains(" more "))
+        .unwrap_or_default()
+}
+
+/// The table's rows as shown, the cursor's mark left out.
+fn table_rows(shown: &str) -> Vec<String> {
+    shown
+        .lines()
+        .skip_while(|l| !l.contains("Disk "))
+        .skip(1)
+        .take_while(|l| !l.contains(" more") && !l.contains("Chosen:"))
+        .map(|l| l.replacen('>', " ", 1))
+        .collect()
+}
+
+#[test]
+fn sixteen_disks_on_two_hbas_are_grouped_by_controller_and_scroll_at_80x24() {
+    let board = common::writable_copy("x86-sas-16");
+    let mut w = sas_pc(&board);
+
+    let top = disks_screen(&w);
+    insta::assert_snapshot!("disks_sas_top", top);
+    assert!(
+        top.contains("Intel ICH9 AHCI · 0000:00:1f.2 · 1 disk")
+            && top.contains("LSI SAS1068 · 0000:00:03.0 · 8 disks"),
+        "{top}"
+    );
+    assert_eq!(out_of_sight(&top).trim_matches(['"', '│', ' ']), "↓ 7 more");
+
+    keys(&mut w, &[KeyCode::End]);
+    assert_eq!(cursor_disk(&w), "sdq");
+    let end = disks_screen(&w);
+    insta::assert_snapshot!("disks_sas_end", end);
+    assert!(
+        end.contains("LSI SAS1068 · 0000:00:04.0 · 8 disks"),
+        "the last group's header is in view with its disks: {end}"
+    );
+    assert_eq!(out_of_sight(&end).trim_matches(['"', '│', ' ']), "↑ 4 more");
+
+    keys(&mut w, &[KeyCode::Home]);
+    assert_eq!(cursor_disk(&w), "sda");
+    keys(&mut w, &[KeyCode::PageDown]);
+    let paged = disks_screen(&w);
+    insta::assert_snapshot!("disks_sas_page_down", paged);
+    let moved = w.disks.cursor;
+    assert!(
+        moved > 8,
+        "a page is more than half the disks: {}",
+        cursor_disk(&w)
+    );
+    keys(&mut w, &[KeyCode::PageUp]);
+    assert_eq!(cursor_disk(&w), "sda", "PgUp comes back");
+
+    // One row at a time, the table moves by a row (two where a header
+    // comes with its first disk), never by a page.
+    let mut before = table_rows(&disks_screen(&w));
+    while w.disks.cursor + 1 < w.facts.inventory.disks.len() {
+        let from = cursor_disk(&w).to_string();
+        keys(&mut w, &[Down]);
+        assert_ne!(cursor_disk(&w), from, "Down moves over the group headers");
+        let now = table_rows(&disks_screen(&w));
+        let kept = now.iter().filter(|l| before.contains(l)).count();
+        assert!(
+            kept + 2 >= now.len(),
+            "jumped from {from}:\n{before:#?}\n{now:#?}"
+        );
+        before = now;
+    }
+}
+
+#[test]
+fn a_chooses_every_usable_disk_of_the_cursor_s_controller() {
+    let board = common::writable_copy("x86-sas-16");
+    let mut w = sas_pc(&board);
+    keys(&mut w, &[KeyCode::Char('a')]);
+    let notice = w.notice.as_ref().unwrap();
+    assert!(
+        notice.error
+            && notice.text == "No disk on the Intel ICH9 AHCI (0000:00:1f.2) can be chosen.",
+        "{notice:?}"
+    );
+    assert!(w.disks.chosen.is_empty());
+
+    keys(&mut w, &[Down, KeyCode::Char('a')]);
+    assert_eq!(
+        w.disks.chosen,
+        ["sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi"]
+    );
+    assert_eq!(
+        w.notice.as_ref().unwrap().text,
+        "All 8 usable disks on the LSI SAS1068 (0000:00:03.0) are chosen"
+    );
+    keys(&mut w, &[KeyCode::End, KeyCode::Char('a')]);
+    assert_eq!(w.disks.chosen.len(), 16);
+    let all = disks_screen(&w);
+    insta::assert_snapshot!("disks_sas_all", all);
+    assert!(
+        all.contains("Chosen: 16 disks on 2 controllers (64 TB raw)"),
+        "the summary fits one line: {all}"
+    );
+
+    keys(&mut w, &[KeyCode::Char('a')]);
+    assert_eq!(
+        w.disks.chosen.len(),
+        8,
+        "a again unchooses that controller's"
+    );
+    assert!(w.disks.chosen.iter().all(|n| n.as_str() <= "sdi"));
+    assert!(
+        disks_screen(&w).contains("Chosen: sdb, sdc, sdd, sde, sdf, sdg, sdh, sdi (32 TB raw)"),
+        "names while they fit"
+    );
+}
+
+#[test]
+fn the_welcome_screen_lists_the_sas_hbas_beside_the_sata_controller() {
+    let board = common::writable_copy("x86-sas-16");
+    let mut w = sas_pc(&board);
+    w.screen = Screen::Welcome;
+    let shown = screen(&w);
+    insta::assert_snapshot!("welcome_sas", shown);
+    for line in [
+        "Board     Standard PC (Q35 + ICH9, 2009)",
+        "SATA      Intel ICH9 AHCI at 0000:00:1f.2, driver ahci, 1 disk",
+        "SAS       LSI SAS1068 at 0000:00:03.0, driver mptsas, 8 disks",
+        "SAS       LSI SAS1068 at 0000:00:04.0, driver mptsas, 8 disks",
+        "Disks     17 found, 16 can be used; the system is on sda",
+    ] {
+        assert!(shown.contains(line), "{line}\n{shown}");
+    }
+}
+
+#[test]
+fn the_grouped_disks_screen_is_plain_ascii_in_ascii_mode() {
+    let board = common::writable_copy("x86-sas-16");
+    let mut w = sas_pc(&board);
+    w.settings.theme = Theme {
+        colour: false,
+        ascii: true,
+    };
+    let terminal = render_at(&w, 80, 24);
+    let shown = terminal.backend().to_string();
+    assert!(
+        terminal
+            .backend()
+            .buffer()
+            .content
+            .iter()
+            .all(|c| c.symbol().is_ascii()),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("LSI SAS1068 - 0000:00:03.0 - 8 disks") && shown.contains("v 7 more"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn the_grouped_disks_screen_draws_at_any_size() {
+    let board = common::writable_copy("x86-sas-16");
+    let mut w = sas_pc(&board);
+    keys(&mut w, &[KeyCode::End]);
+    for (width, height) in [(132, 43), (80, 24), (40, 12), (10, 3), (1, 1)] {
+        render_at(&w, width, height);
+        keys(&mut w, &[KeyCode::PageUp, Down]);
+    }
+    let big = render_at(&w, 132, 43).backend().to_string();
+    assert!(
+        !big.contains(" more"),
+        "43 rows hold every disk and header: {big}"
+    );
+}

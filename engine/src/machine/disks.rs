@@ -441,7 +441,7 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
     };
     let partitions = probe_partitions(&node, &udev_data, found);
 
-    let transport = hardware::transport(name, &sys.to_string_lossy(), &db);
+    let transport = hardware::transport(name, &sys, &db);
     let (rotational, rotational_from) = hardware::rotational(&sys, &db);
     let (model, serial, wwn) = hardware::names(&sys, &db);
     Some(Disk {

@@ -103,8 +103,17 @@ pub fn rotational(sys: &Path, db: &udev::Record) -> (bool, RotationalSource) {
     )
 }
 
-/// The bus of disk `name` whose sysfs path is `sys`.
-pub fn transport(name: &str, sys: &str, db: &udev::Record) -> Option<Transport> {
+/// The kernel modules that drive SAS HBAs, as `sys/bus/pci/drivers/`
+/// names them.
+pub const SAS_DRIVERS: &[&str] = &["mpt3sas", "megaraid_sas", "mptsas"];
+
+/// The `proc_name` of a SAS HBA's SCSI host: mpt3sas names the hosts of its
+/// SAS2 chips (SAS2008, SAS2308) `mpt2sas`.
+const SAS_HOST_NAMES: &[&str] = &["mpt2sas", "mpt3sas", "megaraid_sas", "mptsas"];
+
+/// The bus of disk `name` whose sysfs directory is `dir`.
+pub fn transport(name: &str, dir: &Path, db: &udev::Record) -> Option<Transport> {
+    let sys = dir.to_string_lossy();
     let has = |part: &str| {
         sys.split('/').any(|c| {
             c.starts_with(part)
@@ -123,13 +132,33 @@ pub fn transport(name: &str, sys: &str, db: &udev::Record) -> Option<Transport> 
         Some(Transport::Sata)
     } else if has("virtio") || name.starts_with("vd") {
         Some(Transport::Virtio)
-    } else if sys.contains("/end_device-") || sys.contains("/sas_") {
+    } else if sys.contains("/end_device-")
+        || sys.contains("/sas_")
+        // megaraid_sas puts no SAS transport directory in a disk's path.
+        || scsi_host_driver(dir).is_some_and(|d| SAS_HOST_NAMES.contains(&d.as_str()))
+    {
         Some(Transport::Sas)
     } else if db.get("ID_BUS") == Some("ata") {
         Some(Transport::Sata)
     } else {
         None
     }
+}
+
+/// The driver of the SCSI host (`hostN`) above a disk, from the host's
+/// `scsi_host/hostN/proc_name`, the file `sys/class/scsi_host/hostN` leads to.
+fn scsi_host_driver(sys: &Path) -> Option<String> {
+    let host = sys.ancestors().find(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str()?.strip_prefix("host"))
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    })?;
+    read_trimmed(
+        &host
+            .join("scsi_host")
+            .join(host.file_name()?)
+            .join("proc_name"),
+    )
 }
 
 fn is_pci_address(s: &str) -> bool {
@@ -194,5 +223,38 @@ mod tests {
         assert!(is_pci_address("0001:01:00.0"));
         assert!(!is_pci_address("pci0000:00"));
         assert!(!is_pci_address("ata1"));
+    }
+
+    /// A MegaRAID in JBOD mode: no `end_device-` in the path, only the
+    /// SCSI host's driver says SAS.
+    #[test]
+    fn a_disk_on_a_sas_hba_s_scsi_host_is_sas() {
+        let hba = "/sys/devices/pci0000:00/0000:00:03.0/host0";
+        let disk = format!("{hba}/target0:0:1/0:0:1:0/block/sdb");
+        let (_dir, host) = crate::machine::fake_host(&[
+            (
+                &format!("{hba}/scsi_host/host0/proc_name"),
+                "megaraid_sas\n",
+            ),
+            (&format!("{disk}/size"), "8\n"),
+        ]);
+        let ata = udev::Record::parse("E:ID_BUS=ata\n");
+        assert_eq!(
+            transport("sdb", &host.path(&disk), &ata),
+            Some(Transport::Sas),
+            "a SATA disk on the HBA hangs off SAS"
+        );
+        let (_dir, host) = crate::machine::fake_host(&[
+            (&format!("{hba}/scsi_host/host0/proc_name"), "sym53c8xx\n"),
+            (&format!("{disk}/size"), "8\n"),
+        ]);
+        assert_eq!(
+            transport("sdb", &host.path(&disk), &ata),
+            Some(Transport::Sata)
+        );
+        assert_eq!(
+            transport("sdb", &host.path(&disk), &udev::Record::default()),
+            None
+        );
     }
 }

@@ -1,9 +1,11 @@
 //! What the welcome screen says about the machine: the board, the kernel,
-//! the SATA controllers (or why there is none), and the address shares
-//! will be reached at. Read under the host's root like discovery.
+//! the storage controllers (SATA, SAS HBAs) or why there is none, and the
+//! address shares will be reached at. Read under the host's root like
+//! discovery.
 
-use nasforge_engine::machine::controllers;
 use nasforge_engine::machine::disks::{Host, Inventory};
+use nasforge_engine::machine::{controllers, hardware::SAS_DRIVERS};
+use std::fmt;
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -12,8 +14,9 @@ use std::path::Path;
 pub struct Hardware {
     pub board: Option<String>,
     pub kernel: Option<String>,
-    pub controllers: Vec<SataController>,
-    /// Why disks behind a SATA card cannot be seen; empty when all is well.
+    pub controllers: Vec<StorageController>,
+    /// Why disks behind a SATA card or HBA cannot be seen; empty when all
+    /// is well.
     pub problems: Vec<String>,
     /// The first IPv4 address that is not loopback.
     pub address: Option<Ipv4Addr>,
@@ -22,19 +25,39 @@ pub struct Hardware {
     pub network: Option<String>,
 }
 
+/// A PCI controller disks hang off.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SataController {
+pub struct StorageController {
     pub pci: String,
     pub name: String,
+    pub bus: Bus,
+    /// The driver bound to it, if any.
     pub driver: Option<String>,
+    /// The kernel module that takes it: ahci, or the HBA's own driver.
+    pub module: String,
     /// "PCIe Gen 3 (8.0 GT/s) x1"
     pub link: Option<String>,
     pub disks: usize,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bus {
+    Sata,
+    Sas,
+}
+
+impl fmt::Display for Bus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Bus::Sata => "SATA",
+            Bus::Sas => "SAS",
+        })
+    }
+}
+
 pub fn collect(host: &Host, inventory: &Inventory) -> Hardware {
     let board = board_model(host);
-    let controllers = sata_controllers(host, inventory);
+    let controllers = storage_controllers(host, inventory);
     let problems = problems(host, board.as_deref(), &controllers);
     let fib = fs::read_to_string(host.path("/proc/net/fib_trie")).unwrap_or_default();
     let (address, network) = address(&fib);
@@ -70,11 +93,14 @@ fn board_model(host: &Host) -> Option<String> {
     .find_map(|p| read_text(&host.path(p)))
 }
 
-fn sata_controllers(host: &Host, inventory: &Inventory) -> Vec<SataController> {
+/// SATA controllers by their PCI class, SAS HBAs by their driver or, with
+/// none bound, by the table of known chips: an HBA's class says SCSI or
+/// RAID, which covers much that holds no disks.
+fn storage_controllers(host: &Host, inventory: &Inventory) -> Vec<StorageController> {
     let Ok(entries) = fs::read_dir(host.path("/sys/bus/pci/devices")) else {
         return Vec::new();
     };
-    let mut found: Vec<SataController> = entries
+    let mut found: Vec<StorageController> = entries
         .flatten()
         .filter_map(|entry| {
             let dir = entry.path();
@@ -82,11 +108,21 @@ fn sata_controllers(host: &Host, inventory: &Inventory) -> Vec<SataController> {
                 read_text(&dir.join(file))
                     .and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
             };
-            // PCI class 01 06: mass storage, SATA (AHCI is programming interface 01).
-            if hex("class")? >> 8 != 0x0106 {
-                return None;
-            }
             let (vendor, device) = (hex("vendor")? as u16, hex("device")? as u16);
+            let known = controllers::lookup(vendor, device);
+            let driver = fs::read_link(dir.join("driver"))
+                .ok()
+                .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+            let sas_driver = driver
+                .as_deref()
+                .filter(|d| SAS_DRIVERS.contains(d))
+                .or(known.as_ref().and_then(|k| k.sas_driver));
+            // PCI class 01 06: mass storage, SATA (AHCI is programming interface 01).
+            let (bus, module) = match sas_driver {
+                Some(module) => (Bus::Sas, module.to_string()),
+                None if hex("class")? >> 8 == 0x0106 => (Bus::Sata, "ahci".to_string()),
+                None => return None,
+            };
             let pci = entry.file_name().to_string_lossy().into_owned();
             let link = read_text(&dir.join("current_link_speed"))
                 .zip(read_text(&dir.join("current_link_width")))
@@ -98,13 +134,13 @@ fn sata_controllers(host: &Host, inventory: &Inventory) -> Vec<SataController> {
                         width.parse().ok()?,
                     ))
                 });
-            Some(SataController {
-                name: controllers::lookup(vendor, device)
+            Some(StorageController {
+                name: known
                     .map(|k| k.name.to_string())
                     .unwrap_or_else(|| format!("PCI {vendor:04x}:{device:04x}")),
-                driver: fs::read_link(dir.join("driver"))
-                    .ok()
-                    .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned())),
+                bus,
+                driver,
+                module,
                 link,
                 disks: inventory
                     .disks
@@ -119,13 +155,19 @@ fn sata_controllers(host: &Host, inventory: &Inventory) -> Vec<SataController> {
     found
 }
 
-fn problems(host: &Host, board: Option<&str>, found: &[SataController]) -> Vec<String> {
+fn problems(host: &Host, board: Option<&str>, found: &[StorageController]) -> Vec<String> {
     let mut out = Vec::new();
     for c in found.iter().filter(|c| c.driver.is_none()) {
-        let why = if host.path("/sys/module/ahci").exists() {
-            "the ahci driver is loaded but did not take it (see `dmesg | grep -i ahci`)"
+        let module = &c.module;
+        let why = if host.path("/sys/module").join(module).exists() {
+            format!(
+                "the {module} driver is loaded but did not take it (see `dmesg | grep -i {module}`)"
+            )
         } else {
-            "no ahci module is loaded: the kernel needs CONFIG_SATA_AHCI (try `sudo modprobe ahci`)"
+            format!(
+                "no {module} module is loaded: the kernel needs {} (try `sudo modprobe {module}`)",
+                config_symbol(module)
+            )
         };
         out.push(format!(
             "{} at {} has no driver, so its disks are invisible: {why}",
@@ -148,10 +190,20 @@ fn problems(host: &Host, board: Option<&str>, found: &[SataController]) -> Vec<S
         ));
     } else {
         out.push(
-            "no SATA controller was found on PCIe; disks on USB or NVMe are still listed".into(),
+            "no SATA controller or SAS HBA was found on PCIe; disks on USB or NVMe are still listed".into(),
         );
     }
     out
+}
+
+/// The kernel option that builds `module`.
+fn config_symbol(module: &str) -> &'static str {
+    match module {
+        "mpt3sas" => "CONFIG_SCSI_MPT3SAS",
+        "megaraid_sas" => "CONFIG_MEGARAID_SAS",
+        "mptsas" => "CONFIG_FUSION_SAS",
+        _ => "CONFIG_SATA_AHCI",
+    }
 }
 
 /// A path under the host's root as the board names it.
@@ -331,5 +383,68 @@ mod tests {
                 && no_driver[0].contains("no ahci module is loaded"),
             "{no_driver:?}"
         );
+    }
+
+    #[test]
+    fn a_sas_hba_is_listed_by_its_driver_and_without_one_says_which_it_needs() {
+        let hba = "sys/bus/pci/devices/0000:01:00.0";
+        let (_dir, host) = tree(&[
+            (&format!("{hba}/class"), "0x010700\n"),
+            (&format!("{hba}/vendor"), "0x1000\n"),
+            (&format!("{hba}/device"), "0x0072\n"),
+        ]);
+        let hw = collect(&host, &Inventory::default());
+        let c = &hw.controllers[0];
+        assert_eq!(
+            (
+                c.name.as_str(),
+                c.bus,
+                c.driver.as_deref(),
+                c.module.as_str()
+            ),
+            ("LSI SAS2008", Bus::Sas, None, "mpt3sas")
+        );
+        assert_eq!(
+            hw.problems,
+            [
+                "LSI SAS2008 at 0000:01:00.0 has no driver, so its disks are invisible: no mpt3sas module is loaded: the kernel needs CONFIG_SCSI_MPT3SAS (try `sudo modprobe mpt3sas`)"
+            ]
+        );
+
+        // An HBA the table does not know is still one when its driver says so.
+        let unknown = [
+            ("sys/devices/pci0000:00/0000:02:00.0/class", "0x010700\n"),
+            ("sys/devices/pci0000:00/0000:02:00.0/vendor", "0x1000\n"),
+            ("sys/devices/pci0000:00/0000:02:00.0/device", "0x00ac\n"),
+            ("sys/bus/pci/drivers/mpt3sas/bind", ""),
+        ];
+        let (dir, host) = tree(&unknown);
+        let root = dir.path();
+        fs::create_dir_all(root.join("sys/bus/pci/devices")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../../devices/pci0000:00/0000:02:00.0",
+            root.join("sys/bus/pci/devices/0000:02:00.0"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            "../../../bus/pci/drivers/mpt3sas",
+            root.join("sys/devices/pci0000:00/0000:02:00.0/driver"),
+        )
+        .unwrap();
+        let hw = collect(&host, &Inventory::default());
+        let c = &hw.controllers[0];
+        assert_eq!(
+            (c.name.as_str(), c.bus, c.driver.as_deref()),
+            ("LSI/Broadcom", Bus::Sas, Some("mpt3sas"))
+        );
+        assert!(hw.problems.is_empty(), "{:?}", hw.problems);
+
+        // A SCSI controller that is no SAS HBA is not listed.
+        let (_dir, host) = tree(&[
+            (&format!("{hba}/class"), "0x010000\n"),
+            (&format!("{hba}/vendor"), "0x1af4\n"),
+            (&format!("{hba}/device"), "0x1048\n"),
+        ]);
+        assert_eq!(collect(&host, &Inventory::default()).controllers, []);
     }
 }

@@ -93,7 +93,8 @@ impl Theme {
 
 /// Replaces what a non-UTF-8 terminal cannot show: line drawing becomes
 /// `+-|`, arrows `^v<>`, the planner's `≈` and `×` become `~` and `x`,
-/// anything else `?`.
+/// the separator `·` (titles, the disks' group headers) `-`, anything
+/// else `?`.
 pub fn asciify(buffer: &mut Buffer) {
     for cell in buffer.content.iter_mut() {
         let symbol = cell.symbol();
@@ -116,6 +117,7 @@ pub fn asciify(buffer: &mut Buffer) {
             '█' => "#",
             '░' => ".",
             '°' => "o",
+            '·' => "-",
             _ => "?",
         };
         cell.set_symbol(plain);

@@ -3,12 +3,18 @@
 //! others. A disk holding data may be chosen ("erase and use"), but it is
 //! only erased after its name is typed on the review screen; or, when it
 //! holds a filesystem setup can mount, k keeps it ("share as it is").
+//! With disks on several controllers (a PC with SAS HBAs) the table groups
+//! them under a header per controller, scrolls, and `a` chooses a whole
+//! controller's disks.
+
+mod groups;
 
 use super::Help;
 use crate::wizard::choices;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::kept::{self, Kept};
 use crate::wizard::{Effect, Screen, Wizard};
+use groups::Row as ListRow;
 use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::machine::uas_quirks;
 use ratatui::Frame;
@@ -20,22 +26,31 @@ use ratatui::widgets::{Cell, HighlightSpacing, Paragraph, Row, Table, TableState
 
 #[derive(Debug, Default)]
 pub struct DiskList {
+    /// The cursor disk, by its index in the inventory.
     pub cursor: usize,
     /// Kernel names of the chosen disks.
     pub chosen: Vec<String>,
     /// Disks shared as they are: never array members, never erased.
     pub kept: Vec<Kept>,
+    /// The table's first visible row, kept from frame to frame so the
+    /// table scrolls with the cursor, and its height (what PgUp/PgDn
+    /// move): both are learnt when drawing.
+    offset: std::cell::Cell<usize>,
+    page: std::cell::Cell<usize>,
 }
 
 pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
-    let count = w.facts.inventory.disks.len();
+    let rows = groups::rows(&w.facts.inventory.disks);
+    let at = groups::row_of(&rows, w.disks.cursor);
+    let page = w.disks.page.get().max(1);
+    if let Some(to) = nav(key).and_then(|n| groups::step(&rows, at, n, page)) {
+        w.disks.cursor = to;
+        return Effect::None;
+    }
     match nav(key) {
-        Some(Nav::Up) => w.disks.cursor = w.disks.cursor.saturating_sub(1),
-        Some(Nav::Down) => w.disks.cursor = (w.disks.cursor + 1).min(count.saturating_sub(1)),
-        Some(Nav::Home) => w.disks.cursor = 0,
-        Some(Nav::End) => w.disks.cursor = count.saturating_sub(1),
         Some(Nav::Toggle) => toggle(w),
         None if key.code == KeyCode::Char('k') => toggle_kept(w),
+        None if key.code == KeyCode::Char('a') => toggle_controller(w),
         Some(Nav::Next) if w.disks.chosen.is_empty() && w.disks.kept.is_empty() => w.error(
             "Choose at least one disk with Space, or keep one that holds files with k, first.",
         ),
@@ -68,6 +83,65 @@ fn toggle(w: &mut Wizard) {
         w.disks.kept.retain(|k| k.disk != name);
         w.disks.chosen.push(name);
     }
+}
+
+/// Chooses every disk on the cursor disk's controller that may be chosen
+/// and is not kept, or unchooses them when all already are. A disk SMART
+/// says is failing is left for Space, which says so.
+fn toggle_controller(w: &mut Wizard) {
+    let disks = &w.facts.inventory.disks;
+    let Some(cursor) = disks.get(w.disks.cursor) else {
+        return;
+    };
+    let pci = groups::controller_of(cursor);
+    let on = cursor.controller.as_ref().map_or_else(
+        || "no PCI controller".to_string(),
+        |c| format!("the {} ({})", c.label(), c.pci),
+    );
+    let failing = |d: &Disk| w.facts.health.get(&d.name) == Some(&Some(false));
+    let usable: Vec<&Disk> = disks
+        .iter()
+        .filter(|d| groups::controller_of(d) == pci)
+        .filter(|d| choices::ineligible(d).is_none() && !failing(d))
+        .filter(|d| !w.disks.kept.iter().any(|k| k.disk == d.name))
+        .collect();
+    if usable.is_empty() {
+        w.error(format!("No disk on {on} can be chosen."));
+        return;
+    }
+    let names: Vec<String> = usable.iter().map(|d| d.name.clone()).collect();
+    if names.iter().all(|n| w.disks.chosen.contains(n)) {
+        w.disks.chosen.retain(|n| !names.contains(n));
+        w.info(format!(
+            "The {} disks on {on} are no longer chosen",
+            names.len()
+        ));
+        return;
+    }
+    let with_data: Vec<&str> = usable
+        .iter()
+        .filter(|d| !d.is_blank() && !w.disks.chosen.contains(&d.name))
+        .map(|d| d.name.as_str())
+        .collect();
+    let mut text = format!("All {} usable disks on {on} are chosen", names.len());
+    match with_data.as_slice() {
+        [] => {}
+        [one] => {
+            text += &format!("; {one} holds data: you will type its name before anything erases it")
+        }
+        many => {
+            text += &format!(
+                "; {} hold data: you will type their names before anything erases them",
+                many.join(", ")
+            )
+        }
+    }
+    for name in names {
+        if !w.disks.chosen.contains(&name) {
+            w.disks.chosen.push(name);
+        }
+    }
+    w.info(text);
 }
 
 /// "Share as it is": marks the cursor disk kept (no longer chosen for the
@@ -112,13 +186,15 @@ pub fn help(w: &Wizard) -> Help {
             ("Esc", "back"),
         ];
     }
-    vec![
-        ("↑↓", "move"),
-        ("Space", "choose"),
-        ("Enter", "layout"),
-        ("Esc", "back"),
-        ("Ctrl-C", "quit"),
-    ]
+    let grouped = groups::rows(&w.facts.inventory.disks)
+        .iter()
+        .any(|r| r.disk().is_none());
+    let mut keys = vec![("↑↓", "move"), ("Space", "choose")];
+    if grouped {
+        keys.push(("a", "all on controller"));
+    }
+    keys.extend([("Enter", "layout"), ("Esc", "back"), ("Ctrl-C", "quit")]);
+    keys
 }
 
 fn health(w: &Wizard, disk: &Disk) -> &'static str {
@@ -143,10 +219,37 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         .map(|text| wrapped_lines(text, area.width))
         .sum::<u16>()
         .min(area.height / 3);
-    let [warnings_area, table_area, detail_area, chosen_area] = Layout::vertical([
+    let rows = groups::rows(&w.facts.inventory.disks);
+    let about = w
+        .facts
+        .inventory
+        .disks
+        .get(w.disks.cursor)
+        .map(|d| detail(w, d))
+        .unwrap_or_default();
+    // When the table does not fit, the detail gives up the lines it does
+    // not need and one line says how many disks are out of sight.
+    let room = area.height.saturating_sub(warnings_height + 5 + 1);
+    let (detail_height, more_height) = if rows.len() + 1 > usize::from(room) {
+        let needed: u16 = about
+            .iter()
+            .map(|l| wrapped_lines(&l.to_string(), area.width))
+            .sum();
+        (needed.clamp(3, 5), 1)
+    } else {
+        (5, 0)
+    };
+    let [
+        warnings_area,
+        table_area,
+        more_area,
+        detail_area,
+        chosen_area,
+    ] = Layout::vertical([
         Constraint::Length(warnings_height),
         Constraint::Fill(1),
-        Constraint::Length(5),
+        Constraint::Length(more_height),
+        Constraint::Length(detail_height),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -159,21 +262,79 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         Paragraph::new(lines).wrap(Wrap { trim: false }),
         warnings_area,
     );
-    let mut state = TableState::default().with_selected(Some(w.disks.cursor));
-    frame.render_stateful_widget(table(w), table_area, &mut state);
-    if let Some(d) = w.facts.inventory.disks.get(w.disks.cursor) {
-        frame.render_widget(
-            Paragraph::new(detail(w, d)).wrap(Wrap { trim: false }),
-            detail_area,
-        );
+
+    // The column headings take the table's first line.
+    let page = usize::from(table_area.height.saturating_sub(1));
+    let at = groups::row_of(&rows, w.disks.cursor);
+    let offset = groups::scroll(&rows, w.disks.offset.get(), at, page);
+    w.disks.offset.set(offset);
+    w.disks.page.set(page);
+    let mut state = TableState::default()
+        .with_offset(offset)
+        .with_selected(Some(at));
+    frame.render_stateful_widget(table(w, &rows), table_area, &mut state);
+    // A group's header is drawn over its empty table row: a table cell
+    // cannot span the columns.
+    for (i, row) in rows.iter().enumerate().skip(offset).take(page) {
+        if let ListRow::Group(label) = row {
+            let line = Rect {
+                y: table_area.y + 1 + (i - offset) as u16,
+                height: 1,
+                ..table_area
+            };
+            frame.render_widget(
+                Line::styled(format!(" {label}"), w.settings.theme.title()),
+                line,
+            );
+        }
     }
-    frame.render_widget(Paragraph::new(chosen_summary(w)), chosen_area);
+    let above = rows[..offset.min(rows.len())]
+        .iter()
+        .filter_map(ListRow::disk)
+        .count();
+    let below = rows
+        .iter()
+        .skip(offset + page)
+        .filter_map(ListRow::disk)
+        .count();
+    let more: Vec<String> = [("↑", above), ("↓", below)]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(arrow, n)| format!("{arrow} {n} more"))
+        .collect();
+    frame.render_widget(Line::raw(format!(" {}", more.join("  "))), more_area);
+
+    frame.render_widget(
+        Paragraph::new(about).wrap(Wrap { trim: false }),
+        detail_area,
+    );
+    frame.render_widget(
+        Paragraph::new(chosen_summary(w, usize::from(chosen_area.width))),
+        chosen_area,
+    );
 }
 
-/// Every disk in a row: chosen or not, identity, health and contents.
-fn table(w: &Wizard) -> Table<'_> {
+/// Every disk in a row: chosen or not, identity, health and contents; a
+/// group's header row is left empty for `draw` to fill.
+fn table<'a>(w: &'a Wizard, rows: &[ListRow]) -> Table<'a> {
     let theme = &w.settings.theme;
-    let rows = w.facts.inventory.disks.iter().map(|d| {
+    let disks = &w.facts.inventory.disks;
+    // Name and size columns as wide as their widest value ("mmcblk0",
+    // "500.1 GB"), no narrower than their headings.
+    let widest = |heading: &str, value: fn(&Disk) -> String| {
+        disks
+            .iter()
+            .map(|d| value(d).chars().count())
+            .chain([heading.len()])
+            .max()
+            .unwrap_or_default() as u16
+    };
+    let name_width = widest("Disk", |d| d.name.clone());
+    let size_width = widest("Size", |d| d.size.to_string());
+    let rows = rows.iter().map(|row| {
+        let Some(d) = row.disk().and_then(|i| disks.get(i)) else {
+            return Row::new(Vec::<Cell>::new());
+        };
         let chosen = w.disks.chosen.contains(&d.name);
         let kept = w.disks.kept.iter().any(|k| k.disk == d.name);
         let ineligible = choices::ineligible(d).is_some();
@@ -209,8 +370,8 @@ fn table(w: &Wizard) -> Table<'_> {
         rows,
         [
             Constraint::Length(3),
-            Constraint::Length(7),
-            Constraint::Length(7),
+            Constraint::Length(name_width),
+            Constraint::Length(size_width),
             Constraint::Length(8),
             Constraint::Fill(1),
             Constraint::Length(15),
@@ -267,7 +428,9 @@ fn usb_words(d: &Disk) -> Option<String> {
     }
 }
 
-fn chosen_summary(w: &Wizard) -> String {
+/// The chosen disks by name, or counted by controller when the names
+/// would not fit on the line.
+fn chosen_summary(w: &Wizard, width: usize) -> String {
     let chosen = w.chosen();
     let kept: Vec<&str> = w.kept().iter().map(|k| k.disk.as_str()).collect();
     let kept = match kept.is_empty() {
@@ -279,7 +442,19 @@ fn chosen_summary(w: &Wizard) -> String {
     }
     let names: Vec<&str> = chosen.iter().map(|d| d.name.as_str()).collect();
     let total = nasforge_engine::size::Size(chosen.iter().map(|d| d.size.0).sum());
-    format!("Chosen: {} ({total} raw){kept}", names.join(", "))
+    let by_name = format!("Chosen: {} ({total} raw){kept}", names.join(", "));
+    if by_name.chars().count() <= width {
+        return by_name;
+    }
+    let mut controllers: Vec<Option<&str>> =
+        chosen.iter().map(|d| groups::controller_of(d)).collect();
+    controllers.sort();
+    controllers.dedup();
+    let on = match controllers.len() {
+        1 => "1 controller".to_string(),
+        n => format!("{n} controllers"),
+    };
+    format!("Chosen: {} disks on {on} ({total} raw){kept}", chosen.len())
 }
 
 /// The cursor disk in full: identity, where it hangs, what it holds.

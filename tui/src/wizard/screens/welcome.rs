@@ -1,9 +1,9 @@
-//! Welcome: what this box is, what the kernel sees of its SATA card (or
-//! why it sees none), and where it is on the network.
+//! Welcome: what this box is, what the kernel sees of its SATA card or SAS
+//! HBA (or why it sees none), and where it is on the network.
 
 use super::Help;
 use crate::wizard::choices;
-use crate::wizard::hardware::SataController;
+use crate::wizard::hardware::StorageController;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::scroll::wrap_hanging;
 use crate::wizard::theme::Theme;
@@ -44,7 +44,7 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
 }
 
-/// The board, its kernel, SATA controllers, network and disks: a labelled
+/// The board, its kernel, storage controllers, network and disks: a labelled
 /// row each.
 fn machine(w: &Wizard, width: usize) -> Vec<Line<'static>> {
     let hw = &w.facts.hardware;
@@ -58,7 +58,7 @@ fn machine(w: &Wizard, width: usize) -> Vec<Line<'static>> {
         row("SATA", "no controller found".into());
     }
     for c in &hw.controllers {
-        row("SATA", controller(c));
+        row(&c.bus.to_string(), controller(c));
     }
     row("Network", network(w));
     row("Disks", disk_summary(w));
@@ -85,7 +85,7 @@ fn labelled(theme: &Theme, width: usize, label: &str, value: String) -> Vec<Line
         .collect()
 }
 
-fn controller(c: &SataController) -> String {
+fn controller(c: &StorageController) -> String {
     let mut text = format!("{} at {}", c.name, c.pci);
     if let Some(link) = &c.link {
         text += &format!(", {link}");
