@@ -62,21 +62,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Boot an image on an emulated arm64 board with a PCIe SATA controller.
+    /// Boot an image on an emulated board or PC, to try the NAS before flashing.
     ///
-    /// qemu's `virt` machine (software emulation, TCG) with an ich9-ahci
-    /// controller whose disks the guest sees as sdX, as it would a JMB585 or
-    /// ASM1166 card; the image is the boot disk; SSH, SMB and NFS are
-    /// forwarded to free ports on 127.0.0.1, printed at start. The Raspberry
-    /// Pi firmware cannot be emulated: the kernel and initramfs are taken from
-    /// the image's root filesystem, so the kernel must have virtio drivers
-    /// (Debian's does; build the image with `[base] debian`; Raspberry Pi
-    /// OS's kernels do not). The board writes to a copy-on-write overlay in
-    /// the work directory, so the image stays as built; the overlay and the
-    /// blank disks persist between runs (a reboot keeps its arrays) until
-    /// the image is rebuilt or --fresh is given.
+    /// Software emulation (TCG). SSH, SMB and NFS are forwarded to free ports
+    /// on 127.0.0.1, printed at start. The machine writes to a copy-on-write
+    /// overlay in the work directory, so the image stays as built; the
+    /// overlay and the blank disks persist between runs (a reboot keeps its
+    /// arrays) until the image is rebuilt or --fresh is given.
+    ///
+    /// A Pi or Rock image boots on qemu's arm64 `virt` machine with an
+    /// ich9-ahci controller whose disks the guest sees as sdX, as it would a
+    /// JMB585 or ASM1166 card (up to 6 SATA disks). The Raspberry Pi firmware
+    /// cannot be emulated: the kernel and initramfs are taken from the image's
+    /// root filesystem, so the kernel must have virtio drivers (Debian's does;
+    /// build the image with `[base] debian`; Raspberry Pi OS's kernels do not).
+    ///
+    /// An image with a PC's EFI boot loader (board "x86-64") boots on qemu's
+    /// q35 PC with UEFI firmware (Debian's ovmf), its own GRUB and kernel; its
+    /// data disks hang off up to four AHCI controllers, up to 24 SATA disks.
     #[command(
-        after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G"
+        after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G\n  nasforge emulate out/x86-15-drive-raid6.img --disks 15x2G"
     )]
     Emulate(nasforge::emulate::Options),
     /// Kernels: build the one a recipe's `[kernel] build` describes.

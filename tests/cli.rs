@@ -300,8 +300,9 @@ fn emulate_explains_what_it_cannot_boot() {
         dir.path(),
     );
     assert!(
-        r.stderr
-            .contains("the emulated SATA controller has 1 to 6 ports"),
+        r.stderr.contains(
+            "9 SATA disks asked for, but the emulated board's SATA controller has 6 ports"
+        ),
         "{}",
         r.stderr
     );
