@@ -124,8 +124,12 @@ impl Board {
         }
     }
 
+    /// The console so far, read lossily: a PC's GRUB draws its menu's box
+    /// on the serial port in code page 437, which is not UTF-8.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        std::fs::read(&self.log)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
     }
 
     /// Polls `ready` until it holds; fails when the board stops first or
