@@ -56,6 +56,7 @@ fn sata_tb(sizes_tb: &[u64]) -> Vec<Disk> {
 fn array(name: &str, level: Level, rules: DiskMatch) -> Array {
     Array {
         vdevs: None,
+        spares: 0,
         name: name.into(),
         level,
         disks: rules,

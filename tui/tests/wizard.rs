@@ -180,6 +180,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
             mode: Mode::Unattended,
             arrays: vec![Array {
                 vdevs: None,
+                spares: 0,
                 name: "tank".into(),
                 level: Level::Raid6,
                 disks: DiskMatch {
@@ -1835,6 +1836,7 @@ fn a_pool_is_specified_as_a_recipe_would_and_passes_its_checks() {
         recipe.storage.as_ref().unwrap().arrays,
         [Array {
             vdevs: None,
+            spares: 0,
             name: "tank".into(),
             level: Level::Raidz1,
             disks: DiskMatch {
