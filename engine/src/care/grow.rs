@@ -190,6 +190,7 @@ fn steps(journal: &Journal, array: &ArraySurvey, new: &[(&Disk, bool)], count: u
         plan.members.extend(new.iter().map(|(disk, erase)| Member {
             disk: (*disk).clone(),
             erase: *erase,
+            spare: false,
         }));
     }
     steps.push(record_step(&recorded, &array.name));

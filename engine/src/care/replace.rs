@@ -249,15 +249,21 @@ fn steps(
         .iter_mut()
         .find(|a| a.spec.name == array.name)
     {
-        let member = Member {
+        let mut member = Member {
             disk: new.clone(),
             erase,
+            spare: false,
         };
+        // The new disk takes the old one's place in the record, spare or
+        // not, so the record keeps the shape setup gave the array.
         match plan.members.iter().position(|m| {
             (m.disk.model.as_ref(), m.disk.serial.as_ref(), m.disk.size)
                 == (old.model.as_ref(), old.serial.as_ref(), old.size)
         }) {
-            Some(i) => plan.members[i] = member,
+            Some(i) => {
+                member.spare = plan.members[i].spare;
+                plan.members[i] = member;
+            }
             None => plan.members.push(member),
         }
     }
