@@ -544,3 +544,20 @@ fn mdadm_conf_is_rewritten_only_when_its_array_lines_change() {
         "HOMEHOST nas\nMAILADDR root\nARRAY /dev/md/data metadata=1.2 name=nas:data UUID=b\n"
     );
 }
+
+#[test]
+fn mdadm_conf_keeps_the_legs_first_and_their_spare_group_after_a_replace() {
+    // As setup wrote it: the legs first, with their spare group.
+    let conf = "HOMEHOST pcnas\nPROGRAM /usr/lib/nasforge/mdadm-event\nARRAY /dev/md/data-0 metadata=1.2 name=pcnas:data-0 UUID=a spare-group=data\nARRAY /dev/md/data-1 metadata=1.2 name=pcnas:data-1 UUID=b spare-group=data\nARRAY /dev/md/data metadata=1.2 name=pcnas:data UUID=c\n";
+    // mdadm lists the newest array first, and a spare where it is now.
+    let scan = "ARRAY /dev/md/data metadata=1.2 name=pcnas:data UUID=c\nARRAY /dev/md/data-1 metadata=1.2 name=pcnas:data-1 UUID=b\nARRAY /dev/md/data-0 metadata=1.2 spares=1 name=pcnas:data-0 UUID=a\n";
+    assert_eq!(merge_array_lines(conf, scan), None, "nothing changed");
+    let grown = format!("{scan}ARRAY /dev/md/backup metadata=1.2 name=pcnas:backup UUID=d\n");
+    assert_eq!(
+        merge_array_lines(conf, &grown).unwrap(),
+        format!(
+            "{}ARRAY /dev/md/backup metadata=1.2 name=pcnas:backup UUID=d\n",
+            conf
+        )
+    );
+}

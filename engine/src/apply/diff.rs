@@ -158,11 +158,7 @@ fn array_change(was: &Array, now: &Array) -> Option<String> {
         what.push(format!("mount {} → {}", was.mount, now.mount));
     }
     if was.vdev_count() != now.vdev_count() {
-        what.push(format!(
-            "vdevs {} → {}",
-            was.vdev_count(),
-            now.vdev_count()
-        ));
+        what.push(format!("vdevs {} → {}", was.vdev_count(), now.vdev_count()));
     }
     if !what.is_empty() {
         return Some(format!(
