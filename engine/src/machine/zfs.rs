@@ -89,7 +89,7 @@ pub fn imported_devices(host: &Host) -> Vec<(String, String)> {
     };
     let mut out = Vec::new();
     for report in crate::status::zfs::parse_zpool_status_all(&text) {
-        for path in report.disks().iter().filter_map(|v| v.path()) {
+        for path in report.every_disk().iter().filter_map(|v| v.path()) {
             let device = kernel_name(host, path)
                 .or_else(|| kernel_name(host, &crate::storage::zpool::whole_disk_path(path)));
             if let Some(device) = device {
