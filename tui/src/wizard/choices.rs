@@ -223,6 +223,7 @@ pub fn storage(
     let serials: Vec<&str> = chosen.iter().filter_map(|d| d.serial.as_deref()).collect();
     let array = (!chosen.is_empty()).then(|| Array {
         vdevs: (choice.vdevs > 1).then_some(choice.vdevs),
+        spares: 0,
         name: name.to_string(),
         level: choice.level,
         disks: DiskMatch {
