@@ -180,17 +180,12 @@ impl SystemRunner {
         header: &str,
         cmd: &Cmd,
         drop: &[String],
+        first: &[crate::storage::mdadm::ScanLine],
     ) -> Result<(), RunError> {
         let output = self.exec(cmd)?;
-        let kept: String = output
-            .lines()
-            .map(|l| {
-                let words: Vec<&str> = l
-                    .split_whitespace()
-                    .filter(|w| !drop.iter().any(|d| w.starts_with(d.as_str())))
-                    .collect();
-                words.join(" ") + "\n"
-            })
+        let kept: String = crate::storage::mdadm::scan_lines(&output, drop, first)
+            .into_iter()
+            .map(|l| l + "\n")
             .collect();
         self.write(path, &format!("{header}{kept}"), 0o644)
     }
@@ -381,7 +376,8 @@ impl Runner for SystemRunner {
                 header,
                 cmd,
                 drop,
-            } => self.capture_to_file(path, header, cmd, drop),
+                first,
+            } => self.capture_to_file(path, header, cmd, drop, first),
             Action::RemoveFile { path } => self.remove_file(path),
             Action::WriteGpt {
                 device,
@@ -529,6 +525,7 @@ mod tests {
             header: "HOMEHOST nas\n".into(),
             cmd: Cmd::new(&["printf", scan]),
             drop: vec!["spares=".into()],
+            first: vec![],
         };
         runner_in(dir.path()).apply(&action).unwrap();
         assert_eq!(

@@ -82,6 +82,12 @@ pub struct ArrayStatus {
     pub finish_minutes: Option<f32>,
     /// None for levels without redundancy to scrub, or where md says nothing.
     pub scrub: Option<Scrub>,
+    /// Hot spares: members md holds idle, `(S)` in mdstat.
+    pub spares: usize,
+    /// The md arrays it is made of (a raid0 over raid6 legs: raid60), by
+    /// their names when they have one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub legs: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -122,12 +128,14 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
         if let Some((device, rest)) = line.split_once(" : ")
             && device.starts_with("md")
         {
-            let mut words = rest.split_whitespace();
+            let mut words = rest.split_whitespace().peekable();
             let active = words.next() == Some("active");
             let level = words
-                .next()
-                .filter(|w| w.starts_with("raid") || *w == "linear")
+                .next_if(|w| w.starts_with("raid") || *w == "linear")
                 .map(str::to_string);
+            // The members: `sdb1[0]`, `sdp1[7](S)` for a spare, `md127[0]`
+            // for a leg.
+            let members: Vec<&str> = words.filter(|w| w.contains('[')).collect();
             arrays.push(ArrayStatus {
                 device: device.trim().to_string(),
                 name: None,
@@ -139,6 +147,8 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
                 sync: None,
                 finish_minutes: None,
                 scrub: None,
+                spares: members.iter().filter(|m| m.ends_with("(S)")).count(),
+                legs: legs_in_order(&members),
             });
             continue;
         }
@@ -178,6 +188,21 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
     arrays
 }
 
+/// The md members of an array's mdstat line (`md126[1] md127[0]`), in
+/// the order of their slots.
+fn legs_in_order(members: &[&str]) -> Vec<String> {
+    let mut legs: Vec<(usize, &str)> = members
+        .iter()
+        .filter(|m| m.starts_with("md"))
+        .filter_map(|m| {
+            let (name, rest) = m.split_once('[')?;
+            Some((rest.split(']').next()?.parse().ok()?, name))
+        })
+        .collect();
+    legs.sort();
+    legs.into_iter().map(|(_, name)| name.to_string()).collect()
+}
+
 /// Summary of smartctl's JSON output (`smartctl --json -a`).
 pub fn parse_smartctl(disk: &str, device: &str, json: &str) -> DiskHealth {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
@@ -211,11 +236,19 @@ pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
     let mut arrays =
         parse_mdstat(&std::fs::read_to_string(host.path("/proc/mdstat")).unwrap_or_default());
     let names = crate::machine::disks::md_names(host);
-    for a in &mut arrays {
-        a.name = names
+    let name_of = |device: &str| {
+        names
             .iter()
-            .find(|(dev, _)| *dev == a.device)
-            .map(|(_, n)| n.clone());
+            .find(|(dev, _)| *dev == device)
+            .map(|(_, n)| n.clone())
+    };
+    for a in &mut arrays {
+        a.name = name_of(&a.device);
+        a.legs = a
+            .legs
+            .iter()
+            .map(|leg| name_of(leg).unwrap_or_else(|| leg.clone()))
+            .collect();
         let redundant = !matches!(a.level.as_deref(), Some("raid0" | "linear"));
         a.scrub = redundant
             .then(|| care::read_scrub(host, &a.device))
@@ -386,7 +419,16 @@ impl ArrayStatus {
             .map(|n| format!("{n} ({})", self.device))
             .unwrap_or_else(|| self.device.clone());
         let level = self.level.as_deref().unwrap_or("?");
-        let mut out = format!("  {name}: {level}, {}", self.state_words());
+        let legs = match self.legs.as_slice() {
+            [] => String::new(),
+            legs => format!(" of {}", legs.join(" and ")),
+        };
+        let mut out = format!("  {name}: {level}{legs}, {}", self.state_words());
+        match self.spares {
+            0 => {}
+            1 => out += ", 1 hot spare",
+            n => out += &format!(", {n} hot spares"),
+        }
         if let Some(scrub) = &self.scrub {
             out += &format!("; {}", scrub.render());
         }
@@ -588,6 +630,37 @@ md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 lev
                 "md127 : active raid5 sdd1[4] sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [4/4] [UUUU]\n      [==>..................]  reshape = 12.5% (130816/1046528) finish=10.1min speed=1507K/sec\n"
             ),
             "healthy, reshaping 12% (about 11 min left)"
+        );
+    }
+
+    #[test]
+    fn spares_and_the_legs_of_a_nested_array_are_shown() {
+        let mdstat = "Personalities : [raid0] [raid6] [raid5] [raid4]\n\
+md125 : active raid0 md126[1] md127[0]\n      46861787136 blocks super 1.2 2560k chunks\n      \n\
+md126 : active raid6 sdp1[7](S) sdo1[6] sdn1[5] sdm1[4] sdl1[3] sdk1[2] sdj1[1] sdi1[0]\n      19530645504 blocks super 1.2 level 6, 512k chunk, algorithm 2 [7/7] [UUUUUUU]\n      bitmap: 0/30 pages [0KB], 65536KB chunk\n\n\
+md127 : active raid6 sdh1[6] sdg1[5] sdf1[4] sde1[3] sdd1[2] sdc1[1] sdb1[0]\n      19530645504 blocks super 1.2 level 6, 512k chunk, algorithm 2 [7/7] [UUUUUUU]\n      bitmap: 0/30 pages [0KB], 65536KB chunk\n\nunused devices: <none>\n";
+        let mut arrays = parse_mdstat(mdstat);
+        assert_eq!(
+            arrays
+                .iter()
+                .map(|a| (a.device.as_str(), a.spares, a.legs.clone()))
+                .collect::<Vec<_>>(),
+            [
+                ("md125", 0, vec!["md127".to_string(), "md126".to_string()]),
+                ("md126", 1, vec![]),
+                ("md127", 0, vec![]),
+            ]
+        );
+        arrays[0].name = Some("data".into());
+        arrays[0].legs = vec!["data-0".into(), "data-1".into()];
+        arrays[1].name = Some("data-1".into());
+        assert_eq!(
+            arrays[0].render(),
+            "  data (md125): raid0 of data-0 and data-1, healthy\n"
+        );
+        assert_eq!(
+            arrays[1].render(),
+            "  data-1 (md126): raid6, healthy, 1 hot spare\n"
         );
     }
 

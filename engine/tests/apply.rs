@@ -244,6 +244,15 @@ fn an_array_changed_or_removed_is_refused_with_the_command_to_use() {
     );
     assert!(p.steps.is_empty());
 
+    let spared = SET_UP.replace("count = 2 }", "count = 3 }\nspares = 1");
+    let p = plan(&board, &spared, &[]);
+    assert!(
+        p.describe().contains("array 'data': spares 0 → 1: apply does not turn members into spares or spares into members; put the old value back"),
+        "{}",
+        p.describe()
+    );
+    assert!(p.steps.is_empty());
+
     let renamed = SET_UP.replace("name = \"data\"", "name = \"store\"");
     let p = plan(&board, &renamed, &[]);
     assert!(

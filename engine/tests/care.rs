@@ -544,3 +544,286 @@ fn mdadm_conf_is_rewritten_only_when_its_array_lines_change() {
         "HOMEHOST nas\nMAILADDR root\nARRAY /dev/md/data metadata=1.2 name=nas:data UUID=b\n"
     );
 }
+
+#[test]
+fn mdadm_conf_keeps_the_legs_first_and_their_spare_group_after_a_replace() {
+    // As setup wrote it: the legs first, with their spare group.
+    let conf = "HOMEHOST pcnas\nPROGRAM /usr/lib/nasforge/mdadm-event\nARRAY /dev/md/data-0 metadata=1.2 name=pcnas:data-0 UUID=a spare-group=data\nARRAY /dev/md/data-1 metadata=1.2 name=pcnas:data-1 UUID=b spare-group=data\nARRAY /dev/md/data metadata=1.2 name=pcnas:data UUID=c\n";
+    // mdadm lists the newest array first, and a spare where it is now.
+    let scan = "ARRAY /dev/md/data metadata=1.2 name=pcnas:data UUID=c\nARRAY /dev/md/data-1 metadata=1.2 name=pcnas:data-1 UUID=b\nARRAY /dev/md/data-0 metadata=1.2 spares=1 name=pcnas:data-0 UUID=a\n";
+    assert_eq!(merge_array_lines(conf, scan), None, "nothing changed");
+    let grown = format!("{scan}ARRAY /dev/md/backup metadata=1.2 name=pcnas:backup UUID=d\n");
+    assert_eq!(
+        merge_array_lines(conf, &grown).unwrap(),
+        format!(
+            "{}ARRAY /dev/md/backup metadata=1.2 name=pcnas:backup UUID=d\n",
+            conf
+        )
+    );
+}
+
+/// The PC's 15-disk raid60 with a spare (sdp) as setup recorded it, and the
+/// board's disks with the member partitions md lists.
+fn pc_raid60() -> (
+    common::Board,
+    Journal,
+    nasforge_engine::machine::disks::Inventory,
+) {
+    use nasforge_engine::machine::disks::Partition;
+    use nasforge_engine::size::Size;
+    let board = common::board("x86-sas-16");
+    let recipe = nasforge_engine::spec::DeviceRecipe::parse(
+        "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid6\"\nvdevs = 2\nspares = 1\ndisks = { transport = \"sas\", count = 15 }\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\n",
+        std::path::Path::new("nasforge.toml"),
+    )
+    .unwrap();
+    let mut inventory = board.inventory();
+    let plan = nasforge_engine::planner::plan(
+        recipe.storage.as_ref().unwrap(),
+        &recipe.shares,
+        &inventory,
+    )
+    .unwrap();
+    for d in inventory.disks.iter_mut().filter(|d| d.name != "sda") {
+        if plan.arrays[0].members.iter().any(|m| m.disk.name == d.name) {
+            d.partitions = vec![Partition {
+                name: format!("{}1", d.name),
+                number: 1,
+                start: 1 << 20,
+                size: Size(d.size.0 - (2 << 20)),
+                contents: vec![],
+            }];
+        }
+    }
+    let context = nasforge_engine::steps::Context {
+        hostname: "pcnas".into(),
+        fs_uuids: vec!["1b4e28ba-2fa1-11d2-883f-0016d3cca427".into()],
+    };
+    (
+        board,
+        Journal::new(recipe, context, plan, vec![]),
+        inventory,
+    )
+}
+
+/// md's view of a raid6 leg of 7: each of `members` (disk, md's state,
+/// whether md gave it a slot).
+fn leg(kernel: &str, members: &[(&str, &str, bool)]) -> MdState {
+    MdState {
+        kernel: kernel.into(),
+        level: Some("raid6".into()),
+        raid_disks: 7,
+        degraded: 0,
+        sync: None,
+        reshape_pending: false,
+        members: members
+            .iter()
+            .map(|(disk, state, slot)| care::MdMember {
+                device: format!("{disk}1"),
+                state: state.split(',').map(str::to_string).collect(),
+                unassigned: !slot,
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn a_nested_array_is_surveyed_per_leg_wherever_md_moved_the_spare() {
+    let (board, journal, inventory) = pc_raid60();
+    let ok = |d: &'static str| (d, "in_sync", true);
+    // As setup made it: the spare waits on the second leg.
+    let md = |device: &str| match device {
+        "/dev/md/data-0" => Some(leg(
+            "md127",
+            &["sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh"].map(ok),
+        )),
+        "/dev/md/data-1" => {
+            let mut m: Vec<(&str, &str, bool)> = ["sdi", "sdj", "sdk", "sdl", "sdm", "sdn", "sdo"]
+                .map(ok)
+                .to_vec();
+            m.push(("sdp", "spare", false));
+            Some(leg("md126", &m))
+        }
+        _ => None,
+    };
+    let s = survey_of(&journal.plan, &inventory, &md);
+    let legs: Vec<(&str, Option<&str>, &str, usize)> = s
+        .arrays
+        .iter()
+        .map(|a| {
+            (
+                a.name.as_str(),
+                a.leg_of.as_deref(),
+                a.device.as_str(),
+                a.members.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        legs,
+        [
+            ("data-0", Some("data"), "/dev/md/data-0", 7),
+            ("data-1", Some("data"), "/dev/md/data-1", 8)
+        ]
+    );
+    assert_eq!(s.arrays[1].members[7].state, MemberState::Spare);
+    assert!(
+        s.to_string().starts_with("Array 'data-0' (raid6 leg of 'data', /dev/md/data-0 = md127, ext4 at /srv/data): healthy\n"),
+        "{s}"
+    );
+    assert!(
+        s.to_string()
+            .contains("  sdp      ST4000VN008-2DR166 (ZDH1A007), 4 TB: spare\n"),
+        "{s}"
+    );
+
+    // sdc failed; mdadm's monitor moved the spare to its leg, and md
+    // rebuilt onto it.
+    let md = |device: &str| match device {
+        "/dev/md/data-0" => Some(leg(
+            "md127",
+            &[
+                ok("sdb"),
+                ("sdc", "faulty", false),
+                ok("sdd"),
+                ok("sde"),
+                ok("sdf"),
+                ok("sdg"),
+                ok("sdh"),
+                ok("sdp"),
+            ],
+        )),
+        "/dev/md/data-1" => Some(leg(
+            "md126",
+            &["sdi", "sdj", "sdk", "sdl", "sdm", "sdn", "sdo"].map(ok),
+        )),
+        _ => None,
+    };
+    let s = survey_of(&journal.plan, &inventory, &md);
+    let states = |i: usize| -> Vec<(Option<&str>, MemberState)> {
+        s.arrays[i]
+            .members
+            .iter()
+            .map(|m| (m.disk.as_deref(), m.state))
+            .collect()
+    };
+    assert_eq!(states(0)[1], (Some("sdc"), MemberState::Failed));
+    assert_eq!(states(0)[7], (Some("sdp"), MemberState::Working));
+    assert_eq!(
+        states(1).len(),
+        7,
+        "the spare is no longer the second leg's"
+    );
+    assert!(states(1).iter().all(|(_, st)| *st == MemberState::Working));
+
+    // Replacing in 'data' is replacing in the leg that lacks a member; the
+    // new disk is partitioned for 'data' and joins that leg.
+    let plan = care::replace(
+        &board.host,
+        &journal,
+        &s,
+        &inventory,
+        &ReplaceRequest {
+            array: Some("data".into()),
+            ..ReplaceRequest::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        ids(&plan),
+        [
+            "remove:sdc",
+            "partition:sdq",
+            "add:sdq",
+            "follow:data-0",
+            "mdadm-conf",
+            "record-members:data-0"
+        ]
+    );
+    let lines = |id: &str| -> Vec<String> {
+        plan.steps
+            .iter()
+            .find(|s| s.id == id)
+            .unwrap()
+            .actions
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        lines("remove:sdc"),
+        [
+            "mdadm /dev/md/data-0 --fail /dev/disk/by-id/wwn-0x50014ee2c0000002-part1 --remove /dev/disk/by-id/wwn-0x50014ee2c0000002-part1"
+        ]
+    );
+    assert!(lines("partition:sdq")[0].contains("partition 1 'nasforge-data'"));
+    assert_eq!(
+        lines("add:sdq")[1],
+        "mdadm /dev/md/data-0 --add /dev/disk/by-id/wwn-0x5000c500b0000008-part1"
+    );
+
+    // Growing it, by its name or a leg's, is refused.
+    for array in ["data", "data-0"] {
+        let err = care::grow(
+            &board.host,
+            &journal,
+            &s,
+            &inventory,
+            &GrowRequest {
+                array: array.into(),
+                disks: vec!["sdq".into()],
+                erase: vec![],
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("'data' is made of legs striped by a raid0")
+                && err.contains("nasforge does not do that; back up the data and set 'data' up again with more disks")
+                && err.ends_with("; nothing was changed"),
+            "{array}: {err}"
+        );
+    }
+    assert!(
+        s.arrays[0]
+            .cannot_grow()
+            .unwrap()
+            .starts_with("'data' is made of legs"),
+        "the manage view says why too"
+    );
+}
+
+#[test]
+fn a_spare_is_a_spare_while_md_resyncs_the_array() {
+    let (_, journal, inventory) = pc_raid60();
+    let mut single = journal.plan.clone();
+    single.arrays[0].spec.vdevs = None;
+    let md = |device: &str| {
+        (device == "/dev/md/data").then(|| {
+            let mut m = leg(
+                "md127",
+                &[
+                    "sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi", "sdj", "sdk", "sdl",
+                    "sdm", "sdn", "sdo",
+                ]
+                .map(|d| (d, "in_sync", true)),
+            );
+            m.members.push(care::MdMember {
+                device: "sdp1".into(),
+                state: vec!["spare".into()],
+                unassigned: true,
+            });
+            m.raid_disks = 14;
+            m.sync = Some(care::SyncProgress {
+                action: "resync".into(),
+                percent: 3.0,
+                minutes_left: None,
+            });
+            m
+        })
+    };
+    let s = survey_of(&single, &inventory, &md);
+    assert_eq!(s.arrays.len(), 1);
+    assert_eq!(s.arrays[0].members[14].state, MemberState::Spare);
+    assert!(s.arrays[0].to_replace().is_empty());
+}

@@ -81,6 +81,7 @@ fn storage(disks: Vec<KeptDisk>) -> Storage {
         mode: Mode::Unattended,
         arrays: vec![Array {
             vdevs: None,
+            spares: 0,
             name: "docs".into(),
             level: Level::Raid1,
             disks: DiskMatch {

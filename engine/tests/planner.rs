@@ -56,6 +56,7 @@ fn sata_tb(sizes_tb: &[u64]) -> Vec<Disk> {
 fn array(name: &str, level: Level, rules: DiskMatch) -> Array {
     Array {
         vdevs: None,
+        spares: 0,
         name: name.into(),
         level,
         disks: rules,
@@ -564,4 +565,208 @@ fn an_assembled_array_with_the_planned_name_is_refused_naming_it_and_its_members
     let mut single = array("data", Level::Single, all_sata());
     single.disks.count = Count::Exactly(1);
     assert!(planner::plan(&storage(vec![single]), &[], &inv).is_ok());
+}
+
+/// `level` over `n` 4 TB SATA disks (every disk, count = "all") with
+/// `vdevs` and `spares`.
+fn plan_of(level: Level, n: usize, vdevs: Option<usize>, spares: usize) -> planner::ArrayPlan {
+    let mut a = array("data", level, all_sata());
+    a.vdevs = vdevs;
+    a.spares = spares;
+    planner::plan(&storage(vec![a]), &[], &inventory(sata_tb(&vec![4; n])))
+        .unwrap_or_else(|r| panic!("{level} over {n} refused: {r:?}"))
+        .arrays
+        .remove(0)
+}
+
+#[test]
+fn spares_are_the_last_disks_and_hold_nothing_in_the_figures() {
+    // (level, disks, vdevs, spares, capacity TB, survives (guaranteed, best case), disks ≈MB/s)
+    type Row = (Level, usize, Option<usize>, usize, u64, (usize, usize), u32);
+    let table: &[Row] = &[
+        (Level::Raid6, 15, None, 0, 52, (2, 2), 13 * 180),
+        (Level::Raid6, 15, None, 1, 48, (2, 2), 12 * 180),
+        (Level::Raid6, 15, Some(2), 1, 40, (2, 4), 10 * 180),
+        (Level::Raid6, 16, Some(2), 2, 40, (2, 4), 10 * 180),
+        (Level::Raid5, 9, Some(2), 1, 24, (1, 2), 6 * 180),
+        (Level::Raid1, 3, None, 1, 4, (1, 1), 180),
+        (Level::Raid10, 5, None, 1, 8, (1, 2), 2 * 180),
+    ];
+    for &(level, n, vdevs, spares, capacity, (guaranteed, best_case), mb_s) in table {
+        let case = format!("{level} over {n} disks, vdevs {vdevs:?}, spares {spares}");
+        let a = plan_of(level, n, vdevs, spares);
+        assert_eq!(a.members.len(), n, "{case}: spares are members");
+        let spare_names: Vec<&str> = a.spares().map(|m| m.disk.name.as_str()).collect();
+        let last: Vec<String> = sata_tb(&vec![4; n])[n - spares..]
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        assert_eq!(spare_names, last, "{case}: the last disks are the spares");
+        assert_eq!(a.capacity, Size(capacity * TB), "{case}: capacity");
+        assert_eq!(
+            a.tolerance,
+            Tolerance {
+                guaranteed,
+                best_case
+            },
+            "{case}"
+        );
+        assert_eq!(
+            a.throughput.limits[0].mb_s, mb_s,
+            "{case}: the disks' speed"
+        );
+        assert_eq!(
+            a.throughput.limits[0].what,
+            format!("the disks ({} × ≈180 MB/s, {level})", n - spares),
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn the_plan_names_the_legs_and_the_spares() {
+    let a = plan_of(Level::Raid6, 15, Some(2), 1);
+    let plan = planner::Plan {
+        arrays: vec![a],
+        shares: vec![],
+        alert: planner::Alert::Program("/usr/lib/nasforge/mdadm-event".into()),
+        spin_down: nasforge_engine::spec::SpinDown::Off,
+        kept: vec![],
+    };
+    let text = plan.describe();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Array 'data': 2 raid6 legs of 7 disks each, striped (raid60); 1 hot spare as /dev/md/data, ext4 mounted at /srv/data"
+    );
+    assert_eq!(lines[1], "  leg 'data-0' (/dev/md/data-0):");
+    assert_eq!(lines[2], "  - sda: TEST DISK (SN-sda), 4 TB sata HDD");
+    assert_eq!(lines[9], "  leg 'data-1' (/dev/md/data-1):");
+    assert_eq!(lines[10], "  - sdh: TEST DISK (SN-sdh), 4 TB sata HDD");
+    assert_eq!(
+        lines[17],
+        "  hot spare, holding no data (md rebuilds a failed member onto it at once, in whichever leg lost a disk):"
+    );
+    assert_eq!(lines[18], "  - sdo: TEST DISK (SN-sdo), 4 TB sata HDD");
+    assert_eq!(
+        lines[19],
+        "  capacity: about 40 TB (before filesystem overhead)"
+    );
+    assert_eq!(
+        lines[20],
+        "  survives: 2 failed disk(s) in each leg, 4 in all when they fall in different legs"
+    );
+
+    let one = plan_of(Level::Raid6, 6, None, 2);
+    let plan = planner::Plan {
+        arrays: vec![one],
+        ..plan
+    };
+    let text = plan.describe();
+    assert!(
+        text.starts_with("Array 'data': raid6 of 4 disk(s); 2 hot spares as /dev/md/data, ext4 mounted at /srv/data\n  - sda:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  hot spares, holding no data (md rebuilds a failed member onto one at once):\n  - sde: TEST DISK (SN-sde), 4 TB sata HDD\n  - sdf:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_wide_single_parity_group_and_a_small_spare_are_warned_about() {
+    let warned = |a: &planner::ArrayPlan| -> Vec<String> {
+        a.warnings
+            .iter()
+            .filter(|w| w.contains("second disk failing"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        warned(&plan_of(Level::Raid5, 5, None, 0)),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        warned(&plan_of(Level::Raid5, 7, None, 1)),
+        [
+            "raid5 over 6 disks: a second disk failing before the first is rebuilt loses everything; from 6 disks raid6 (two disks of parity) survives that"
+        ]
+    );
+    assert_eq!(
+        warned(&plan_of(Level::Raid5, 12, Some(2), 0)),
+        [
+            "raid5 over 6 disks in each leg: a second disk failing before the first is rebuilt loses everything; from 6 disks raid6 (two disks of parity) survives that"
+        ]
+    );
+    assert_eq!(
+        warned(&plan_of(Level::Raid6, 15, None, 0)),
+        Vec::<String>::new()
+    );
+
+    let mut a = array("data", Level::Raid1, all_sata());
+    a.spares = 1;
+    let plan = planner::plan(&storage(vec![a]), &[], &inventory(sata_tb(&[4, 4, 3]))).unwrap();
+    assert!(
+        plan.arrays[0].warnings.contains(
+            &"sdc (3 TB) is smaller than the smallest member (4 TB): no failed member can be rebuilt onto it, so it is no spare; use a disk at least as large".to_string()
+        ),
+        "{:?}",
+        plan.arrays[0].warnings
+    );
+}
+
+#[test]
+fn every_disk_must_split_into_the_groups_or_the_plan_says_which_count_would() {
+    let refused = |level: Level, n: usize, vdevs: Option<usize>, spares: usize| {
+        let mut a = array("data", level, all_sata());
+        a.vdevs = vdevs;
+        a.spares = spares;
+        planner::plan(&storage(vec![a]), &[], &inventory(sata_tb(&vec![4; n])))
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        refused(Level::Raid6, 15, Some(2), 0),
+        [
+            "array 'data': 15 disks are usable, and 15 active ones do not split into 2 legs of the same width: set count = 14 to leave 1 out, or spares = 1 to keep them as hot spares"
+        ]
+    );
+    assert_eq!(
+        refused(Level::Raid6, 16, Some(2), 1),
+        [
+            "array 'data': 16 disks are usable, and 15 active ones besides spares = 1 do not split into 2 legs of the same width: set count = 15 to leave 1 out, or spares = 2"
+        ]
+    );
+    let short = refused(Level::Raid6, 8, Some(2), 1);
+    assert!(
+        short[0].starts_with("array 'data': raid6 needs at least 4 active disks in each of 2 legs and 1 spare(s) but 8 are usable: needs 9 disks matching"),
+        "{short:?}"
+    );
+    let short = refused(Level::Raid5, 3, None, 1);
+    assert!(
+        short[0].starts_with("array 'data': raid5 needs at least 3 active disks and 1 spare(s) but 3 are usable: needs 4 disks matching"),
+        "{short:?}"
+    );
+}
+
+#[test]
+fn a_leg_whose_name_an_assembled_array_has_is_refused() {
+    let mut inv = inventory(sata_tb(&[4; 8]));
+    inv.arrays = vec![MdArray {
+        device: "md127".into(),
+        name: Some("data-1".into()),
+        members: vec![],
+    }];
+    let mut a = array("data", Level::Raid6, all_sata());
+    a.vdevs = Some(2);
+    let refusals = planner::plan(&storage(vec![a]), &[], &inv).unwrap_err();
+    let text = refusals[0].to_string();
+    assert!(
+        text.starts_with(
+            "array 'data': /dev/md/data-1 already exists (md127, from no members listed)"
+        ),
+        "{text}"
+    );
 }

@@ -259,3 +259,37 @@ fn every_board_bound_string_refuses_hostile_values() {
         assert_eq!(line, Some(case.line), "{}: {message}", case.key);
     }
 }
+
+#[test]
+fn spares_and_legs_parse_and_their_problems_point_at_the_key() {
+    let text = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid6"
+vdevs = 2
+spares = 1
+disks = { transport = "sas", count = 15 }
+filesystem = "xfs"
+mount = "/srv/data"
+"#;
+    let a = &parse(text).unwrap().storage.unwrap().arrays[0];
+    assert_eq!((a.vdevs, a.spares, a.is_nested()), (Some(2), 1, true));
+    let e = error_text(&text.replace("level = \"raid6\"\nvdevs = 2", "level = \"raid0\""));
+    assert!(
+        e.starts_with("recipe.toml:7:10: storage.arrays[0].spares: raid0 keeps no second copy"),
+        "{e}"
+    );
+    let e = error_text(&text.replace("count = 15", "count = 16"));
+    assert!(
+        e.starts_with("recipe.toml:9:38: storage.arrays[0].disks.count: 15 active disks (count = 16 minus spares = 1) do not split into 2 legs"),
+        "{e}"
+    );
+    let e = error_text(&text.replace("spares = 1", "spare = 1"));
+    assert!(
+        e.starts_with("recipe.toml:8:1: unknown field `spare`, expected one of")
+            && e.contains("`spares`"),
+        "{e}"
+    );
+}

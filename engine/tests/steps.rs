@@ -71,6 +71,26 @@ path = "/srv/scratch"
 smb = { users = ["pi"] }
 "#;
 
+/// 15 of the PC's 16 SAS disks: two raid6 legs of 7 striped (raid60) and
+/// a hot spare.
+const X86_RAID60_SPARE: &str = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "data"
+level = "raid6"
+vdevs = 2
+spares = 1
+disks = { transport = "sas", count = 15 }
+filesystem = "ext4"
+mount = "/srv/data"
+
+[[shares]]
+name = "data"
+path = "/srv/data"
+nfs = { clients = "192.168.1.0/24" }
+"#;
+
 struct Case {
     recipe: DeviceRecipe,
     plan: Plan,
@@ -121,6 +141,127 @@ fn cm4_mirror_plus_a_wiped_single_disk() {
 fn pi4_raid0_over_unequal_usb_disks() {
     let c = case(common::board("pi4-usb"), PI4_RAID0_UNEQUAL);
     insta::assert_snapshot!("pi4_raid0_unequal", snapshot_text(&c));
+}
+
+#[test]
+fn x86_raid60_of_two_raid6_legs_and_a_hot_spare() {
+    let c = case(common::board("x86-sas-16"), X86_RAID60_SPARE);
+    insta::assert_snapshot!("x86_raid60_spare", snapshot_text(&c));
+}
+
+/// The step's actions (then its `always` ones), as `--dry-run` prints them.
+fn lines_of(c: &Case, id: &str) -> Vec<String> {
+    let step = c
+        .steps
+        .iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("no step {id}"));
+    step.actions
+        .iter()
+        .chain(&step.always)
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn the_legs_are_made_and_cleared_before_the_raid0_over_them() {
+    let c = case(common::board("x86-sas-16"), X86_RAID60_SPARE);
+    let ids: Vec<&str> = c
+        .steps
+        .iter()
+        .map(|s| s.id.as_str())
+        .filter(|id| id.contains("-array:") || id.starts_with("mkfs:") || *id == "mdadm-conf")
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "create-array:data-0",
+            "clear-array:data-0",
+            "create-array:data-1",
+            "clear-array:data-1",
+            "create-array:data",
+            "clear-array:data",
+            "mkfs:data",
+            "mdadm-conf"
+        ]
+    );
+    let part = |serial: &str| format!("/dev/disk/by-id/wwn-0x{serial}-part1");
+    let wd: Vec<String> = (1..=8)
+        .map(|i| part(&format!("50014ee2c000000{i}")))
+        .collect();
+    let leg0 = &lines_of(&c, "create-array:data-0")[2];
+    assert_eq!(
+        leg0,
+        &format!(
+            "mdadm --create /dev/md/data-0 --run --homehost=pcnas --name=data-0 --metadata=1.2 --level=6 --raid-devices=7 --chunk=512 --bitmap=internal {}",
+            wd[..7].join(" ")
+        )
+    );
+    let leg1 = &lines_of(&c, "create-array:data-1")[2];
+    assert!(
+        leg1.starts_with("mdadm --create /dev/md/data-1 --run --homehost=pcnas --name=data-1 --metadata=1.2 --level=6 --raid-devices=7 --spare-devices=1 --chunk=512 --bitmap=internal ")
+            && leg1.starts_with(&format!("{} {}", leg1.split(" /dev/disk").next().unwrap(), wd[7])),
+        "the first leg is full, the second starts with the eighth WD: {leg1}"
+    );
+    assert_eq!(
+        leg1.matches("/dev/disk/by-id/").count(),
+        8,
+        "7 members and the spare: {leg1}"
+    );
+    // Five data disks in a leg: one raid0 chunk is a leg's whole stripe.
+    assert_eq!(
+        lines_of(&c, "create-array:data")[2],
+        "mdadm --create /dev/md/data --run --homehost=pcnas --name=data --metadata=1.2 --level=0 --raid-devices=2 --chunk=2560 /dev/md/data-0 /dev/md/data-1"
+    );
+    assert_eq!(
+        lines_of(&c, "clear-array:data-1"),
+        ["wipefs --all --force /dev/md/data-1"]
+    );
+    // ext4's stride is md's chunk in 4 KiB blocks, its stripe every data disk.
+    assert_eq!(
+        lines_of(&c, "mkfs:data"),
+        [
+            "mkfs.ext4 -F -L data -U 00000000-1111-4222-8333-444455556666 -E stride=128,stripe_width=1280 /dev/md/data"
+        ]
+    );
+    let conf = lines_of(&c, "mdadm-conf")[0].clone();
+    assert!(
+        conf.ends_with("    | <output of `mdadm --detail --scan` without spares=, in this order:>\n    | <its ARRAY /dev/md/data-0 line> spare-group=data\n    | <its ARRAY /dev/md/data-1 line> spare-group=data\n    | <its other lines>"),
+        "{conf}"
+    );
+}
+
+#[test]
+fn a_single_array_lists_its_spares_after_its_members() {
+    let recipe = X86_RAID60_SPARE.replace("vdevs = 2\n", "");
+    let c = case(common::board("x86-sas-16"), &recipe);
+    let create = &lines_of(&c, "create-array:data")[2];
+    assert!(
+        create.starts_with("mdadm --create /dev/md/data --run --homehost=pcnas --name=data --metadata=1.2 --level=6 --raid-devices=14 --spare-devices=1 --chunk=512 --bitmap=internal /dev/disk/by-id/wwn-0x50014ee2c0000001-part1 "),
+        "{create}"
+    );
+    let title = &c
+        .steps
+        .iter()
+        .find(|s| s.id == "create-array:data")
+        .unwrap()
+        .title;
+    assert_eq!(
+        title,
+        "Create raid6 array 'data' from 14 partitions and 1 hot spare(s)"
+    );
+    assert_eq!(
+        lines_of(&c, "mkfs:data"),
+        [
+            "mkfs.ext4 -F -L data -U 00000000-1111-4222-8333-444455556666 -E stride=128,stripe_width=1536 /dev/md/data"
+        ],
+        "12 data disks: the spare holds none"
+    );
+    assert!(
+        lines_of(&c, "mdadm-conf")[0]
+            .ends_with("    | <output of `mdadm --detail --scan` without spares=>"),
+        "no legs, nothing put first"
+    );
 }
 
 #[test]
@@ -246,6 +387,85 @@ fn partitioned(board: &common::Board, disks: &[&str]) {
         )
         .unwrap();
     }
+}
+
+/// `/dev/md/<name>` on the fake board as the md array `kernel`, listing
+/// `members` (kernel names: partitions, or the legs' md arrays).
+fn assemble_as(board: &common::Board, kernel: &str, name: &str, members: &[&str]) {
+    let md = board.host.path(&format!("/sys/block/{kernel}/md"));
+    for m in members {
+        let dev = md.join(format!("dev-{m}"));
+        std::fs::create_dir_all(&dev).unwrap();
+        // md_members reads only the link's last part.
+        std::os::unix::fs::symlink(format!("../../../../{m}"), dev.join("block")).unwrap();
+    }
+    std::fs::File::create(board.node(kernel)).unwrap();
+    std::fs::create_dir_all(board.node("md")).unwrap();
+    std::os::unix::fs::symlink(format!("../{kernel}"), board.node(&format!("md/{name}"))).unwrap();
+}
+
+/// Partition 1 of each of `disks` in /dev, with the `-part1` links udev
+/// makes beside each of the disk's by-id links.
+fn partitioned_by_id(board: &common::Board, disks: &[&str]) {
+    let by_id = board.node("disk/by-id");
+    for disk in disks {
+        std::fs::File::create(board.node(&format!("{disk}1"))).unwrap();
+        for link in std::fs::read_dir(&by_id).unwrap().flatten() {
+            let target = std::fs::read_link(link.path()).unwrap();
+            if target.file_name().unwrap() == *disk {
+                let name = format!("{}-part1", link.file_name().to_string_lossy());
+                std::os::unix::fs::symlink(format!("../../{disk}1"), by_id.join(name)).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn the_raid0_over_the_legs_is_done_only_when_md_lists_exactly_those_legs() {
+    let c = case(common::board("x86-sas-16"), X86_RAID60_SPARE);
+    let board = common::writable_copy("x86-sas-16");
+    let disks: Vec<String> = c.plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.clone())
+        .collect();
+    let disks: Vec<&str> = disks.iter().map(String::as_str).collect();
+    partitioned_by_id(&board, &disks);
+    let parts: Vec<String> = disks.iter().map(|d| format!("{d}1")).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    assemble_as(&board, "md127", "data-0", &parts[..7]);
+    assemble_as(&board, "md126", "data-1", &parts[7..]);
+    for id in ["create-array:data-0", "create-array:data-1"] {
+        assert!(
+            matches!(check(&c, &board, id), steps::Check::Done(_)),
+            "{id}: {:?}",
+            check(&c, &board, id)
+        );
+    }
+    assert_eq!(
+        check(&c, &board, "create-array:data"),
+        steps::Check::Pending
+    );
+
+    assemble_as(&board, "md125", "data", &["md127"]);
+    let steps::Check::Refuse(why) = check(&c, &board, "create-array:data") else {
+        panic!("{:?}", check(&c, &board, "create-array:data"));
+    };
+    assert!(
+        why.starts_with(
+            "/dev/md/data (md125) is made of md127, but this setup planned it from md126, md127"
+        ),
+        "{why}"
+    );
+    // The other leg joins: the array is the one planned.
+    let dev = board.host.path("/sys/block/md125/md/dev-md126");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::os::unix::fs::symlink("../../../../md126", dev.join("block")).unwrap();
+    assert!(
+        matches!(check(&c, &board, "create-array:data"), steps::Check::Done(ref why) if why.contains("md125")),
+        "{:?}",
+        check(&c, &board, "create-array:data")
+    );
 }
 
 fn check(c: &Case, board: &common::Board, id: &str) -> steps::Check {

@@ -761,3 +761,116 @@ fn a_disk_of_an_imported_pool_is_never_taken_even_with_wipe() {
     );
     assert_eq!(zfs_calls(&board).len(), before);
 }
+
+/// 10 of the PC's SAS disks: two raidz2 vdevs of 4 and two hot spares.
+const PC_RAIDZ2X2_SPARES: &str = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "tank"
+level = "raidz2"
+vdevs = 2
+spares = 2
+disks = { transport = "sas", count = 10 }
+filesystem = "zfs"
+mount = "/srv/tank"
+"#;
+
+#[test]
+fn hot_spares_follow_the_vdevs_on_zpools_command_line() {
+    let board = common::board("x86-sas-16");
+    let c = plan_on(&with_support(board.inventory()), PC_RAIDZ2X2_SPARES).unwrap();
+    let wd = |i: u32| format!("/dev/disk/by-id/wwn-0x50014ee2c000000{i}");
+    let sg = |i: u32| format!("/dev/disk/by-id/wwn-0x5000c500b000000{i}");
+    let create = &lines(step(&c, "create-pool:tank"))[1];
+    assert!(
+        create.ends_with(&format!(
+            " tank raidz2 {} {} {} {} raidz2 {} {} {} {} spare {} {}",
+            wd(1),
+            wd(2),
+            wd(3),
+            wd(4),
+            wd(5),
+            wd(6),
+            wd(7),
+            wd(8),
+            sg(1),
+            sg(2)
+        )),
+        "{create}"
+    );
+    assert_eq!(
+        step(&c, "create-pool:tank").title,
+        "Create ZFS pool 'tank' (raidz2 over 8 disk(s) in 2 vdevs, 2 hot spare(s)) mounted at /srv/tank"
+    );
+    let text = c.plan.describe();
+    assert!(
+        text.starts_with("Pool 'tank': ZFS, 2 raidz2 vdevs of 4 disks each, striped; 2 hot spares, mounted at /srv/tank; ashift 12 (4096-byte blocks)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  hot spares, holding no data (ZFS's event daemon resilvers a faulted disk onto one):\n  - sdj: ST4000VN008-2DR166 (ZDH1A001), 4 TB sas HDD via LSI SAS1068\n  - sdk:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  capacity: about 16 TB (before ZFS's metadata"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_pool_guard_counts_the_spares_among_the_planned_disks() {
+    let board = common::writable_copy("x86-sas-16");
+    with_zfs(&board);
+    let c = plan_on(&board.inventory(), PC_RAIDZ2X2_SPARES).unwrap();
+    assert_eq!(check(&c, &board, "create-pool:tank"), Check::Pending);
+    zfs_answer(&board, "zpool list -H -o name", "tank\n");
+    // After a disk failed, ZED put the first spare in for it: the spare
+    // shows in its vdev and among the spares.
+    zfs_answer(
+        &board,
+        "zpool status -P tank",
+        &zfs_output("status-raidz2x2-spare-in-use.txt"),
+    );
+    let Check::Done(why) = check(&c, &board, "create-pool:tank") else {
+        panic!("{:?}", check(&c, &board, "create-pool:tank"));
+    };
+    assert_eq!(
+        why,
+        "pool 'tank' is imported with the planned disks (sdb, sdc, sdd, sde, sdf, sdg, sdh, sdi, sdj, sdk)"
+    );
+    // A pool without the second spare is not the one planned.
+    let without: String = zfs_output("status-raidz2x2-spare-in-use.txt")
+        .lines()
+        .filter(|l| !l.contains("AVAIL"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    zfs_answer(&board, "zpool status -P tank", &without);
+    assert!(matches!(
+        check(&c, &board, "create-pool:tank"),
+        Check::Refuse(_)
+    ));
+}
+
+#[test]
+fn the_status_names_each_hot_spare_and_what_it_does() {
+    let board = common::writable_copy("x86-sas-16");
+    with_zfs(&board);
+    let c = plan_on(&board.inventory(), PC_RAIDZ2X2_SPARES).unwrap();
+    let journal = Journal::new(
+        c.recipe.clone(),
+        c.context.clone(),
+        c.plan.clone(),
+        c.steps.clone(),
+    );
+    let mut runner = RecordingRunner::default();
+    runner.responses = vec![(
+        "zpool status -P -p tank".into(),
+        zfs_output("status-raidz2x2-spare-in-use.txt"),
+    )];
+    let text = status::collect(&board.host, Some(&journal), &mut runner).render();
+    assert!(
+        text.contains("    sdc (WDC WD40EFRX-68N32N0, serial WD-WCC7K1000002): FAULTED, 12 read, 0 write, 0 checksum errors, too many errors\n    hot spare sdj (ST4000VN008-2DR166, serial ZDH1A001): in use, standing in for a failed disk\n    hot spare sdk (ST4000VN008-2DR166, serial ZDH1A002): available\n"),
+        "{text}"
+    );
+}

@@ -180,6 +180,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
             mode: Mode::Unattended,
             arrays: vec![Array {
                 vdevs: None,
+                spares: 0,
                 name: "tank".into(),
                 level: Level::Raid6,
                 disks: DiskMatch {
@@ -1835,6 +1836,7 @@ fn a_pool_is_specified_as_a_recipe_would_and_passes_its_checks() {
         recipe.storage.as_ref().unwrap().arrays,
         [Array {
             vdevs: None,
+            spares: 0,
             name: "tank".into(),
             level: Level::Raidz1,
             disks: DiskMatch {
@@ -2161,5 +2163,201 @@ fn the_grouped_disks_screen_draws_at_any_size() {
     assert!(
         !big.contains(" more"),
         "43 rows hold every disk and header: {big}"
+    );
+}
+
+/// The PC's disks on both HBAs but the last (sdq): 15 disks, on the
+/// layout screen; an `admin` account to share them with, as the Pi's.
+fn fifteen_on_the_pc(board: &common::Board) -> Wizard {
+    std::fs::copy(
+        common::data("pi5-jmb585/etc/passwd"),
+        board.host.path("/etc/passwd"),
+    )
+    .unwrap();
+    let mut w = sas_pc(board);
+    keys(
+        &mut w,
+        &[
+            Down,
+            KeyCode::Char('a'),
+            KeyCode::End,
+            KeyCode::Char('a'),
+            SPACE,
+        ],
+    );
+    assert_eq!(w.disks.chosen.len(), 15);
+    assert!(!w.disks.chosen.contains(&"sdq".to_string()));
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout, "{:?}", w.notice);
+    w
+}
+
+/// The screen at 80×24, checked to fit its width.
+fn fitting_screen(w: &Wizard) -> String {
+    let shown = screen(w);
+    for line in shown.lines() {
+        assert!(
+            line.trim_matches('"').chars().count() <= 80,
+            "wider than 80 columns: {line}\n{shown}"
+        );
+    }
+    shown
+}
+
+#[test]
+fn fifteen_disks_get_raid6_two_legs_and_hot_spares_at_80x24() {
+    let board = common::writable_copy("x86-sas-16");
+    let mut w = fifteen_on_the_pc(&board);
+    assert_eq!(w.level_choice(), LevelChoice::one(Level::Raid6));
+    let shown = fitting_screen(&w);
+    insta::assert_snapshot!("layout_15", shown);
+    assert!(
+        shown.contains("│    -  2 × raid6 15 disks do not split into 2 legs; set Hot spares to 1 "),
+        "two legs are offered, with what makes them fit: {shown}"
+    );
+    assert!(
+        !shown.contains("single"),
+        "no room for a level that takes one disk"
+    );
+
+    // One hot spare: 14 disks make two raid6 legs of 7.
+    keys(&mut w, &[Tab, Tab]);
+    assert_eq!(w.layout.focus, wizard::screens::layout::Focus::Spares);
+    assert!(screen(&w).contains("←→ spares"));
+    keys(&mut w, &[Right]);
+    keys(&mut w, &[KeyCode::BackTab, KeyCode::BackTab, Down]);
+    let two_legs = LevelChoice {
+        level: Level::Raid6,
+        vdevs: 2,
+    };
+    assert_eq!(w.level_choice(), two_legs);
+    let shown = fitting_screen(&w);
+    for row in [
+        "│   ( ) raid6       48 TB  2                    ≈117 MB/s  recommended         │",
+        "│ > (*) 2 × raid6   40 TB  2 (up to 4)          ≈117 MB/s                      │",
+        "│   Filesystem  <ext4>  xfs   btrfs           Hot spares  <1>  of up to 7      │",
+    ] {
+        assert!(shown.contains(row), "{row}\n{shown}");
+    }
+    let array = w.storage().arrays.remove(0);
+    assert_eq!(
+        (array.level, array.vdevs, array.spares, array.disks.count),
+        (Level::Raid6, Some(2), 1, Count::Exactly(15))
+    );
+
+    // A level without redundancy has no spare, and keeps the number asked
+    // for until a level that can have one is chosen again.
+    keys(&mut w, &[Down, Down]);
+    assert_eq!(w.level(), Level::Raid0);
+    assert!(
+        fitting_screen(&w).contains("Hot spares  none with raid0"),
+        "{}",
+        screen(&w)
+    );
+    assert_eq!(w.storage().arrays[0].spares, 0);
+    keys(&mut w, &[Up, Up]);
+    assert_eq!(w.level_choice(), two_legs);
+
+    // The review and the recipe the service runs carry the legs and the
+    // spare.
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    admin_password(&mut w);
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let text = review_text(&w);
+    for line in [
+        "Array 'data': 2 raid6 legs of 7 disks each, striped (raid60); 1 hot spare as",
+        "leg 'data-1' (/dev/md/data-1):",
+        "hot spare, holding no data (md rebuilds a failed member onto it at once, in",
+        "- sdp: ST4000VN008-2DR166 (ZDH1A007), 4 TB sas HDD via LSI SAS1068",
+        "mdadm --create /dev/md/data --run --homehost=pcnas --name=data --metadata=1.2",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    let handoff = start(&mut w);
+    let recipe = toml::to_string(&handoff.recipe).unwrap();
+    assert!(
+        recipe.contains("level = \"raid6\"\n") && recipe.contains("vdevs = 2\nspares = 1\n"),
+        "{recipe}"
+    );
+    assert_eq!(
+        nasforge_engine::spec::DeviceRecipe::parse(&recipe, std::path::Path::new("wizard.toml"))
+            .unwrap(),
+        handoff.recipe,
+        "the recipe reads back as it was handed over"
+    );
+}
+
+/// The PC as an image built for a ZFS pool has it.
+fn sas_pc_with_zfs() -> common::Board {
+    let board = common::writable_copy("x86-sas-16");
+    for (path, text) in [
+        ("/sys/module/zfs/version", "2.2.7-1~bpo12+1\n"),
+        ("/usr/sbin/zpool", ""),
+    ] {
+        let file = board.host.path(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    board
+}
+
+#[test]
+fn fifteen_disks_as_a_pool_get_two_raidz2_vdevs_and_a_hot_spare_at_80x24() {
+    let board = sas_pc_with_zfs();
+    let mut w = fifteen_on_the_pc(&board);
+    assert!(
+        screen(&w)
+            .contains("Or a ZFS pool (raidz2 here, checksummed): set Filesystem to zfs below."),
+        "{}",
+        screen(&w)
+    );
+    keys(&mut w, &[Esc]);
+    to_zfs(&mut w);
+    assert_eq!(w.level_choice(), LevelChoice::one(Level::Raidz2));
+    keys(
+        &mut w,
+        &[Tab, Tab, Right, KeyCode::BackTab, KeyCode::BackTab],
+    );
+    keys(&mut w, &[Down]);
+    assert_eq!(
+        w.level_choice(),
+        LevelChoice {
+            level: Level::Raidz2,
+            vdevs: 2
+        }
+    );
+    let shown = fitting_screen(&w);
+    insta::assert_snapshot!("layout_15_zfs", shown);
+    let array = w.storage().arrays.remove(0);
+    assert_eq!(
+        (array.level, array.vdevs, array.spares, array.name.as_str()),
+        (Level::Raidz2, Some(2), 1, "tank")
+    );
+    // A wide raidz1's warning is shown whole: the recommendation then
+    // goes without its reason.
+    keys(&mut w, &[Up, Up, Up]);
+    assert_eq!(w.level_choice(), LevelChoice::one(Level::Raidz1));
+    let shown = flat(&fitting_screen(&w));
+    assert!(
+        shown.contains("Recommended: raidz2. Expected bottleneck")
+            && shown.contains("! raidz1 over 14 disks: a second disk failing before the first is rebuilt loses everything; from 6 disks raidz2 (two disks of parity) survives that Filesystem"),
+        "{shown}"
+    );
+    keys(&mut w, &[Down, Down, Down]);
+
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    admin_password(&mut w);
+    let plan = w.plan().unwrap();
+    let create = nasforge_engine::storage::zpool::create(&plan.arrays[0]);
+    let words: Vec<&str> = create.iter().map(String::as_str).collect();
+    let at = |w: &str| words.iter().position(|x| *x == w).unwrap();
+    assert_eq!(words.iter().filter(|w| **w == "raidz2").count(), 2);
+    assert_eq!(at("spare"), words.len() - 2, "{words:?}");
+    assert_eq!(
+        words[words.len() - 1],
+        "/dev/disk/by-id/wwn-0x5000c500b0000007"
     );
 }

@@ -157,10 +157,19 @@ fn array_change(was: &Array, now: &Array) -> Option<String> {
     if was.mount != now.mount {
         what.push(format!("mount {} → {}", was.mount, now.mount));
     }
+    if was.vdev_count() != now.vdev_count() {
+        what.push(format!("vdevs {} → {}", was.vdev_count(), now.vdev_count()));
+    }
     if !what.is_empty() {
         return Some(format!(
             "array '{name}': {} would mean rebuilding it and erasing its data, which apply never does; put the old value back",
             what.join(", ")
+        ));
+    }
+    if was.spares != now.spares {
+        return Some(format!(
+            "array '{name}': spares {} → {}: apply does not turn members into spares or spares into members; put the old value back",
+            was.spares, now.spares
         ));
     }
     if was.disks != now.disks {

@@ -67,36 +67,3 @@ pub fn follow_sync(
         since_said += POLL;
     }
 }
-
-/// mdadm.conf with its ARRAY lines replaced by those of `scan` (the output
-/// of `mdadm --detail --scan`, without `spares=`, which counts a disk being
-/// rebuilt); None when the lines are the same, so nothing needs rewriting.
-pub fn merge_array_lines(existing: &str, scan: &str) -> Option<String> {
-    let arrays: Vec<String> = scan
-        .lines()
-        .filter(|l| l.starts_with("ARRAY "))
-        .map(|l| {
-            l.split_whitespace()
-                .filter(|w| !w.starts_with("spares="))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
-    let old: Vec<&str> = existing
-        .lines()
-        .filter(|l| l.starts_with("ARRAY "))
-        .collect();
-    if old == arrays.iter().map(String::as_str).collect::<Vec<_>>() {
-        return None;
-    }
-    let mut out: String = existing
-        .lines()
-        .filter(|l| !l.starts_with("ARRAY "))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    for line in arrays {
-        out += &line;
-        out.push('\n');
-    }
-    Some(out)
-}

@@ -34,6 +34,13 @@ pub fn grow(
     request: &GrowRequest,
 ) -> Result<CarePlan, CareError> {
     let Some(array) = survey.arrays.iter().find(|a| a.name == request.array) else {
+        if survey
+            .arrays
+            .iter()
+            .any(|a| a.leg_of.as_deref() == Some(request.array.as_str()))
+        {
+            return refuse(nested_cannot_grow(&request.array));
+        }
         let names: Vec<&str> = survey.arrays.iter().map(|a| a.name.as_str()).collect();
         return refuse(format!(
             "there is no array '{}' (the arrays are: {})",
@@ -127,8 +134,23 @@ pub fn cannot_grow(level: Level) -> Option<&'static str> {
     }
 }
 
+/// Why nasforge does not grow the nested array `array` (raid50, raid60),
+/// through the array or one of its legs.
+pub fn nested_cannot_grow(array: &str) -> String {
+    format!(
+        "'{array}' is made of legs striped by a raid0 (its legs are {array}-0, {array}-1, ...): growing it means reshaping every leg by the same number of disks and then growing the raid0 over them, and one leg grown alone leaves them unequal. nasforge does not do that; back up the data and set '{array}' up again with more disks. A disk added with `nasforge-setup replace` after a failure joins a leg as a hot spare"
+    )
+}
+
 /// Levels that cannot grow, and arrays that must first be whole and quiet.
 fn check_growable(array: &ArraySurvey) -> Result<(), CareError> {
+    if let Some(of) = &array.leg_of {
+        return refuse(format!(
+            "'{}' is a leg of '{of}': {}",
+            array.name,
+            nested_cannot_grow(of)
+        ));
+    }
     let why = cannot_grow(array.level);
     if let Some(why) = why {
         return refuse(format!("'{}' is {}: {why}", array.name, array.level));
@@ -158,7 +180,7 @@ fn steps(journal: &Journal, array: &ArraySurvey, new: &[(&Disk, bool)], count: u
     let md = format!("/dev/md/{}", array.name);
     let mut steps: Vec<Step> = new
         .iter()
-        .flat_map(|(disk, erase)| join_steps(&array.name, disk, *erase))
+        .flat_map(|(disk, erase)| join_steps(array, disk, *erase))
         .collect();
     steps.push(Step {
         id: format!("grow:{}", array.name),
@@ -190,6 +212,7 @@ fn steps(journal: &Journal, array: &ArraySurvey, new: &[(&Disk, bool)], count: u
         plan.members.extend(new.iter().map(|(disk, erase)| Member {
             disk: (*disk).clone(),
             erase: *erase,
+            spare: false,
         }));
     }
     steps.push(record_step(&recorded, &array.name));

@@ -47,6 +47,9 @@ pub struct MdMember {
     pub device: String,
     /// md's `state` words: `in_sync`, `faulty`, `spare`, `write_mostly`...
     pub state: Vec<String>,
+    /// md gave it no role (`slot` is `none`): a hot spare waiting, not a
+    /// member being rebuilt, which has its slot from the start.
+    pub unassigned: bool,
 }
 
 impl MdMember {
@@ -97,6 +100,8 @@ impl MdState {
                     .filter(|w| !w.is_empty())
                     .map(str::to_string)
                     .collect(),
+                unassigned: read_trimmed(&dir.join(format!("dev-{device}/slot")))
+                    .is_some_and(|s| s == "none"),
                 device,
             })
             .collect();

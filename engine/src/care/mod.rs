@@ -12,8 +12,9 @@ mod md;
 mod replace;
 mod survey;
 
-pub use follow::{follow_sync, merge_array_lines};
-pub use grow::{GrowRequest, cannot_grow, grow};
+pub use crate::storage::mdadm::merge_array_lines;
+pub use follow::follow_sync;
+pub use grow::{GrowRequest, cannot_grow, grow, nested_cannot_grow};
 pub use md::{MdMember, MdState, SyncProgress};
 pub use replace::{ReplaceRequest, replace};
 pub use survey::{

@@ -103,16 +103,39 @@ pub fn replace(
 
 fn pick_array<'a>(survey: &'a Survey, named: Option<&str>) -> Result<&'a ArraySurvey, CareError> {
     if let Some(name) = named {
-        return survey.arrays.iter().find(|a| a.name == name).map_or_else(
-            || {
-                let names: Vec<&str> = survey.arrays.iter().map(|a| a.name.as_str()).collect();
-                refuse(format!(
-                    "there is no array '{name}' (the arrays are: {})",
-                    names.join(", ")
-                ))
-            },
-            Ok,
-        );
+        if let Some(array) = survey.arrays.iter().find(|a| a.name == name) {
+            return Ok(array);
+        }
+        // A nested array by its own name: the leg that lacks a member.
+        let legs: Vec<&ArraySurvey> = survey
+            .arrays
+            .iter()
+            .filter(|a| a.leg_of.as_deref() == Some(name))
+            .collect();
+        if legs.is_empty() {
+            let names: Vec<&str> = survey.arrays.iter().map(|a| a.name.as_str()).collect();
+            return refuse(format!(
+                "there is no array '{name}' (the arrays are: {})",
+                names.join(", ")
+            ));
+        }
+        let needy: Vec<&ArraySurvey> = legs
+            .into_iter()
+            .filter(|a| !a.to_replace().is_empty())
+            .collect();
+        return match needy.as_slice() {
+            [one] => Ok(one),
+            [] => refuse(format!(
+                "every member of the legs of '{name}' works, so there is nothing to replace"
+            )),
+            many => refuse(format!(
+                "several legs of '{name}' lack a member ({}): choose one with --array LEG",
+                many.iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        };
     }
     let needy: Vec<&ArraySurvey> = survey
         .arrays
@@ -239,7 +262,7 @@ fn steps(
             always: vec![],
         });
     }
-    steps.extend(join_steps(&array.name, new, erase));
+    steps.extend(join_steps(array, new, erase));
     steps.push(follow_step(&array.name, &md, "rebuild"));
     steps.push(conf_step());
     let mut recorded = journal.clone();
@@ -247,17 +270,23 @@ fn steps(
         .plan
         .arrays
         .iter_mut()
-        .find(|a| a.spec.name == array.name)
+        .find(|a| a.spec.name == array.array_name())
     {
-        let member = Member {
+        let mut member = Member {
             disk: new.clone(),
             erase,
+            spare: false,
         };
+        // The new disk takes the old one's place in the record, spare or
+        // not, so the record keeps the shape setup gave the array.
         match plan.members.iter().position(|m| {
             (m.disk.model.as_ref(), m.disk.serial.as_ref(), m.disk.size)
                 == (old.model.as_ref(), old.serial.as_ref(), old.size)
         }) {
-            Some(i) => plan.members[i] = member,
+            Some(i) => {
+                member.spare = plan.members[i].spare;
+                plan.members[i] = member;
+            }
             None => plan.members.push(member),
         }
     }
@@ -265,14 +294,20 @@ fn steps(
     steps
 }
 
-/// Erase (when allowed), partition like the siblings, add to the array.
-pub(super) fn join_steps(array: &str, disk: &Disk, erase: bool) -> Vec<Step> {
-    let md = format!("/dev/md/{array}");
+/// Erase (when allowed), partition like the siblings (named for the
+/// recipe's array, a leg's too), add to the md array.
+pub(super) fn join_steps(survey: &ArraySurvey, disk: &Disk, erase: bool) -> Vec<Step> {
+    let md = survey.device.clone();
+    let array = &survey.name;
     let mut steps = Vec::new();
     if erase {
         steps.push(wipe_step(disk));
     }
-    let (step, part) = partition_step(disk, array, partition::PartitionKind::LinuxRaid);
+    let (step, part) = partition_step(
+        disk,
+        survey.array_name(),
+        partition::PartitionKind::LinuxRaid,
+    );
     steps.push(step);
     steps.push(Step {
         id: format!("add:{}", disk.name),

@@ -22,13 +22,17 @@ pub struct Survey {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArraySurvey {
-    /// The recipe's name for it: `/dev/md/<name>`.
+    /// The md name: `/dev/md/<name>`; a leg's is `<array>-<i>`.
     pub name: String,
+    /// For a leg of a nested array (raid50, raid60), the recipe's array
+    /// it is a leg of; the filesystem and mount are that array's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leg_of: Option<String>,
     pub level: Level,
     pub filesystem: Filesystem,
     pub mount: String,
-    /// Where the filesystem is: `/dev/md/<name>`, or a `single` disk's
-    /// partition.
+    /// Where the members are: `/dev/md/<name>`, or a `single` disk's
+    /// partition (where its filesystem is).
     pub device: String,
     /// md's kernel name (`md127`) when the array is assembled; None when it
     /// is not (or for `single`).
@@ -132,6 +136,20 @@ impl ArraySurvey {
     pub fn fitting(&self) -> impl Iterator<Item = &Candidate> {
         self.candidates.iter().filter(|c| c.fit == Fit::Fits)
     }
+
+    /// The recipe's array: this one, or the one it is a leg of.
+    pub fn array_name(&self) -> &str {
+        self.leg_of.as_deref().unwrap_or(&self.name)
+    }
+
+    /// Why nasforge cannot grow this array by adding disks; None when it
+    /// can.
+    pub fn cannot_grow(&self) -> Option<String> {
+        match &self.leg_of {
+            Some(array) => Some(super::grow::nested_cannot_grow(array)),
+            None => super::grow::cannot_grow(self.level).map(str::to_string),
+        }
+    }
 }
 
 impl MemberReport {
@@ -180,30 +198,32 @@ pub fn survey_of(
         arrays: plan
             .arrays
             .iter()
-            .map(|a| array_survey(a, inventory, &free, md))
+            .flat_map(|a| array_surveys(a, inventory, &free, md))
             .collect(),
     }
 }
 
-fn array_survey(
+/// What is surveyed of one md array (or single disk): its name and md
+/// device, and the members recorded in it.
+struct Unit<'a> {
+    name: String,
+    leg_of: Option<String>,
+    device: String,
+    state: Option<MdState>,
+    members: Vec<&'a Disk>,
+}
+
+/// An array's surveys: its own, or for a nested array one per leg, where
+/// md does its rebuilds and a replacement disk joins.
+fn array_surveys(
     array: &ArrayPlan,
     inventory: &Inventory,
     free: &[&Disk],
     md: &dyn Fn(&str) -> Option<MdState>,
-) -> ArraySurvey {
+) -> Vec<ArraySurvey> {
     let spec = &array.spec;
-    let state = (spec.level != Level::Single)
-        .then(|| md(&spec.md_device()))
-        .flatten();
-    let mut members: Vec<MemberReport> = array
-        .members
-        .iter()
-        .map(|m| member_report(&m.disk, inventory, state.as_ref(), spec.level))
-        .collect();
-    if let Some(state) = &state {
-        let extra: Vec<MemberReport> = unrecorded(&members, state, inventory).collect();
-        members.extend(extra);
-    }
+    // Every member's partition is as large as the smallest one's, legs
+    // and spares alike: a replacement fits wherever it joins.
     let member_size = Size(
         array
             .members
@@ -212,6 +232,90 @@ fn array_survey(
             .min()
             .unwrap_or(0),
     );
+    let units = if spec.is_nested() {
+        legs(array, inventory, md)
+    } else {
+        vec![Unit {
+            name: spec.name.clone(),
+            leg_of: None,
+            device: filesystem_device(array),
+            state: (spec.level != Level::Single)
+                .then(|| md(&spec.md_device()))
+                .flatten(),
+            members: array.members.iter().map(|m| &m.disk).collect(),
+        }]
+    };
+    units
+        .into_iter()
+        .map(|unit| unit_survey(array, unit, member_size, inventory, free))
+        .collect()
+}
+
+/// A nested array's legs, each with the members md lists in it now: a
+/// spare starts on the last leg, and mdadm's monitor may since have moved
+/// it to another (spare-group). A disk no leg lists stays where setup put
+/// it.
+fn legs<'a>(
+    array: &'a ArrayPlan,
+    inventory: &Inventory,
+    md: &dyn Fn(&str) -> Option<MdState>,
+) -> Vec<Unit<'a>> {
+    let spec = &array.spec;
+    let n = spec.vdev_count();
+    let mut units: Vec<Unit> = (0..n)
+        .map(|i| {
+            let device = format!("/dev/md/{}", spec.leg_name(i));
+            Unit {
+                name: spec.leg_name(i),
+                leg_of: Some(spec.name.clone()),
+                state: md(&device),
+                device,
+                members: Vec::new(),
+            }
+        })
+        .collect();
+    let planned: Vec<(usize, &Disk)> = array
+        .groups()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| g.iter().map(move |m| (i, &m.disk)))
+        .chain(array.spares().map(|m| (n - 1, &m.disk)))
+        .collect();
+    for (planned_leg, disk) in planned {
+        let found = inventory
+            .disks
+            .iter()
+            .find(|d| d.identity().same_disk(&disk.identity()));
+        let now = found.and_then(|d| {
+            units.iter().position(|u| {
+                u.state
+                    .as_ref()
+                    .is_some_and(|s| d.partitions.iter().any(|p| s.member(&p.name).is_some()))
+            })
+        });
+        units[now.unwrap_or(planned_leg)].members.push(disk);
+    }
+    units
+}
+
+fn unit_survey(
+    array: &ArrayPlan,
+    unit: Unit,
+    member_size: Size,
+    inventory: &Inventory,
+    free: &[&Disk],
+) -> ArraySurvey {
+    let spec = &array.spec;
+    let state = unit.state;
+    let mut members: Vec<MemberReport> = unit
+        .members
+        .iter()
+        .map(|d| member_report(d, inventory, state.as_ref(), spec.level))
+        .collect();
+    if let Some(state) = &state {
+        let extra: Vec<MemberReport> = unrecorded(&members, state, inventory).collect();
+        members.extend(extra);
+    }
     let (expected, working) = match &state {
         Some(s) => (s.raid_disks, s.raid_disks.saturating_sub(s.degraded)),
         None => {
@@ -219,15 +323,16 @@ fn array_survey(
                 .iter()
                 .filter(|m| m.state == MemberState::Working)
                 .count();
-            (array.members.len(), working)
+            (unit.members.len(), working)
         }
     };
     ArraySurvey {
-        name: spec.name.clone(),
+        name: unit.name,
+        leg_of: unit.leg_of,
         level: spec.level,
         filesystem: spec.filesystem,
         mount: spec.mount.clone(),
-        device: filesystem_device(array),
+        device: unit.device,
         kernel: state.as_ref().map(|s| s.kernel.clone()),
         expected,
         working,
@@ -278,6 +383,8 @@ fn member_state(member: &super::md::MdMember, md: &MdState) -> MemberState {
         MemberState::Failed
     } else if member.in_sync() {
         MemberState::Working
+    } else if member.unassigned {
+        MemberState::Spare
     } else if md.degraded > 0 || md.sync.is_some() {
         MemberState::Rebuilding
     } else {
@@ -389,10 +496,14 @@ impl fmt::Display for ArraySurvey {
         } else {
             "healthy".to_string()
         };
+        let level = match &self.leg_of {
+            Some(array) => format!("{} leg of '{array}'", self.level),
+            None => self.level.to_string(),
+        };
         writeln!(
             f,
-            "Array '{}' ({}, {at}, {} at {}): {state}",
-            self.name, self.level, self.filesystem, self.mount
+            "Array '{}' ({level}, {at}, {} at {}): {state}",
+            self.name, self.filesystem, self.mount
         )?;
         if let Some(sync) = &self.sync {
             writeln!(f, "  {sync}")?;

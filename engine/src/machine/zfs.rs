@@ -89,7 +89,7 @@ pub fn imported_devices(host: &Host) -> Vec<(String, String)> {
     };
     let mut out = Vec::new();
     for report in crate::status::zfs::parse_zpool_status_all(&text) {
-        for path in report.disks().iter().filter_map(|v| v.path()) {
+        for path in report.every_disk().iter().filter_map(|v| v.path()) {
             let device = kernel_name(host, path)
                 .or_else(|| kernel_name(host, &crate::storage::zpool::whole_disk_path(path)));
             if let Some(device) = device {
@@ -102,7 +102,8 @@ pub fn imported_devices(host: &Host) -> Vec<(String, String)> {
 
 /// ZFS can be used on this board, or why not.
 pub fn support(host: &Host) -> Result<ZfsSupport, String> {
-    let kernel = release(host).unwrap_or_else(|| "the running kernel".into());
+    let kernel =
+        release(host).map_or_else(|| "the running kernel".into(), |r| format!("kernel {r}"));
     let module = host.path("/sys/module/zfs").exists() || kernel_has(host, "zfs");
     let zpool = tool(host, "zpool").is_some();
     match (module, zpool) {
@@ -113,7 +114,7 @@ pub fn support(host: &Host) -> Result<ZfsSupport, String> {
                 .filter(|v| !v.is_empty()),
         }),
         (false, _) => Err(format!(
-            "kernel {kernel} has no zfs module; build the image with a ZFS pool in the recipe (or \"zfs\" in [kernel] require) so nasforge builds the modules for this kernel"
+            "{kernel} has no zfs module; build the image with a ZFS pool in the recipe (or \"zfs\" in [kernel] require) so nasforge builds the modules for this kernel"
         )),
         (true, false) => Err(
             "zfsutils-linux is not installed (no zpool); build the image with a ZFS pool in the recipe (or \"zfs\" in [kernel] require), which stages it".into(),

@@ -1,6 +1,6 @@
 //! The plan in words: one block per array, one line per share.
 
-use super::{ArrayPlan, Plan};
+use super::{ArrayPlan, Member, Plan};
 use crate::spec::{Level, Share};
 
 impl Plan {
@@ -40,33 +40,25 @@ fn describe_array(a: &ArrayPlan) -> String {
     if s.is_zfs() {
         out += &pool_line(a);
     } else {
-        let device = if s.level == Level::Single {
-            "a partition".to_string()
-        } else {
-            s.md_device()
-        };
-        out += &format!(
-            "Array '{}': {} of {} disk(s) as {device}, {} mounted at {}\n",
-            s.name,
-            s.level,
-            a.members.len(),
-            s.filesystem,
-            s.mount
-        );
+        out += &md_line(a);
     }
-    for m in &a.members {
-        let erase = if m.erase { "  [will be erased]" } else { "" };
-        let controller = m
-            .disk
-            .controller
-            .as_ref()
-            .map(|c| format!(" via {}", c.label()))
-            .unwrap_or_default();
-        out += &format!(
-            "  - {}: {}{controller}{erase}\n",
-            m.disk.name,
-            m.disk.summary()
-        );
+    // A nested array's members under their legs, each leg an md array of
+    // its own; spares apart, as they hold no data.
+    let groups = a.groups();
+    for (i, group) in groups.iter().enumerate() {
+        if s.is_nested() {
+            out += &format!("  leg '{}' (/dev/md/{}):\n", s.leg_name(i), s.leg_name(i));
+        }
+        for m in group {
+            out += &member_line(m);
+        }
+    }
+    let spares: Vec<&Member> = a.spares().collect();
+    if !spares.is_empty() {
+        out += &spares_heading(a, spares.len());
+        for m in spares {
+            out += &member_line(m);
+        }
     }
     let overhead = if s.is_zfs() {
         "before ZFS's metadata, raidz padding and reserved space"
@@ -87,6 +79,9 @@ fn describe_array(a: &ArrayPlan) -> String {
         (g, b) if g == b => format!("  survives: {g} failed disk(s)\n"),
         (g, b) if s.is_zfs() => format!(
             "  survives: {g} failed disk(s) in each vdev, {b} in all when they fall in different vdevs\n"
+        ),
+        (g, b) if s.is_nested() => format!(
+            "  survives: {g} failed disk(s) in each leg, {b} in all when they fall in different legs\n"
         ),
         (g, b) => format!(
             "  survives: {g} failed disk(s), up to {b} if each is from a different mirror\n"
@@ -115,23 +110,98 @@ fn describe_array(a: &ArrayPlan) -> String {
     out
 }
 
+/// An md array's first line: its layout (legs, spares), its device, its
+/// filesystem and mount point.
+fn md_line(a: &ArrayPlan) -> String {
+    let s = &a.spec;
+    let active = a.active().count();
+    let device = if s.level == Level::Single {
+        "a partition".to_string()
+    } else {
+        s.md_device()
+    };
+    let layout = match s.level.nested_name() {
+        Some(nested) if s.is_nested() => format!(
+            "{} {} legs of {} disks each, striped ({nested})",
+            s.vdev_count(),
+            s.level,
+            active / s.vdev_count()
+        ),
+        _ => format!("{} of {active} disk(s)", s.level),
+    };
+    format!(
+        "Array '{}': {layout}{} as {device}, {} mounted at {}\n",
+        s.name,
+        spares_text(a),
+        s.filesystem,
+        s.mount
+    )
+}
+
 /// A pool's first line: its layout in vdevs, where it mounts, its sector
 /// size.
 fn pool_line(a: &ArrayPlan) -> String {
     let s = &a.spec;
     let vdevs = s.vdev_count();
-    let width = a.members.len() / vdevs.max(1);
+    let active = a.active().count();
+    let width = active / vdevs.max(1);
     let layout = match (s.level, vdevs) {
-        (Level::Stripe, _) => format!("a stripe of {} disk(s)", a.members.len()),
+        (Level::Stripe, _) => format!("a stripe of {active} disk(s)"),
         (level, 1) => format!("one {level} vdev of {width} disks"),
         (level, n) => format!("{n} {level} vdevs of {width} disks each, striped"),
     };
     let ashift = a.ashift.unwrap_or(12);
     format!(
-        "Pool '{}': ZFS, {layout}, mounted at {}; ashift {ashift} ({}-byte blocks)\n",
+        "Pool '{}': ZFS, {layout}{}, mounted at {}; ashift {ashift} ({}-byte blocks)\n",
         s.name,
+        spares_text(a),
         s.mount,
         1u64 << ashift
+    )
+}
+
+/// "; 1 hot spare" after the layout, or nothing.
+fn spares_text(a: &ArrayPlan) -> String {
+    match a.spares().count() {
+        0 => String::new(),
+        1 => "; 1 hot spare".into(),
+        n => format!("; {n} hot spares"),
+    }
+}
+
+/// The line above the spares: they hold no data, and who puts them in
+/// when a disk fails.
+fn spares_heading(a: &ArrayPlan, n: usize) -> String {
+    let s = &a.spec;
+    let (spares, them) = if n == 1 {
+        ("hot spare", "it")
+    } else {
+        ("hot spares", "one")
+    };
+    let who = if s.is_zfs() {
+        format!("ZFS's event daemon resilvers a faulted disk onto {them}")
+    } else if s.is_nested() {
+        format!("md rebuilds a failed member onto {them} at once, in whichever leg lost a disk")
+    } else {
+        format!("md rebuilds a failed member onto {them} at once")
+    };
+    format!("  {spares}, holding no data ({who}):\n")
+}
+
+/// A member's line: its name, what it is, its controller, whether it is
+/// erased.
+fn member_line(m: &Member) -> String {
+    let erase = if m.erase { "  [will be erased]" } else { "" };
+    let controller = m
+        .disk
+        .controller
+        .as_ref()
+        .map(|c| format!(" via {}", c.label()))
+        .unwrap_or_default();
+    format!(
+        "  - {}: {}{controller}{erase}\n",
+        m.disk.name,
+        m.disk.summary()
     )
 }
 

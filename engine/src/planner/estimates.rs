@@ -6,6 +6,12 @@ use crate::machine::disks::{Disk, Inventory};
 use crate::size::Size;
 use crate::spec::{Level, Transport};
 
+/// From this many disks in a group a second parity disk is worth its
+/// space: a second disk can fail while the first is rebuilt, and the more
+/// disks, the likelier. The wizard recommends raid6/raidz2 from here, and
+/// the planner warns of a wider raid5/raidz1.
+pub const DOUBLE_PARITY_FROM: usize = 6;
+
 /// Disks' worth of data in `n` members split into `vdevs` equal groups
 /// (always one for md).
 pub(super) fn data_disks(level: Level, n: usize, vdevs: usize) -> usize {

@@ -2,6 +2,7 @@
 //! blank (or may be erased), as many as its count asks for, or refusals
 //! that name each disk in the way.
 
+use super::estimates::DOUBLE_PARITY_FROM;
 use super::estimates::{capacity_in, throughput, tolerance_in};
 use super::{ArrayPlan, Member, Refusal, ashift, refusals};
 use crate::machine::disks::{Disk, Inventory};
@@ -46,15 +47,18 @@ pub(super) fn plan_array(
     // would format it.
     if spec.level != Level::Single
         && !spec.is_zfs()
-        && let Some(existing) = inventory
-            .arrays
-            .iter()
-            .find(|a| a.name.as_deref() == Some(spec.name.as_str()))
+        && let Some((name, existing)) = spec.md_names().into_iter().find_map(|name| {
+            let existing = inventory
+                .arrays
+                .iter()
+                .find(|a| a.name.as_deref() == Some(name.as_str()))?;
+            Some((name, existing))
+        })
     {
         return Err(vec![refuse(
             spec,
             None,
-            refusals::name_taken(index, spec, existing, inventory),
+            refusals::name_taken(index, &name, existing, inventory),
         )]);
     }
     let (candidates, mismatched) = candidates(spec, inventory, taken);
@@ -144,6 +148,10 @@ fn check_count(
     refused: &mut Vec<Refusal>,
 ) {
     let level = spec.level;
+    let min = level.min_disks();
+    let needed = min * spec.vdev_count() + spec.spares;
+    // Active disks past an even split into the groups.
+    let r = wanted.saturating_sub(spec.spares) % spec.vdev_count();
     let rules = refusals::describe_rules(spec);
     if let Count::Exactly(n) = spec.disks.count
         && usable.len() < n
@@ -158,26 +166,49 @@ fn check_count(
             None,
             refusals::shortfall(n, usable.len(), &rules, candidates, mismatched),
         ));
-    } else if refused.is_empty() && wanted < level.min_disks() {
+    } else if refused.is_empty() && wanted < needed {
+        let what = match (spec.vdev_count(), spec.spares) {
+            (1, 0) => format!("{min} disks"),
+            (1, s) => format!("{min} active disks and {s} spare(s)"),
+            (v, s) => format!(
+                "{min} active disks in each of {v} {}s and {s} spare(s)",
+                group(spec)
+            ),
+        };
         refused.push(refuse(
             spec,
             None,
             format!(
-                "{level} needs at least {} disks but {} {}: {}",
-                level.min_disks(),
+                "{level} needs at least {what} but {} {}: {}",
                 wanted,
                 if wanted == 1 {
                     "is usable"
                 } else {
                     "are usable"
                 },
-                refusals::shortfall(
-                    level.min_disks(),
-                    usable.len(),
-                    &rules,
-                    candidates,
-                    mismatched
-                )
+                refusals::shortfall(needed, usable.len(), &rules, candidates, mismatched)
+            ),
+        ));
+    } else if refused.is_empty() && r != 0 {
+        // Only with count = "all": a count is checked with the recipe.
+        let vdevs = spec.vdev_count();
+        let spares = match spec.spares {
+            0 if !level.is_redundant() => String::new(),
+            0 => format!(", or spares = {r} to keep them as hot spares"),
+            s => format!(", or spares = {}", s + r),
+        };
+        refused.push(refuse(
+            spec,
+            None,
+            format!(
+                "{wanted} disks are usable, and {} active ones{} do not split into {vdevs} {}s of the same width: set count = {} to leave {r} out{spares}",
+                wanted - spec.spares,
+                match spec.spares {
+                    0 => String::new(),
+                    s => format!(" besides spares = {s}"),
+                },
+                group(spec),
+                wanted - r,
             ),
         ));
     } else if refused.is_empty()
@@ -191,6 +222,11 @@ fn check_count(
             format!("{level} takes one disk but {} match ({}); set count = 1 or narrow the rules (model, serial, size)", wanted, names.join(", ")),
         ));
     }
+}
+
+/// What an array's groups are called: a pool's vdevs, an md array's legs.
+fn group(spec: &Array) -> &'static str {
+    if spec.is_zfs() { "vdev" } else { "leg" }
 }
 
 /// The first `wanted` usable disks, as members in discovery order; the
@@ -224,17 +260,25 @@ fn array_plan(
     skipped: Vec<String>,
 ) -> ArrayPlan {
     let level = spec.level;
-    let disks: Vec<&Disk> = chosen.iter().map(|(d, _)| *d).collect();
+    // The spares are the last members: which disks they are follows from
+    // the order discovery lists them in, the same on every run.
+    let active_count = chosen.len().saturating_sub(spec.spares);
+    let (active, spares) = chosen.split_at(active_count);
+    let disks: Vec<&Disk> = active.iter().map(|(d, _)| *d).collect();
     let sizes: Vec<u64> = disks.iter().map(|d| d.size.0).collect();
     let (capacity, lost) = capacity_in(level, &sizes, spec.vdev_count());
-    let warnings = warnings(spec, chosen, lost);
+    let mut warnings = warnings(spec, chosen, lost);
+    warnings.extend(group_warnings(spec, active, spares));
+    let all: Vec<&Disk> = chosen.iter().map(|(d, _)| *d).collect();
     ArrayPlan {
         spec: spec.clone(),
         members: chosen
             .iter()
-            .map(|(d, erase)| Member {
+            .enumerate()
+            .map(|(i, (d, erase))| Member {
                 disk: (*d).clone(),
                 erase: *erase,
+                spare: i >= active_count,
             })
             .collect(),
         capacity,
@@ -243,8 +287,39 @@ fn array_plan(
         throughput: throughput(level, spec.vdev_count(), &disks, inventory),
         warnings,
         skipped,
-        ashift: spec.is_zfs().then(|| ashift(&disks)),
+        ashift: spec.is_zfs().then(|| ashift(&all)),
     }
+}
+
+/// What the groups' width and the spares' sizes mean: a wide group with
+/// one disk of parity, a spare too small to take a member's place.
+fn group_warnings(spec: &Array, active: &[(&Disk, bool)], spares: &[(&Disk, bool)]) -> Vec<String> {
+    let mut out = Vec::new();
+    let level = spec.level;
+    let width = active.len() / spec.vdev_count();
+    if matches!(level, Level::Raid5 | Level::Raidz1) && width >= DOUBLE_PARITY_FROM {
+        let (two, each) = match (spec.is_zfs(), spec.vdev_count()) {
+            (true, 1) => ("raidz2", ""),
+            (true, _) => ("raidz2", " in each vdev"),
+            (false, 1) => ("raid6", ""),
+            (false, _) => ("raid6", " in each leg"),
+        };
+        out.push(format!(
+            "{level} over {width} disks{each}: a second disk failing before the first is rebuilt loses everything; from {DOUBLE_PARITY_FROM} disks {two} (two disks of parity) survives that"
+        ));
+    }
+    let smallest = active.iter().map(|(d, _)| d.size).min();
+    for (d, _) in spares {
+        if let Some(smallest) = smallest
+            && d.size < smallest
+        {
+            out.push(format!(
+                "{} ({}) is smaller than the smallest member ({smallest}): no failed member can be rebuilt onto it, so it is no spare; use a disk at least as large",
+                d.name, d.size
+            ));
+        }
+    }
+    out
 }
 
 fn warnings(spec: &Array, chosen: &[(&Disk, bool)], lost: Size) -> Vec<String> {

@@ -13,7 +13,8 @@ mod members;
 mod refusals;
 
 pub use estimates::{
-    capacity, capacity_in, network_mb_s, pcie_link, pcie_mb_s, tolerance, tolerance_in,
+    DOUBLE_PARITY_FROM, capacity, capacity_in, network_mb_s, pcie_link, pcie_mb_s, tolerance,
+    tolerance_in,
 };
 pub use kept::KeptPlan;
 
@@ -76,6 +77,10 @@ pub struct Member {
     pub disk: Disk,
     /// It holds something that will be erased (the recipe allowed it).
     pub erase: bool,
+    /// A hot spare: it holds no data until md or ZFS rebuilds a failed
+    /// member onto it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spare: bool,
 }
 
 /// How many members may fail without losing data: `guaranteed` whichever
@@ -128,8 +133,30 @@ impl fmt::Display for Refusal {
 }
 
 impl ArrayPlan {
+    /// Disks' worth of data: the active members less their parity.
     pub fn data_disks(&self) -> usize {
-        estimates::data_disks(self.spec.level, self.members.len(), self.spec.vdev_count())
+        estimates::data_disks(
+            self.spec.level,
+            self.active().count(),
+            self.spec.vdev_count(),
+        )
+    }
+
+    /// The members that hold data: all but the hot spares.
+    pub fn active(&self) -> impl Iterator<Item = &Member> {
+        self.members.iter().filter(|m| !m.spare)
+    }
+
+    pub fn spares(&self) -> impl Iterator<Item = &Member> {
+        self.members.iter().filter(|m| m.spare)
+    }
+
+    /// The active members in their groups (a pool's vdevs, a nested md
+    /// array's legs; one group otherwise), cut in order into equal widths.
+    pub fn groups(&self) -> Vec<Vec<&Member>> {
+        let active: Vec<&Member> = self.active().collect();
+        let width = (active.len() / self.spec.vdev_count()).max(1);
+        active.chunks(width).map(<[&Member]>::to_vec).collect()
     }
 
     /// All members the same size? (md raid0 needs a layout otherwise.)

@@ -19,13 +19,15 @@ pub(super) fn in_use(d: &Disk) -> String {
     format!("never used: {}", why.join(", "))
 }
 
+/// Why an array (or one of its legs, `name`) cannot be made: an md array
+/// of that name is there already.
 pub(super) fn name_taken(
     index: usize,
-    spec: &Array,
+    name: &str,
     existing: &MdArray,
     inventory: &Inventory,
 ) -> String {
-    let device = spec.md_device();
+    let device = format!("/dev/md/{name}");
     let members: Vec<String> = existing
         .members
         .iter()

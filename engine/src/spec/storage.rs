@@ -58,16 +58,48 @@ pub struct Array {
     /// or a RAID/ZFS label. Mounted, in-use and boot disks are never erased.
     #[serde(default)]
     pub wipe: bool,
-    /// ZFS only: split the disks into this many groups (vdevs) of the same
-    /// level, striped together (two raidz2 vdevs of 7 disks from 14).
+    /// Split the active disks into this many groups of the same level,
+    /// striped together: a ZFS pool's vdevs (two raidz2 vdevs of 7 disks
+    /// from 14), or for md raid5 and raid6 that many legs (`<name>-0`,
+    /// `<name>-1`, ...) under a raid0 (raid50, raid60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vdevs: Option<usize>,
+    /// Hot spares: this many of the matched disks (the last ones in the
+    /// order the planner lists the members) hold no data and take a failed
+    /// member's place at once. Counted in `disks.count`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spares: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Array {
-    /// How many vdevs the pool stripes over (1 for md arrays).
+    /// How many groups the disks are split into: a pool's vdevs, an md
+    /// array's legs (1 for an md array without `vdevs`).
     pub fn vdev_count(&self) -> usize {
         self.vdevs.unwrap_or(1).max(1)
+    }
+
+    /// An md array made of legs: raid5 or raid6 arrays of their own,
+    /// striped by a raid0 (raid50, raid60).
+    pub fn is_nested(&self) -> bool {
+        !self.is_zfs() && self.vdev_count() > 1
+    }
+
+    /// The md name of leg `i` of a nested array: `<name>-<i>`.
+    pub fn leg_name(&self, i: usize) -> String {
+        format!("{}-{i}", self.name)
+    }
+
+    /// The names md (or zpool) knows this array by: its own, and its legs'.
+    pub fn md_names(&self) -> Vec<String> {
+        let mut names = vec![self.name.clone()];
+        if self.is_nested() {
+            names.extend((0..self.vdev_count()).map(|i| self.leg_name(i)));
+        }
+        names
     }
 
     pub fn is_zfs(&self) -> bool {
@@ -117,6 +149,22 @@ impl Level {
 
     pub fn max_disks(self) -> Option<usize> {
         (self == Level::Single).then_some(1)
+    }
+
+    /// Survives a failed member, so there is something to rebuild onto a
+    /// hot spare.
+    pub fn is_redundant(self) -> bool {
+        !matches!(self, Level::Raid0 | Level::Single | Level::Stripe)
+    }
+
+    /// What a raid0 of legs of this level is called (raid50, raid60); None
+    /// for levels that cannot be legs.
+    pub fn nested_name(self) -> Option<&'static str> {
+        match self {
+            Level::Raid5 => Some("raid50"),
+            Level::Raid6 => Some("raid60"),
+            _ => None,
+        }
     }
 
     /// A ZFS level: built with zpool, not mdadm.
@@ -425,6 +473,20 @@ fn check_against_earlier(i: usize, array: &Array, earlier: &[Array], out: &mut V
             format!("storage.arrays[{i}].name"),
             format!("the name `{}` is already used by storage.arrays[{first}]; every array needs its own name", array.name),
         ));
+    } else if let Some((j, clash)) = earlier.iter().enumerate().find_map(|(j, other)| {
+        let theirs = other.md_names();
+        array
+            .md_names()
+            .into_iter()
+            .find(|n| theirs.contains(n))
+            .map(|n| (j, n))
+    }) {
+        // A leg's name (`data-0`) is an md array's name too: the two would
+        // be one /dev/md/data-0.
+        out.push(problem(
+            format!("storage.arrays[{i}].name"),
+            format!("`{clash}` would name an array or leg of both this array and storage.arrays[{j}] (the legs of an array with vdevs are <name>-0, <name>-1, ...); every array and leg needs its own name, so rename one of them"),
+        ));
     }
     for (j, other) in earlier.iter().enumerate() {
         if other.mount == array.mount {
@@ -481,23 +543,8 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
         ));
     }
     check_mount(at, &array.mount, name, out);
-    let level = array.level;
-    if !check_zfs(at, array, out)
-        && let Count::Exactly(n) = array.disks.count
-    {
-        if n < level.min_disks() {
-            out.push(problem(
-                format!("{at}.disks.count"),
-                format!("{level} needs at least {} disks but count = {n}; raise count or choose another level", level.min_disks()),
-            ));
-        } else if let Some(max) = level.max_disks()
-            && n > max
-        {
-            out.push(problem(
-                format!("{at}.disks.count"),
-                format!("{level} uses exactly one disk but count = {n}; set count = 1, or use raid1/raid5 for several disks"),
-            ));
-        }
+    if check_kind(at, array, out) {
+        check_groups(at, array, out);
     }
     if let (Some(min), Some(max)) = (array.disks.min_size, array.disks.max_size)
         && min > max
@@ -515,10 +562,10 @@ const ZPOOL_RESERVED: &[&str] = &[
     "mirror", "raidz", "draid", "spare", "log", "cache", "special", "dedup",
 ];
 
-/// The ZFS side of an array: level and filesystem agree, vdevs divide the
-/// disks, the name is one zpool takes. True when the array is a ZFS pool
-/// (its disk count is checked here, per vdev).
-fn check_zfs(at: &str, array: &Array, out: &mut Vec<SpecProblem>) -> bool {
+/// Level and filesystem agree (a ZFS level with zfs, an md level with
+/// the others), and a pool's name is one zpool takes. False when the
+/// kind is wrong: the disk counts are then not worth checking.
+fn check_kind(at: &str, array: &Array, out: &mut Vec<SpecProblem>) -> bool {
     let level = array.level;
     match (level.is_zfs(), array.is_zfs()) {
         (true, false) => {
@@ -526,7 +573,7 @@ fn check_zfs(at: &str, array: &Array, out: &mut Vec<SpecProblem>) -> bool {
                 format!("{at}.filesystem"),
                 format!("{level} is a ZFS level; set filesystem = \"zfs\" (or use raid5/raid6/raid1 with {})", array.filesystem),
             ));
-            return true;
+            return false;
         }
         (false, true) => {
             let zfs = match level {
@@ -539,17 +586,9 @@ fn check_zfs(at: &str, array: &Array, out: &mut Vec<SpecProblem>) -> bool {
                 format!("{at}.level"),
                 format!("a ZFS pool takes level = \"raidz1\", \"raidz2\", \"raidz3\", \"mirror\" or \"stripe\", not {level}; here: level = \"{zfs}\""),
             ));
-            return true;
-        }
-        (false, false) => {
-            if array.vdevs.is_some() {
-                out.push(problem(
-                    format!("{at}.vdevs"),
-                    "vdevs splits a ZFS pool's disks into groups; an md array has none: remove it, or set filesystem = \"zfs\" with a ZFS level".to_string(),
-                ));
-            }
             return false;
         }
+        (false, false) => return true,
         (true, true) => {}
     }
     let name = &array.name;
@@ -563,29 +602,120 @@ fn check_zfs(at: &str, array: &Array, out: &mut Vec<SpecProblem>) -> bool {
             format!("`{}` cannot name a ZFS pool: it must begin with a letter, and zpool reserves mirror, raidz, draid, spare, log and names like c0; e.g. \"tank\"", name.escape_debug()),
         ));
     }
-    let vdevs = array.vdevs.unwrap_or(1);
-    if vdevs == 0 {
-        out.push(problem(
-            format!("{at}.vdevs"),
-            "vdevs = 0 leaves the pool without disks; write 1 (the default) or more".to_string(),
-        ));
-        return true;
+    true
+}
+
+/// Why an md level cannot be split into legs.
+fn no_legs(level: Level) -> &'static str {
+    match level {
+        Level::Raid1 => {
+            "two raid1 legs striped together are what raid10 is: write level = \"raid10\" (md's own striped mirrors) and remove vdevs"
+        }
+        Level::Raid10 | Level::Raid0 => {
+            "this level stripes over all its disks already; remove vdevs, or use raid5 or raid6 legs (vdevs = 2 with level = \"raid6\" is raid60)"
+        }
+        _ => "a single disk has nothing to split; remove vdevs",
     }
-    if let Count::Exactly(n) = array.disks.count {
-        let min = level.min_disks();
-        if n % vdevs != 0 {
+}
+
+/// The groups (vdevs, legs) and hot spares against the disk count: each
+/// group gets the level's minimum, every group the same width, and a
+/// spare only where a failed member can be rebuilt.
+fn check_groups(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
+    let level = array.level;
+    let zfs = array.is_zfs();
+    let group = if zfs { "vdev" } else { "leg" };
+    match array.vdevs {
+        Some(0) => {
+            let fix = if zfs {
+                "vdevs = 0 leaves the pool without disks; write 1 (the default) or more"
+            } else {
+                "vdevs = 0 leaves the array without legs; write 1 (the default), or 2 for two legs striped together"
+            };
+            out.push(problem(format!("{at}.vdevs"), fix.to_string()));
+            return;
+        }
+        Some(v) if v > 1 && !zfs && level.nested_name().is_none() => {
             out.push(problem(
-                format!("{at}.disks.count"),
-                format!("{n} disks do not split into {vdevs} vdevs of the same width; use a multiple of {vdevs}"),
+                format!("{at}.vdevs"),
+                format!("{level} cannot be split into legs: {}", no_legs(level)),
             ));
-        } else if n / vdevs < min {
+            return;
+        }
+        _ => {}
+    }
+    let vdevs = array.vdev_count();
+    if array.is_nested() && is_valid_name(&array.name) {
+        let last = array.leg_name(vdevs - 1);
+        if last.len() > 32 {
             out.push(problem(
-                format!("{at}.disks.count"),
-                format!("{level} needs at least {min} disks in each vdev, but count = {n} over {vdevs} vdev(s) gives {}; raise count or choose another level", n / vdevs),
+                format!("{at}.name"),
+                format!("`{}` leaves no room for the legs' names ({}): md names are at most 32 characters; shorten it to {} or fewer", array.name, last, 32 - (last.len() - array.name.len())),
             ));
         }
     }
-    true
+    let spares = array.spares;
+    if spares > 0 && !level.is_redundant() {
+        let levels = if zfs {
+            "mirror, raidz1, raidz2 or raidz3"
+        } else {
+            "raid1, raid5, raid6 or raid10"
+        };
+        out.push(problem(
+            format!("{at}.spares"),
+            format!("{level} keeps no second copy, so a failed member cannot be rebuilt onto a spare; remove spares, or choose {levels}"),
+        ));
+        return;
+    }
+    let Count::Exactly(n) = array.disks.count else {
+        return;
+    };
+    let min = level.min_disks();
+    if spares > 0 {
+        let active = n.saturating_sub(spares);
+        if active < min * vdevs {
+            let each = match vdevs {
+                1 => String::new(),
+                v => format!(" in each of {v} {group}s ({} in all)", min * v),
+            };
+            out.push(problem(
+                format!("{at}.spares"),
+                format!("{level} needs at least {min} active disks{each}, but count = {n} with spares = {spares} leaves {active}; lower spares or raise count"),
+            ));
+        } else if active % vdevs != 0 {
+            let r = active % vdevs;
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{active} active disks (count = {n} minus spares = {spares}) do not split into {vdevs} {group}s of the same width; make count minus spares a multiple of {vdevs}: spares = {} or count = {}", spares + r, n - r),
+            ));
+        }
+        return;
+    }
+    if !zfs && vdevs == 1 {
+        if n < min {
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{level} needs at least {min} disks but count = {n}; raise count or choose another level"),
+            ));
+        } else if let Some(max) = level.max_disks()
+            && n > max
+        {
+            out.push(problem(
+                format!("{at}.disks.count"),
+                format!("{level} uses exactly one disk but count = {n}; set count = 1, or use raid1/raid5 for several disks"),
+            ));
+        }
+    } else if n % vdevs != 0 {
+        out.push(problem(
+            format!("{at}.disks.count"),
+            format!("{n} disks do not split into {vdevs} {group}s of the same width; use a multiple of {vdevs}"),
+        ));
+    } else if n / vdevs < min {
+        out.push(problem(
+            format!("{at}.disks.count"),
+            format!("{level} needs at least {min} disks in each {group}, but count = {n} over {vdevs} {group}(s) gives {}; raise count or choose another level", n / vdevs),
+        ));
+    }
 }
 
 /// The glob patterns of a disk rule.

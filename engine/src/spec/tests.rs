@@ -6,6 +6,7 @@ use super::*;
 fn array(level: Level, filesystem: Filesystem) -> Array {
     Array {
         vdevs: None,
+        spares: 0,
         name: "a".into(),
         level,
         disks: DiskMatch::default(),
@@ -257,5 +258,171 @@ fn alert_problems_point_at_their_line() {
             "n.toml:4:7: unknown variant `ssl`, expected one of `starttls`, `tls`, `off`"
         ),
         "{err}"
+    );
+}
+
+/// The problems of one array of `level` over `count` disks with `vdevs`
+/// and `spares`, as "path: message".
+fn layout_problems(
+    level: Level,
+    fs: Filesystem,
+    count: usize,
+    vdevs: Option<usize>,
+    spares: usize,
+) -> Vec<String> {
+    let mut a = array(level, fs);
+    a.name = "tank".into();
+    a.disks.count = Count::Exactly(count);
+    a.vdevs = vdevs;
+    a.spares = spares;
+    validate(&storage(Mode::Unattended, vec![a]), &[])
+        .into_iter()
+        .map(|p| p.to_string())
+        .collect()
+}
+
+#[test]
+fn spares_need_a_level_that_rebuilds_and_leave_it_its_minimum() {
+    use Filesystem::{Ext4, Zfs};
+    assert_eq!(
+        layout_problems(Level::Raid6, Ext4, 15, None, 1),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        layout_problems(Level::Raidz2, Zfs, 15, Some(2), 1),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        layout_problems(Level::Raid1, Ext4, 3, None, 1),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        layout_problems(Level::Raid0, Ext4, 4, None, 1),
+        [
+            "storage.arrays[0].spares: raid0 keeps no second copy, so a failed member cannot be rebuilt onto a spare; remove spares, or choose raid1, raid5, raid6 or raid10"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Single, Ext4, 1, None, 1),
+        [
+            "storage.arrays[0].spares: single keeps no second copy, so a failed member cannot be rebuilt onto a spare; remove spares, or choose raid1, raid5, raid6 or raid10"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Stripe, Zfs, 3, None, 1),
+        [
+            "storage.arrays[0].spares: stripe keeps no second copy, so a failed member cannot be rebuilt onto a spare; remove spares, or choose mirror, raidz1, raidz2 or raidz3"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raid6, Ext4, 5, None, 2),
+        [
+            "storage.arrays[0].spares: raid6 needs at least 4 active disks, but count = 5 with spares = 2 leaves 3; lower spares or raise count"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raid5, Ext4, 2, None, 3),
+        [
+            "storage.arrays[0].spares: raid5 needs at least 3 active disks, but count = 2 with spares = 3 leaves 0; lower spares or raise count"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raidz2, Zfs, 8, Some(2), 1),
+        [
+            "storage.arrays[0].spares: raidz2 needs at least 4 active disks in each of 2 vdevs (8 in all), but count = 8 with spares = 1 leaves 7; lower spares or raise count"
+        ]
+    );
+}
+
+#[test]
+fn md_raid5_and_raid6_split_into_legs_that_divide_the_active_disks() {
+    use Filesystem::{Ext4, Zfs};
+    assert_eq!(
+        layout_problems(Level::Raid6, Ext4, 14, Some(2), 0),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        layout_problems(Level::Raid5, Ext4, 9, Some(3), 0),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        layout_problems(Level::Raid6, Ext4, 1 + 7 * 2, Some(2), 0),
+        [
+            "storage.arrays[0].disks.count: 15 disks do not split into 2 legs of the same width; use a multiple of 2"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raid6, Ext4, 16, Some(2), 1),
+        [
+            "storage.arrays[0].disks.count: 15 active disks (count = 16 minus spares = 1) do not split into 2 legs of the same width; make count minus spares a multiple of 2: spares = 2 or count = 15"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raidz2, Zfs, 16, Some(2), 1),
+        [
+            "storage.arrays[0].disks.count: 15 active disks (count = 16 minus spares = 1) do not split into 2 vdevs of the same width; make count minus spares a multiple of 2: spares = 2 or count = 15"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raid6, Ext4, 6, Some(2), 0),
+        [
+            "storage.arrays[0].disks.count: raid6 needs at least 4 disks in each leg, but count = 6 over 2 leg(s) gives 3; raise count or choose another level"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raid1, Ext4, 4, Some(2), 0),
+        [
+            "storage.arrays[0].vdevs: raid1 cannot be split into legs: two raid1 legs striped together are what raid10 is: write level = \"raid10\" (md's own striped mirrors) and remove vdevs"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raid10, Ext4, 8, Some(2), 0),
+        [
+            "storage.arrays[0].vdevs: raid10 cannot be split into legs: this level stripes over all its disks already; remove vdevs, or use raid5 or raid6 legs (vdevs = 2 with level = \"raid6\" is raid60)"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raid6, Ext4, 8, Some(0), 0),
+        [
+            "storage.arrays[0].vdevs: vdevs = 0 leaves the array without legs; write 1 (the default), or 2 for two legs striped together"
+        ]
+    );
+    assert_eq!(
+        layout_problems(Level::Raid1, Ext4, 2, Some(1), 0),
+        Vec::<String>::new(),
+        "one leg is the array itself"
+    );
+}
+
+#[test]
+fn legs_are_named_after_their_array_and_must_not_clash() {
+    let mut a = array(Level::Raid6, Filesystem::Ext4);
+    a.name = "data".into();
+    a.vdevs = Some(2);
+    assert_eq!(a.md_names(), ["data", "data-0", "data-1"]);
+    let mut b = array(Level::Raid1, Filesystem::Ext4);
+    b.name = "data-1".into();
+    b.mount = "/srv/b".into();
+    let problems: Vec<String> = validate(&storage(Mode::Unattended, vec![a.clone(), b]), &[])
+        .into_iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            "storage.arrays[1].name: `data-1` would name an array or leg of both this array and storage.arrays[0] (the legs of an array with vdevs are <name>-0, <name>-1, ...); every array and leg needs its own name, so rename one of them"
+        ]
+    );
+    a.name = "a".repeat(31);
+    let problems: Vec<String> = validate(&storage(Mode::Unattended, vec![a]), &[])
+        .into_iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_eq!(
+        problems,
+        [format!(
+            "storage.arrays[0].name: `{0}` leaves no room for the legs' names ({0}-1): md names are at most 32 characters; shorten it to 30 or fewer",
+            "a".repeat(31)
+        )]
     );
 }

@@ -91,6 +91,9 @@ pub struct PoolReport {
     pub scan: Scan,
     /// The config rows in order, the pool itself first.
     pub vdevs: Vec<Vdev>,
+    /// The rows of the `spares` section: hot spares, AVAIL or INUSE
+    /// (standing in for a failed disk, which then also shows in `vdevs`).
+    pub spares: Vec<Vdev>,
     /// "No known data errors", "2 data errors, use '-v' for a list".
     pub errors: Option<String>,
 }
@@ -171,6 +174,13 @@ impl PoolReport {
             .map(|(_, v)| v)
             .collect()
     }
+
+    /// Every disk the pool holds: its vdevs' and its hot spares.
+    pub fn every_disk(&self) -> Vec<&Vdev> {
+        let mut out = self.disks();
+        out.extend(&self.spares);
+        out
+    }
 }
 
 pub fn parse_zpool_status(text: &str) -> Option<PoolReport> {
@@ -179,6 +189,9 @@ pub fn parse_zpool_status(text: &str) -> Option<PoolReport> {
     let mut problem: Option<String> = None;
     let mut scan: Vec<String> = Vec::new();
     let mut vdevs = Vec::new();
+    let mut spares = Vec::new();
+    // `print_spares` heads its rows with a line of its own, "\tspares".
+    let mut in_spares = false;
     let mut errors = None;
     // The key whose paragraph a tab-indented line continues.
     let mut key = "";
@@ -186,8 +199,16 @@ pub fn parse_zpool_status(text: &str) -> Option<PoolReport> {
     for line in text.lines() {
         if in_config {
             if let Some(row) = line.strip_prefix('\t') {
+                if !row.starts_with(' ') && row.split_whitespace().count() == 1 {
+                    in_spares = row.trim_end() == "spares";
+                    continue;
+                }
                 if let Some(v) = parse_row(row) {
-                    vdevs.push(v);
+                    if in_spares {
+                        spares.push(v);
+                    } else {
+                        vdevs.push(v);
+                    }
                 }
                 continue;
             }
@@ -233,6 +254,7 @@ pub fn parse_zpool_status(text: &str) -> Option<PoolReport> {
         problem,
         scan: parse_scan(&scan),
         vdevs,
+        spares,
         errors,
     })
 }
@@ -362,6 +384,9 @@ pub struct PoolStatus {
     pub scan: Option<Scan>,
     /// Each disk or vdev not ONLINE, or with errors, in words.
     pub problems: Vec<String>,
+    /// Each hot spare and what it is doing, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spares: Vec<String>,
     /// zpool's `errors:` line.
     pub data_errors: Option<String>,
     pub datasets: Vec<DatasetStatus>,
@@ -434,6 +459,10 @@ pub fn read(plan: &Plan, runner: &mut dyn Runner) -> Vec<PoolStatus> {
                 .as_ref()
                 .map(|r| problems(r, &members))
                 .unwrap_or_default(),
+            spares: report
+                .as_ref()
+                .map(|r| spares(r, &members))
+                .unwrap_or_default(),
             data_errors: report.as_ref().and_then(|r| r.errors.clone()),
             datasets: datasets
                 .iter()
@@ -481,6 +510,29 @@ pub fn problems(report: &PoolReport, members: &[&Disk]) -> Vec<String> {
     out
 }
 
+/// Each hot spare, named as [`problems`] names disks: waiting, standing in
+/// for a failed disk, or (a spare that failed itself) its state.
+pub fn spares(report: &PoolReport, members: &[&Disk]) -> Vec<String> {
+    report
+        .spares
+        .iter()
+        .map(|v| {
+            let who = v
+                .path()
+                .map_or(v.name.clone(), |path| disk_words(path, members));
+            let what = match v.state.as_str() {
+                "AVAIL" => "available".to_string(),
+                "INUSE" => "in use, standing in for a failed disk".to_string(),
+                other => match &v.note {
+                    Some(note) => format!("{other}, {note}"),
+                    None => other.to_string(),
+                },
+            };
+            format!("{who}: {what}")
+        })
+        .collect()
+}
+
 fn disk_words(path: &str, members: &[&Disk]) -> String {
     let whole = zpool::whole_disk_path(path);
     match members.iter().find(|d| d.stable_path() == whole) {
@@ -518,6 +570,9 @@ impl PoolStatus {
         }
         for p in &self.problems {
             out += &format!("    {p}\n");
+        }
+        for spare in &self.spares {
+            out += &format!("    hot spare {spare}\n");
         }
         if let Some(e) = &self.data_errors {
             out += &format!("    errors: {e}\n");

@@ -1,6 +1,7 @@
 //! What a step does: commands to run, files to write, a GPT to lay down,
 //! each printable as `plan --dry-run` shows it.
 
+use crate::storage::mdadm::ScanLine;
 use crate::storage::partition::PartitionKind;
 use crate::storage::zpool;
 use serde::{Deserialize, Serialize};
@@ -99,13 +100,16 @@ pub enum Action {
     },
     /// Write `header` followed by the output of `cmd` (mdadm.conf's ARRAY
     /// lines come from `mdadm --detail --scan`), without the words that
-    /// start with one of `drop`.
+    /// start with one of `drop`, and the lines of the arrays in `first`
+    /// first, with their words added (see [`crate::storage::mdadm::scan_lines`]).
     CaptureToFile {
         path: String,
         header: String,
         cmd: Cmd,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         drop: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        first: Vec<ScanLine>,
     },
     RemoveFile {
         path: String,
@@ -191,17 +195,27 @@ impl fmt::Display for Action {
                 header,
                 cmd,
                 drop,
+                first,
             } => {
                 let without = if drop.is_empty() {
                     String::new()
                 } else {
                     format!(" without {}", drop.join(", "))
                 };
-                write!(
-                    f,
-                    "# write {path}:\n{}\n    | <output of `{cmd}`{without}>",
-                    indent(header)
-                )
+                write!(f, "# write {path}:\n{}", indent(header))?;
+                if first.is_empty() {
+                    return write!(f, "\n    | <output of `{cmd}`{without}>");
+                }
+                write!(f, "\n    | <output of `{cmd}`{without}, in this order:>")?;
+                for line in first {
+                    write!(
+                        f,
+                        "\n    | <its ARRAY {} line> {}",
+                        line.device,
+                        line.add.join(" ")
+                    )?;
+                }
+                write!(f, "\n    | <its other lines>")
             }
             Action::RemoveFile { path } => write!(f, "rm -f {}", shell_quote(path)),
             Action::WriteGpt {

@@ -336,7 +336,7 @@ fn pool_is_ours(host: &Host, pool: &str, members: &[PoolMember]) -> Check {
     };
     let kernel = |path: &str| disks::kernel_name(host, path).unwrap_or_else(|| path.to_string());
     let mut found: Vec<String> = report
-        .disks()
+        .every_disk()
         .iter()
         .map(|v| {
             v.path()
@@ -345,6 +345,9 @@ fn pool_is_ours(host: &Host, pool: &str, members: &[PoolMember]) -> Check {
         .collect();
     let mut planned: Vec<String> = members.iter().map(|m| kernel(&m.device)).collect();
     found.sort();
+    // A hot spare standing in for a failed disk shows in its vdev and
+    // among the spares.
+    found.dedup();
     planned.sort();
     if found == planned {
         return Check::Done(format!(

@@ -6,9 +6,9 @@ use super::{Action, Cmd, Context, Guard, Step, enable, run};
 use crate::machine::disks::Disk;
 use crate::machine::signature;
 use crate::planner::{ArrayPlan, KeptPlan, Plan};
-use crate::spec::{Filesystem, Level};
+use crate::spec::{Array, Filesystem, Level};
 use crate::storage::fstab;
-use crate::storage::mdadm::{self, CHUNK_KIB};
+use crate::storage::mdadm::{self, CHUNK_KIB, MdCreate};
 use crate::storage::partition::{self, PartitionKind};
 
 fn part_name(array: &str) -> String {
@@ -83,7 +83,9 @@ pub(super) fn array_steps(array: &ArrayPlan, uuid: &str, hostname: &str, steps: 
         partitions.push(part);
     }
     if array.spec.level != Level::Single {
-        steps.extend(md_steps(array, hostname, partitions));
+        for md in mdadm::arrays(array, &partitions) {
+            steps.extend(md_steps(&array.spec, &md, hostname));
+        }
     }
     steps.push(mkfs_step(array, uuid));
 }
@@ -167,28 +169,43 @@ pub(crate) fn partition_step(disk: &Disk, name: &str, kind: PartitionKind) -> (S
     (step, part)
 }
 
-/// Create the md array from the members' partitions, then clear what old
-/// arrays left inside it.
-fn md_steps(array: &ArrayPlan, hostname: &str, partitions: Vec<String>) -> [Step; 2] {
-    let name = &array.spec.name;
-    let device = array.spec.md_device();
+/// Create one md array of `spec` (the array itself, a leg, or the raid0
+/// over the legs), then clear what old arrays left inside it. A leg is
+/// cleared before the raid0 over it is made: afterwards its start holds
+/// the raid0's superblock.
+fn md_steps(spec: &Array, md: &MdCreate, hostname: &str) -> [Step; 2] {
+    let name = &md.name;
+    let device = md.device();
+    let members = md.members();
+    let what = if md.name == spec.name { "array" } else { "leg" };
+    let from = match (md.devices.first(), md.spares.len()) {
+        (Some(first), _) if first.starts_with("/dev/md/") => {
+            let legs: Vec<&str> = md
+                .devices
+                .iter()
+                .map(|d| d.trim_start_matches("/dev/md/"))
+                .collect();
+            format!("over its legs {}", legs.join(" and "))
+        }
+        (_, 0) => format!("from {} partitions", md.devices.len()),
+        (_, spares) => format!(
+            "from {} partitions and {spares} hot spare(s)",
+            md.devices.len()
+        ),
+    };
     let create = Step {
         id: format!("create-array:{name}"),
-        title: format!(
-            "Create {} array '{name}' from {} partitions",
-            array.spec.level,
-            partitions.len()
-        ),
+        title: format!("Create {} {what} '{name}' {from}", md.level),
         guard: Guard::ArrayExists {
             device: device.clone(),
-            members: partitions.clone(),
+            members: members.clone(),
         },
         actions: vec![
             run(&["udevadm", "settle"]),
             // udev probing the new members races mdadm ("Device or
             // resource busy"): hold udev's event queue during create.
             run(&["udevadm", "control", "--stop-exec-queue"]),
-            Action::Run(Cmd::new(&mdadm::create(array, hostname, &partitions))),
+            Action::Run(Cmd::new(&mdadm::create(md, hostname))),
         ],
         always: vec![
             run(&["udevadm", "control", "--start-exec-queue"]),
@@ -201,10 +218,10 @@ fn md_steps(array: &ArrayPlan, hostname: &str, partitions: Vec<String>) -> [Step
     // first, once it is certain to be the one made from these members.
     let clear = Step {
         id: format!("clear-array:{name}"),
-        title: format!("Clear old signatures from the new array {device}"),
+        title: format!("Clear old signatures from the new {what} {device}"),
         guard: Guard::OurArray {
             device: device.clone(),
-            members: partitions,
+            members,
         },
         actions: vec![run(&["wipefs", "--all", "--force", &device])],
         always: vec![],
@@ -287,12 +304,20 @@ pub(super) fn mdadm_conf_steps(plan: &Plan, hostname: &str) -> [Step; 2] {
             guard: Guard::Always,
             actions: vec![Action::CaptureToFile {
                 path: mdadm::CONF.into(),
-                header: mdadm::conf_header(hostname, &plan.alert),
+                header: mdadm::conf_header(
+                    hostname,
+                    &plan.alert,
+                    plan.arrays.iter().any(|a| a.spec.is_nested()),
+                ),
                 cmd: Cmd::new(&["mdadm", "--detail", "--scan"]),
                 // A new RAID 5/6 is still building here, and the scan counts
                 // the disk being rebuilt as a spare; kept, `spares=1` makes
-                // mdmonitor report a missing spare forever after.
+                // mdmonitor report a missing spare forever after. Real hot
+                // spares are not counted either: once md has rebuilt onto
+                // one (or its monitor moved it to another leg) the count
+                // would be wrong for good.
                 drop: vec!["spares=".into()],
+                first: mdadm::leg_lines(plan),
             }],
             always: vec![],
         },

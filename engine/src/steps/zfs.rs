@@ -53,13 +53,17 @@ fn create_step(array: &ArrayPlan) -> Step {
     Step {
         id: format!("create-pool:{name}"),
         title: format!(
-            "Create ZFS pool '{name}' ({} over {} disk(s){}) mounted at {}",
+            "Create ZFS pool '{name}' ({} over {} disk(s){}{}) mounted at {}",
             array.spec.level,
-            array.members.len(),
+            array.active().count(),
             if vdevs > 1 {
                 format!(" in {vdevs} vdevs")
             } else {
                 String::new()
+            },
+            match array.spares().count() {
+                0 => String::new(),
+                n => format!(", {n} hot spare(s)"),
             },
             array.spec.mount
         ),

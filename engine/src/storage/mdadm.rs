@@ -1,8 +1,9 @@
 //! mdadm invocations and /etc/mdadm/mdadm.conf, with the traps from the
 //! field notes built in.
 
-use crate::planner::{Alert, ArrayPlan};
+use crate::planner::{Alert, ArrayPlan, Plan};
 use crate::spec::Level;
+use serde::{Deserialize, Serialize};
 
 pub const CONF: &str = "/etc/mdadm/mdadm.conf";
 
@@ -10,28 +11,123 @@ pub const CONF: &str = "/etc/mdadm/mdadm.conf";
 /// is known before the array exists.
 pub const CHUNK_KIB: u64 = 512;
 
-/// `mdadm --create` for an array whose members are `partitions`.
-pub fn create(array: &ArrayPlan, homehost: &str, partitions: &[String]) -> Vec<String> {
-    let level = array.spec.level;
-    let name = &array.spec.name;
+/// One md array to create: an array of partitions (with its spares), a
+/// leg of a nested array, or the raid0 over the legs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MdCreate {
+    /// The md name: the array appears as `/dev/md/<name>`.
+    pub name: String,
+    pub level: Level,
+    /// `--chunk` in KiB, for the levels that stripe.
+    pub chunk_kib: Option<u64>,
+    /// The members that hold data, in their slots' order.
+    pub devices: Vec<String>,
+    /// Hot spares, listed after the devices (`--spare-devices`).
+    pub spares: Vec<String>,
+    /// A raid0 over members of different sizes (see [`create`]).
+    pub unequal: bool,
+}
+
+impl MdCreate {
+    pub fn device(&self) -> String {
+        format!("/dev/md/{}", self.name)
+    }
+
+    /// Every device md lists as this array's: the members, then the spares.
+    pub fn members(&self) -> Vec<String> {
+        self.devices.iter().chain(&self.spares).cloned().collect()
+    }
+}
+
+/// The md arrays that make `array` from its members' partitions
+/// (`partitions[i]` is `array.members[i]`'s), in the order they are
+/// created: the array itself; or each leg, then the raid0 over the legs.
+pub fn arrays(array: &ArrayPlan, partitions: &[String]) -> Vec<MdCreate> {
+    let spec = &array.spec;
+    let level = spec.level;
+    let chunk = level.is_striped().then_some(CHUNK_KIB);
+    let part = |spare: bool| -> Vec<String> {
+        array
+            .members
+            .iter()
+            .zip(partitions)
+            .filter(|(m, _)| m.spare == spare)
+            .map(|(_, p)| p.clone())
+            .collect()
+    };
+    let (active, spares) = (part(false), part(true));
+    if !spec.is_nested() {
+        return vec![MdCreate {
+            name: spec.name.clone(),
+            level,
+            chunk_kib: chunk,
+            devices: active,
+            spares,
+            unequal: !array.equal_members(),
+        }];
+    }
+    let legs = spec.vdev_count();
+    let width = active.len() / legs;
+    let mut out: Vec<MdCreate> = active
+        .chunks(width)
+        .enumerate()
+        .map(|(i, devices)| MdCreate {
+            name: spec.leg_name(i),
+            level,
+            chunk_kib: chunk,
+            devices: devices.to_vec(),
+            spares: Vec::new(),
+            unequal: false,
+        })
+        .collect();
+    // The spares start on the last leg; `spare-group=` in mdadm.conf lets
+    // mdadm's monitor move one to whichever leg loses a disk.
+    if let Some(last) = out.last_mut() {
+        last.spares = spares;
+    }
+    let data_per_leg = array.data_disks() as u64 / legs as u64;
+    let sizes: Vec<_> = array.active().map(|m| m.disk.size).collect();
+    out.push(MdCreate {
+        name: spec.name.clone(),
+        level: Level::Raid0,
+        // One chunk of the raid0 is one full stripe of a leg, so the
+        // filesystem's stripe (chunk × every data disk) lines up with
+        // whole stripes of both legs and no write reads parity back.
+        // raid0 takes any multiple of 4 KiB (mdadm(8), --chunk).
+        chunk_kib: Some(CHUNK_KIB * data_per_leg),
+        devices: (0..legs)
+            .map(|i| format!("/dev/md/{}", spec.leg_name(i)))
+            .collect(),
+        spares: Vec::new(),
+        unequal: sizes.windows(2).any(|w| w[0] != w[1]),
+    });
+    out
+}
+
+/// `mdadm --create` for one array.
+pub fn create(md: &MdCreate, homehost: &str) -> Vec<String> {
+    let level = md.level;
     let mut argv: Vec<String> = vec![
         "mdadm".into(),
         "--create".into(),
-        array.spec.md_device(),
+        md.device(),
         "--run".into(),
         format!("--homehost={homehost}"),
-        format!("--name={name}"),
+        format!("--name={}", md.name),
         "--metadata=1.2".into(),
         format!("--level={}", level.mdadm().unwrap_or("1")),
-        format!("--raid-devices={}", partitions.len()),
+        format!("--raid-devices={}", md.devices.len()),
     ];
-    if level.is_striped() {
-        argv.push(format!("--chunk={CHUNK_KIB}"));
+    if !md.spares.is_empty() {
+        argv.push(format!("--spare-devices={}", md.spares.len()));
+    }
+    if let Some(chunk) = md.chunk_kib {
+        argv.push(format!("--chunk={chunk}"));
     }
     // Unequal raid0 members need an explicit layout (else "RUN_ARRAY failed:
     // Unknown error 524"); `original` is what newer mdadm picks itself.
     // Never `dangerous`.
-    if level == Level::Raid0 && !array.equal_members() {
+    if level == Level::Raid0 && md.unequal {
         argv.push("--layout=original".into());
     }
     // mdadm >= 4.4 silently skips the bitmap with --run unless asked; raid0
@@ -39,14 +135,18 @@ pub fn create(array: &ArrayPlan, homehost: &str, partitions: &[String]) -> Vec<S
     if level != Level::Raid0 {
         argv.push("--bitmap=internal".into());
     }
-    argv.extend(partitions.iter().cloned());
+    // mdadm makes the first --raid-devices of the list members and the
+    // rest spares.
+    argv.extend(md.members());
     argv
 }
 
 /// The lines above the `mdadm --detail --scan` output. mdmonitor refuses to
 /// run without MAILADDR or PROGRAM. A mail address alone would reach no
 /// one (the board has no sendmail), so nasforge's handler runs beside it.
-pub fn conf_header(homehost: &str, alert: &Alert) -> String {
+/// With `legs`, a note that a regenerated file must keep what nasforge
+/// added to the legs' lines.
+pub fn conf_header(homehost: &str, alert: &Alert, legs: bool) -> String {
     let alert = match alert {
         Alert::Mail(addr) => format!(
             "MAILADDR {addr}
@@ -55,13 +155,121 @@ PROGRAM {}",
         ),
         Alert::Program(program) => format!("PROGRAM {program}"),
     };
+    let legs = if legs {
+        "# Keep the legs' lines first, before the arrays over them, with their\n\
+         # spare-group= words: mdadm's monitor moves a spare within its group.\n"
+    } else {
+        ""
+    };
     format!(
         "# Written by nasforge-setup. Regenerate the ARRAY lines with\n\
          # `mdadm --detail --scan`, then run `update-initramfs -u -k all`.\n\
-         HOMEHOST {homehost}\n\
+         {legs}HOMEHOST {homehost}\n\
          {alert}\n\
          DEVICE partitions containers\n"
     )
+}
+
+/// An ARRAY line of `mdadm --detail --scan` that nasforge puts first in
+/// mdadm.conf, with words of its own added.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanLine {
+    /// The line's array, as the scan names it (`/dev/md/data-0`).
+    pub device: String,
+    pub add: Vec<String>,
+}
+
+/// The legs of `plan`'s nested arrays, in order: each ARRAY line before
+/// the raid0 over them, so one pass of `mdadm --assemble --scan` (the
+/// initramfs) finds the legs before it needs them, and `spare-group=` on
+/// every leg of an array, so mdadm's monitor moves a spare to whichever
+/// leg lost a disk.
+pub fn leg_lines(plan: &Plan) -> Vec<ScanLine> {
+    plan.arrays
+        .iter()
+        .filter(|a| a.spec.is_nested())
+        .flat_map(|a| {
+            (0..a.spec.vdev_count()).map(|i| ScanLine {
+                device: format!("/dev/md/{}", a.spec.leg_name(i)),
+                add: vec![format!("{SPARE_GROUP}{}", a.spec.name)],
+            })
+        })
+        .collect()
+}
+
+const SPARE_GROUP: &str = "spare-group=";
+
+/// The ARRAY lines of `scan` without the words that start with one of
+/// `drop`, those of `first` first, in that order and with their words
+/// added, then the others as the scan lists them.
+pub fn scan_lines(scan: &str, drop: &[String], first: &[ScanLine]) -> Vec<String> {
+    let lines: Vec<Vec<&str>> = scan
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| !drop.iter().any(|d| w.starts_with(d.as_str())))
+                .collect()
+        })
+        .collect();
+    let device = |words: &[&str]| words.get(1).map(|d| d.to_string());
+    let mut out = Vec::new();
+    for f in first {
+        if let Some(words) = lines.iter().find(|w| device(w).as_ref() == Some(&f.device)) {
+            let mut line = words.join(" ");
+            for add in &f.add {
+                line += " ";
+                line += add;
+            }
+            out.push(line);
+        }
+    }
+    for words in &lines {
+        if !device(words).is_some_and(|d| first.iter().any(|f| f.device == d)) {
+            out.push(words.join(" "));
+        }
+    }
+    out
+}
+
+/// mdadm.conf with its ARRAY lines replaced by those of `scan` (the output
+/// of `mdadm --detail --scan`, without `spares=`, which counts a disk being
+/// rebuilt), keeping the order and the `spare-group=` words of the lines
+/// there (see [`leg_lines`]); None when the lines are the same, so nothing
+/// needs rewriting.
+pub fn merge_array_lines(existing: &str, scan: &str) -> Option<String> {
+    let old: Vec<&str> = existing
+        .lines()
+        .filter(|l| l.starts_with("ARRAY "))
+        .collect();
+    let kept: Vec<ScanLine> = old
+        .iter()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace().skip(1);
+            let device = words.next()?.to_string();
+            let add = words
+                .filter(|w| w.starts_with(SPARE_GROUP))
+                .map(str::to_string)
+                .collect();
+            Some(ScanLine { device, add })
+        })
+        .collect();
+    let arrays: Vec<String> = scan_lines(scan, &["spares=".into()], &kept)
+        .into_iter()
+        .filter(|l| l.starts_with("ARRAY "))
+        .collect();
+    if old == arrays.iter().map(String::as_str).collect::<Vec<_>>() {
+        return None;
+    }
+    let mut out: String = existing
+        .lines()
+        .filter(|l| !l.starts_with("ARRAY "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for line in arrays {
+        out += &line;
+        out.push('\n');
+    }
+    Some(out)
 }
 
 pub const DEFAULT_FILE: &str = "/etc/default/mdadm";
@@ -105,4 +313,27 @@ pub fn grow_raid_devices(md: &str, count: usize) -> Vec<String> {
         md.into(),
         format!("--raid-devices={count}"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_legs_lines_come_first_with_their_words_and_the_rest_as_scanned() {
+        let scan = "ARRAY /dev/md/data metadata=1.2 name=pcnas:data UUID=c\nARRAY /dev/md/backup metadata=1.2 spares=1 name=pcnas:backup UUID=d\nARRAY /dev/md/data-1 metadata=1.2 name=pcnas:data-1 UUID=b\nARRAY /dev/md/data-0 metadata=1.2 name=pcnas:data-0 UUID=a\n";
+        let legs = [0, 1].map(|i| ScanLine {
+            device: format!("/dev/md/data-{i}"),
+            add: vec!["spare-group=data".into()],
+        });
+        assert_eq!(
+            scan_lines(scan, &["spares=".into()], &legs),
+            [
+                "ARRAY /dev/md/data-0 metadata=1.2 name=pcnas:data-0 UUID=a spare-group=data",
+                "ARRAY /dev/md/data-1 metadata=1.2 name=pcnas:data-1 UUID=b spare-group=data",
+                "ARRAY /dev/md/data metadata=1.2 name=pcnas:data UUID=c",
+                "ARRAY /dev/md/backup metadata=1.2 name=pcnas:backup UUID=d",
+            ]
+        );
+    }
 }

@@ -29,12 +29,14 @@ pub fn scrub_timer(pool: &str) -> String {
     format!("zfs-scrub-monthly@{pool}.timer")
 }
 
-/// The members in vdev order: the disks in plan order, cut into
-/// `vdevs` groups of equal width.
+/// The members in vdev order: the active disks in plan order, cut into
+/// `vdevs` groups of equal width (the hot spares are in none).
 pub fn vdevs(array: &ArrayPlan) -> Vec<Vec<&Disk>> {
-    let disks: Vec<&Disk> = array.members.iter().map(|m| &m.disk).collect();
-    let width = (disks.len() / array.spec.vdev_count()).max(1);
-    disks.chunks(width).map(<[&Disk]>::to_vec).collect()
+    array
+        .groups()
+        .into_iter()
+        .map(|g| g.into_iter().map(|m| &m.disk).collect())
+        .collect()
 }
 
 /// `zpool create` for a pool. Whole disks by their stable path: zpool
@@ -71,6 +73,13 @@ pub fn create(array: &ArrayPlan) -> Vec<String> {
             argv.push(kind.to_string());
         }
         argv.extend(group.iter().map(|d| d.stable_path()));
+    }
+    // Hot spares belong to the pool, not to a vdev: ZED resilvers onto one
+    // for a faulted disk in any of them.
+    let spares: Vec<String> = array.spares().map(|m| m.disk.stable_path()).collect();
+    if !spares.is_empty() {
+        argv.push("spare".into());
+        argv.extend(spares);
     }
     argv
 }

@@ -6,7 +6,7 @@
 use super::kept;
 use nasforge_engine::machine::disks::{Disk, Inventory};
 use nasforge_engine::machine::signature::Signature;
-use nasforge_engine::planner::{self, ArrayPlan, Plan};
+use nasforge_engine::planner::{self, ArrayPlan, DOUBLE_PARITY_FROM, Plan};
 use nasforge_engine::spec::{
     self, Array, Count, DiskMatch, Filesystem, Level, Mode, Share, Storage,
 };
@@ -60,12 +60,28 @@ impl LevelChoice {
         LevelChoice { level, vdevs: 1 }
     }
 
-    /// Whether `n` disks make this: enough in each vdev, and every vdev
-    /// of the same width (what the spec's check asks).
-    pub fn fits(self, n: usize) -> bool {
-        n.is_multiple_of(self.vdevs)
-            && n / self.vdevs >= self.level.min_disks()
-            && self.level.max_disks().is_none_or(|max| n <= max)
+    /// Whether `active` disks (the chosen ones less the hot spares) make
+    /// this: enough in each group, and every group of the same width
+    /// (what the spec's check asks).
+    pub fn fits(self, active: usize) -> bool {
+        active.is_multiple_of(self.vdevs)
+            && active / self.vdevs >= self.level.min_disks()
+            && self.level.max_disks().is_none_or(|max| active <= max)
+    }
+
+    /// The most hot spares `n` disks leave this: none for a level that
+    /// rebuilds nothing, else the disks past its minimum.
+    pub fn max_spares(self, n: usize) -> usize {
+        match self.level.is_redundant() {
+            true => n.saturating_sub(self.level.min_disks() * self.vdevs),
+            false => 0,
+        }
+    }
+
+    /// The spares this takes of the `wanted`: as many as it leaves room
+    /// for, so a level with fewer disks to spare is not refused for it.
+    pub fn spares(self, n: usize, wanted: usize) -> usize {
+        wanted.min(self.max_spares(n))
     }
 }
 
@@ -78,19 +94,36 @@ impl fmt::Display for LevelChoice {
     }
 }
 
-/// The rows of the layout screen for `n` disks: md's levels, or with zfs
-/// ZFS's, each followed by its two-vdev form where two groups of its
-/// minimum width fit. More vdevs are left to recipes, and a stripe over
-/// two groups would be the same stripe.
-pub fn offered(filesystem: Filesystem, n: usize) -> Vec<LevelChoice> {
-    if filesystem != Filesystem::Zfs {
-        return LEVELS.into_iter().map(LevelChoice::one).collect();
-    }
+/// From this many disks the layout screen is a large layout's: md's raid5
+/// and raid6 are offered as two legs too (raid50, raid60), two groups are
+/// listed even where the disks do not split evenly (the row says which
+/// number of spares would split them), and levels that cannot take this
+/// many disks (single) are left out, so the list fits 80×24. Eight is the
+/// fewest two raid6 legs take (2 × 4).
+pub const LARGE_LAYOUT_FROM: usize = 8;
+
+/// The rows of the layout screen for `n` disks of which up to `spares`
+/// are hot spares: md's levels, or with zfs ZFS's, each followed by its
+/// two-group form (ZFS's vdevs, md's legs in a large layout) where two
+/// groups of its minimum width fit. More groups are left to recipes, and a
+/// stripe over two groups would be the same stripe.
+pub fn offered(filesystem: Filesystem, n: usize, spares: usize) -> Vec<LevelChoice> {
+    let zfs = filesystem == Filesystem::Zfs;
+    let large = n >= LARGE_LAYOUT_FROM;
+    let levels: &[Level] = if zfs { &ZFS_LEVELS } else { &LEVELS };
     let mut out = Vec::new();
-    for level in ZFS_LEVELS {
-        out.push(LevelChoice::one(level));
+    for &level in levels {
+        let one = LevelChoice::one(level);
+        if !large || level.max_disks().is_none_or(|max| n <= max) {
+            out.push(one);
+        }
         let two = LevelChoice { level, vdevs: 2 };
-        if level != Level::Stripe && two.fits(n) {
+        let splits = match zfs {
+            true => level != Level::Stripe,
+            false => large && level.nested_name().is_some(),
+        };
+        let active = n - two.spares(n, spares);
+        if splits && (two.fits(active) || (large && active / 2 >= level.min_disks())) {
             out.push(two);
         }
     }
@@ -153,6 +186,7 @@ pub fn holds(disk: &Disk) -> String {
     }
 }
 
+// The counts in these words are DOUBLE_PARITY_FROM's.
 const ONE_PARITY: &str = "three to five disks: one disk's worth of parity gives the most space that survives a failed disk";
 const TWO_PARITY: &str =
     "six or more disks: two disks of parity, because a second disk can fail during a long rebuild";
@@ -166,13 +200,14 @@ const MIRROR: &str = "two disks: a mirror, so either one can fail without losing
 pub fn recommend(disks: &[&Disk], filesystem: Filesystem) -> (LevelChoice, &'static str) {
     let n = disks.len();
     let ssds = disks.iter().all(|d| !d.rotational);
+    let one_parity = n < DOUBLE_PARITY_FROM;
     let (level, why) = match (filesystem == Filesystem::Zfs, n) {
         (true, 0 | 1) => (
             Level::Stripe,
             "one disk: a pool on it alone, with no second copy",
         ),
         (true, 2) => (Level::Mirror, MIRROR),
-        (true, 3..=5) => (Level::Raidz1, ONE_PARITY),
+        (true, _) if one_parity => (Level::Raidz1, ONE_PARITY),
         (true, _) => (Level::Raidz2, TWO_PARITY),
         (false, 0 | 1) => (
             Level::Single,
@@ -183,7 +218,7 @@ pub fn recommend(disks: &[&Disk], filesystem: Filesystem) -> (LevelChoice, &'sta
             Level::Raid10,
             "an even number of SSDs: striped mirrors are fast and rebuild quickly, without raid5's extra writes",
         ),
-        (false, 3..=5) => (Level::Raid5, ONE_PARITY),
+        (false, _) if one_parity => (Level::Raid5, ONE_PARITY),
         (false, _) => (Level::Raid6, TWO_PARITY),
     };
     (LevelChoice::one(level), why)
@@ -209,13 +244,15 @@ pub fn name(filesystem: Filesystem, mount: &str, pool: &str) -> String {
 }
 
 /// One array over exactly the chosen disks, named by their serials so the
-/// unattended run finds the same disks; none when no disk is chosen (the
-/// kept disks alone). Erasing is allowed when a chosen disk holds data:
+/// unattended run finds the same disks (the last `spares` of them, in
+/// discovery order, its hot spares); none when no disk is chosen (the kept
+/// disks alone). Erasing is allowed when a chosen disk holds data:
 /// the review screen does not hand the spec on before the user typed that
 /// disk's name. One vdev is left unsaid, as a recipe would leave it.
 pub fn storage(
     chosen: &[&Disk],
     choice: LevelChoice,
+    spares: usize,
     filesystem: Filesystem,
     mount: &str,
     name: &str,
@@ -223,6 +260,7 @@ pub fn storage(
     let serials: Vec<&str> = chosen.iter().filter_map(|d| d.serial.as_deref()).collect();
     let array = (!chosen.is_empty()).then(|| Array {
         vdevs: (choice.vdevs > 1).then_some(choice.vdevs),
+        spares,
         name: name.to_string(),
         level: choice.level,
         disks: DiskMatch {
@@ -291,27 +329,34 @@ pub struct LevelOption {
     pub outcome: Result<ArrayPlan, String>,
 }
 
+/// The layout screen's rows for `chosen`, of which up to `spares` are hot
+/// spares, each planned or with why it does not fit.
 pub fn level_options(
     inventory: &Inventory,
     chosen: &[&Disk],
+    spares: usize,
     filesystem: Filesystem,
     mount: &str,
     name: &str,
 ) -> Vec<LevelOption> {
     let n = chosen.len();
-    offered(filesystem, n)
+    offered(filesystem, n, spares)
         .into_iter()
         .map(|choice| {
             let level = choice.level;
-            // Only the one-vdev rows can be short of disks: two vdevs are
-            // offered where they fit.
-            let outcome = if n < level.min_disks() {
+            let spares = choice.spares(n, spares);
+            let active = n - spares;
+            // Only the one-group rows can be short of disks: two groups
+            // are offered where enough disks for them are chosen.
+            let outcome = if active < level.min_disks() {
                 Err(format!("needs at least {} disks", level.min_disks()))
-            } else if level.max_disks().is_some_and(|max| n > max) {
+            } else if level.max_disks().is_some_and(|max| active > max) {
                 Err("takes exactly one disk".into())
+            } else if !choice.fits(active) {
+                Err(split_hint(choice, n, spares))
             } else {
                 plan(
-                    &storage(chosen, choice, filesystem, mount, name),
+                    &storage(chosen, choice, spares, filesystem, mount, name),
                     &[],
                     inventory,
                     chosen,
@@ -322,6 +367,23 @@ pub fn level_options(
             LevelOption { choice, outcome }
         })
         .collect()
+}
+
+/// Why `n` disks less `spares` do not split into `choice`'s groups, and
+/// the number of hot spares that would split them: [`offered`] lists such
+/// a row only where the groups get their minimum from the disks that
+/// split evenly, so the disks left over can always be spares.
+fn split_hint(choice: LevelChoice, n: usize, spares: usize) -> String {
+    let active = n - spares;
+    let group = match choice.level.is_zfs() {
+        true => "vdevs",
+        false => "legs",
+    };
+    format!(
+        "{active} disks do not split into {} {group}; set Hot spares to {}",
+        choice.vdevs,
+        spares + active % choice.vdevs
+    )
 }
 
 #[cfg(test)]
@@ -363,7 +425,7 @@ mod tests {
     }
 
     fn labels(filesystem: Filesystem, n: usize) -> Vec<String> {
-        offered(filesystem, n)
+        offered(filesystem, n, 0)
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -419,11 +481,117 @@ mod tests {
         );
         for fs in FILESYSTEMS {
             assert_eq!(
-                offered(fs, 6),
+                offered(fs, 6, 0),
                 LEVELS.map(LevelChoice::one),
                 "md's levels, one vdev each"
             );
         }
+    }
+
+    #[test]
+    fn large_layouts_offer_two_legs_and_say_which_spares_split_them() {
+        let labels = |fs: Filesystem, n: usize, spares: usize| -> Vec<String> {
+            offered(fs, n, spares)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            labels(Filesystem::Ext4, 7, 1),
+            LEVELS.map(|l| l.to_string()),
+            "below eight disks md offers no legs"
+        );
+        assert_eq!(
+            labels(Filesystem::Ext4, 15, 0),
+            [
+                "raid1",
+                "raid5",
+                "2 × raid5",
+                "raid6",
+                "2 × raid6",
+                "raid10",
+                "raid0"
+            ],
+            "two legs offered, single left out"
+        );
+        assert_eq!(
+            labels(Filesystem::Zfs, 15, 0),
+            [
+                "mirror",
+                "2 × mirror",
+                "raidz1",
+                "2 × raidz1",
+                "raidz2",
+                "2 × raidz2",
+                "raidz3",
+                "2 × raidz3",
+                "stripe"
+            ]
+        );
+        assert_eq!(
+            labels(Filesystem::Zfs, 5, 1),
+            [
+                "mirror",
+                "2 × mirror",
+                "raidz1",
+                "raidz2",
+                "raidz3",
+                "stripe"
+            ],
+            "a spare leaves four: two mirrors of two"
+        );
+
+        let raid6 = LevelChoice::one(Level::Raid6);
+        let two = LevelChoice {
+            level: Level::Raid6,
+            vdevs: 2,
+        };
+        assert_eq!((raid6.max_spares(15), two.max_spares(15)), (11, 7));
+        assert_eq!(LevelChoice::one(Level::Raid0).max_spares(15), 0);
+        assert_eq!(two.spares(15, 9), 7, "as many as it leaves room for");
+
+        let d = disks(15, true);
+        let chosen: Vec<&Disk> = d.iter().collect();
+        let inventory = Inventory {
+            disks: d.clone(),
+            network: None,
+            arrays: vec![],
+            zfs: Default::default(),
+        };
+        let row = |spares: usize| {
+            level_options(
+                &inventory,
+                &chosen,
+                spares,
+                Filesystem::Ext4,
+                "/srv/data",
+                "data",
+            )
+            .into_iter()
+            .find(|o| o.choice == two)
+            .unwrap()
+            .outcome
+        };
+        assert_eq!(
+            row(0).unwrap_err(),
+            "15 disks do not split into 2 legs; set Hot spares to 1"
+        );
+        assert_eq!(
+            row(2).unwrap_err(),
+            "13 disks do not split into 2 legs; set Hot spares to 3"
+        );
+        let plan = row(1).unwrap();
+        assert_eq!(
+            plan.capacity,
+            Size(40 * TB),
+            "two legs of 7, five data disks each"
+        );
+        assert_eq!(plan.spares().count(), 1);
+        assert_eq!(
+            split_hint(two, 9, 0),
+            "9 disks do not split into 2 legs; set Hot spares to 1",
+            "the smallest two legs and the one disk over"
+        );
     }
 
     #[test]
@@ -440,6 +608,7 @@ mod tests {
             (5, "raid5", "raidz1"),
             (6, "raid6", "raidz2"),
             (8, "raid6", "raidz2"),
+            (15, "raid6", "raidz2"),
         ] {
             assert_eq!(rec(n, true, Filesystem::Ext4), md, "{n} disks");
             assert_eq!(rec(n, true, Filesystem::Zfs), zfs, "{n} disks");
@@ -464,7 +633,14 @@ mod tests {
             level: Level::Raidz1,
             vdevs: 2,
         };
-        let pool_spec = storage(&chosen, choice, Filesystem::Zfs, "/srv/data", DEFAULT_POOL);
+        let pool_spec = storage(
+            &chosen,
+            choice,
+            0,
+            Filesystem::Zfs,
+            "/srv/data",
+            DEFAULT_POOL,
+        );
         let array = &pool_spec.arrays[0];
         assert_eq!(
             (
@@ -507,6 +683,7 @@ mod tests {
         let one = storage(
             &chosen,
             LevelChoice::one(Level::Raidz2),
+            0,
             Filesystem::Zfs,
             "/srv/data",
             DEFAULT_POOL,
@@ -522,6 +699,7 @@ mod tests {
         let md_spec = storage(
             &chosen,
             LevelChoice::one(Level::Raid6),
+            0,
             Filesystem::Xfs,
             "/srv/media",
             &name,

@@ -291,6 +291,7 @@ impl Wizard {
         let mut storage = choices::storage(
             &chosen,
             self.level_choice(),
+            layout::spares(self),
             self.layout.filesystem,
             mount,
             &self.array_name(),

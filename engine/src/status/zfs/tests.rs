@@ -233,3 +233,64 @@ fn test_disk() -> Disk {
     }))
     .unwrap()
 }
+
+#[test]
+fn hot_spares_are_read_apart_from_the_vdevs() {
+    let r = report("status-raidz2x2-spare-in-use.txt");
+    assert_eq!(r.state, "DEGRADED");
+    assert_eq!(
+        r.problem.as_deref(),
+        Some(
+            "One or more devices are faulted in response to persistent errors. Sufficient replicas exist for the pool to continue functioning in a degraded state."
+        )
+    );
+    let rows: Vec<(&str, &str, usize, Option<&str>)> = r
+        .spares
+        .iter()
+        .map(|v| {
+            (
+                v.name.as_str(),
+                v.state.as_str(),
+                v.level,
+                v.note.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "/dev/disk/by-id/wwn-0x5000c500b0000001-part1",
+                "INUSE",
+                1,
+                Some("currently in use")
+            ),
+            (
+                "/dev/disk/by-id/wwn-0x5000c500b0000002-part1",
+                "AVAIL",
+                1,
+                None
+            ),
+        ]
+    );
+    // The spare ZED put in is a disk of raidz2-0 as well, beside the one
+    // it stands in for.
+    assert_eq!(r.disks().len(), 9);
+    assert_eq!(r.every_disk().len(), 11);
+    assert_eq!(
+        problems(&r, &[]),
+        [
+            "raidz2-0: DEGRADED",
+            "spare-1: DEGRADED",
+            "/dev/disk/by-id/wwn-0x50014ee2c0000002-part1: FAULTED, 12 read, 0 write, 0 checksum errors, too many errors"
+        ],
+        "the spares are not problems of their own"
+    );
+    assert_eq!(
+        spares(&r, &[]),
+        [
+            "/dev/disk/by-id/wwn-0x5000c500b0000001-part1: in use, standing in for a failed disk",
+            "/dev/disk/by-id/wwn-0x5000c500b0000002-part1: available"
+        ]
+    );
+}

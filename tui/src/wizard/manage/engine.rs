@@ -104,7 +104,7 @@ fn view_of(array: &ArraySurvey) -> ArrayView {
         failed: with(MemberState::Failed),
         missing: with(MemberState::Missing),
         candidates,
-        cannot_grow: care::cannot_grow(array.level).map(str::to_string),
+        cannot_grow: array.cannot_grow(),
     }
 }
 

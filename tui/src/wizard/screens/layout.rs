@@ -9,6 +9,12 @@
 //! levels, one and two vdevs, with the same figures, and asks the pool's
 //! name. One list at a time keeps the screen inside 80×24; raid5 and
 //! raidz1 would show the same figures side by side anyway.
+//!
+//! Beside the filesystem, how many of the chosen disks are hot spares:
+//! every row is planned with as many as its level leaves room for. A large
+//! layout (`choices::LARGE_LAYOUT_FROM` disks) also lists md's raid5 and
+//! raid6 as two legs striped (raid50, raid60), and says on a two-group row
+//! that does not split evenly how many spares would split it.
 
 use super::Help;
 use crate::wizard::choices::{self, DEFAULT_POOL, LevelChoice, LevelOption};
@@ -28,6 +34,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 pub enum Focus {
     Levels,
     Filesystem,
+    /// How many of the chosen disks are hot spares, beside the filesystem.
+    Spares,
     Mount,
     /// A ZFS pool's name, beside the mount point.
     Pool,
@@ -49,6 +57,9 @@ pub struct LayoutForm {
     pub filesystem: Filesystem,
     pub mount: TextField,
     pub pool: TextField,
+    /// The hot spares asked for; each level takes as many as it leaves
+    /// room for (see [`spares`]).
+    pub spares: usize,
     pub spin_down: SpinDown,
     pub focus: Focus,
 }
@@ -60,6 +71,7 @@ impl Default for LayoutForm {
             filesystem: Filesystem::Ext4,
             mount: TextField::new("/srv/data"),
             pool: TextField::new(DEFAULT_POOL),
+            spares: 0,
             spin_down: SpinDown::Off,
             focus: Focus::Levels,
         }
@@ -74,25 +86,39 @@ pub fn choice(w: &Wizard) -> LevelChoice {
     let chosen = w.chosen();
     let n = chosen.len();
     let filesystem = w.layout.filesystem;
-    let offered = choices::offered(filesystem, n);
-    let shown = |c: &LevelChoice| offered.contains(c) && c.fits(n);
+    let wanted = w.layout.spares;
+    let offered = choices::offered(filesystem, n, wanted);
+    let fits = |c: &LevelChoice| c.fits(n - c.spares(n, wanted));
+    let shown = |c: &LevelChoice| offered.contains(c) && fits(c);
     let (recommended, _) = choices::recommend(&chosen, filesystem);
     w.layout
         .picked
         .filter(shown)
         .or(shown(&recommended).then_some(recommended))
-        .or(offered.iter().copied().find(|c| c.fits(n)))
+        .or(offered.iter().copied().find(fits))
         .unwrap_or(recommended)
+}
+
+/// The hot spares of the level in effect: as many as asked for, up to
+/// what the level leaves room for.
+pub fn spares(w: &Wizard) -> usize {
+    choice(w).spares(w.chosen().len(), w.layout.spares)
 }
 
 fn options(w: &Wizard) -> Vec<LevelOption> {
     choices::level_options(
         &w.facts.inventory,
         &w.chosen(),
+        w.layout.spares,
         w.layout.filesystem,
         w.layout.mount.value().trim(),
         &w.array_name(),
     )
+}
+
+/// The most hot spares the level in effect leaves room for.
+fn max_spares(w: &Wizard) -> usize {
+    choice(w).max_spares(w.chosen().len())
 }
 
 fn is_zfs(w: &Wizard) -> bool {
@@ -104,7 +130,11 @@ fn fields(w: &Wizard) -> Vec<Focus> {
     if w.disks.chosen.is_empty() {
         return vec![Focus::SpinDown];
     }
-    let mut fields = vec![Focus::Levels, Focus::Filesystem, Focus::Mount];
+    let mut fields = vec![Focus::Levels, Focus::Filesystem];
+    if max_spares(w) > 0 {
+        fields.push(Focus::Spares);
+    }
+    fields.push(Focus::Mount);
     if is_zfs(w) {
         fields.push(Focus::Pool);
     }
@@ -162,6 +192,11 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         }
         (Focus::SpinDown, Some(by)) => {
             w.layout.spin_down = cycle(&SPIN_DOWNS, w.layout.spin_down, by);
+            return Effect::None;
+        }
+        (Focus::Spares, Some(by)) => {
+            let counts: Vec<usize> = (0..=max_spares(w)).collect();
+            w.layout.spares = cycle(&counts, spares(w), by);
             return Effect::None;
         }
         _ => {}
@@ -232,6 +267,7 @@ pub fn help(w: &Wizard) -> Help {
     let mut keys = vec![("↑↓", "move")];
     match focus(w) {
         Focus::Filesystem => keys.push(("←→", "filesystem")),
+        Focus::Spares => keys.push(("←→", "spares")),
         Focus::SpinDown => keys.push(("←→", "spin-down")),
         _ => {}
     }
@@ -271,7 +307,12 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         );
     } else {
         frame.render_widget(
-            Paragraph::new(levels(w, text_area.width as usize)).wrap(Wrap { trim: false }),
+            Paragraph::new(levels(
+                w,
+                text_area.width as usize,
+                text_area.height as usize,
+            ))
+            .wrap(Wrap { trim: false }),
             text_area,
         );
         draw_filesystem(frame, fs_area, w);
@@ -297,8 +338,10 @@ fn no_array(w: &Wizard) -> Vec<Line<'static>> {
 }
 
 /// The chosen disks, a row per level, ZFS's line, the recommendation and
-/// what the level in effect is expected to manage.
-fn levels(w: &Wizard, width: usize) -> Vec<Line<'static>> {
+/// what the level in effect is expected to manage, in `height` rows: when
+/// a large layout's rows and warnings need more, the recommendation goes
+/// without its reason, which the warnings say again.
+fn levels(w: &Wizard, width: usize, height: usize) -> Vec<Line<'static>> {
     let theme = &w.settings.theme;
     let chosen = w.chosen();
     let options = options(w);
@@ -326,6 +369,7 @@ fn levels(w: &Wizard, width: usize) -> Vec<Line<'static>> {
     }
     lines.push(zfs_line(w, width));
     lines.push(Line::raw(format!("Recommended: {recommended}, {why}.")));
+    let reason_at = lines.len() - 1;
     if let Some(Ok(plan)) = options
         .iter()
         .find(|o| o.choice == current)
@@ -339,6 +383,15 @@ fn levels(w: &Wizard, width: usize) -> Vec<Line<'static>> {
         for warning in &plan.warnings {
             lines.push(Line::styled(format!("! {warning}"), theme.warning()));
         }
+    }
+    let rows = |lines: &[Line]| -> usize {
+        lines
+            .iter()
+            .map(|l| l.width().div_ceil(width.max(1)).max(1))
+            .sum()
+    };
+    if rows(&lines) > height {
+        lines[reason_at] = Line::raw(format!("Recommended: {recommended}."));
     }
     lines
 }
@@ -439,8 +492,13 @@ fn level_row(
     Line::from(spans).style(style)
 }
 
-/// The filesystems in a row, the one in effect in angle brackets.
+/// The filesystems in a row, the one in effect in angle brackets; the hot
+/// spares beside them.
 fn draw_filesystem(frame: &mut Frame, area: Rect, w: &Wizard) {
+    // " Filesystem  " and the four names with their brackets and gaps.
+    let [area, spares_area] =
+        Layout::horizontal([Constraint::Length(42), Constraint::Fill(1)]).areas(area);
+    draw_spares(frame, spares_area, w);
     let theme = &w.settings.theme;
     let focused = w.layout.focus == Focus::Filesystem;
     let mut spans = vec![
@@ -462,6 +520,34 @@ fn draw_filesystem(frame: &mut Frame, area: Rect, w: &Wizard) {
         spans.push(Span::raw(" "));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// How many hot spares, of how many the level in effect could have; or,
+/// dimmed, why it can have none.
+fn draw_spares(frame: &mut Frame, area: Rect, w: &Wizard) {
+    let theme = &w.settings.theme;
+    let max = max_spares(w);
+    let line = if max == 0 {
+        let why = match w.level().is_redundant() {
+            true => "no disk to spare".to_string(),
+            false => format!("none with {}", w.level()),
+        };
+        Line::styled(format!("  Hot spares  {why}"), theme.disabled())
+    } else {
+        let focused = focus(w) == Focus::Spares;
+        let style = if focused {
+            theme.cursor()
+        } else {
+            Style::new()
+        };
+        Line::from(vec![
+            Span::raw(marker(focused)),
+            Span::styled(" Hot spares  ", theme.title()),
+            Span::styled(format!("<{}>", spares(w)), style),
+            Span::styled(format!("  of up to {max}"), theme.disabled()),
+        ])
+    };
+    frame.render_widget(Paragraph::new(line), area);
 }
 
 /// When idle hard disks spin down, and which disks that leaves alone.
