@@ -88,6 +88,11 @@ pub struct ArrayStatus {
     /// their names when they have one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub legs: Vec<String>,
+    /// Its legs that lack something, with what ("data-0 degraded (5 of 7
+    /// members)"): a raid0 on top runs and looks whole while a leg under it
+    /// has lost disks, so its own state would say healthy.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub weak_legs: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -149,6 +154,7 @@ pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
                 scrub: None,
                 spares: members.iter().filter(|m| m.ends_with("(S)")).count(),
                 legs: legs_in_order(&members),
+                weak_legs: Vec::new(),
             });
             continue;
         }
@@ -242,6 +248,7 @@ pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
             .find(|(dev, _)| *dev == device)
             .map(|(_, n)| n.clone())
     };
+    mark_weak_legs(&mut arrays, name_of);
     for a in &mut arrays {
         a.name = name_of(&a.device);
         a.legs = a
@@ -255,6 +262,27 @@ pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
             .flatten();
     }
     arrays
+}
+
+/// Fills `weak_legs` of every array made of legs from the legs' own state
+/// (legs named by device in `arrays`, as parsed from mdstat).
+fn mark_weak_legs(arrays: &mut [ArrayStatus], name_of: impl Fn(&str) -> Option<String>) {
+    let weak: Vec<(String, String)> = arrays
+        .iter()
+        .filter(|a| !a.active || a.degraded || a.sync.is_some())
+        .map(|a| {
+            let name = name_of(&a.device).unwrap_or_else(|| a.device.clone());
+            (a.device.clone(), format!("{name} {}", a.state_words()))
+        })
+        .collect();
+    for a in arrays.iter_mut() {
+        a.weak_legs = a
+            .legs
+            .iter()
+            .filter_map(|leg| weak.iter().find(|(dev, _)| dev == leg))
+            .map(|(_, words)| words.clone())
+            .collect();
+    }
 }
 
 /// Collects the status from the journal (what was planned) and the system.
@@ -423,7 +451,11 @@ impl ArrayStatus {
             [] => String::new(),
             legs => format!(" of {}", legs.join(" and ")),
         };
-        let mut out = format!("  {name}: {level}{legs}, {}", self.state_words());
+        let state = match self.weak_legs.as_slice() {
+            [] => self.state_words(),
+            weak => weak.join(", "),
+        };
+        let mut out = format!("  {name}: {level}{legs}, {state}");
         match self.spares {
             0 => {}
             1 => out += ", 1 hot spare",
@@ -662,6 +694,31 @@ md127 : active raid6 sdh1[6] sdg1[5] sdf1[4] sde1[3] sdd1[2] sdc1[1] sdb1[0]\n  
             arrays[1].render(),
             "  data-1 (md126): raid6, healthy, 1 hot spare\n"
         );
+    }
+
+    /// /proc/mdstat of the emulated PC booted without two disks of data-0.
+    #[test]
+    fn a_nested_array_says_which_leg_lacks_disks() {
+        let mdstat = "Personalities : [raid6] [raid5] [raid4] [raid0]\n\
+md125 : active raid0 md127[0] md126[1]\n      10420224 blocks super 1.2 2560k chunks\n      \n\
+md126 : active raid6 sde1[0] sdg1[3] sdi1[7](S) sdk1[1] sdh1[4] sdf1[2] sda1[5] sdj1[6]\n      5222400 blocks super 1.2 level 6, 512k chunk, algorithm 2 [7/7] [UUUUUUU]\n      bitmap: 0/1 pages [0KB], 65536KB chunk\n\n\
+md127 : active raid6 sdm1[1] sdb1[2] sdc1[3] sdd1[4] sdl1[5]\n      5222400 blocks super 1.2 level 6, 512k chunk, algorithm 2 [7/5] [_UUUUU_]\n      bitmap: 1/1 pages [4KB], 65536KB chunk\n\nunused devices: <none>\n";
+        let mut arrays = parse_mdstat(mdstat);
+        let names = [("md125", "data"), ("md126", "data-1"), ("md127", "data-0")];
+        let name_of = |dev: &str| {
+            names
+                .iter()
+                .find(|(d, _)| *d == dev)
+                .map(|(_, n)| n.to_string())
+        };
+        mark_weak_legs(&mut arrays, name_of);
+        arrays[0].name = Some("data".into());
+        arrays[0].legs = vec!["data-0".into(), "data-1".into()];
+        assert_eq!(
+            arrays[0].render(),
+            "  data (md125): raid0 of data-0 and data-1, data-0 degraded (5 of 7 members)\n"
+        );
+        assert!(arrays[1].weak_legs.is_empty() && arrays[2].weak_legs.is_empty());
     }
 
     #[test]
