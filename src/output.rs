@@ -4,6 +4,7 @@
 //! a failed build never leaves a half-written image that looks finished.
 //! The recipe's `[output]` section, which says where and how, is read here too.
 
+use crate::io::writeback::Writeback;
 use crate::io::{hash, progress};
 use crate::section::{Checked, RecipeText, checked};
 use crate::size::Size;
@@ -177,6 +178,9 @@ pub struct Written {
     pub file: NamedTempFile,
 }
 
+/// The compressed file is handed to the disk in pieces of this size.
+const WRITEBACK_PIECE: u64 = 16 << 20;
+
 /// Produces the output file from the finished working image: the working
 /// file itself for .img, a multi-threaded xz of it for .img.xz.
 /// The digest is taken of the finished file, once every change is in it:
@@ -222,6 +226,9 @@ pub fn finish_image(
     let mut file_hash = HashWriter {
         inner: out.as_file(),
         hasher: Sha256::new(),
+        writeback: Writeback::new(out.as_file()),
+        written: 0,
+        handed: 0,
     };
     let mut encoder = liblzma::write::XzEncoder::new_stream(&mut file_hash, stream);
     let mut raw_hash = Sha256::new();
@@ -251,15 +258,27 @@ pub fn finish_image(
     })
 }
 
+/// The compressed file on its way to the disk: hashed, and handed to the
+/// disk in pieces as it grows.
 struct HashWriter<W> {
     inner: W,
     hasher: Sha256,
+    writeback: Writeback,
+    written: u64,
+    /// How much of the file has been handed to the disk.
+    handed: u64,
 }
 
 impl<W: Write> Write for HashWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        if self.written - self.handed >= WRITEBACK_PIECE {
+            self.writeback
+                .range(self.handed, self.written - self.handed);
+            self.handed = self.written;
+        }
         Ok(n)
     }
 

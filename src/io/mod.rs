@@ -7,6 +7,7 @@ pub mod direct;
 pub mod hash;
 pub mod progress;
 pub mod sparse;
+pub mod writeback;
 
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};

@@ -7,11 +7,13 @@ use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
+use super::writeback::Writeback;
+
 /// Holes are found at this granularity: the ext4 and FAT block size.
 const BLOCK: usize = 4096;
 const CHUNK: usize = 1 << 20;
 /// Written data is handed to the disk in pieces of this size as the copy
-/// goes on (see [`Writeback`]).
+/// goes on (see [`super::writeback`]).
 const WRITEBACK: u64 = 64 << 20;
 static ZERO_BLOCK: [u8; BLOCK] = [0; BLOCK];
 static ZEROS: [u8; CHUNK] = [0; CHUNK];
@@ -228,51 +230,6 @@ fn copy_range(
         }
     }
     Ok(done)
-}
-
-/// Hands written data to the disk as a copy goes on. Left dirty, a whole
-/// copied image is written back by the first fsync of the file, and debugfs
-/// fsyncs every time it opens the image (even to read): the build stood
-/// still for that flush (0.55 s of 2.5 s for a 2.5 GiB image). A thread of
-/// its own asks the kernel to start writing each piece (sync_file_range,
-/// which can wait for the disk's queue), so the copy itself never waits,
-/// and most of the image is on the disk by the time debugfs opens it. Only
-/// a hint: the fsync before publishing is what reports a failed write.
-struct Writeback {
-    pieces: Option<std::sync::mpsc::Sender<(u64, u64)>>,
-}
-
-impl Writeback {
-    fn new(file: &File) -> Writeback {
-        let Ok(file) = file.try_clone() else {
-            return Writeback { pieces: None };
-        };
-        let (pieces, queue) = std::sync::mpsc::channel::<(u64, u64)>();
-        // Not joined: it ends once the writer is gone and its queue is
-        // handed over, and the copy must not wait for that.
-        std::thread::spawn(move || {
-            for (start, len) in queue {
-                // SAFETY: sync_file_range only reads its integer arguments.
-                unsafe {
-                    libc::sync_file_range(
-                        file.as_raw_fd(),
-                        start as libc::off64_t,
-                        len as libc::off64_t,
-                        libc::SYNC_FILE_RANGE_WRITE,
-                    );
-                }
-            }
-        });
-        Writeback {
-            pieces: Some(pieces),
-        }
-    }
-
-    fn range(&self, start: u64, len: u64) {
-        if let Some(p) = &self.pieces {
-            let _ = p.send((start, len));
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
