@@ -451,11 +451,7 @@ impl ArrayStatus {
             [] => String::new(),
             legs => format!(" of {}", legs.join(" and ")),
         };
-        let state = match self.weak_legs.as_slice() {
-            [] => self.state_words(),
-            weak => weak.join(", "),
-        };
-        let mut out = format!("  {name}: {level}{legs}, {state}");
+        let mut out = format!("  {name}: {level}{legs}, {}", self.state_words());
         match self.spares {
             0 => {}
             1 => out += ", 1 hot spare",
@@ -468,11 +464,14 @@ impl ArrayStatus {
     }
 
     /// "healthy", "degraded (2 of 3 members)", "rebuilding 45% (about 3
-    /// min left)", "reshaping ...", joined by ", " when several hold.
+    /// min left)", "reshaping ...", joined by ", " when several hold; an
+    /// array over legs that lack something says which in place of healthy.
     pub fn state_words(&self) -> String {
         let mut words = Vec::new();
         if !self.active {
             words.push("INACTIVE".to_string());
+        } else if !self.weak_legs.is_empty() {
+            words.extend(self.weak_legs.iter().cloned());
         } else if self.degraded {
             words.push(format!(
                 "degraded ({} of {} members)",
@@ -719,6 +718,12 @@ md127 : active raid6 sdm1[1] sdb1[2] sdc1[3] sdd1[4] sdl1[5]\n      5222400 bloc
             "  data (md125): raid0 of data-0 and data-1, data-0 degraded (5 of 7 members)\n"
         );
         assert!(arrays[1].weak_legs.is_empty() && arrays[2].weak_legs.is_empty());
+        arrays[0].active = false;
+        assert_eq!(
+            arrays[0].state_words(),
+            "INACTIVE",
+            "a stopped raid0 says so before anything about its legs"
+        );
     }
 
     #[test]
