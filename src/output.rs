@@ -178,9 +178,6 @@ pub struct Written {
     pub file: NamedTempFile,
 }
 
-/// The compressed file is handed to the disk in pieces of this size.
-const WRITEBACK_PIECE: u64 = 16 << 20;
-
 /// Produces the output file from the finished working image: the working
 /// file itself for .img, a multi-threaded xz of it for .img.xz.
 /// The digest is taken of the finished file, once every change is in it:
@@ -274,7 +271,7 @@ impl<W: Write> Write for HashWriter<W> {
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
         self.written += n as u64;
-        if self.written - self.handed >= WRITEBACK_PIECE {
+        if self.written - self.handed >= Writeback::PIECE {
             self.writeback
                 .range(self.handed, self.written - self.handed);
             self.handed = self.written;

@@ -12,9 +12,6 @@ use super::writeback::Writeback;
 /// Holes are found at this granularity: the ext4 and FAT block size.
 const BLOCK: usize = 4096;
 const CHUNK: usize = 1 << 20;
-/// Written data is handed to the disk in pieces of this size as the copy
-/// goes on (see [`super::writeback`]).
-const WRITEBACK: u64 = 64 << 20;
 static ZERO_BLOCK: [u8; BLOCK] = [0; BLOCK];
 static ZEROS: [u8; CHUNK] = [0; CHUNK];
 
@@ -55,7 +52,7 @@ impl<'a> SparseWriter<'a> {
     }
 
     fn written(&mut self) {
-        if self.pos - self.unflushed >= WRITEBACK {
+        if self.pos - self.unflushed >= Writeback::PIECE {
             self.writeback
                 .range(self.unflushed, self.pos - self.unflushed);
             self.unflushed = self.pos;
@@ -196,7 +193,7 @@ fn copy_range(
     while done < len {
         let mut off_in = (start + done) as libc::loff_t;
         let mut off_out = off_in;
-        let want = (len - done).min(WRITEBACK) as usize;
+        let want = (len - done).min(Writeback::PIECE) as usize;
         // SAFETY: both descriptors are open for the call's duration and the
         // offsets are plain integers the kernel reads and advances.
         let n = unsafe {

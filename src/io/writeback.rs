@@ -19,6 +19,9 @@ pub struct Writeback {
 }
 
 impl Writeback {
+    /// Written data is handed to the disk in pieces of this size.
+    pub const PIECE: u64 = 64 << 20;
+
     pub fn new(file: &File) -> Writeback {
         let Ok(file) = file.try_clone() else {
             return Writeback { pieces: None };
