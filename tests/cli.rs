@@ -301,7 +301,7 @@ fn emulate_explains_what_it_cannot_boot() {
     );
     assert!(
         r.stderr.contains(
-            "9 SATA disks asked for, but the emulated board's SATA controller has 6 ports"
+            "9 SATA disks asked for, but the emulated board's SATA controller has 6 ports: attach the rest with --usb-disk"
         ),
         "{}",
         r.stderr

@@ -145,13 +145,21 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
     let is_pc = crate::boot::efi_loader(&image)?.is_some();
     let (qemu, package) = qemu(is_pc);
     let sata = opts.blank.map_or(0, |(n, _)| n) + opts.disks.len();
-    let (max, what) = if is_pc {
-        (pc::MAX_DISKS, "the emulated PC's AHCI controllers have")
+    let (max, what, fix) = if is_pc {
+        (
+            pc::MAX_DISKS,
+            "the emulated PC's AHCI controllers have",
+            "attach the rest with --usb-disk",
+        )
     } else {
-        (board::MAX_DISKS, "the emulated board's SATA controller has")
+        (
+            board::MAX_DISKS,
+            "the emulated board's SATA controller has",
+            "attach the rest with --usb-disk, or build for `model = \"x86-64\"`, whose emulated PC takes 24",
+        )
     };
     if sata > max {
-        bail!("{sata} SATA disks asked for, but {what} {max} ports");
+        bail!("{sata} SATA disks asked for, but {what} {max} ports: {fix}");
     }
     if Command::new(qemu)
         .arg("--version")
