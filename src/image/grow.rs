@@ -2,6 +2,7 @@
 //! ext4 grow together. resize2fs works on `image?offset=N`, so no loop device
 //! and no root are needed.
 
+use super::seccomp::NO_FSYNC;
 use super::table::{Layout, SECTOR, TableKind};
 use anyhow::{Context, Result, bail};
 use std::fs::{File, OpenOptions};
@@ -102,9 +103,7 @@ fn grow_gpt(f: &mut File, root_number: u32, old_size: u64, new_size: u64) -> Res
 /// its last mount, and a check is what makes the resize safe.
 fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
     let dev = format!("{}?offset={offset}", image.display());
-    let out = Command::new("e2fsck")
-        .args(["-fp"])
-        .arg(&dev)
+    let out = super::seccomp::answer(Command::new("e2fsck").args(["-fp"]).arg(&dev), &NO_FSYNC)
         .output()
         .context("running e2fsck")?;
     // 0: clean, 1: errors corrected. Anything else means the image is damaged.
@@ -119,7 +118,15 @@ fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
     let image_len = std::fs::metadata(image)?.len();
     let mut cmd = Command::new("resize2fs");
     cmd.arg(&dev).arg(format!("{kib}K"));
-    forbid_ftruncate(&mut cmd);
+    // resize2fs ends by truncating a regular file to the filesystem's new size,
+    // ignoring `?offset=` (e2fsprogs resize/main.c), which would cut off the
+    // last `offset` bytes of the partition it just wrote. A seccomp filter in
+    // the child makes that one ftruncate fail with EPERM; resize2fs reports it
+    // and still exits 0, with every block in place. Nothing else it does
+    // truncates files.
+    let mut calls = NO_FSYNC.to_vec();
+    calls.push((libc::SYS_ftruncate, libc::EPERM));
+    super::seccomp::answer(&mut cmd, &calls);
     let out = cmd.output().context("running resize2fs")?;
     if !out.status.success() {
         bail!(
@@ -134,88 +141,4 @@ fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// resize2fs ends by truncating a regular file to the filesystem's new size,
-/// ignoring `?offset=` (e2fsprogs resize/main.c), which would cut off the
-/// last `offset` bytes of the partition it just wrote. A seccomp filter in
-/// the child makes that one ftruncate fail with EPERM; resize2fs reports it
-/// and still exits 0, with every block in place. Nothing else it does
-/// truncates files.
-fn forbid_ftruncate(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    #[cfg(target_arch = "x86_64")]
-    const AUDIT_ARCH: u32 = 0xc000_003e;
-    #[cfg(target_arch = "aarch64")]
-    const AUDIT_ARCH: u32 = 0xc000_00b7;
-    const BPF_ABS: u16 = 0x20;
-    const BPF_JEQ: u16 = 0x10;
-    const LD: u16 = (libc::BPF_LD | libc::BPF_W) as u16 | BPF_ABS;
-    const JEQ: u16 = libc::BPF_JMP as u16 | BPF_JEQ | libc::BPF_K as u16;
-    const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
-    // struct seccomp_data: int nr at 0, __u32 arch at 4.
-    let filter = [
-        libc::sock_filter {
-            code: LD,
-            jt: 0,
-            jf: 0,
-            k: 4,
-        },
-        libc::sock_filter {
-            code: JEQ,
-            jt: 1,
-            jf: 0,
-            k: AUDIT_ARCH,
-        },
-        libc::sock_filter {
-            code: RET,
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ALLOW,
-        },
-        libc::sock_filter {
-            code: LD,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        libc::sock_filter {
-            code: JEQ,
-            jt: 0,
-            jf: 1,
-            k: libc::SYS_ftruncate as u32,
-        },
-        libc::sock_filter {
-            code: RET,
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
-        },
-        libc::sock_filter {
-            code: RET,
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ALLOW,
-        },
-    ];
-    // SAFETY: between fork and exec only two prctl calls run, both
-    // async-signal-safe; the filter outlives them (it is moved into the closure).
-    unsafe {
-        cmd.pre_exec(move || {
-            let prog = libc::sock_fprog {
-                len: filter.len() as u16,
-                filter: filter.as_ptr() as *mut libc::sock_filter,
-            };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(
-                    libc::PR_SET_SECCOMP,
-                    libc::SECCOMP_MODE_FILTER,
-                    &prog as *const libc::sock_fprog,
-                ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
 }

@@ -3,6 +3,7 @@
 pub mod ext4;
 pub mod fat;
 pub mod grow;
+pub mod seccomp;
 pub mod table;
 
 use anyhow::{Context, Result};
