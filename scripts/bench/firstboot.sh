@@ -16,7 +16,15 @@ shift || true
 disks=(--disks 3x2G)
 [ $# -gt 0 ] && disks=("$@")
 work=$(mktemp -d)
-trap '[ -n "${NASFORGE_BENCH_SERIAL:-}" ] && cp "$work/serial.log" "$NASFORGE_BENCH_SERIAL"; rm -rf "$work"; kill 0 2>/dev/null' EXIT
+# The board runs in a process group of its own, so that stopping it stops
+# qemu too and nothing else (`kill 0` would also stop whoever called this).
+emulator=
+finish() {
+  if [ -n "$emulator" ]; then kill -- "-$emulator" 2>/dev/null || true; fi
+  if [ -n "${NASFORGE_BENCH_SERIAL:-}" ]; then cp "$work/serial.log" "$NASFORGE_BENCH_SERIAL"; fi
+  rm -rf "$work"
+}
+trap finish EXIT
 cargo build -q --release
 nasforge=target/release/nasforge
 "$nasforge" build "$recipe" -o "$work/nas.img" >"$work/build.log" 2>&1 || {
@@ -24,8 +32,11 @@ nasforge=target/release/nasforge
   exit 1
 }
 log="$work/serial.log"
+set -m
 "$nasforge" emulate "$work/nas.img" --headless --exit-on-reboot --fresh \
   --workdir "$work/emulate" --serial-log "$log" "${disks[@]}" >/dev/null &
+emulator=$!
+set +m
 start=$(date +%s)
 until grep -q 'nasforge-setup: setup complete\|nasforge-firstboot: FAILED\|nasforge-setup: FAILED' "$log" 2>/dev/null; do
   if [ $(( $(date +%s) - start )) -gt 3600 ]; then
