@@ -11,7 +11,7 @@
 use anyhow::{Context, Result, bail};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 #[derive(Debug, Clone)]
 pub struct Ext4 {
@@ -188,8 +188,7 @@ impl Ext4 {
             }
             None => None,
         };
-        let mut cmd = Command::new("debugfs");
-        super::seccomp::answer(&mut cmd, &super::seccomp::NO_FSYNC);
+        let mut cmd = super::seccomp::e2fsprogs("debugfs");
         cmd.args(args);
         if let Some(f) = &script_file {
             cmd.arg("-f").arg(f.path());
@@ -439,7 +438,7 @@ impl Ext4 {
 
     /// Free space, from the superblock.
     pub fn free_bytes(&self) -> Result<u64> {
-        let out = super::seccomp::answer(&mut Command::new("dumpe2fs"), &super::seccomp::NO_FSYNC)
+        let out = super::seccomp::e2fsprogs("dumpe2fs")
             .arg("-h")
             .arg(self.device())
             .output()

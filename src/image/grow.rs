@@ -2,13 +2,11 @@
 //! ext4 grow together. resize2fs works on `image?offset=N`, so no loop device
 //! and no root are needed.
 
-use super::seccomp::NO_FSYNC;
 use super::table::{Layout, SECTOR, TableKind};
 use anyhow::{Context, Result, bail};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::process::Command;
 
 const MIB: u64 = 1 << 20;
 /// GPT keeps a backup header and 32 sectors of entries at the end.
@@ -103,7 +101,9 @@ fn grow_gpt(f: &mut File, root_number: u32, old_size: u64, new_size: u64) -> Res
 /// its last mount, and a check is what makes the resize safe.
 fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
     let dev = format!("{}?offset={offset}", image.display());
-    let out = super::seccomp::answer(Command::new("e2fsck").args(["-fp"]).arg(&dev), &NO_FSYNC)
+    let out = super::seccomp::e2fsprogs("e2fsck")
+        .args(["-fp"])
+        .arg(&dev)
         .output()
         .context("running e2fsck")?;
     // 0: clean, 1: errors corrected. Anything else means the image is damaged.
@@ -116,7 +116,7 @@ fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
     }
     let kib = size / 1024;
     let image_len = std::fs::metadata(image)?.len();
-    let mut cmd = Command::new("resize2fs");
+    let mut cmd = super::seccomp::e2fsprogs("resize2fs");
     cmd.arg(&dev).arg(format!("{kib}K"));
     // resize2fs ends by truncating a regular file to the filesystem's new size,
     // ignoring `?offset=` (e2fsprogs resize/main.c), which would cut off the
@@ -124,9 +124,7 @@ fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
     // the child makes that one ftruncate fail with EPERM; resize2fs reports it
     // and still exits 0, with every block in place. Nothing else it does
     // truncates files.
-    let mut calls = NO_FSYNC.to_vec();
-    calls.push((libc::SYS_ftruncate, libc::EPERM));
-    super::seccomp::answer(&mut cmd, &calls);
+    super::seccomp::answer(&mut cmd, &[(libc::SYS_ftruncate, libc::EPERM)]);
     let out = cmd.output().context("running resize2fs")?;
     if !out.status.success() {
         bail!(

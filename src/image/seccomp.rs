@@ -1,8 +1,9 @@
 //! What the e2fsprogs tools the build runs on its working copy may do to it:
 //! a seccomp filter in the child answers chosen system calls itself, with
-//! an errno (0 is success), without the kernel running them.
+//! an errno (0 is success), without the kernel running them. Filters stack:
+//! a call answered by any of them does not run.
 //!
-//! - `fsync`/`fdatasync` ([`NO_FSYNC`]): libext2fs fsyncs the file it opens,
+//! - `fsync`/`fdatasync` ([`e2fsprogs`]): libext2fs fsyncs the file it opens,
 //!   even read-only (its unix I/O manager does so to throw away stale
 //!   block-device errors), and the disk's cache flush behind it waits for
 //!   every write in flight on that disk. Right after the copy of a base that
@@ -22,7 +23,15 @@ const AUDIT_ARCH: u32 = 0xc000_003e;
 const AUDIT_ARCH: u32 = 0xc000_00b7;
 
 /// fsync and fdatasync succeed without syncing.
-pub const NO_FSYNC: [(libc::c_long, i32); 2] = [(libc::SYS_fsync, 0), (libc::SYS_fdatasync, 0)];
+const NO_FSYNC: [(libc::c_long, i32); 2] = [(libc::SYS_fsync, 0), (libc::SYS_fdatasync, 0)];
+
+/// An e2fsprogs tool (debugfs, dumpe2fs, e2fsck, resize2fs) to run on the
+/// build's working copy: its fsyncs are answered, not run.
+pub fn e2fsprogs(tool: &str) -> Command {
+    let mut cmd = Command::new(tool);
+    answer(&mut cmd, &NO_FSYNC);
+    cmd
+}
 
 fn op(code: u32, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter {
@@ -144,6 +153,31 @@ print(os.read(r, 1))",
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
             "fsync ok\nfdatasync ok\nftruncate Invalid argument\nb'x'\n"
+        );
+    }
+
+    #[test]
+    fn an_e2fsprogs_tool_skips_its_fsyncs_and_a_second_filter_stacks_on_that() {
+        let mut cmd = e2fsprogs("python3");
+        answer(&mut cmd, &[(libc::SYS_ftruncate, libc::EPERM)]);
+        let out = cmd
+            .args([
+                "-c",
+                "import os
+r, w = os.pipe()
+os.fsync(w)
+os.fdatasync(w)
+try:
+    os.ftruncate(w, 0)
+except OSError as e:
+    print(e.strerror)",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "Operation not permitted\n"
         );
     }
 }
