@@ -225,7 +225,6 @@ pub fn finish_image(
         hasher: Sha256::new(),
         writeback: Writeback::new(out.as_file()),
         written: 0,
-        handed: 0,
     };
     let mut encoder = liblzma::write::XzEncoder::new_stream(&mut file_hash, stream);
     let mut raw_hash = Sha256::new();
@@ -262,8 +261,6 @@ struct HashWriter<W> {
     hasher: Sha256,
     writeback: Writeback,
     written: u64,
-    /// How much of the file has been handed to the disk.
-    handed: u64,
 }
 
 impl<W: Write> Write for HashWriter<W> {
@@ -271,11 +268,7 @@ impl<W: Write> Write for HashWriter<W> {
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
         self.written += n as u64;
-        if self.written - self.handed >= Writeback::PIECE {
-            self.writeback
-                .range(self.handed, self.written - self.handed);
-            self.handed = self.written;
-        }
+        self.writeback.reached(self.written);
         Ok(n)
     }
 

@@ -31,8 +31,6 @@ pub fn hash_zeros(hasher: &mut Sha256, mut len: u64) {
 pub struct SparseWriter<'a> {
     file: &'a File,
     pos: u64,
-    /// Where the data not yet handed to the disk starts.
-    unflushed: u64,
     writeback: Writeback,
 }
 
@@ -41,7 +39,6 @@ impl<'a> SparseWriter<'a> {
         SparseWriter {
             file,
             pos: 0,
-            unflushed: 0,
             writeback: Writeback::new(file),
         }
     }
@@ -49,14 +46,6 @@ impl<'a> SparseWriter<'a> {
     /// Moves forward over zeros the caller knows about (a hole in the source).
     pub fn skip(&mut self, len: u64) {
         self.pos += len;
-    }
-
-    fn written(&mut self) {
-        if self.pos - self.unflushed >= Writeback::PIECE {
-            self.writeback
-                .range(self.unflushed, self.pos - self.unflushed);
-            self.unflushed = self.pos;
-        }
     }
 
     pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
@@ -79,7 +68,7 @@ impl<'a> SparseWriter<'a> {
             self.file.write_all_at(&data[s..], self.pos + s as u64)?;
         }
         self.pos += data.len() as u64;
-        self.written();
+        self.writeback.reached(self.pos);
         Ok(())
     }
 

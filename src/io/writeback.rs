@@ -3,19 +3,18 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
-/// Hands written data to the disk as a copy or a compression goes on.
-/// Left dirty, a whole
-/// copied image is written back by the first fsync of the file, and debugfs
-/// fsyncs every time it opens the image (even to read): the build stood
-/// still for that flush (0.55 s of 2.5 s for a 2.5 GiB image). A thread of
-/// its own asks the kernel to start writing each piece (sync_file_range,
-/// which can wait for the disk's queue), so the copy itself never waits,
-/// and most of the image is on the disk by the time debugfs opens it. Only
-/// a hint: the fsync before publishing is what reports a failed write.
-/// An .img.xz of incompressible data is as large as its data: a build that
-/// fsyncs a gigabyte at the end stood still for seconds that `xz` never pays.
+/// Hands written data to the disk as a copy or a compression goes on, so
+/// that the fsync before publishing, which runs beside the final hash, finds
+/// little left to write. An .img.xz of incompressible data is as large as
+/// its data: a build that fsyncs a gigabyte at the end stood still for
+/// seconds that `xz` never pays. A thread of its own asks the kernel to
+/// start writing each piece (sync_file_range, which can wait for the disk's
+/// queue), so the writer itself never waits. Only a hint: the fsync before
+/// publishing is what reports a failed write.
 pub struct Writeback {
     pieces: Option<std::sync::mpsc::Sender<(u64, u64)>>,
+    /// Where the data [`Writeback::reached`] has not handed over starts.
+    handed: u64,
 }
 
 impl Writeback {
@@ -24,7 +23,10 @@ impl Writeback {
 
     pub fn new(file: &File) -> Writeback {
         let Ok(file) = file.try_clone() else {
-            return Writeback { pieces: None };
+            return Writeback {
+                pieces: None,
+                handed: 0,
+            };
         };
         let (pieces, queue) = std::sync::mpsc::channel::<(u64, u64)>();
         // Not joined: it ends once the writer is gone and its queue is
@@ -44,6 +46,16 @@ impl Writeback {
         });
         Writeback {
             pieces: Some(pieces),
+            handed: 0,
+        }
+    }
+
+    /// The writer has written everything before `pos`: hands over what it
+    /// has not yet, once that makes a whole piece.
+    pub fn reached(&mut self, pos: u64) {
+        if pos - self.handed >= Self::PIECE {
+            self.range(self.handed, pos - self.handed);
+            self.handed = pos;
         }
     }
 
