@@ -127,13 +127,19 @@ impl Layout {
     fn of(arch: &str) -> Option<Layout> {
         match arch {
             "arm64" => Some(Layout {
-                hook: include_str!("../files/debian/layout-image.sh"),
+                hook: concat!(
+                    include_str!("../files/debian/boot-drivers.sh"),
+                    include_str!("../files/debian/layout-image.sh")
+                ),
                 boot_packages: &["raspi-firmware"],
             }),
             // grub-mkimage is in grub-common, which this depends on; not
             // grub-efi-amd64, whose scripts would run grub-install.
             "amd64" => Some(Layout {
-                hook: include_str!("../files/debian/layout-pc.sh"),
+                hook: concat!(
+                    include_str!("../files/debian/boot-drivers.sh"),
+                    include_str!("../files/debian/layout-pc.sh")
+                ),
                 boot_packages: &["grub-efi-amd64-bin"],
             }),
             _ => None,

@@ -56,15 +56,7 @@ chroot "$root" update-initramfs -c -k all
 rm "$root/etc/initramfs-tools/hooks/nasforge-boot-media"
 # What the Pi's SD card, a USB or NVMe disk and a VM's disk need, checked
 # in the result: a renamed module in a newer kernel fails here, not at boot.
-listing=$(mktemp)
-chroot "$root" sh -c 'for i in /boot/initrd.img-*; do lsinitramfs "$i"; done' >"$listing"
-for ko in ext4 sd_mod sdhci-iproc usb-storage uas xhci-pci nvme virtio_blk virtio_pci; do
-	if ! grep -q "/$ko\.ko" "$listing"; then
-		echo "nasforge: the base image's initramfs lacks $ko.ko; the kernel's modules changed" >&2
-		exit 1
-	fi
-done
-rm "$listing"
+require_boot_drivers "$root" ext4 sd_mod sdhci-iproc usb-storage uas xhci-pci nvme virtio_blk virtio_pci
 # Later rebuilds happen on the board itself (a kernel update): there the
 # running hardware is known, and taking only its drivers makes the rebuild
 # several times faster.

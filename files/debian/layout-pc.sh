@@ -38,15 +38,7 @@ chroot "$root" systemctl enable systemd-networkd.service
 rm -f "$root/usr/sbin/update-initramfs"
 chroot "$root" dpkg-divert --quiet --local --rename --remove /usr/sbin/update-initramfs
 chroot "$root" update-initramfs -c -k all
-listing=$(mktemp)
-chroot "$root" sh -c 'for i in /boot/initrd.img-*; do lsinitramfs "$i"; done' >"$listing"
-for ko in ext4 sd_mod ahci nvme usb-storage uas xhci-pci virtio_blk virtio_scsi mpt3sas megaraid_sas mptsas; do
-	if ! grep -q "/$ko\.ko" "$listing"; then
-		echo "nasforge: the base image's initramfs lacks $ko.ko; the kernel's modules changed" >&2
-		exit 1
-	fi
-done
-rm "$listing"
+require_boot_drivers "$root" ext4 sd_mod ahci nvme usb-storage uas xhci-pci virtio_blk virtio_scsi mpt3sas megaraid_sas mptsas
 # Later rebuilds happen on the board itself (mdadm.conf, a kernel update),
 # where the running hardware is known.
 cat >"$root/etc/initramfs-tools/conf.d/nasforge-modules.conf" <<CONF
