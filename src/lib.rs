@@ -13,6 +13,7 @@ pub mod build;
 pub mod cli;
 pub mod debian;
 pub mod diag;
+pub mod distro;
 pub mod emulate;
 pub mod fetch;
 pub mod firstboot;

@@ -175,7 +175,7 @@ fn run(cli: Cli) -> Result<()> {
             build(&r, &opts, timings)
         }
         Command::Inspect { image, json } => inspect(&image, json),
-        Command::Emulate(opts) => emulate(&opts),
+        Command::Emulate(opts) => emulate(&opts, &cache(cli.cache)?),
         Command::Kernel {
             command:
                 KernelCommand::Build {
@@ -251,8 +251,8 @@ fn inspect(image: &Path, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn emulate(opts: &nasforge::emulate::Options) -> Result<()> {
-    let status = nasforge::emulate::run(opts)?;
+fn emulate(opts: &nasforge::emulate::Options, cache: &std::path::Path) -> Result<()> {
+    let status = nasforge::emulate::run(opts, cache)?;
     if !status.success() {
         anyhow::bail!("qemu exited with {status}");
     }

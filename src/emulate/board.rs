@@ -4,8 +4,12 @@
 //!
 //! The Raspberry Pi firmware cannot be emulated, so the kernel and initramfs
 //! are taken from the image's root filesystem and handed to qemu directly,
-//! with the kernel arguments of the board's own cmdline.txt.
+//! with the kernel arguments of the board's own cmdline.txt. A vendor's
+//! image (Raspberry Pi OS, Armbian), whose kernels run only on their own
+//! boards, boots its userland on a Debian stand-in kernel ([`super::standin`]).
 
+use super::standin::{self, StandIn};
+use crate::distro::{Distribution, Userland};
 use crate::image::Image;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -23,9 +27,39 @@ pub(super) struct Boot {
     /// The rest of the board's cmdline.txt as it is on the board's disk
     /// now (`console=` aside: the emulated board has its own serial port).
     pub(super) card_args: Vec<String>,
+    /// The Debian kernel standing in for a vendor's, and whose.
+    pub(super) standin: Option<(StandIn, Userland)>,
 }
 
-fn kernel_format(path: &Path) -> Result<&'static str> {
+/// What boots the image: its own kernel, or for a vendor's image a Debian
+/// stand-in of the release its userland is built on.
+pub(super) fn boot(image: &Image, workdir: &Path, cache: &Path) -> Result<Boot> {
+    let root = image
+        .ext4()
+        .context("the image has no ext4 root filesystem to boot")?;
+    let userland = Userland::of(&root)?;
+    if userland.distribution == Distribution::Other {
+        return extract_boot(image, workdir);
+    }
+    let Some(release) = userland.debian_release() else {
+        bail!(
+            "{} here is built on {}, not on a Debian release: its own kernels run only on its boards, and nasforge's stand-in kernel is Debian's, so it cannot be booted here; try it on the board",
+            userland.name(),
+            userland.pretty
+        );
+    };
+    let standin = standin::prepare(release, cache)?;
+    Ok(Boot {
+        kernel: standin.kernel.clone(),
+        initrd: Some(standin.initrd.clone()),
+        version: standin.version.clone(),
+        root_arg: root_argument(image)?,
+        card_args: Vec::new(),
+        standin: Some((standin, userland)),
+    })
+}
+
+pub(super) fn kernel_format(path: &Path) -> Result<&'static str> {
     let mut head = [0u8; 64];
     let n = std::io::Read::read(&mut std::fs::File::open(path)?, &mut head)?;
     let head = &head[..n];
@@ -44,7 +78,7 @@ fn kernel_format(path: &Path) -> Result<&'static str> {
     )
 }
 
-pub(super) fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
+fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
     let root = image
         .ext4()
         .context("the image has no ext4 root filesystem to take a kernel from")?;
@@ -103,6 +137,7 @@ pub(super) fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
         version,
         root_arg: root_argument(image)?,
         card_args: Vec::new(),
+        standin: None,
     })
 }
 
@@ -206,6 +241,9 @@ pub(super) fn machine_args(cmd: &mut Command, boot: &Boot, overlay: &Path) {
             overlay.display()
         ))
         .args(["-device", "virtio-blk-pci,drive=root"]);
+    if let Some((standin, _)) = &boot.standin {
+        standin::disk_args(cmd, standin);
+    }
     cmd.args(["-device", "ich9-ahci,id=ahci"]);
 }
 

@@ -11,6 +11,7 @@
 mod board;
 mod disks;
 mod pc;
+mod standin;
 
 use crate::image::Image;
 use crate::size::human;
@@ -114,7 +115,7 @@ fn ssh_enabled(image: &Image) -> bool {
 /// What is emulated: the arm64 board, given the kernel it boots, or a PC,
 /// whose firmware finds the boot loader on the image.
 enum Machine {
-    Board(board::Boot),
+    Board(Box<board::Boot>),
     Pc(pc::Firmware),
 }
 
@@ -140,7 +141,7 @@ fn qemu(pc: bool) -> (&'static str, &'static str) {
     }
 }
 
-pub fn run(opts: &Options) -> Result<ExitStatus> {
+pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
     let image = Image::open(&opts.image)?;
     let is_pc = crate::boot::efi_loader(&image)?.is_some();
     let (qemu, package) = qemu(is_pc);
@@ -186,10 +187,10 @@ pub fn run(opts: &Options) -> Result<ExitStatus> {
         let (overlay, created) = overlay(&opts.image, &workdir, opts.fresh)?;
         (Machine::Pc(pc::firmware(&workdir, created)?), overlay)
     } else {
-        let mut boot = board::extract_boot(&image, &workdir)?;
+        let mut boot = board::boot(&image, &workdir, cache)?;
         let (overlay, _) = overlay(&opts.image, &workdir, opts.fresh)?;
         boot.card_args = board::card_args(&image, &overlay, &workdir)?;
-        (Machine::Board(boot), overlay)
+        (Machine::Board(Box::new(boot)), overlay)
     };
     let mut all: Vec<(PathBuf, Bus)> = sata_disks(opts, &workdir)?
         .into_iter()
@@ -336,7 +337,15 @@ fn print_banner(
     ports: Ports,
 ) {
     let how = match machine {
-        Machine::Board(boot) => format!("on the arm64 board with kernel {}", boot.version),
+        Machine::Board(boot) => match &boot.standin {
+            Some((_, userland)) => format!(
+                "with a stand-in kernel: {}'s own kernels run only on its boards, so Debian {}'s {} boots its userland here, and the board differs:",
+                userland.name(),
+                userland.debian_release().unwrap_or("?"),
+                boot.version
+            ),
+            None => format!("on the arm64 board with kernel {}", boot.version),
+        },
         Machine::Pc(_) => {
             "on a UEFI PC (q35, OVMF): the image's boot loader picks the kernel".into()
         }
@@ -346,6 +355,17 @@ fn print_banner(
         opts.image.display(),
         human(image.layout.disk_size),
     );
+    if let Machine::Board(boot) = machine
+        && let Some((standin, _)) = &boot.standin
+    {
+        for d in standin::DIFFERENCES {
+            println!("  - {d}");
+        }
+        println!(
+            "  - its modules are on a read-only disk ({}), mounted in the emulator's overlay; the image is not changed",
+            standin.modules.display()
+        );
+    }
     for bus in [Bus::Sata, Bus::UsbStorage, Bus::Uas] {
         for (i, (d, serial, _)) in disks.iter().filter(|(_, _, b)| *b == bus).enumerate() {
             let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
@@ -436,6 +456,7 @@ mod tests {
             version: "6.1.0-40-arm64".into(),
             root_arg: "root=LABEL=RASPIROOT".into(),
             card_args: vec!["rw".into(), "usb-storage.quirks=46f4:0001:u".into()],
+            standin: None,
         };
         let disks = vec![
             (PathBuf::from("a.img"), "a".to_string(), Bus::Sata),
@@ -450,7 +471,7 @@ mod tests {
         };
         let cmd = qemu_command(
             &opts,
-            &Machine::Board(boot),
+            &Machine::Board(Box::new(boot)),
             Path::new("root.qcow2"),
             &disks,
             ports,

@@ -283,6 +283,26 @@ impl Ext4 {
             .is_some())
     }
 
+    /// Copies a directory tree out into `dest` (as `dest/<its name>`).
+    pub fn rdump(&self, path: &str, dest: &Path) -> Result<()> {
+        check_path(path)?;
+        let (_, err) = self.run(
+            &["-R", &format!("rdump \"{path}\" \"{}\"", dest.display())],
+            None,
+        )?;
+        // Not root, debugfs cannot give the copies the filesystem's owners,
+        // and says so for each; the bytes and modes are what is wanted.
+        let err: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.contains("while changing ownership"))
+            .collect();
+        if !err.is_empty() {
+            let err = err.join("; ");
+            bail!("copying {path} out of the root filesystem: {err}");
+        }
+        Ok(())
+    }
+
     /// A directory's entries (without `.` and `..`), or None when it does not exist.
     pub fn list(&self, dir: &str) -> Result<Option<Vec<Entry>>> {
         let Some(out) = self.query("ls -p", dir, "")? else {

@@ -1,5 +1,6 @@
 //! A disk image file: its partition table and the filesystems in it.
 
+pub mod cpio;
 pub mod ext4;
 pub mod fat;
 pub mod grow;
