@@ -31,11 +31,7 @@ pub struct Userland {
 
 impl Userland {
     pub fn of(root: &Ext4) -> Result<Userland> {
-        let os_release = match root.read("/usr/lib/os-release")? {
-            Some(t) => Some(t),
-            None => root.read("/etc/os-release")?,
-        };
-        let fields = parse_os_release(&String::from_utf8_lossy(&os_release.unwrap_or_default()));
+        let fields = os_release(root)?;
         let distribution = if root.owner("/etc/armbian-release")?.is_some() {
             Distribution::Armbian
         } else if root.owner("/etc/rpi-issue")?.is_some()
@@ -69,6 +65,18 @@ impl Userland {
             .then_some(self.codename.as_deref())
             .flatten()
     }
+}
+
+/// The fields of the image's os-release (`/usr/lib/os-release`, else the
+/// `/etc/os-release` of older images).
+pub fn os_release(root: &Ext4) -> Result<BTreeMap<String, String>> {
+    let text = match root.read("/usr/lib/os-release")? {
+        Some(t) => Some(t),
+        None => root.read("/etc/os-release")?,
+    };
+    Ok(text
+        .map(|t| parse_os_release(&String::from_utf8_lossy(&t)))
+        .unwrap_or_default())
 }
 
 pub fn parse_os_release(text: &str) -> BTreeMap<String, String> {

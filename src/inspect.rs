@@ -87,7 +87,7 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
     let image = Image::open(path)?;
     let root = image.ext4();
     let os_release = match &root {
-        Some(r) => os_release(r)?,
+        Some(r) => crate::distro::os_release(r)?,
         None => BTreeMap::new(),
     };
     let (config, armbian_env) = boot_settings(&image, root.as_ref())?;
@@ -148,16 +148,6 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         root_access,
         zfs,
     })
-}
-
-fn os_release(root: &Ext4) -> Result<BTreeMap<String, String>> {
-    let text = match root.read("/usr/lib/os-release")? {
-        Some(t) => Some(t),
-        None => root.read("/etc/os-release")?,
-    };
-    Ok(text
-        .map(|t| parse_os_release(&String::from_utf8_lossy(&t)))
-        .unwrap_or_default())
 }
 
 /// The Raspberry Pi config.txt on the FAT partition or, without one,
@@ -291,13 +281,6 @@ fn armbian_board(env: Option<&ArmbianEnv>) -> Model {
     } else {
         Model::GenericArm64
     }
-}
-
-fn parse_os_release(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
-        .collect()
 }
 
 impl Inspection {
