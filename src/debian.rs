@@ -128,7 +128,7 @@ impl Layout {
         match arch {
             "arm64" => Some(Layout {
                 hook: concat!(
-                    include_str!("../files/debian/boot-drivers.sh"),
+                    include_str!("../files/debian/common.sh"),
                     include_str!("../files/debian/layout-image.sh")
                 ),
                 boot_packages: &["raspi-firmware"],
@@ -137,7 +137,7 @@ impl Layout {
             // grub-efi-amd64, whose scripts would run grub-install.
             "amd64" => Some(Layout {
                 hook: concat!(
-                    include_str!("../files/debian/boot-drivers.sh"),
+                    include_str!("../files/debian/common.sh"),
                     include_str!("../files/debian/layout-pc.sh")
                 ),
                 boot_packages: &["grub-efi-amd64-bin"],

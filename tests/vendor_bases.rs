@@ -64,10 +64,11 @@ fn pios_fixture() -> RpiFixture {
             b"# Files in this directory are read by sudo.\n".to_vec(),
         ),
         // pi-gen stage2/04-cloud-init: cloud-init reads user-data from the
-        // boot partition (NoCloud, seedfrom file:///boot/firmware).
+        // boot partition (NoCloud, seedfrom file:///boot/firmware). Its
+        // cloud.cfg is Debian's package's own (unpacked by scripts/setup).
         (
             "etc/cloud/cloud.cfg".into(),
-            b"users:\n  - default\npreserve_hostname: false\n".to_vec(),
+            std::fs::read(CLOUD_INIT_CFG).unwrap_or_else(|e| panic!("{CLOUD_INIT_CFG}: {e}")),
         ),
         (
             "etc/cloud/cloud.cfg.d/99_raspberry-pi.cfg".into(),
@@ -110,12 +111,16 @@ fn build_pios(users: &str) -> Built {
     }
 }
 
+/// cloud.cfg of the cloud-init package scripts/setup unpacks.
+const CLOUD_INIT_CFG: &str = "/opt/nasforge-test/cloud-init/etc/cloud/cloud.cfg";
+
 /// Runs cloud-init's own set_hostname and update_hostname modules (its
 /// Debian package, unpacked by scripts/setup) on the image's /etc/cloud
 /// merged with user-data as Raspberry Pi Imager writes it, user-data over
 /// the system files as cloud-init merges them. Ok when both modules leave
-/// the hostname alone; they get no cloud to change it with, so one that
-/// would change it fails.
+/// the hostname alone (they get no cloud to change it with, so one that
+/// would change it fails) and none of the modules that would touch the
+/// hostname, /etc/hosts or the users is in the merged lists.
 fn cloud_init_hostname(img: &Path, offset: u64, scratch: &Path) -> Result<(), String> {
     let etc = scratch.join("etc-cloud");
     let _ = std::fs::remove_dir_all(&etc);
@@ -124,11 +129,12 @@ fn cloud_init_hostname(img: &Path, offset: u64, scratch: &Path) -> Result<(), St
         .arg("-R")
         .arg(format!("rdump /etc/cloud {}", etc.display()))
         .arg(format!("{}?offset={offset}", img.display())));
-    // raspberrypi/rpi-imager src/customization_generator.cpp, with a hostname.
+    // raspberrypi/rpi-imager src/customization_generator.cpp (v2.0.11.1),
+    // with a hostname and a user.
     let user_data = scratch.join("user-data");
     std::fs::write(
         &user_data,
-        "#cloud-config\nmanage_resolv_conf: false\nhostname: imager-name\nmanage_etc_hosts: true\n",
+        "#cloud-config\nmanage_resolv_conf: false\n\nhostname: imager-name\nmanage_etc_hosts: true\nuser:\n  name: alice\n  shell: /bin/bash\n  lock_passwd: false\n  passwd: \"$y$j9T$abc$def\"\n  sudo: null\n",
     )
     .unwrap();
     let script = r#"
@@ -141,6 +147,10 @@ user = util.load_yaml(open(sys.argv[2]).read())
 cfg = util.mergemanydict([user, system])
 for module in (cc_set_hostname, cc_update_hostname):
     module.handle(module.__name__, cfg, None, logging.getLogger(), [])
+run = [str(m if isinstance(m, str) else m[0]).replace("-", "_") for m in cfg["cloud_init_modules"]]
+touching = [m for m in ("set_hostname", "update_hostname", "update_etc_hosts", "users_groups") if m in run]
+if touching:
+    sys.exit("cloud-init would run " + ", ".join(touching))
 print("hostname kept")
 "#;
     let out = Command::new("/usr/bin/python3")
@@ -216,6 +226,11 @@ fn raspberry_pi_os_key_only_first_user_gets_userconf_its_groups_and_sudo() {
     let base = b.dir.path().join("rpi.img");
     let e = cloud_init_hostname(&base, b.root, b.dir.path()).unwrap_err();
     assert!(e.contains("AttributeError"), "{e}");
+    let drop_in = debugfs_cat(&b.img, b.root, "/etc/cloud/cloud.cfg.d/99-nasforge.cfg");
+    assert!(
+        drop_in.contains("cloud_init_modules:\n") && !drop_in.contains("users-groups"),
+        "{drop_in}"
+    );
     // Root: locked, and no password login over SSH, as sshd itself reads it.
     assert!(debugfs_cat(&b.img, b.root, "/etc/shadow").starts_with("root:*:"));
     let sshd = sshd_effective(&b.img, b.root, b.dir.path());

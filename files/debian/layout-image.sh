@@ -73,22 +73,10 @@ else
 fi
 chroot "$root" env DEB_MAINT_PARAMS=configure /etc/kernel/postinst.d/z50-raspi-firmware
 
-# A copy of the tree without the /proc, /sys and /dev mmdebstrap has
-# mounted into it (cp -x stays on one filesystem), and without the FAT
-# partition's files, which live only there, not hidden under its mount.
-stage=$(mktemp -d)
+stage=$(stage_tree "$root")
+# The FAT partition's files live only there, not hidden under its mount.
 fw=$(mktemp -d)
-cp -ax "$root/." "$stage/"
 mv "$stage/boot/firmware/"* "$fw/"
-# While it installs, mmdebstrap stops maintainer scripts from starting
-# services (policy-rc.d, a start-stop-daemon stand-in) and undoes that only
-# after the hooks; this copy is taken inside a hook, so it undoes it here.
-rm -f "$stage/usr/sbin/policy-rc.d"
-# nasforge's own unsafe-io for dpkg while the base installed (src/debian.rs).
-rm "$stage/etc/dpkg/dpkg.cfg.d/nasforge-build"
-if [ -e "$stage/usr/sbin/start-stop-daemon.REAL" ]; then
-	mv "$stage/usr/sbin/start-stop-daemon.REAL" "$stage/usr/sbin/start-stop-daemon"
-fi
 
 used=$(du -s -B1M "$stage" | cut -f1)
 root_mib=$((used + used / 4 + 512))

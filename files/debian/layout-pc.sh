@@ -71,19 +71,7 @@ menuentry 'Debian GNU/Linux (nasforge)' {
 }
 CFG
 
-# A copy of the tree without the /proc, /sys and /dev mmdebstrap has
-# mounted into it (cp -x stays on one filesystem).
-stage=$(mktemp -d)
-cp -ax "$root/." "$stage/"
-# While it installs, mmdebstrap stops maintainer scripts from starting
-# services (policy-rc.d, a start-stop-daemon stand-in) and undoes that only
-# after the hooks; this copy is taken inside a hook, so it undoes it here.
-rm -f "$stage/usr/sbin/policy-rc.d"
-# nasforge's own unsafe-io for dpkg while the base installed (src/debian.rs).
-rm "$stage/etc/dpkg/dpkg.cfg.d/nasforge-build"
-if [ -e "$stage/usr/sbin/start-stop-daemon.REAL" ]; then
-	mv "$stage/usr/sbin/start-stop-daemon.REAL" "$stage/usr/sbin/start-stop-daemon"
-fi
+stage=$(stage_tree "$root")
 
 used=$(du -s -B1M "$stage" | cut -f1)
 root_mib=$((used + used / 4 + 512))

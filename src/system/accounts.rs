@@ -181,6 +181,29 @@ impl Accounts {
         });
     }
 
+    /// Gives `name` a login shell when its own says no logins
+    /// (`/usr/sbin/nologin`, `/bin/false`); true when it changed.
+    pub fn allow_login(&mut self, name: &str) -> bool {
+        let mut changed = false;
+        let lines: Vec<String> = self
+            .passwd
+            .lines()
+            .map(|l| {
+                let mut f: Vec<&str> = l.split(':').collect();
+                if f.len() == 7
+                    && f[0] == name
+                    && (f[6].ends_with("/nologin") || f[6].ends_with("/false"))
+                {
+                    f[6] = "/bin/bash";
+                    changed = true;
+                }
+                f.join(":")
+            })
+            .collect();
+        self.passwd = lines.join("\n") + "\n";
+        changed
+    }
+
     pub fn leave_group(&mut self, name: &str, group: &str) {
         self.edit_members(&[group.to_string()], |members| {
             members.retain(|m| m != name)
@@ -260,6 +283,21 @@ mod tests {
         );
         assert!(a.group.ends_with("admin:x:1001:\n"));
         assert!(a.gshadow.unwrap().contains("sudo:*::pi,admin\n"));
+    }
+
+    #[test]
+    fn a_nologin_account_gets_a_login_shell_and_nobody_else_changes() {
+        let mut a = debian();
+        a.passwd = a
+            .passwd
+            .replace("/home/pi:/bin/bash", "/home/pi:/usr/sbin/nologin");
+        assert!(a.allow_login("pi"));
+        assert!(a.passwd.contains("pi:x:1000:1000:,,,:/home/pi:/bin/bash\n"));
+        assert!(
+            a.passwd
+                .contains("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+        );
+        assert!(!a.allow_login("pi"), "a login shell is left as it is");
     }
 
     #[test]

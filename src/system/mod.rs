@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod accounts;
+pub mod cloud_init;
 pub mod secrets;
 pub mod section;
 mod users;
@@ -28,17 +29,12 @@ pub struct Vendor {
 }
 
 const USERCONF: &str = "/usr/lib/userconf-pi/userconf";
-const CLOUD_CFG: &str = "/etc/cloud/cloud.cfg";
-/// Read by cloud-init after cloud.cfg; user-data given on the boot
-/// partition is merged over it but does not set these keys.
-pub const CLOUD_DROP_IN: &str = "/etc/cloud/cloud.cfg.d/99-nasforge.cfg";
-const CLOUD_SETTINGS: &str = "# Written by nasforge: the recipe set the hostname; a `hostname:` in\n# user-data on the boot partition does not change it on a later boot.\npreserve_hostname: true\nmanage_etc_hosts: false\n";
 
 impl Vendor {
     pub fn detect(root: &Ext4) -> Result<Vendor> {
         Ok(Vendor {
             userconf: root.owner(USERCONF)?.is_some(),
-            cloud_init: root.owner(CLOUD_CFG)?.is_some(),
+            cloud_init: root.owner(cloud_init::CLOUD_CFG)?.is_some(),
         })
     }
 
@@ -285,21 +281,24 @@ fn login_rules(
     if let Some(text) = access::sudoers(&key_only) {
         sudo_rule(root, out, &key_only, &text)?;
     }
-    // cloud-init sets the hostname from user-data on every boot; the rest of
-    // what the recipe set (users, keys, sshd's rule for root in a drop-in
-    // read before cloud-init's own) it does not undo.
-    if vendor.cloud_init && sys.hostname.is_some() {
+    // Imager's user-data would set its own hostname and users: cloud-init
+    // runs it without the modules that change what the recipe set.
+    if vendor.cloud_init && (sys.hostname.is_some() || !sys.users.is_empty()) {
+        let cloud_cfg = root.read(cloud_init::CLOUD_CFG)?.unwrap_or_default();
+        let (text, warnings) =
+            cloud_init::drop_in(&String::from_utf8_lossy(&cloud_cfg), sys.timezone.is_some());
+        out.warnings.extend(warnings);
         out.ops
             .extend(root.missing_dirs(&["/etc/cloud/cloud.cfg.d"])?);
-        let before = root.read(CLOUD_DROP_IN)?;
+        let before = root.read(cloud_init::DROP_IN)?;
         replace(
             root,
             out,
-            CLOUD_DROP_IN,
+            cloud_init::DROP_IN,
             before.as_deref(),
-            CLOUD_SETTINGS.as_bytes(),
+            text.as_bytes(),
             0o644,
-            "cloud-init keeps the recipe's hostname",
+            "cloud-init leaves the recipe's hostname and users alone (Raspberry Pi Imager's user-data)",
         )?;
     }
     Ok(())

@@ -160,6 +160,10 @@ fn userconf_user(
     if !u.sudo {
         acc.leave_group(first, "sudo");
     }
+    // pi-gen makes `pi` with `adduser --disabled-login` since 2026-03,
+    // whose shell is nologin; the rename keeps it, and the recipe's user
+    // logs in.
+    acc.allow_login(first);
     let line = accounts::record(&[&u.name, hash.unwrap_or("!")])?;
     out.boot_files
         .push(("userconf.txt".into(), line.into_bytes()));
