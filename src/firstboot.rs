@@ -26,6 +26,10 @@ pub struct Settings {
     pub mode: Option<Mode>,
     /// Enable the SSH server once its package is installed.
     pub ssh: bool,
+    /// What the recipe named, checked after the vendor's first boot (Raspberry
+    /// Pi Imager's customisation may have changed them).
+    pub hostname: Option<String>,
+    pub users: Vec<String>,
 }
 
 /// The service, its script and its settings; the service is enabled by the
@@ -52,15 +56,28 @@ pub fn ops(root: &Ext4, settings: &Settings) -> Result<Vec<Op>> {
             bail!("`{p}` is not a Debian package name");
         }
     }
+    // Words in a shell variable: the recipe's checks allow nothing else in
+    // host and user names.
+    for word in settings.users.iter().chain(&settings.hostname) {
+        if word.is_empty()
+            || !word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            bail!("`{}` is not a host or user name", word.escape_debug());
+        }
+    }
     let mode = match settings.mode {
         Some(Mode::Unattended) => "unattended",
         Some(Mode::Wizard) => "wizard",
         None => "none",
     };
     let env = format!(
-        "# Written by nasforge; read by /usr/lib/nasforge/firstboot.\nNASFORGE_PACKAGES=\"{}\"\nNASFORGE_MODE={mode}\nNASFORGE_SSH={}\n",
+        "# Written by nasforge; read by /usr/lib/nasforge/firstboot.\nNASFORGE_PACKAGES=\"{}\"\nNASFORGE_MODE={mode}\nNASFORGE_SSH={}\nNASFORGE_HOSTNAME={}\nNASFORGE_USERS=\"{}\"\n",
         settings.packages.join(" "),
-        if settings.ssh { "yes" } else { "no" }
+        if settings.ssh { "yes" } else { "no" },
+        settings.hostname.as_deref().unwrap_or(""),
+        settings.users.join(" "),
     );
     ops.push(Op::root_file(
         "/usr/lib/nasforge/firstboot",

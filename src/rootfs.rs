@@ -136,6 +136,8 @@ pub fn prepare(
         packages: install.clone(),
         mode: recipe.storage.as_ref().map(|s| s.mode),
         ssh: recipe.system.wants_ssh() && system.needs_openssh,
+        hostname: recipe.system.hostname.clone(),
+        users: recipe.system.users.iter().map(|u| u.name.clone()).collect(),
     });
     let recipe_copy = if has_storage {
         Some(

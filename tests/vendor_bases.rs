@@ -492,3 +492,93 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
         r.stderr
     );
 }
+
+/// nasforge's first-boot script checking the recipe's hostname and users
+/// after the vendor's first boot, run for real (`firstboot identity`) in a
+/// mount and UTS namespace of its own: /etc overlaid so that its writes stay
+/// there, /var/lib and /boot on tmpfs holding its settings and the boot
+/// partition with Raspberry Pi Imager's user-data.
+fn firstboot_identity(env: &str, hostname: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("files/board/firstboot");
+    let body = format!(
+        r#"set -e
+mkdir -p "$T/up" "$T/work"
+mount -t overlay -o "lowerdir=/etc,upperdir=$T/up,workdir=$T/work" nasforge-test /etc
+mount -t tmpfs nasforge-test /var/lib
+mkdir /var/lib/nasforge
+printf '%s' "$ENV" >/var/lib/nasforge/firstboot.env
+mount -t tmpfs nasforge-test /boot
+mkdir /boot/firmware
+printf '#cloud-config\nmanage_resolv_conf: false\n\nhostname: imager-name\nmanage_etc_hosts: true\nuser:\n  name: alice\n' >/boot/firmware/user-data
+echo "$NOW" >/etc/hostname
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n' "$NOW" >/etc/hosts
+hostname "$NOW"
+set +e
+"$SCRIPT" identity
+echo "rc=$?"
+echo "etc/hostname=$(cat /etc/hostname) hostname=$(hostname)"
+cat /etc/hosts
+cat /boot/firmware/nasforge-status.txt 2>/dev/null
+"#
+    );
+    let out = Command::new("unshare")
+        .args([
+            "--mount",
+            "--uts",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .env("T", dir.path())
+        .env("ENV", env)
+        .env("NOW", hostname)
+        .env("SCRIPT", &script)
+        .output()
+        .unwrap();
+    let text = printed(&out);
+    (text.contains("rc=0"), text)
+}
+
+#[test]
+fn after_imagers_customisation_the_recipes_hostname_comes_back_and_a_missing_user_stops_first_boot()
+{
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: mount namespaces need root (run the tests as root, as CI does)");
+        return;
+    }
+    // Imager's firstrun.sh set its own hostname in a boot of its own.
+    let (ok, out) = firstboot_identity(
+        "NASFORGE_HOSTNAME=nas\nNASFORGE_USERS=\"root\"\n",
+        "imager-name",
+    );
+    assert!(ok, "{out}");
+    assert!(out.contains("etc/hostname=nas hostname=nas"), "{out}");
+    assert!(out.contains("127.0.1.1\tnas\n"), "{out}");
+    assert!(
+        out.contains("the hostname is 'imager-name', not the recipe's 'nas'"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Raspberry Pi Imager's customisation (user-data on the boot partition) sets hostname user:"),
+        "{out}"
+    );
+    // The recipe's hostname already: nothing said of it, nothing changed.
+    let (ok, out) = firstboot_identity("NASFORGE_HOSTNAME=nas\nNASFORGE_USERS=\"root\"\n", "nas");
+    assert!(ok && !out.contains("setting it back"), "{out}");
+    // A recipe user that is not there (renamed by Imager) stops first boot,
+    // saying so on the boot partition.
+    let (ok, out) = firstboot_identity(
+        "NASFORGE_HOSTNAME=nas\nNASFORGE_USERS=\"root nasforge-no-such-user\"\n",
+        "nas",
+    );
+    assert!(!ok && out.contains("rc=1"), "{out}");
+    assert!(
+        out.contains("nasforge first boot failed")
+            && out.contains("user(s) nasforge-no-such-user do not exist"),
+        "{out}"
+    );
+}
