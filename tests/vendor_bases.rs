@@ -501,8 +501,7 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
 fn firstboot_identity(env: &str, hostname: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("files/board/firstboot");
-    let body = format!(
-        r#"set -e
+    let body = r#"set -e
 mkdir -p "$T/up" "$T/work"
 mount -t overlay -o "lowerdir=/etc,upperdir=$T/up,workdir=$T/work" nasforge-test /etc
 mount -t tmpfs nasforge-test /var/lib
@@ -520,8 +519,7 @@ echo "rc=$?"
 echo "etc/hostname=$(cat /etc/hostname) hostname=$(hostname)"
 cat /etc/hosts
 cat /boot/firmware/nasforge-status.txt 2>/dev/null
-"#
-    );
+"#;
     let out = Command::new("unshare")
         .args([
             "--mount",
