@@ -528,7 +528,7 @@ cat /boot/firmware/nasforge-status.txt 2>/dev/null
             "private",
             "sh",
             "-c",
-            &body,
+            body,
         ])
         .env("T", dir.path())
         .env("ENV", env)
