@@ -127,6 +127,15 @@ pub struct BoardInfo {
     /// What `inspect` reports for the kernel this board boots.
     #[serde(default = "single_board_capabilities")]
     pub capabilities: Vec<Capability>,
+    /// The device tree the board's firmware loads, as alternative names
+    /// (relative to the boot partition on a Raspberry Pi, to /boot/dtb on
+    /// Armbian); empty where the firmware needs none (a PC).
+    #[serde(default)]
+    pub device_trees: Vec<String>,
+    /// What the board's storage path and network need of the kernel,
+    /// beyond the capabilities.
+    #[serde(default)]
+    pub drivers: Vec<BoardDriver>,
     /// What `[kernel] build` uses for this board when the recipe does not
     /// say, and what the "kernel lacks sata/md" error offers as the fix.
     #[serde(default)]
@@ -154,6 +163,17 @@ pub struct BoardKernel {
     pub source: Option<String>,
     /// Which tree that is, in words.
     pub tree: Option<String>,
+}
+
+/// One driver a board needs: its module names, or for a kernel known only
+/// by its config file its Kconfig symbols, each list alternatives.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoardDriver {
+    /// What it drives, for messages ("its Ethernet (GENET)").
+    pub what: String,
+    pub modules: Vec<String>,
+    pub symbols: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

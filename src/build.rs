@@ -3,7 +3,7 @@
 //! beside the output under a temporary name; nothing appears under the
 //! output's name unless every step succeeded.
 
-use crate::board::Model;
+use crate::board::{Family, Model};
 use crate::image::Image;
 use crate::io::decompress::Format;
 use crate::kernel::{self, Booted, build::Built};
@@ -250,6 +250,12 @@ fn check_kernel(image: &Image, recipe: &Recipe, cache: &Path) -> Result<(Option<
     let kernels = kernel::installed(image)?;
     let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();
     let booted = kernel::booted(image, board, &versions)?;
+    if recipe.kernel.build.is_none() {
+        refuse_unbootable(
+            recipe,
+            &kernel::firmware::problems(image, board, &booted, &kernels)?,
+        )?;
+    }
     let built_kernel = recipe
         .kernel
         .build
@@ -291,6 +297,60 @@ fn check_kernel(image: &Image, recipe: &Recipe, cache: &Path) -> Result<(Option<
         );
     }
     Ok((built_kernel, booted))
+}
+
+/// Whether the recipe's board can boot the base image's own kernel as a NAS
+/// (`nasforge check` of a local image; a `[kernel] build` is checked once
+/// built).
+pub fn check_boots(image: &Image, recipe: &Recipe) -> Result<()> {
+    if recipe.kernel.build.is_some() {
+        return Ok(());
+    }
+    let kernels = kernel::installed(image)?;
+    let versions: Vec<String> = kernels.iter().map(|k| k.version.clone()).collect();
+    let booted = kernel::booted(image, recipe.board, &versions)?;
+    refuse_unbootable(
+        recipe,
+        &kernel::firmware::problems(image, recipe.board, &booted, &kernels)?,
+    )
+}
+
+/// Stops the build, at the recipe's `[board] model`, when the board's
+/// firmware could not boot the image as a NAS (`kernel::firmware`).
+fn refuse_unbootable(recipe: &Recipe, problems: &[String]) -> Result<()> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let board = recipe.board;
+    let info = board.info();
+    let base = match info.family {
+        Family::Armbian => "an Armbian image for this board",
+        _ => {
+            "a Raspberry Pi OS image (its kernels carry every Raspberry Pi's device trees and drivers)"
+        }
+    };
+    let build = match (&info.kernel.defconfig, &info.kernel.tree) {
+        (Some(d), Some(t)) => format!("a `[kernel] build` of {t} ({d})"),
+        _ => "a `[kernel] build`".into(),
+    };
+    let at = crate::section::RecipeText {
+        file: &recipe.file,
+        text: &recipe.text,
+    };
+    Err(crate::diag::LocatedErrors(vec![
+        at.at_path(
+            "board.model",
+            &format!(
+                "the {} cannot boot this image: {}",
+                info.description,
+                problems.join("; ")
+            ),
+        )
+        .with_help(format!(
+            "build from {base}, add {build}, or set the model of the board this image is for"
+        )),
+    ])
+    .into())
 }
 
 /// Grows the root partition by `[output] grow` plus whatever room the staged
@@ -370,6 +430,11 @@ fn install_kernel(image: &Image, recipe: &Recipe, built: &Built, edits: &mut Edi
         );
     }
     edits.warn(installed.warnings);
+    let kernels = kernel::installed(image)?;
+    refuse_unbootable(
+        recipe,
+        &kernel::firmware::problems(image, recipe.board, &now, &kernels)?,
+    )?;
     say("kernel", summary);
     edits.changes.extend(installed.changes);
     edits.booted = now;

@@ -67,6 +67,10 @@ pub struct BootedReport {
     pub booted: Booted,
     /// `sata ✓ (libata=m, ahci=m)` for each capability, when the version is known.
     pub capabilities: Vec<String>,
+    /// Why the board's firmware cannot boot the image as a NAS (a device
+    /// tree or a driver of its own missing); empty when it can.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cannot_boot: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -198,9 +202,11 @@ fn booted_reports(
             }
             None => vec![],
         };
+        let cannot_boot = kernel::firmware::problems(image, board, &b, files)?;
         booted.push(BootedReport {
             booted: b,
             capabilities,
+            cannot_boot,
         });
     }
     Ok(booted)
@@ -346,7 +352,18 @@ impl Inspection {
         }
         for b in &self.booted {
             let v = b.booted.version.as_deref().unwrap_or("unknown");
-            let _ = writeln!(s, "{} boots {} — {}", b.booted.board, v, b.booted.reason);
+            if b.cannot_boot.is_empty() {
+                let _ = writeln!(s, "{} boots {} — {}", b.booted.board, v, b.booted.reason);
+            } else {
+                let _ = writeln!(
+                    s,
+                    "{} cannot boot {}: {} — {}",
+                    b.booted.board,
+                    v,
+                    b.cannot_boot.join("; "),
+                    b.booted.reason
+                );
+            }
             if !b.capabilities.is_empty() {
                 let _ = writeln!(s, "    {}", b.capabilities.join(", "));
             }

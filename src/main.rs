@@ -202,7 +202,12 @@ fn check(recipe: &Path) -> Result<()> {
             recipe.display(),
             p.display()
         ),
-        BaseSource::Path(p) => nasforge::system::Vendor::of_image(p)?,
+        BaseSource::Path(p) => {
+            if let Some(image) = raw_image(p)? {
+                nasforge::build::check_boots(&image, &r)?;
+            }
+            nasforge::system::Vendor::of_image(p)?
+        }
         BaseSource::Url(u) => nasforge::system::Vendor::from_url(u),
         BaseSource::Debian(_) => Default::default(),
     };
@@ -215,6 +220,17 @@ fn check(recipe: &Path) -> Result<()> {
         r.output.path.display()
     );
     Ok(())
+}
+
+/// A local base image `check` can read as it is: compressed ones, and what
+/// holds no partition table, are judged at build time, where they are
+/// unpacked and read anyway.
+fn raw_image(path: &Path) -> Result<Option<nasforge::image::Image>> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    if nasforge::io::decompress::Format::sniff(&mut f)? != nasforge::io::decompress::Format::Raw {
+        return Ok(None);
+    }
+    Ok(nasforge::image::Image::open(path).ok())
 }
 
 fn build(recipe: &Recipe, opts: &nasforge::build::Options, timings: bool) -> Result<()> {

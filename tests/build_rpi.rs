@@ -331,6 +331,88 @@ fn a_kernel_without_raid456_stops_the_build_before_any_change() {
     );
 }
 
+/// An image as Debian's own kernels leave the boot partition: bookworm's
+/// 6.1 ships no Pi 5 device tree; trixie's 6.12 ships one, but has neither
+/// the RP1 driver nor the Pi 5's SD card driver (overlays/pi5.toml).
+fn debian_kernel_shaped(release: &str) -> RpiFixture {
+    let bookworm = release == "bookworm";
+    let mut device_trees = vec!["bcm2711-rpi-4-b.dtb".to_string()];
+    if !bookworm {
+        device_trees.push("bcm2712-rpi-5-b.dtb".into());
+    }
+    RpiFixture {
+        device_trees,
+        board_drivers: "kernel/drivers/pci/controller/pcie-brcmstb.ko\nkernel/drivers/usb/host/xhci-pci.ko\nkernel/drivers/reset/reset-raspberrypi.ko\nkernel/drivers/net/ethernet/broadcom/genet/genet.ko\n".into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_pi5_that_cannot_boot_the_image_is_refused_at_its_model_line_and_a_pi4_is_not() {
+    for release in ["bookworm", "trixie"] {
+        let b = setup(debian_kernel_shaped(release), PI5_RECIPE);
+        let before = sha256_file(&b.path("rpi.img"));
+        let r = build(&b, "pinas.toml");
+        assert_eq!(r.status, 1, "{release}: {}", r.stderr);
+        let rp1 = "kernel 6.6.51+rpt-rpi-2712 has no driver for the RP1 southbridge (its Ethernet and USB ports): none of rp1, rp1_pci";
+        assert!(
+            r.stderr.contains(
+                "pinas.toml:6:9: board.model: the Raspberry Pi 5 cannot boot this image: "
+            ) && r.stderr.contains(rp1)
+                && r.stderr.contains("sdhci-brcmstb")
+                && r.stderr
+                    .contains("help: build from a Raspberry Pi OS image")
+                && r.stderr.contains("a `[kernel] build` of raspberrypi/linux"),
+            "{release}: {}",
+            r.stderr
+        );
+        assert_eq!(
+            r.stderr.contains("the image has no bcm2712-rpi-5-b.dtb, the device tree the Raspberry Pi 5 firmware loads"),
+            release == "bookworm",
+            "{release}: {}",
+            r.stderr
+        );
+        assert_eq!(files_under(&b.path("out")), Vec::<String>::new());
+        assert_eq!(sha256_file(&b.path("rpi.img")), before);
+        let check = nasforge(&["check", "pinas.toml"], b.dir.path(), b.cache.path());
+        assert_eq!(check.status, 1, "{}", check.stderr);
+        assert!(
+            check.stderr.contains(
+                "pinas.toml:6:9: board.model: the Raspberry Pi 5 cannot boot this image: "
+            ),
+            "{release}: {}",
+            check.stderr
+        );
+
+        let ins = nasforge(&["inspect", "rpi.img"], b.dir.path(), b.cache.path());
+        assert_eq!(ins.status, 0, "{}", ins.stderr);
+        assert!(
+            ins.stdout.contains("pi5 cannot boot 6.6.51+rpt-rpi-2712: ")
+                && ins
+                    .stdout
+                    .contains("pi4 boots 6.6.51+rpt-rpi-v8 — kernel8.img"),
+            "{release}: {}",
+            ins.stdout
+        );
+
+        // The same image for a Pi 4, whose device tree and drivers it has.
+        write_recipe(
+            b.dir.path(),
+            "pi4.toml",
+            &PI5_RECIPE
+                .replace("model = \"pi5\"\npcie_gen = 3\n", "model = \"pi4\"\n")
+                .replace("out/pinas.img", "out/pi4.img"),
+        );
+        let r = build(&b, "pi4.toml");
+        assert_eq!(r.status, 0, "{release}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("pi4 boots 6.6.51+rpt-rpi-v8: sata ✓"),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
 #[test]
 fn kernel_line_in_config_txt_decides_the_booted_kernel() {
     let config = format!("{PIOS_CONFIG}\n[pi5]\nkernel=kernel8.img\n");

@@ -1,15 +1,20 @@
-//! End to end on an emulated board: build a NAS image from Debian's
-//! packages, made to first-boot as Raspberry Pi OS does (userconf-pi's own
-//! service renames the `pi` user at uid 1000 from userconf.txt), boot it
-//! with `nasforge emulate` on qemu's virt machine with an AHCI controller
-//! and four SATA disks, and three USB disks (tests/usb: a raid1 and a disk
-//! kept as it is, a UAS quirk), and check the NAS from the host the way a
-//! user would: smbclient, an NFS client, SSH as the renamed user. A ZFS
-//! raidz1 on three more SATA disks (tests/zfs) shares every boot. Then a
-//! power cut during setup, and a reboot with a member disk missing from the
-//! md array and one from the pool (the array assembles under its name, the
-//! pool is imported and mounted, both degraded, files intact), on which the
-//! NAS is cared for (tests/care): alerts, replace, grow, apply.
+//! End to end on an emulated board: build a NAS image from a replica of
+//! Raspberry Pi OS (trixie), the release users download today
+//! (tests/replica: nasforge's Debian trixie base with Raspberry Pi OS's
+//! first boot: userconf-pi's own service renames the `pi` user at uid 1000
+//! from userconf.txt, cloud-init reads the boot partition), write Raspberry
+//! Pi Imager's OS customisation onto it as Imager does (a hostname and a
+//! user of its own), boot it with `nasforge emulate` (its userland on the
+//! Debian stand-in kernel, as every Raspberry Pi OS image boots there) on
+//! qemu's virt machine with an AHCI controller and four SATA disks, and
+//! three USB disks (tests/usb: a raid1 and a disk kept as it is, a UAS
+//! quirk), and check the NAS from the host the way a user would:
+//! smbclient, an NFS client, SSH as the renamed user. A ZFS raidz1 on three
+//! more SATA disks (tests/zfs) shares every boot. Then a power cut during
+//! setup, and a reboot with a member disk missing from the md array and one
+//! from the pool (the array assembles under its name, the pool is imported
+//! and mounted, both degraded, files intact), on which the NAS is cared for
+//! (tests/care): alerts, replace, grow, apply.
 //!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
@@ -17,6 +22,7 @@ mod board;
 mod care;
 mod common;
 mod home_network;
+mod replica;
 mod usb;
 mod zfs;
 
@@ -51,83 +57,6 @@ fn boot_file_now(dir: &Path, name: &str) -> String {
     printed(&out)
 }
 
-/// The Debian base made to first-boot as Raspberry Pi OS does: userconf-pi
-/// and raspberrypi-sys-mods' get_fw_loc, unmodified and enabled as their
-/// packages enable them, and pi-gen's `pi` user at uid 1000 in pi-gen's
-/// groups (those the base has); the boot partition mounted as pi-gen's fstab
-/// does, without Debian's `nofail` (userconfig.service relies on that: with
-/// `nofail` nothing orders it after the mount, and it finds no
-/// userconf.txt). dos2unix, which userconf-service needs, is in the base.
-/// What nasforge detects as Raspberry Pi OS is exactly this.
-fn raspberry_pi_os_shaped(base: &Path, out: &Path) {
-    run(Command::new("cp").arg("--sparse=always").arg(base).arg(out));
-    let image = nasforge::image::Image::open(out).unwrap();
-    let root = image.ext4().unwrap();
-    use nasforge::image::ext4::Op;
-    let mut ops = root
-        .missing_dirs(&["/usr/lib/userconf-pi", "/usr/lib/raspberrypi-sys-mods"])
-        .unwrap();
-    for (path, data, mode) in userconf_pi_files() {
-        ops.push(Op::root_file(format!("/{path}"), data, mode));
-    }
-    ops.push(Op::Symlink {
-        path: "/etc/systemd/system/multi-user.target.wants/userconfig.service".into(),
-        target: "/usr/lib/systemd/system/userconfig.service".into(),
-    });
-    let read = |p: &str| String::from_utf8(root.read(p).unwrap().unwrap()).unwrap();
-    let mut acc = nasforge::system::accounts::Accounts {
-        passwd: read("/etc/passwd"),
-        shadow: read("/etc/shadow"),
-        group: read("/etc/group"),
-        gshadow: Some(read("/etc/gshadow")),
-    };
-    let groups: Vec<String> = PI_GEN_GROUPS
-        .iter()
-        .filter(|g| acc.has_group(g))
-        .map(|g| g.to_string())
-        .collect();
-    assert!(groups.iter().any(|g| g == "sudo"), "{groups:?}");
-    let pi = acc.add_user("pi", None, &groups, 20000).unwrap();
-    assert_eq!(pi.uid, 1000, "pi-gen's first user");
-    ops.push(Op::Mkdir {
-        path: pi.home.clone(),
-        mode: 0o755,
-        uid: 1000,
-        gid: 1000,
-    });
-    root.apply(&ops).unwrap();
-    // Raspberry Pi OS lists every Debian component (pi-gen
-    // stage0/00-configure-apt/files/debian.sources at b434ecd: `main contrib
-    // non-free non-free-firmware`); contrib is where Debian ships OpenZFS.
-    let sources = read("/etc/apt/sources.list");
-    let pi_gen = sources
-        .lines()
-        .map(|l| match l.strip_suffix(" main non-free-firmware") {
-            Some(start) if l.starts_with("deb ") => {
-                format!("{start} main contrib non-free non-free-firmware\n")
-            }
-            _ => format!("{l}\n"),
-        })
-        .collect::<String>();
-    assert!(pi_gen.contains(" contrib "), "{sources}");
-    let fstab = read("/etc/fstab");
-    assert!(fstab.contains(" /boot/firmware vfat rw,nofail "), "{fstab}");
-    let fstab = fstab.replace(
-        " /boot/firmware vfat rw,nofail ",
-        " /boot/firmware vfat defaults ",
-    );
-    for (path, text) in [
-        ("/etc/apt/sources.list", &pi_gen),
-        ("/etc/fstab", &fstab),
-        ("/etc/passwd", &acc.passwd),
-        ("/etc/shadow", &acc.shadow),
-        ("/etc/group", &acc.group),
-        ("/etc/gshadow", acc.gshadow.as_ref().unwrap()),
-    ] {
-        root.replace(path, text.as_bytes(), 0o644).unwrap();
-    }
-}
-
 #[test]
 fn a_nas_from_build_to_a_real_client_on_an_emulated_board() {
     if !slow_tests_enabled("a_nas_from_build_to_a_real_client_on_an_emulated_board") {
@@ -146,16 +75,9 @@ fn a_nas_from_build_to_a_real_client_on_an_emulated_board() {
         .arg(&key));
     let pubkey = std::fs::read_to_string(d.join("id_ed25519.pub")).unwrap();
 
-    let base = nasforge::debian::DebianBase {
-        suite: "bookworm".into(),
-        arch: "arm64".into(),
-        mirror: None,
-        packages: vec!["dos2unix".into()],
-    }
-    .image(&cache)
-    .unwrap();
-    raspberry_pi_os_shaped(&base, &d.join("pios.img"));
-    t.lap("Debian base (cached after the first run), made Raspberry Pi OS-shaped");
+    let base = replica::trixie_base(&cache);
+    replica::raspberry_pi_os(&base, &d.join("pios.img"));
+    t.lap("Debian trixie base (cached after the first run), made a Raspberry Pi OS replica");
     let sinks = care::Sinks::start();
 
     write_recipe(
@@ -233,11 +155,31 @@ path = "out/nas.img"
         zfs_lines(&r.stderr)
     );
     t.lap("build the image again, ZFS modules from the cache");
-    let image = d.join("out/nas.img");
+    let built = d.join("out/nas.img");
     assert!(
-        !contains_bytes(&image, PASSWORD.as_bytes()),
+        !contains_bytes(&built, PASSWORD.as_bytes()),
         "the password is in the image"
     );
+    // The card as Raspberry Pi Imager leaves it with its OS customisation
+    // on: a hostname, a user and a timezone of its own.
+    let image = d.join("card.img");
+    run(Command::new("cp")
+        .arg("--sparse=always")
+        .arg(&built)
+        .arg(&image));
+    let imager_hash = nasforge::system::secrets::crypt_password(
+        "imager-password",
+        nasforge::system::secrets::Scheme::Yescrypt,
+    )
+    .unwrap();
+    replica::Imager {
+        hostname: "imager-pi",
+        user: "alice",
+        password_hash: &imager_hash,
+        ssh_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGltYWdlcmltYWdlcmltYWdlcmltYWdlcmltYWdlcmlt alice@laptop",
+        timezone: "Europe/London",
+    }
+    .customise(&image, 1796380000000);
 
     let mut disks: Vec<PathBuf> = Vec::new();
     for i in 0..3 {
@@ -325,6 +267,23 @@ path = "out/nas.img"
         ok && id.contains("uid=1000(admin)") && id.contains("(sudo)") && id.contains("consumed"),
         "{id}"
     );
+    // Imager's user-data ran through Raspberry Pi OS's cloud-init: the
+    // recipe's hostname and users hold (no second account, none of Imager's
+    // name), and its other settings were applied.
+    let (ok, who) = board.ssh(
+        &key,
+        "hostname; getent passwd alice || echo no-alice; getent passwd | awk -F: '$3 >= 1000 && $3 < 60000 { print $1 }'; grep '^127.0.1.1' /etc/hosts; readlink /etc/localtime",
+    );
+    let lines: Vec<&str> = who.lines().collect();
+    assert!(
+        ok && lines.first() == Some(&"e2enas")
+            && lines.contains(&"no-alice")
+            && lines.iter().filter(|l| **l == "admin").count() == 1
+            && who.contains("127.0.1.1\te2enas")
+            && !who.contains("imager-pi")
+            && who.contains("Europe/London"),
+        "{who}"
+    );
     // First boot saves its log once more as it ends, a moment after setup
     // says it is complete.
     let mut log = String::new();
@@ -338,7 +297,8 @@ path = "out/nas.img"
         },
     );
     assert!(
-        log.contains("nasforge-firstboot: setting up storage"),
+        log.contains("nasforge-firstboot: setting up storage")
+            && log.contains("Raspberry Pi Imager's customisation (user-data on the boot partition) sets hostname timezone user"),
         "nasforge-setup.log on the boot partition:\n{log}"
     );
     assert!(

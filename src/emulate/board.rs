@@ -33,7 +33,7 @@ pub(super) struct Boot {
 
 /// What boots the image: its own kernel, or for a vendor's image a Debian
 /// stand-in of the release its userland is built on.
-pub(super) fn boot(image: &Image, workdir: &Path, cache: &Path) -> Result<Boot> {
+pub(super) fn boot(image: &Image, workdir: &Path, cache: &Path, fresh: bool) -> Result<Boot> {
     let root = image
         .ext4()
         .context("the image has no ext4 root filesystem to boot")?;
@@ -48,7 +48,7 @@ pub(super) fn boot(image: &Image, workdir: &Path, cache: &Path) -> Result<Boot> 
             userland.pretty
         );
     };
-    let standin = standin::prepare(release, cache)?;
+    let standin = standin::prepare(release, cache, workdir, fresh)?;
     Ok(Boot {
         kernel: standin.kernel.clone(),
         initrd: Some(standin.initrd.clone()),
@@ -242,7 +242,7 @@ pub(super) fn machine_args(cmd: &mut Command, boot: &Boot, overlay: &Path) {
         ))
         .args(["-device", "virtio-blk-pci,drive=root"]);
     if let Some((standin, _)) = &boot.standin {
-        standin::disk_args(cmd, standin);
+        standin::disk_args(cmd, &standin.disk);
     }
     cmd.args(["-device", "ich9-ahci,id=ahci"]);
 }

@@ -187,7 +187,7 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
         let (overlay, created) = overlay(&opts.image, &workdir, opts.fresh)?;
         (Machine::Pc(pc::firmware(&workdir, created)?), overlay)
     } else {
-        let mut boot = board::boot(&image, &workdir, cache)?;
+        let mut boot = board::boot(&image, &workdir, cache, opts.fresh)?;
         let (overlay, _) = overlay(&opts.image, &workdir, opts.fresh)?;
         boot.card_args = board::card_args(&image, &overlay, &workdir)?;
         (Machine::Board(Box::new(boot)), overlay)
@@ -362,8 +362,10 @@ fn print_banner(
             println!("  - {d}");
         }
         println!(
-            "  - its modules are on a read-only disk ({}), mounted in the emulator's overlay; the image is not changed",
-            standin.modules.display()
+            "  - its modules are on a disk of their own ({}, over {}), mounted at /lib/modules/{}; the image is not changed",
+            standin.disk.display(),
+            standin.modules.display(),
+            boot.version
         );
     }
     for bus in [Bus::Sata, Bus::UsbStorage, Bus::Uas] {
@@ -413,11 +415,17 @@ fn overlay(image: &Path, workdir: &Path, fresh: bool) -> Result<(PathBuf, bool)>
         println!("the image changed since the last run: starting from it afresh");
     }
     let _ = std::fs::remove_file(&path);
-    let base = std::fs::canonicalize(image)?;
+    qcow2_over(image, &path)?;
+    Ok((path, true))
+}
+
+/// A copy-on-write qcow2 at `path` over the raw file `base`.
+fn qcow2_over(base: &Path, path: &Path) -> Result<()> {
+    let base = std::fs::canonicalize(base)?;
     let out = Command::new("qemu-img")
         .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
         .arg(&base)
-        .arg(&path)
+        .arg(path)
         .output()
         .map_err(|e| anyhow::anyhow!("cannot run qemu-img (package qemu-utils): {e}"))?;
     if !out.status.success() {
@@ -427,7 +435,7 @@ fn overlay(image: &Path, workdir: &Path, fresh: bool) -> Result<(PathBuf, bool)>
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok((path, true))
+    Ok(())
 }
 
 #[cfg(test)]

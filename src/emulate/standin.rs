@@ -8,10 +8,14 @@
 //!
 //! The kernel, its initramfs and its modules come from nasforge's own
 //! Debian base of that release (`crate::debian`), built once per machine.
-//! The modules are an ext4 disk of their own, attached read-only; a script
-//! appended to the base's initramfs mounts it at `/lib/modules/<version>`
-//! of the image's root filesystem, whose writes go to the emulator's
-//! overlay: nothing of the stand-in is ever written to the image.
+//! The modules are an ext4 disk of their own, kept in the cache and seen by
+//! each board through a copy-on-write overlay in its work directory; a
+//! script appended to the base's initramfs mounts it at
+//! `/lib/modules/<version>` of the image's root filesystem. Packages that
+//! add modules for that kernel (nasforge's ZFS modules, when the image's
+//! kernel is the stand-in's own) and depmod write there, and the board
+//! keeps them between runs; nothing of the stand-in is written to the
+//! image.
 
 use crate::debian::DebianBase;
 use crate::image::Image;
@@ -32,7 +36,10 @@ pub(super) const DIFFERENCES: &[&str] = &[
 pub(super) struct StandIn {
     pub(super) kernel: PathBuf,
     pub(super) initrd: PathBuf,
+    /// The modules disk in the cache, shared by every board.
     pub(super) modules: PathBuf,
+    /// This board's overlay of it.
+    pub(super) disk: PathBuf,
     pub(super) version: String,
 }
 
@@ -41,8 +48,8 @@ pub(super) struct StandIn {
 /// filesystem is mounted (`local-bottom`), before systemd starts, so udev's
 /// first pass already finds every driver.
 const MOUNT_SCRIPT: &str = r#"#!/bin/sh
-# nasforge emulate: the stand-in kernel's modules are on a read-only disk of
-# their own; mount them where the image's userland looks for modules. The
+# nasforge emulate: the stand-in kernel's modules are on a disk of their
+# own; mount them where the image's userland looks for modules. The
 # directory made here lands in the emulator's overlay, never in the image.
 case "$1" in prereqs) exit 0 ;; esac
 . /scripts/functions
@@ -56,7 +63,7 @@ modules="${rootmnt}/usr/lib/modules"
 [ -d "$modules" ] || modules="${rootmnt}/lib/modules"
 version="$(uname -r)"
 mkdir -p "$modules/$version"
-if mount -t ext4 -o ro "$disk" "$modules/$version"; then
+if mount -t ext4 "$disk" "$modules/$version"; then
 	log_success_msg "nasforge: the stand-in kernel's modules are at ${modules#"$rootmnt"}/$version"
 else
 	log_failure_msg "nasforge: cannot mount the stand-in kernel's modules from $disk"
@@ -70,7 +77,13 @@ const MOUNT_ORDER: &str = "/scripts/local-bottom/nasforge-standin \"$@\"\n[ -e /
 
 /// The stand-in for a userland built on Debian `release`, made once per
 /// Debian base and kept in the cache.
-pub(super) fn prepare(release: &str, cache: &Path) -> Result<StandIn> {
+pub(super) fn prepare(release: &str, cache: &Path, workdir: &Path, fresh: bool) -> Result<StandIn> {
+    let mut standin = cached(release, cache)?;
+    standin.disk = board_disk(&standin, workdir, fresh)?;
+    Ok(standin)
+}
+
+fn cached(release: &str, cache: &Path) -> Result<StandIn> {
     let base = base_image(release, cache)?;
     let stem = base
         .file_stem()
@@ -82,6 +95,7 @@ pub(super) fn prepare(release: &str, cache: &Path) -> Result<StandIn> {
         kernel: dir.join("vmlinuz"),
         initrd: dir.join("initrd.img"),
         modules: dir.join("modules.img"),
+        disk: PathBuf::new(),
         version,
     };
     if let Ok(v) = std::fs::read_to_string(dir.join("version")) {
@@ -213,7 +227,7 @@ fn extract(base: &Path, dir: &Path) -> Result<String> {
     let bytes = du(&contents)?;
     let size_mib = bytes / (1 << 20) * 5 / 4 + 32;
     let out = Command::new("mke2fs")
-        .args(["-q", "-t", "ext4", "-O", "^has_journal", "-L", LABEL, "-d"])
+        .args(["-q", "-t", "ext4", "-L", LABEL, "-d"])
         .arg(&contents)
         .arg(dir.join("modules.img"))
         .arg(format!("{size_mib}M"))
@@ -244,13 +258,30 @@ fn du(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
-/// qemu's arguments for the modules disk: read-only, so several boards may
-/// share it.
-pub(super) fn disk_args(cmd: &mut Command, standin: &StandIn) {
+/// The board's view of the modules disk: a qcow2 overlay in its work
+/// directory over the cached disk, made when missing (or when `fresh`).
+fn board_disk(standin: &StandIn, workdir: &Path, fresh: bool) -> Result<PathBuf> {
+    let path = workdir.join("standin-modules.qcow2");
+    let stale = match (
+        std::fs::metadata(&path),
+        std::fs::metadata(&standin.modules),
+    ) {
+        (Ok(o), Ok(m)) => m.modified()? > o.modified()?,
+        _ => true,
+    };
+    if fresh || stale {
+        let _ = std::fs::remove_file(&path);
+        super::qcow2_over(&standin.modules, &path)?;
+    }
+    Ok(path)
+}
+
+/// qemu's arguments for the board's modules disk.
+pub(super) fn disk_args(cmd: &mut Command, disk: &Path) {
     cmd.arg("-drive")
         .arg(format!(
-            "if=none,id=standin,format=raw,readonly=on,file={}",
-            standin.modules.display()
+            "if=none,id=standin,format=qcow2,file={}",
+            disk.display()
         ))
         .args([
             "-device",

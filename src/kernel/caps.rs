@@ -218,6 +218,22 @@ impl Found<'_> {
 impl KernelFiles {
     /// `extra` adds board-specific module alternatives to a capability (Rockchip's
     /// native SATA needs `ahci_platform` or `ahci_dwc`).
+    /// Whether any of `modules` is built in or loadable (for a kernel known
+    /// only by its config file: any of `symbols` is `y` or `m`).
+    pub fn has_driver(&self, modules: &[String], symbols: &[String]) -> bool {
+        let found = Found::read(self);
+        if found.from_modules {
+            modules.iter().any(|m| {
+                let m = module_name(m);
+                found.builtin.contains(&m) || found.loadable.contains(&m)
+            })
+        } else {
+            symbols
+                .iter()
+                .any(|s| matches!(found.config.get(s.as_str()), Some(&"y" | &"m")))
+        }
+    }
+
     pub fn report(&self, extra: &[(Capability, Vec<String>)]) -> KernelReport {
         let found = Found::read(self);
         let mut modules = BTreeMap::new();

@@ -73,6 +73,10 @@ pub struct RpiFixture {
     pub payload: u64,
     /// Extra files for the root filesystem: (path without leading /, content).
     pub root_files: Vec<(String, Vec<u8>)>,
+    /// The device trees on the boot partition.
+    pub device_trees: Vec<String>,
+    /// modules.builtin lines of the kernels beyond loop: the boards' drivers.
+    pub board_drivers: String,
 }
 
 impl Default for RpiFixture {
@@ -86,6 +90,8 @@ impl Default for RpiFixture {
             raid456: true,
             payload: 0,
             root_files: vec![],
+            device_trees: RPI_DEVICE_TREES.iter().map(|d| d.to_string()).collect(),
+            board_drivers: BOARD_DRIVERS.into(),
         }
     }
 }
@@ -93,7 +99,22 @@ impl Default for RpiFixture {
 pub const V8: &str = "6.6.51+rpt-rpi-v8";
 pub const V2712: &str = "6.6.51+rpt-rpi-2712";
 
-fn root_tree(dir: &Path, versions: &[(&str, String)]) {
+/// What a vendor's kernel for the boards builds in, beyond SATA and md:
+/// the drivers each board's storage path and network need
+/// (overlays/<board>.toml `[[drivers]]`), for the Raspberry Pis and the
+/// Rockchip boards alike.
+pub const BOARD_DRIVERS: &str = "kernel/drivers/pci/controller/pcie-brcmstb.ko\nkernel/drivers/usb/host/xhci-pci.ko\nkernel/drivers/reset/reset-raspberrypi.ko\nkernel/drivers/net/ethernet/broadcom/genet/genet.ko\nkernel/drivers/mfd/rp1.ko\nkernel/drivers/mmc/host/sdhci-brcmstb.ko\nkernel/drivers/pci/controller/dwc/pcie-dw-rockchip.ko\nkernel/drivers/phy/rockchip/phy-rockchip-snps-pcie3.ko\nkernel/drivers/pci/controller/pcie-rockchip-host.ko\nkernel/drivers/phy/rockchip/phy-rockchip-pcie.ko\nkernel/drivers/net/ethernet/stmicro/stmmac/dwmac-rk.ko\n";
+
+/// The device trees the Raspberry Pi firmware loads for the boards
+/// nasforge knows, as Raspberry Pi OS carries them on its boot partition.
+pub const RPI_DEVICE_TREES: &[&str] = &[
+    "bcm2711-rpi-4-b.dtb",
+    "bcm2711-rpi-cm4.dtb",
+    "bcm2712-rpi-5-b.dtb",
+    "bcm2712-rpi-cm5-cm5io.dtb",
+];
+
+fn root_tree(dir: &Path, versions: &[(&str, String)], builtin: &str) {
     for d in ["etc", "usr/lib/modules", "boot", "var/lib"] {
         fs::create_dir_all(dir.join(d)).unwrap();
     }
@@ -104,7 +125,11 @@ fn root_tree(dir: &Path, versions: &[(&str, String)]) {
     for (v, dep) in versions {
         let m = dir.join("usr/lib/modules").join(v);
         fs::create_dir_all(&m).unwrap();
-        fs::write(m.join("modules.builtin"), "kernel/drivers/block/loop.ko\n").unwrap();
+        fs::write(
+            m.join("modules.builtin"),
+            format!("kernel/drivers/block/loop.ko\n{builtin}"),
+        )
+        .unwrap();
         fs::write(m.join("modules.dep"), dep).unwrap();
     }
 }
@@ -141,7 +166,9 @@ impl RpiFixture {
         fs::write(files.join("cmdline.txt"), &self.cmdline).unwrap();
         fs::write(files.join("kernel8.img"), fake_kernel(V8)).unwrap();
         fs::write(files.join("kernel_2712.img"), fake_kernel(V2712)).unwrap();
-        fs::write(files.join("bcm2712-rpi-5-b.dtb"), vec![0xd0u8; 4096]).unwrap();
+        for dtb in &self.device_trees {
+            fs::write(files.join(dtb), vec![0xd0u8; 4096]).unwrap();
+        }
         let mut mcopy = Command::new("mcopy");
         mcopy.env("MTOOLS_SKIP_CHECK", "1").arg("-i").arg(format!(
             "{}@@{}",
@@ -153,15 +180,21 @@ impl RpiFixture {
             "cmdline.txt",
             "kernel8.img",
             "kernel_2712.img",
-            "bcm2712-rpi-5-b.dtb",
-        ] {
+        ]
+        .into_iter()
+        .chain(self.device_trees.iter().map(String::as_str))
+        {
             mcopy.arg(files.join(name));
         }
         run(mcopy.arg("::"));
 
         let tree = dir.join("roottree");
         let dep = modules_dep(self.raid456);
-        root_tree(&tree, &[(V8, dep.clone()), (V2712, dep)]);
+        root_tree(
+            &tree,
+            &[(V8, dep.clone()), (V2712, dep)],
+            &self.board_drivers,
+        );
         for (path, data) in &self.root_files {
             let p = tree.join(path);
             fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -373,6 +406,7 @@ pub fn armbian_image_with(dir: &Path, overlays: &[&str], files: &[(String, Vec<u
             ARMBIAN_VERSION,
             modules_dep(true) + "kernel/drivers/ata/ahci_dwc.ko:\n",
         )],
+        BOARD_DRIVERS,
     );
     fs::write(tree.join("boot/armbianEnv.txt"), ARMBIAN_ENV).unwrap();
     fs::write(
@@ -387,6 +421,7 @@ pub fn armbian_image_with(dir: &Path, overlays: &[&str], files: &[(String, Vec<u
     .unwrap();
     let ov = tree.join("boot/dtb/rockchip/overlay");
     fs::create_dir_all(&ov).unwrap();
+    fs::write(tree.join("boot/dtb/rockchip/rk3588-rock-5b.dtb"), b"dtb").unwrap();
     for o in overlays {
         fs::write(ov.join(o), b"dtbo").unwrap();
     }
