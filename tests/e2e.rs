@@ -155,6 +155,21 @@ path = "out/nas.img"
         zfs_lines(&r.stderr)
     );
     t.lap("build the image again, ZFS modules from the cache");
+    // The same trixie image for a Pi 5: Debian's 6.12 has its device tree
+    // but neither the RP1 nor its SD card driver.
+    let pi5 = std::fs::read_to_string(d.join("nas.toml"))
+        .unwrap()
+        .replace("model = \"pi4\"", "model = \"pi5\"");
+    write_recipe(d, "pi5.toml", &pi5);
+    let r = nasforge(&["check", "pi5.toml"], d, &cache);
+    assert!(
+        r.status == 1
+            && r.stderr
+                .contains("board.model: the Raspberry Pi 5 cannot boot this image: kernel 6.12.")
+            && r.stderr.contains("has no driver for the RP1 southbridge"),
+        "{}",
+        r.stderr
+    );
     let built = d.join("out/nas.img");
     assert!(
         !contains_bytes(&built, PASSWORD.as_bytes()),

@@ -2,7 +2,9 @@
 //! on a real Debian bookworm arm64 image (built from Debian's packages by
 //! `[base] debian`), then the first-boot install step run inside the
 //! output's root filesystem under qemu-user, in a network namespace with no
-//! network at all.
+//! network at all. Bookworm is covered here (and by the PC scenario) while
+//! the emulated board runs trixie: the same base shows a Pi 4 accepted and a
+//! Pi 5 refused, Debian's 6.1 kernel shipping no Pi 5 device tree.
 //!
 //! Slow (the base image takes many minutes to build the first time, the
 //! install a few more under emulation): runs when NASFORGE_SLOW_TESTS=1, as
@@ -34,8 +36,7 @@ fn staged_packages_install_offline_under_qemu_user() {
         dir.path(),
         "nas.toml",
         r#"[base]
-# dos2unix: the same base as the e2e test, which makes it Raspberry Pi OS-shaped.
-debian = { suite = "bookworm", arch = "arm64", packages = ["dos2unix"] }
+debian = { suite = "bookworm", arch = "arm64" }
 [board]
 model = "pi4"
 [system]
@@ -69,9 +70,30 @@ path = "out/nas.img"
         started.elapsed().as_secs_f64(),
         r.stderr
     );
+    assert!(r.stderr.contains("pi4 boots 6.1."), "{}", r.stderr);
     let img = dir.path().join("out/nas.img");
     let root = sfdisk_parts(&img)[1].0 * 512;
     e2fsck(&img, root);
+    // Each board made from the image gets a machine id of its own.
+    assert_eq!(
+        debugfs_cat(&img, root, "/etc/machine-id"),
+        "uninitialized\n"
+    );
+    // The same base for a Pi 5: Debian bookworm's kernel has no device tree
+    // for it, so nothing is built.
+    let pi5 = std::fs::read_to_string(dir.path().join("nas.toml"))
+        .unwrap()
+        .replace("model = \"pi4\"", "model = \"pi5\"")
+        .replace("out/nas.img", "out/pi5.img");
+    write_recipe(dir.path(), "pi5.toml", &pi5);
+    let r = nasforge(&["build", "pi5.toml"], dir.path(), &cache);
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("pi5.toml:4:9: board.model: the Raspberry Pi 5 cannot boot this image: the image has no bcm2712-rpi-5-b.dtb"),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.path().join("out/pi5.img").exists());
 
     let mnt = dir.path().join("root");
     std::fs::create_dir(&mnt).unwrap();
