@@ -1,29 +1,35 @@
 //! The ZFS modules compiled on this machine for the board's kernel, the way
 //! DKMS would on the board (`configure --with-config=kernel`, then `make -C
-//! module`), cross-compiled with the same toolchain as a kernel build and
-//! cached by (kernel, ZFS version): the same inputs never compile twice.
+//! module`), cross-compiled and cached by (kernel, ZFS version): the same
+//! inputs never compile twice.
 //!
-//! Against a vendor kernel the tree is its headers packages unpacked; their
-//! kbuild tools (fixdep, modpost, genksyms) are programs for the board's
-//! architecture, replaced by the same package built for this machine where
-//! the sources have it (`sources::Inputs::tools`), else run here through
-//! qemu-user as mmdebstrap runs the base's maintainer scripts.
+//! Against a kernel nasforge built (`[kernel] build`) the compile runs here
+//! with the toolchain that built it. Against a distribution kernel's
+//! headers it runs in a throwaway root of the kernel's own Debian release,
+//! made with mmdebstrap as the base images are: that release's compiler is
+//! the one the kernel was built with (trixie's 6.12 asks for gcc-14, which
+//! bookworm has not), and the headers' kbuild tools (fixdep, modpost,
+//! genksyms) are programs of that release. They are programs for the
+//! board's architecture, replaced by the same package built for this
+//! machine where the sources have it (`sources::native_tools`), else run
+//! through qemu-user as mmdebstrap runs the base's maintainer scripts.
 
 use super::sources::ZfsSource;
 use crate::kernel::build::{Lock, Progress};
 use crate::packages::Deb;
 use anyhow::{Context, Result, bail};
+use nasforge_engine::steps::shell_quote;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Changes whenever the way modules are built changes, so old results are
 /// not reused.
-const FORMAT: &str = "nasforge-zfs-build 1";
+const FORMAT: &str = "nasforge-zfs-build 2";
 
 /// The board's architecture in the kernel's and GNU's spelling.
 const ARCH: &str = "arm64";
@@ -35,8 +41,14 @@ fn say(msg: impl AsRef<str>) {
 
 /// The kernel tree the modules are built against.
 pub enum Kernel<'a> {
-    /// A distribution kernel: its headers packages, unpacked for the build.
-    Headers { release: &'a str, debs: &'a [Deb] },
+    /// A distribution kernel: its headers packages, unpacked for the build
+    /// in a root of `suite` (a Debian release) from `mirror`.
+    Headers {
+        release: &'a str,
+        debs: &'a [Deb],
+        suite: &'a str,
+        mirror: &'a str,
+    },
     /// A kernel nasforge built (`[kernel] build`): its source and the
     /// prepared object tree it kept for module builds.
     Tree {
@@ -103,21 +115,26 @@ fn compiler_version() -> Result<String> {
         .to_string())
 }
 
+/// Against headers the compiler is the one their release has for the
+/// compiler the kernel names, so the headers decide it; a kernel nasforge
+/// built is compiled for with this machine's.
 pub fn cache_key(kernel: &Kernel, zfs: &ZfsSource) -> Result<String> {
     let mut h = Sha256::new();
     h.update(format!(
-        "{FORMAT}\nrelease {}\nzfs {}\ncc {}\n",
+        "{FORMAT}\nrelease {}\nzfs {}\n",
         kernel.release(),
         zfs.deb.sha256,
-        compiler_version()?
     ));
     match kernel {
-        Kernel::Headers { debs, .. } => {
+        Kernel::Headers { debs, suite, .. } => {
+            h.update(format!("suite {suite}\n"));
             for d in *debs {
                 h.update(format!("headers {}\n", d.sha256));
             }
         }
-        Kernel::Tree { key, .. } => h.update(format!("kernel-build {key}\n")),
+        Kernel::Tree { key, .. } => {
+            h.update(format!("kernel-build {key}\ncc {}\n", compiler_version()?));
+        }
     }
     Ok(hex::encode(h.finalize()))
 }
@@ -172,7 +189,6 @@ pub fn build(
         file: fs::File::create(&log_path)?,
         path: log_path.clone(),
     };
-    let (source, objects) = tree(kernel, tools.as_ref(), &work)?;
     let src = unpack_zfs(zfs, &work)?;
     say(format!(
         "building OpenZFS {} modules for {} (once per kernel and version; log: {})",
@@ -182,23 +198,31 @@ pub fn build(
     ));
     let jobs = std::thread::available_parallelism()
         .map(|n| n.get())
-        .unwrap_or(1)
-        .to_string();
-    let mut configure = kernel_command("./configure", &src);
-    configure
-        .arg("--with-config=kernel")
-        .arg(format!("--with-linux={}", source.display()))
-        .arg(format!("--with-linux-obj={}", objects.display()))
-        .env("TEST_JOBS", &jobs);
-    if !cross_compile().is_empty() {
-        configure.arg(format!("--host={GNU_TRIPLET}"));
-    }
-    log.run("configuring against the kernel", configure)?;
-    let configured = start.elapsed();
-    let mut make = kernel_command("make", &src);
-    make.args(["-C", "module", &format!("-j{jobs}")]);
-    log.run("compiling", make)?;
-    let files = collect(&src.join("module"), &staging.join("modules"))?;
+        .unwrap_or(1);
+    let (configured, files) = match kernel {
+        Kernel::Tree {
+            source, objects, ..
+        } => compile_here(source, objects, &src, &staging, &mut log, jobs)?,
+        Kernel::Headers {
+            release,
+            debs,
+            suite,
+            mirror,
+        } => {
+            let mut unpacked: Vec<&Deb> = debs.iter().collect();
+            unpacked.extend(&tools);
+            let build = ReleaseBuild {
+                release,
+                debs: &unpacked,
+                suite,
+                mirror,
+                work: &work,
+                jobs,
+            };
+            build.compile(&src, &staging.join("modules"), &mut log)?
+        }
+    };
+    let configured = configured.unwrap_or_default();
     let (version, vermagic) = modinfo(&staging.join("modules/zfs.ko"))?;
     if !vermagic.starts_with(&format!("{} ", kernel.release())) {
         bail!(
@@ -213,7 +237,7 @@ pub fn build(
         source_version: zfs.deb.version.clone(),
         files,
         configure_seconds: configured.as_secs_f64(),
-        compile_seconds: (start.elapsed() - configured).as_secs_f64(),
+        compile_seconds: (start.elapsed().saturating_sub(configured)).as_secs_f64(),
         dir: done.clone(),
         cached: false,
     };
@@ -282,19 +306,170 @@ fn check_foreign_tools() -> Result<()> {
     Ok(())
 }
 
-/// The kernel source and object directories for the build.
-fn tree(kernel: &Kernel, tools: Option<&Deb>, work: &Path) -> Result<(PathBuf, PathBuf)> {
-    match kernel {
-        Kernel::Tree {
-            source, objects, ..
-        } => Ok((source.to_path_buf(), objects.to_path_buf())),
-        Kernel::Headers { release, debs } => {
-            let root = work.join("root");
-            for d in debs.iter().chain(tools) {
-                unpack(&d.local, &root)?;
-            }
-            headers_dirs(&root, release)
+/// `configure` and `make` here, against a kernel tree nasforge built with
+/// this machine's cross compiler; the modules stripped into `staging`.
+fn compile_here(
+    source: &Path,
+    objects: &Path,
+    src: &Path,
+    staging: &Path,
+    log: &mut Log,
+    jobs: usize,
+) -> Result<(Option<Duration>, Vec<String>)> {
+    let start = Instant::now();
+    let mut configure = kernel_command("./configure", src);
+    configure
+        .arg("--with-config=kernel")
+        .arg(format!("--with-linux={}", source.display()))
+        .arg(format!("--with-linux-obj={}", objects.display()))
+        .env("TEST_JOBS", jobs.to_string());
+    if !cross_compile().is_empty() {
+        configure.arg(format!("--host={GNU_TRIPLET}"));
+    }
+    log.run("configuring against the kernel", configure, None)?;
+    let configured = start.elapsed();
+    let mut make = kernel_command("make", src);
+    make.args(["-C", "module", &format!("-j{jobs}")]);
+    log.run("compiling", make, None)?;
+    let files = collect(&src.join("module"), &staging.join("modules"))?;
+    Ok((Some(configured), files))
+}
+
+/// The compile against a distribution kernel's headers, in a throwaway
+/// root of its Debian release.
+struct ReleaseBuild<'a> {
+    release: &'a str,
+    /// The headers and the kbuild tools, unpacked into the root at the
+    /// paths the board has them.
+    debs: &'a [&'a Deb],
+    suite: &'a str,
+    mirror: &'a str,
+    work: &'a Path,
+    jobs: usize,
+}
+
+/// Printed by the compile's script between configure and make.
+const CONFIGURED: &str = "nasforge-zfs: configured";
+
+impl ReleaseBuild<'_> {
+    /// Builds into `modules` (stripped .ko files); how long configure took.
+    fn compile(
+        &self,
+        src: &Path,
+        modules: &Path,
+        log: &mut Log,
+    ) -> Result<(Option<Duration>, Vec<String>)> {
+        let root = self.work.join("root");
+        for d in self.debs {
+            unpack(&d.local, &root)?;
         }
+        let (source, objects) = headers_dirs(&root, self.release)?;
+        let inside = |p: &Path| -> Result<String> {
+            Ok(format!(
+                "/{}",
+                p.strip_prefix(&root)
+                    .context("the headers point outside their packages")?
+                    .display()
+            ))
+        };
+        let config = fs::read_to_string(objects.join(".config")).with_context(|| {
+            format!(
+                "the headers of {} have no .config, so the compiler their kernel was built with is unknown",
+                self.release
+            )
+        })?;
+        let compiler = kernel_compiler(&config).with_context(|| {
+            format!(
+                "the headers of {} name no compiler (CONFIG_CC_VERSION_TEXT)",
+                self.release
+            )
+        })?;
+        let (package, prefix) = compiler_package(&compiler);
+        say(format!(
+            "compiling with {package} of Debian {}, as kernel {} was (in a throwaway root made with mmdebstrap)",
+            self.suite, self.release
+        ));
+        let mut include = vec!["make".to_string(), package];
+        if !prefix.is_empty() {
+            include.push(format!("libc6-dev-{ARCH}-cross"));
+        }
+        let host = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!(" --host={GNU_TRIPLET}")
+        };
+        let debs: Vec<String> = self
+            .debs
+            .iter()
+            .map(|d| shell_quote(&d.local.display().to_string()))
+            .collect();
+        let inner = format!(
+            "cd /nasforge/zfs && ./configure --with-config=kernel --with-linux={} --with-linux-obj={}{host} && echo {} && make -C module -j{} && find module -name '*.ko' -exec {prefix}strip --strip-debug {{}} +",
+            shell_quote(&inside(&source)?),
+            shell_quote(&inside(&objects)?),
+            shell_quote(CONFIGURED),
+            self.jobs
+        );
+        let hook = format!(
+            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb -x \"$deb\" \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nchroot \"$root\" env ARCH={ARCH} CROSS_COMPILE={prefix} KCFLAGS=-g0 LC_ALL=C TEST_JOBS={} sh -c {}\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
+            debs.join(" "),
+            shell_quote(&src.display().to_string()),
+            self.jobs,
+            shell_quote(&inner),
+            shell_quote(&modules.display().to_string()),
+        );
+        let mut cmd = Command::new("mmdebstrap");
+        cmd.arg("--variant=minbase")
+            .arg(format!("--include={}", include.join(",")))
+            .arg(format!("--customize-hook={hook}"))
+            .arg(self.suite)
+            .arg("/dev/null")
+            .arg(self.mirror)
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null());
+        let configured = log.run(
+            &format!("building in a Debian {} root", self.suite),
+            cmd,
+            Some(CONFIGURED),
+        )?;
+        let mut files: Vec<String> = fs::read_dir(modules)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".ko"))
+            .collect();
+        files.sort();
+        if !files.iter().any(|f| f == "zfs.ko") {
+            bail!("the build made no zfs.ko (log: {})", log.path.display());
+        }
+        Ok((configured, files))
+    }
+}
+
+/// The program that compiled the kernel, from its configuration:
+/// `aarch64-linux-gnu-gcc-14` of `CONFIG_CC_VERSION_TEXT="aarch64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0"`.
+fn kernel_compiler(config: &str) -> Option<String> {
+    let text = config
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_CC_VERSION_TEXT="))?;
+    text.trim_matches('"')
+        .split_whitespace()
+        .next()
+        .filter(|c| c.contains("gcc"))
+        .map(String::from)
+}
+
+/// The Debian package with that compiler for this machine, and the prefix
+/// its programs carry: `gcc-14-aarch64-linux-gnu` and `aarch64-linux-gnu-`
+/// on another architecture, `gcc-14` and none on arm64.
+fn compiler_package(compiler: &str) -> (String, &'static str) {
+    let name = compiler
+        .strip_prefix(&format!("{GNU_TRIPLET}-"))
+        .unwrap_or(compiler);
+    let prefix = cross_compile();
+    if prefix.is_empty() {
+        (name.to_string(), prefix)
+    } else {
+        (format!("{name}-{GNU_TRIPLET}"), prefix)
     }
 }
 
@@ -444,7 +619,16 @@ struct Log {
 }
 
 impl Log {
-    fn run(&mut self, what: &str, mut cmd: Command) -> Result<()> {
+    /// Runs `cmd` with its output in the log; when `marker` is given, how
+    /// long after the start the line saying it came.
+    fn run(
+        &mut self,
+        what: &str,
+        mut cmd: Command,
+        marker: Option<&str>,
+    ) -> Result<Option<Duration>> {
+        let start = Instant::now();
+        let mut marked = None;
         writeln!(self.file, "\n### {what}: {cmd:?}")?;
         let (reader, writer) = std::io::pipe()?;
         cmd.stdout(writer.try_clone()?).stderr(writer);
@@ -459,6 +643,9 @@ impl Log {
         for line in BufReader::new(reader).lines() {
             let line = line.unwrap_or_default();
             writeln!(self.file, "{line}")?;
+            if marker.is_some_and(|m| line.trim() == m) {
+                marked = Some(start.elapsed());
+            }
             bar.line(&line);
             tail.push_back(line);
             if tail.len() > 30 {
@@ -475,13 +662,36 @@ impl Log {
                 self.path.display()
             );
         }
-        Ok(())
+        Ok(marked)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernels_compiler_names_the_package_that_compiles_its_modules() {
+        let trixie = "CONFIG_CC_VERSION_TEXT=\"aarch64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0\"\nCONFIG_CC_IS_GCC=y\n";
+        assert_eq!(
+            kernel_compiler(trixie).as_deref(),
+            Some("aarch64-linux-gnu-gcc-14")
+        );
+        let (package, prefix) = compiler_package("aarch64-linux-gnu-gcc-14");
+        if cross_compile().is_empty() {
+            assert_eq!((package.as_str(), prefix), ("gcc-14", ""));
+        } else {
+            assert_eq!(
+                (package.as_str(), prefix),
+                ("gcc-14-aarch64-linux-gnu", "aarch64-linux-gnu-")
+            );
+        }
+        assert_eq!(
+            kernel_compiler("CONFIG_CC_VERSION_TEXT=\"clang version 19\"\n"),
+            None,
+            "a kernel built with clang has no gcc to take"
+        );
+    }
 
     #[test]
     fn the_headers_links_are_followed_inside_the_unpacked_tree() {

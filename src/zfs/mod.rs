@@ -134,10 +134,13 @@ pub fn prepare(
             let kernel = kernel_package::find(&root, release)?;
             let apt = ImageApt::open(&root, recipe.mirror.as_deref(), cache, refresh)?;
             let inputs = sources::resolve(&apt, release, Some(&kernel), cache)?;
+            let (mirror, suite) = debian_release(&apt)?;
             let modules = build::build(
                 &build::Kernel::Headers {
                     release,
                     debs: &inputs.headers,
+                    suite: &suite,
+                    mirror: &mirror,
                 },
                 &inputs.zfs,
                 cache,
@@ -152,6 +155,20 @@ pub fn prepare(
         package,
         userland,
     })
+}
+
+/// The image's Debian archive and release (`[packages] mirror` applied),
+/// where the compiler of its kernel comes from.
+fn debian_release(apt: &ImageApt) -> Result<(String, String)> {
+    apt.sources
+        .iter()
+        .filter(|s| s.is_debian_archive())
+        .find_map(|s| {
+            let uri = s.uris.first()?;
+            let suite = s.suites.iter().find(|x| !x.contains(['-', '/']))?;
+            Some((uri.clone(), suite.clone()))
+        })
+        .context("the image's apt sources name no Debian release (a URI ending in /debian with a suite such as trixie): ZFS's modules are compiled with the compiler of the kernel's Debian release; set `[packages] mirror`")
 }
 
 /// ZFS modules an image carries for one kernel: staged for the first boot
