@@ -411,9 +411,10 @@ impl ReleaseBuild<'_> {
             self.jobs
         );
         let hook = format!(
-            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb -x \"$deb\" \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nchroot \"$root\" env ARCH={ARCH} CROSS_COMPILE={prefix} KCFLAGS=-g0 LC_ALL=C TEST_JOBS={} sh -c {}\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
+            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb -x \"$deb\" \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nchroot \"$root\" env ARCH={ARCH} CROSS_COMPILE={prefix} CC={} KCFLAGS=-g0 LC_ALL=C TEST_JOBS={} sh -c {}\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
             debs.join(" "),
             shell_quote(&src.display().to_string()),
+            shell_quote(&compiler),
             self.jobs,
             shell_quote(&inner),
             shell_quote(&modules.display().to_string()),
