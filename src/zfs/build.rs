@@ -209,11 +209,10 @@ pub fn build(
             suite,
             mirror,
         } => {
-            let mut unpacked: Vec<&Deb> = debs.iter().collect();
-            unpacked.extend(&tools);
             let build = ReleaseBuild {
                 release,
-                debs: &unpacked,
+                headers: debs,
+                native_tools: tools.as_ref(),
                 suite,
                 mirror,
                 work: &work,
@@ -339,9 +338,12 @@ fn compile_here(
 /// root of its Debian release.
 struct ReleaseBuild<'a> {
     release: &'a str,
-    /// The headers and the kbuild tools, unpacked into the root at the
-    /// paths the board has them.
-    debs: &'a [&'a Deb],
+    /// Unpacked into the root at the paths the board has them.
+    headers: &'a [Deb],
+    /// The headers' kbuild package for this machine, installed in the root
+    /// with what it needs; without it, the board's (among the headers) runs
+    /// through qemu-user, with what it needs for the board's architecture.
+    native_tools: Option<&'a Deb>,
     suite: &'a str,
     mirror: &'a str,
     work: &'a Path,
@@ -360,7 +362,7 @@ impl ReleaseBuild<'_> {
         log: &mut Log,
     ) -> Result<(Option<Duration>, Vec<String>)> {
         let root = self.work.join("root");
-        for d in self.debs {
+        for d in self.headers {
             unpack(&d.local, &root)?;
         }
         let (source, objects) = headers_dirs(&root, self.release)?;
@@ -390,8 +392,30 @@ impl ReleaseBuild<'_> {
             self.suite, self.release
         ));
         let mut include = vec!["make".to_string(), package];
+        let mut architectures = vec![];
         if !prefix.is_empty() {
             include.push(format!("libc6-dev-{ARCH}-cross"));
+        }
+        match self.native_tools {
+            Some(tools) => include.push(tools.package.clone()),
+            None => {
+                // The board's kbuild programs (modpost, pahole) need the
+                // board's libraries beside them.
+                for d in self
+                    .headers
+                    .iter()
+                    .filter(|d| d.package.starts_with("linux-kbuild"))
+                {
+                    include.extend(
+                        depends(&d.stanza)
+                            .into_iter()
+                            .map(|p| format!("{p}:{ARCH}")),
+                    );
+                }
+                if !prefix.is_empty() {
+                    architectures.push(format!("--architectures=native,{ARCH}"));
+                }
+            }
         }
         let host = if prefix.is_empty() {
             String::new()
@@ -399,7 +423,7 @@ impl ReleaseBuild<'_> {
             format!(" --host={GNU_TRIPLET}")
         };
         let debs: Vec<String> = self
-            .debs
+            .headers
             .iter()
             .map(|d| shell_quote(&d.local.display().to_string()))
             .collect();
@@ -410,8 +434,11 @@ impl ReleaseBuild<'_> {
             shell_quote(CONFIGURED),
             self.jobs
         );
+        // With debug info, unlike a build against nasforge's own kernel:
+        // Debian's kernels give every module BTF (DEBUG_INFO_BTF_MODULES),
+        // which pahole makes from it; the strip afterwards keeps the BTF.
         let hook = format!(
-            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb -x \"$deb\" \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nchroot \"$root\" env ARCH={ARCH} CROSS_COMPILE={prefix} CC={} KCFLAGS=-g0 LC_ALL=C TEST_JOBS={} sh -c {}\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
+            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb -x \"$deb\" \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nchroot \"$root\" env ARCH={ARCH} CROSS_COMPILE={prefix} CC={} LC_ALL=C TEST_JOBS={} sh -c {}\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
             debs.join(" "),
             shell_quote(&src.display().to_string()),
             shell_quote(&compiler),
@@ -421,6 +448,7 @@ impl ReleaseBuild<'_> {
         );
         let mut cmd = Command::new("mmdebstrap");
         cmd.arg("--variant=minbase")
+            .args(&architectures)
             .arg(format!("--include={}", include.join(",")))
             .arg(format!("--customize-hook={hook}"))
             .arg(self.suite)
@@ -444,6 +472,21 @@ impl ReleaseBuild<'_> {
         }
         Ok((configured, files))
     }
+}
+
+/// The packages a Packages stanza's `Depends` names, the first of each
+/// alternative, without versions; libc is the root's own.
+fn depends(stanza: &str) -> Vec<String> {
+    stanza
+        .lines()
+        .find_map(|l| l.strip_prefix("Depends:"))
+        .unwrap_or("")
+        .split(',')
+        .filter_map(|d| d.split('|').next())
+        .filter_map(|d| d.split_whitespace().next())
+        .map(|d| d.split(':').next().unwrap_or(d).to_string())
+        .filter(|d| !d.is_empty() && d != "libc6")
+        .collect()
 }
 
 /// The program that compiled the kernel, from its configuration:
@@ -670,6 +713,15 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stanzas_depends_are_package_names() {
+        let stanza = "Package: linux-kbuild-6.12.117+deb13\nDepends: libc6 (>= 2.38), libelf1t64 (>= 0.144), libssl3t64 (>= 3.0.0) | libssl3, zlib1g:any, pahole\nDescription: x\n";
+        assert_eq!(
+            depends(stanza),
+            ["libelf1t64", "libssl3t64", "zlib1g", "pahole"]
+        );
+    }
 
     #[test]
     fn the_kernels_compiler_names_the_package_that_compiles_its_modules() {
