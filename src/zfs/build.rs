@@ -362,14 +362,24 @@ impl ReleaseBuild<'_> {
         log: &mut Log,
     ) -> Result<(Option<Duration>, Vec<String>)> {
         let root = self.work.join("root");
-        for d in self.headers {
+        // The board's kbuild programs only where this machine's are not
+        // installed in their place.
+        let unpacked: Vec<&Deb> = self
+            .headers
+            .iter()
+            .filter(|d| self.native_tools.is_none() || !d.package.starts_with("linux-kbuild"))
+            .collect();
+        for d in &unpacked {
             unpack(&d.local, &root)?;
         }
         let (source, objects) = headers_dirs(&root, self.release)?;
+        // As paths of the root, without the links' `..` steps.
+        let root = fs::canonicalize(&root)?;
         let inside = |p: &Path| -> Result<String> {
             Ok(format!(
                 "/{}",
-                p.strip_prefix(&root)
+                fs::canonicalize(p)?
+                    .strip_prefix(&root)
                     .context("the headers point outside their packages")?
                     .display()
             ))
@@ -422,8 +432,7 @@ impl ReleaseBuild<'_> {
         } else {
             format!(" --host={GNU_TRIPLET}")
         };
-        let debs: Vec<String> = self
-            .headers
+        let debs: Vec<String> = unpacked
             .iter()
             .map(|d| shell_quote(&d.local.display().to_string()))
             .collect();
@@ -438,7 +447,7 @@ impl ReleaseBuild<'_> {
         // Debian's kernels give every module BTF (DEBUG_INFO_BTF_MODULES),
         // which pahole makes from it; the strip afterwards keeps the BTF.
         let hook = format!(
-            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb -x \"$deb\" \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nchroot \"$root\" env ARCH={ARCH} CROSS_COMPILE={prefix} CC={} LC_ALL=C TEST_JOBS={} sh -c {}\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
+            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb -x \"$deb\" \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nif ! chroot \"$root\" env ARCH={ARCH} CROSS_COMPILE={prefix} CC={} LC_ALL=C TEST_JOBS={} sh -c {}; then for f in config.log build/build.log; do [ -f \"$root/nasforge/zfs/$f\" ] && echo \"### $f\" && tail -n 40 \"$root/nasforge/zfs/$f\"; done; exit 1; fi\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
             debs.join(" "),
             shell_quote(&src.display().to_string()),
             shell_quote(&compiler),
