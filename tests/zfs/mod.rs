@@ -121,10 +121,21 @@ pub fn check_after_setup(board: &Board, key: &Path, dir: &Path, payload: &Path, 
         key,
         "zpool get -H -o value ashift tank; zfs get -H -o property,value compression,atime,xattr,acltype tank; zfs get -H -o name,value quota,mountpoint tank/projects tank/archive",
     );
+    // OpenZFS 2.3 made system-attribute xattrs what `on` means, and reports
+    // the `sa` nasforge sets as `on`: module/zcommon/zfs_prop.c of 2.3.9
+    // lists { "on", ZFS_XATTR_SA } before { "sa", ZFS_XATTR_SA }. 2.1
+    // (bookworm) says sa.
+    let sa_is_on = version
+        .split(['.', '-'])
+        .take(2)
+        .map(|n| n.parse::<u32>().unwrap_or(0))
+        .collect::<Vec<_>>()
+        >= vec![2, 3];
+    let xattr = if sa_is_on { "xattr\ton" } else { "xattr\tsa" };
     for want_line in [
         "compression\tlz4",
         "atime\toff",
-        "xattr\tsa",
+        xattr,
         "acltype\tposix",
         "tank/projects\t512M",
         "tank/projects\t/srv/tank/projects",
