@@ -74,8 +74,12 @@ enum Command {
     /// ich9-ahci controller whose disks the guest sees as sdX, as it would a
     /// JMB585 or ASM1166 card (up to 6 SATA disks). The Raspberry Pi firmware
     /// cannot be emulated: the kernel and initramfs are taken from the image's
-    /// root filesystem, so the kernel must have virtio drivers (Debian's does;
-    /// build the image with `[base] debian`; Raspberry Pi OS's kernels do not).
+    /// root filesystem (an image built with `[base] debian`). A Raspberry Pi OS
+    /// or Armbian image, whose kernels run only on their boards, boots its own
+    /// userland on a stand-in: Debian's arm64 kernel of the release the image
+    /// is built on (from nasforge's Debian base of it, built once and cached),
+    /// its modules on a disk of their own; the first lines say what differs
+    /// from the board. The image is never changed.
     ///
     /// An image with a PC's EFI boot loader (board "x86-64") boots on qemu's
     /// q35 PC with UEFI firmware (Debian's ovmf), its own GRUB and kernel; its
