@@ -372,7 +372,10 @@ path = "out/nas.img"
     home_network::time_machine_and_guests(&board, &key, d, 1536);
     t.lap("Time Machine limit and folder, guest share");
     home_network::add_plain_share(&board, &key);
-    home_network::shares_behave_like_samba_own(&board);
+    home_network::shares_behave_like_samba_own(
+        &board,
+        &home_network::Torture::of("trixie", &cache),
+    );
     t.lap("smbtorture: nasforge's share beside a plain one, vfs.fruit");
     if std::env::var("NASFORGE_BENCH_SHARES").is_ok_and(|v| v == "1") {
         home_network::throughput(&board, d);

@@ -74,6 +74,13 @@ pub fn shares_conf(shares: &[(&Share, Option<Size>)]) -> String {
         // others confuses macOS clients that have both mounted.
         out += "   vfs objects = fruit streams_xattr\n";
         out += "   fruit:metadata = stream\n";
+        // Resource forks live in `._` AppleDouble files (fruit:resource =
+        // file). Samba 4.22 (trixie) vetoes those from vfs_fruit's own opens
+        // too, so with the default no resource fork can be written:
+        // smbtorture 4.22's vfs.fruit fails every resource fork test and
+        // passes with this. vfs_fruit(8) gives it as the fix for Mac ZIP
+        // archives and rsync as well.
+        out += "   fruit:veto_appledouble = no\n";
         out += SHARED_GROUP;
         if smb.users.len() > 1 && !smb.timemachine {
             out += &format!("   force group = {}\n", smb.users[0]);
