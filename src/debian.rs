@@ -205,6 +205,13 @@ fn layout_hook(image: &Path, script: &str) -> Result<String> {
     ))
 }
 
+struct CacheEntry {
+    image: PathBuf,
+    mirror: String,
+    packages: Vec<String>,
+    key: String,
+}
+
 impl DebianBase {
     fn layout(&self) -> Result<Layout> {
         Layout::of(&self.arch)
@@ -222,8 +229,9 @@ impl DebianBase {
             .collect()
     }
 
-    /// The cached image for these inputs, building it first if needed.
-    pub fn image(&self, cache: &Path) -> Result<PathBuf> {
+    /// Where the image for these inputs is cached, whether or not it is
+    /// built yet, with the mirror and packages it is built from.
+    fn cache_entry(&self, cache: &Path) -> Result<CacheEntry> {
         let mirror = match &self.mirror {
             Some(m) => m.clone(),
             None => host_mirror()?,
@@ -240,11 +248,37 @@ impl DebianBase {
             )
             .as_bytes(),
         );
-        let dir = cache.join("debian");
-        let image = dir.join(format!("{}-{}-{}.img", self.suite, self.arch, &key[..12]));
+        let image =
+            cache
+                .join("debian")
+                .join(format!("{}-{}-{}.img", self.suite, self.arch, &key[..12]));
+        Ok(CacheEntry {
+            image,
+            mirror,
+            packages,
+            key,
+        })
+    }
+
+    /// The cached image for these inputs if it was built before.
+    pub fn cached(&self, cache: &Path) -> Result<Option<PathBuf>> {
+        let image = self.cache_entry(cache)?.image;
+        Ok(image.is_file().then_some(image))
+    }
+
+    /// The cached image for these inputs, building it first if needed.
+    pub fn image(&self, cache: &Path) -> Result<PathBuf> {
+        let CacheEntry {
+            image,
+            mirror,
+            packages,
+            key,
+        } = self.cache_entry(cache)?;
         if image.is_file() {
             return Ok(image);
         }
+        let layout = self.layout()?;
+        let dir = cache.join("debian");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         // Two builds wanting the same base build it once: the second waits
         // and finds it made.

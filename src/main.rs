@@ -26,8 +26,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate a recipe without building: syntax, keys, values, and that a
-    /// local base image exists. Errors name the file, line and column.
+    /// Validate a recipe without building: syntax, keys, values, that a
+    /// local base image exists, and that the board boots a base already on
+    /// this machine (a local image, or a Debian base `build` made before).
+    /// Errors name the file, line and column.
     Check { recipe: PathBuf },
     /// Build the image a recipe describes.
     ///
@@ -161,7 +163,7 @@ fn cache(cli_cache: Option<PathBuf>) -> Result<PathBuf> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Check { recipe } => check(&recipe),
+        Command::Check { recipe } => check(&recipe, &cache(cli.cache)?),
         Command::Build {
             recipe,
             output,
@@ -198,7 +200,7 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn check(recipe: &Path) -> Result<()> {
+fn check(recipe: &Path, cache: &Path) -> Result<()> {
     let r = Recipe::load(recipe)?;
     let vendor = match &r.base.source {
         BaseSource::Path(p) if !p.is_file() => anyhow::bail!(
@@ -213,7 +215,14 @@ fn check(recipe: &Path) -> Result<()> {
             nasforge::system::Vendor::of_image(p)?
         }
         BaseSource::Url(u) => nasforge::system::Vendor::from_url(u),
-        BaseSource::Debian(_) => Default::default(),
+        BaseSource::Debian(d) => {
+            // Built once per machine by `build`; until then its kernel is
+            // judged there.
+            if let Some(base) = d.cached(cache)? {
+                nasforge::build::check_boots(&nasforge::image::Image::open(&base)?, &r)?;
+            }
+            Default::default()
+        }
     };
     r.check_for(vendor)?;
     println!(

@@ -94,6 +94,16 @@ path = "out/nas.img"
         r.stderr
     );
     assert!(!dir.path().join("out/pi5.img").exists());
+    // `check` reads the same cached base and says the same, before a build.
+    let checked = nasforge(&["check", "pi5.toml"], dir.path(), &cache);
+    assert_eq!(checked.status, 1, "{}", checked.stderr);
+    assert!(
+        checked.stderr.contains("pi5.toml:4:9: board.model: the Raspberry Pi 5 cannot boot this image: the image has no bcm2712-rpi-5-b.dtb"),
+        "{}",
+        checked.stderr
+    );
+    let pi4 = nasforge(&["check", "nas.toml"], dir.path(), &cache);
+    assert_eq!(pi4.status, 0, "{}", pi4.stderr);
 
     let mnt = dir.path().join("root");
     std::fs::create_dir(&mnt).unwrap();

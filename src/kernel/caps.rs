@@ -216,24 +216,25 @@ impl Found<'_> {
 }
 
 impl KernelFiles {
-    /// `extra` adds board-specific module alternatives to a capability (Rockchip's
-    /// native SATA needs `ahci_platform` or `ahci_dwc`).
-    /// Whether any of `modules` is built in or loadable (for a kernel known
-    /// only by its config file: any of `symbols` is `y` or `m`).
+    /// Whether any of `modules` is built in or loadable, or any of `symbols`
+    /// is `y` or `m` in the kernel's config. Both are asked because a `bool`
+    /// driver can be built in without a line in modules.builtin: Debian
+    /// trixie's 6.12.117+deb13-arm64 has CONFIG_PCIE_ROCKCHIP_DW_HOST=y and
+    /// no pcie-dw-rockchip there, so its config symbol is its evidence.
     pub fn has_driver(&self, modules: &[String], symbols: &[String]) -> bool {
         let found = Found::read(self);
-        if found.from_modules {
-            modules.iter().any(|m| {
-                let m = module_name(m);
-                found.builtin.contains(&m) || found.loadable.contains(&m)
-            })
-        } else {
-            symbols
+        let in_modules = modules.iter().any(|m| {
+            let m = module_name(m);
+            found.builtin.contains(&m) || found.loadable.contains(&m)
+        });
+        in_modules
+            || symbols
                 .iter()
                 .any(|s| matches!(found.config.get(s.as_str()), Some(&"y" | &"m")))
-        }
     }
 
+    /// `extra` adds board-specific module alternatives to a capability (Rockchip's
+    /// native SATA needs `ahci_platform` or `ahci_dwc`).
     pub fn report(&self, extra: &[(Capability, Vec<String>)]) -> KernelReport {
         let found = Found::read(self);
         let mut modules = BTreeMap::new();
@@ -379,6 +380,23 @@ mod tests {
             r.capabilities[&Capability::Md].missing,
             vec!["raid0", "raid10", "raid456"]
         );
+    }
+
+    #[test]
+    fn a_bool_driver_missing_from_modules_builtin_is_found_by_its_config_symbol() {
+        // Debian trixie's 6.12.117+deb13-arm64: CONFIG_PCIE_ROCKCHIP_DW_HOST=y
+        // and no pcie-dw-rockchip line in modules.builtin.
+        let builtin = "kernel/drivers/ata/libata.ko\n";
+        let dep = "kernel/drivers/phy/rockchip/phy-rockchip-snps-pcie3.ko.xz:\n";
+        let modules = vec!["pcie-dw-rockchip".to_string()];
+        let symbols = vec!["CONFIG_PCIE_ROCKCHIP_DW_HOST".to_string()];
+        let config = "CONFIG_PCIE_ROCKCHIP_DW=y\nCONFIG_PCIE_ROCKCHIP_DW_HOST=y\n";
+        assert!(files(Some(builtin), Some(dep), Some(config)).has_driver(&modules, &symbols));
+        let unset = "# CONFIG_PCIE_ROCKCHIP_DW_HOST is not set\n";
+        assert!(!files(Some(builtin), Some(dep), Some(unset)).has_driver(&modules, &symbols));
+        assert!(!files(Some(builtin), Some(dep), None).has_driver(&modules, &symbols));
+        let pcie3 = vec!["phy-rockchip-snps-pcie3".to_string()];
+        assert!(files(Some(builtin), Some(dep), None).has_driver(&pcie3, &[]));
     }
 
     #[test]
