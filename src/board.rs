@@ -2,7 +2,7 @@
 //! (data a contributor can correct without reading Rust): how it boots, and
 //! the defaults `[kernel] build` uses for it. This module only loads them.
 
-use crate::kernel::Capability;
+use crate::capability::Capability;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]

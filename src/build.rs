@@ -399,7 +399,7 @@ fn grow(
 }
 
 fn edit_boot(image: &Image, recipe: &Recipe, edits: &mut Edits) -> Result<()> {
-    let applied = crate::boot::apply(image, recipe)?;
+    let applied = crate::boot::apply(image, &recipe.boot_asked())?;
     for c in &applied.changes {
         say("changed", format!("{}: {}", c.file, c.details.join("; ")));
     }

@@ -282,7 +282,7 @@ impl DebianBase {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         // Two builds wanting the same base build it once: the second waits
         // and finds it made.
-        let _lock = crate::kernel::build::Lock::take(&image.with_extension("lock"))?;
+        let _lock = crate::io::lock::Lock::take(&image.with_extension("lock"))?;
         if image.is_file() {
             return Ok(image);
         }

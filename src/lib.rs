@@ -10,6 +10,7 @@ pub mod alerts;
 pub mod board;
 pub mod boot;
 pub mod build;
+pub mod capability;
 pub mod cli;
 pub mod debian;
 pub mod diag;

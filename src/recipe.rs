@@ -239,6 +239,21 @@ fn installer(raw: Option<&InstallerFile>, at: &RecipeText) -> Checked<Option<Pat
 }
 
 impl Recipe {
+    /// What the boot partition should say for this recipe.
+    pub fn boot_asked(&self) -> crate::boot::Asked {
+        crate::boot::Asked {
+            board: self.board,
+            pcie_gen: self.pcie_gen,
+            overlays: self.overlays.clone(),
+            boot: self.boot.clone(),
+            usb_quirks: self
+                .storage
+                .as_ref()
+                .map(|s| s.usb_quirks.clone())
+                .unwrap_or_default(),
+        }
+    }
+
     /// What only a base of this kind refuses (a first user Raspberry Pi
     /// OS's userconf would not create), located like every other error.
     pub fn check_for(&self, vendor: crate::system::Vendor) -> Result<(), LocatedErrors> {

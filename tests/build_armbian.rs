@@ -160,7 +160,7 @@ fn usb_quirks_go_into_armbian_env_extraargs() {
     );
     let recipe = nasforge::recipe::Recipe::load(&dir.path().join("rock.toml")).unwrap();
     let image = nasforge::image::Image::open(&img).unwrap();
-    nasforge::boot::apply(&image, &recipe).unwrap();
+    nasforge::boot::apply(&image, &recipe.boot_asked()).unwrap();
     drop(image);
     sgdisk_verify(&img);
     e2fsck(&img, 16 * MIB);

@@ -14,7 +14,6 @@ use crate::image::Image;
 use crate::image::fat::Fat;
 use crate::io::hash::sha256_hex;
 use crate::manifest::Change;
-use crate::recipe::Recipe;
 use anyhow::{Context, Result, bail};
 
 #[derive(Debug, Default)]
@@ -23,26 +22,35 @@ pub struct Applied {
     pub warnings: Vec<String>,
 }
 
-pub fn apply(image: &Image, recipe: &Recipe) -> Result<Applied> {
-    match recipe.board.info().family {
-        Family::Rpi => raspberry_pi(image, &with_usb_quirks(image, recipe)?),
-        Family::Armbian => armbian(image, recipe),
+/// What a recipe asks of the boot settings, taken out of it so this module
+/// needs nothing of the recipe's other sections.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub board: Model,
+    pub pcie_gen: Option<u8>,
+    /// Armbian overlays, each as alternative names.
+    pub overlays: Vec<Vec<String>>,
+    pub boot: Boot,
+    /// `[storage] usb_quirks`, which go on the kernel command line.
+    pub usb_quirks: Vec<nasforge_engine::spec::UsbQuirk>,
+}
+
+pub fn apply(image: &Image, asked: &Asked) -> Result<Applied> {
+    match asked.board.info().family {
+        Family::Rpi => raspberry_pi(image, &with_usb_quirks(image, asked)?),
+        Family::Armbian => armbian(image, asked),
         Family::Generic | Family::Uefi => Ok(Applied::default()),
     }
 }
 
-fn recipe_quirks(recipe: &Recipe) -> &[nasforge_engine::spec::UsbQuirk] {
-    recipe.storage.as_ref().map_or(&[], |s| &s.usb_quirks[..])
-}
-
-/// The recipe with `[storage] usb_quirks` as one more `cmdline_append`
+/// The settings with `[storage] usb_quirks` as one more `cmdline_append`
 /// word, merged with the quirks cmdline.txt already lists, so cmdline.txt
 /// and Debian's raspi-extra-cmdline get it the same way.
-fn with_usb_quirks(image: &Image, recipe: &Recipe) -> Result<Recipe> {
-    let mut recipe = recipe.clone();
-    let quirks = recipe_quirks(&recipe);
+fn with_usb_quirks(image: &Image, asked: &Asked) -> Result<Asked> {
+    let mut asked = asked.clone();
+    let quirks = &asked.usb_quirks;
     if quirks.is_empty() {
-        return Ok(recipe);
+        return Ok(asked);
     }
     let current = match image.fat(false)? {
         Some(fat) => fat.read("cmdline.txt")?,
@@ -50,9 +58,9 @@ fn with_usb_quirks(image: &Image, recipe: &Recipe) -> Result<Recipe> {
     };
     let current = String::from_utf8_lossy(current.as_deref().unwrap_or_default()).into_owned();
     if let Some(word) = usb_quirks::word(usb_quirks::value(&current, usb_quirks::KEY), quirks) {
-        recipe.boot.cmdline_append.push(word);
+        asked.boot.cmdline_append.push(word);
     }
-    Ok(recipe)
+    Ok(asked)
 }
 
 /// Refuses an image of the wrong family before anything is done to it.
@@ -129,8 +137,8 @@ fn partition_name(label: Option<&str>, role: &str) -> String {
     label.unwrap_or(role).to_string()
 }
 
-fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
-    let board = recipe.board;
+fn raspberry_pi(image: &Image, asked: &Asked) -> Result<Applied> {
+    let board = asked.board;
     let info = board.info();
     let section = info
         .section
@@ -143,20 +151,20 @@ fn raspberry_pi(image: &Image, recipe: &Recipe) -> Result<Applied> {
     };
     let part = partition_name(image.boot().and_then(|p| p.label.as_deref()), "boot");
     let mut out = Applied::default();
-    let wanted = wanted_config(recipe, &info);
+    let wanted = wanted_config(asked, &info);
     edit_config(&fat, &part, board, &info, &wanted, &section, &mut out)?;
-    if !recipe.boot.cmdline_append.is_empty() || !recipe.boot.cmdline_remove.is_empty() {
-        edit_cmdline(&fat, &part, &recipe.boot, &mut out)?;
+    if !asked.boot.cmdline_append.is_empty() || !asked.boot.cmdline_remove.is_empty() {
+        edit_cmdline(&fat, &part, &asked.boot, &mut out)?;
     }
     fat.close()?;
-    persist_for_raspi_firmware(image, recipe, &wanted, &section, &mut out)?;
+    persist_for_raspi_firmware(image, asked, &wanted, &section, &mut out)?;
     Ok(out)
 }
 
 /// The config.txt lines the board needs and the recipe asks for, each with
 /// the reason the manifest gives.
-fn wanted_config(recipe: &Recipe, info: &BoardInfo) -> Vec<(String, String)> {
-    let board = recipe.board;
+fn wanted_config(asked: &Asked, info: &BoardInfo) -> Vec<(String, String)> {
+    let board = asked.board;
     let mut wanted: Vec<(String, String)> = info
         .config
         .iter()
@@ -167,14 +175,14 @@ fn wanted_config(recipe: &Recipe, info: &BoardInfo) -> Vec<(String, String)> {
             )
         })
         .collect();
-    if let (Some(generation), Some(template)) = (recipe.pcie_gen, &info.pcie_gen) {
+    if let (Some(generation), Some(template)) = (asked.pcie_gen, &info.pcie_gen) {
         wanted.push((
             template.replace("{gen}", &generation.to_string()),
             format!("[board] pcie_gen = {generation}"),
         ));
     }
     wanted.extend(
-        recipe
+        asked
             .boot
             .config
             .iter()
@@ -276,7 +284,7 @@ const RASPI_EXTRA_CMDLINE: &str = "/etc/default/raspi-extra-cmdline";
 /// board's settings go there as well.
 fn persist_for_raspi_firmware(
     image: &Image,
-    recipe: &Recipe,
+    asked: &Asked,
     wanted: &[(String, String)],
     section: &str,
     out: &mut Applied,
@@ -287,7 +295,7 @@ fn persist_for_raspi_firmware(
     if root.owner(RASPI_FIRMWARE_HOOK)?.is_none() || !hook_rewrites_config(&root)? {
         return Ok(());
     }
-    let info = recipe.board.info();
+    let info = asked.board.info();
     let part = partition_name(image.root().and_then(|p| p.label.as_deref()), "root");
     let before = root.read(RASPI_FIRMWARE_CUSTOM)?;
     let mut custom = config_txt::ConfigTxt::parse(&String::from_utf8_lossy(
@@ -314,12 +322,12 @@ fn persist_for_raspi_firmware(
             details,
         });
     }
-    if !recipe.boot.cmdline_append.is_empty() {
+    if !asked.boot.cmdline_append.is_empty() {
         let before = root.read(RASPI_EXTRA_CMDLINE)?;
         let mut extra = cmdline::Cmdline::parse(&String::from_utf8_lossy(
             before.as_deref().unwrap_or_default(),
         ));
-        let added: Vec<String> = recipe
+        let added: Vec<String> = asked
             .boot
             .cmdline_append
             .iter()
@@ -340,10 +348,10 @@ fn persist_for_raspi_firmware(
             });
         }
     }
-    if !recipe.boot.cmdline_remove.is_empty() {
+    if !asked.boot.cmdline_remove.is_empty() {
         out.warnings.push(format!(
             "this image's raspi-firmware rewrites cmdline.txt on every kernel update, which brings back what `cmdline_remove` took out ({}); change /etc/default/raspi-firmware on the board to make it stick",
-            recipe.boot.cmdline_remove.join(", ")
+            asked.boot.cmdline_remove.join(", ")
         ));
     }
     Ok(())
@@ -394,8 +402,8 @@ fn hook_rewrites_config(root: &crate::image::ext4::Ext4) -> Result<bool> {
 
 const ARMBIAN_ENV: &str = "/boot/armbianEnv.txt";
 
-fn armbian(image: &Image, recipe: &Recipe) -> Result<Applied> {
-    let board = recipe.board;
+fn armbian(image: &Image, asked: &Asked) -> Result<Applied> {
+    let board = asked.board;
     let root = image.ext4().with_context(|| {
         format!("board {board} needs an ext4 root filesystem, but the image has none")
     })?;
@@ -406,13 +414,13 @@ fn armbian(image: &Image, recipe: &Recipe) -> Result<Applied> {
         )
     })?;
     let mut env = armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&before));
-    let names = overlay_names(&root, &env, &recipe.overlays)?;
+    let names = overlay_names(&root, &env, &asked.overlays)?;
     let added = env.add_overlays(&names);
     let mut out = Applied::default();
     let current = env.get("extraargs").unwrap_or("").to_string();
     if let Some(word) = usb_quirks::word(
         usb_quirks::value(&current, usb_quirks::KEY),
-        recipe_quirks(recipe),
+        &asked.usb_quirks,
     ) {
         let changed = env.add_extraargs(&[word]);
         root.replace(ARMBIAN_ENV, env.render().as_bytes(), 0o644)?;

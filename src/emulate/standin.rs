@@ -102,8 +102,7 @@ fn cached(release: &str, cache: &Path) -> Result<StandIn> {
         return Ok(standin(v.trim().to_string()));
     }
     std::fs::create_dir_all(cache.join("standin"))?;
-    let _lock =
-        crate::kernel::build::Lock::take(&cache.join("standin").join(format!("{stem}.lock")))?;
+    let _lock = crate::io::lock::Lock::take(&cache.join("standin").join(format!("{stem}.lock")))?;
     if let Ok(v) = std::fs::read_to_string(dir.join("version")) {
         return Ok(standin(v.trim().to_string()));
     }

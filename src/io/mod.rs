@@ -5,6 +5,7 @@
 pub mod decompress;
 pub mod direct;
 pub mod hash;
+pub mod lock;
 pub mod progress;
 pub mod sparse;
 pub mod writeback;

@@ -11,9 +11,10 @@ pub mod install;
 pub mod kconfig;
 pub mod section;
 
+pub use crate::capability::Capability;
 pub use crate::manifest::Booted;
 pub use booted::{booted, version_in};
-pub use caps::{Capability, KernelFiles, KernelReport, Presence};
+pub use caps::{KernelFiles, KernelReport, Presence};
 
 use crate::board::Model;
 use crate::image::Image;

@@ -15,7 +15,8 @@
 //! through qemu-user as mmdebstrap runs the base's maintainer scripts.
 
 use super::sources::ZfsSource;
-use crate::kernel::build::{Lock, Progress};
+use crate::io::lock::Lock;
+use crate::kernel::build::Progress;
 use crate::packages::Deb;
 use anyhow::{Context, Result, bail};
 use nasforge_engine::steps::shell_quote;

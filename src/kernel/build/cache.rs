@@ -1,49 +1,13 @@
 //! The build cache: `<cache>/kernels/builds/<key>`, where the key is the
-//! source digest, the defconfig and the fragments' settings, and the lock
-//! that keeps two nasforge runs out of one directory.
+//! source digest, the defconfig and the fragments' settings.
 
 use super::digest::sha256_file;
-use super::say;
 use super::source::source_digest;
 use super::spec::{BuildSpec, Defconfig, KernelSource};
 use super::{ARCH, FORMAT, LOCALVERSION};
-use anyhow::{Result, bail};
+use anyhow::Result;
 use sha2::{Digest, Sha256};
-use std::fs;
 use std::path::{Path, PathBuf};
-
-/// An exclusive lock on a file in the cache, held while it lives, so two
-/// nasforge runs do not extract or build into the same directory.
-pub(crate) struct Lock(#[allow(dead_code)] fs::File);
-
-impl Lock {
-    pub(crate) fn take(path: &Path) -> Result<Lock> {
-        if let Some(d) = path.parent() {
-            fs::create_dir_all(d)?;
-        }
-        let f = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor this struct owns.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            say(
-                "cache",
-                format!("waiting for another nasforge using {}", path.display()),
-            );
-            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                bail!(
-                    "cannot lock {}: {}",
-                    path.display(),
-                    std::io::Error::last_os_error()
-                );
-            }
-        }
-        Ok(Lock(f))
-    }
-}
 
 /// Everything nasforge keeps for kernels: sources, builds, work trees.
 pub(super) fn kernels_dir(cache: &Path) -> PathBuf {
@@ -100,6 +64,7 @@ pub(super) fn locate(spec: &BuildSpec, cache: &Path) -> Result<(String, PathBuf)
 mod tests {
     use super::*;
     use crate::kernel::build::FragmentRef;
+    use std::fs;
 
     #[test]
     fn cache_key_follows_settings_not_comments() {

@@ -31,10 +31,10 @@ pub use configure::{Configured, check_config};
 pub use remedy::remedy;
 pub use spec::{BuildSpec, Defconfig, FragmentRef, KernelSource};
 
+use crate::io::lock::Lock;
 use crate::kernel::fragments::{self, Fragment};
 use crate::kernel::kconfig::Config;
 use anyhow::Result;
-pub(crate) use cache::Lock;
 use cache::{kernels_dir, locate};
 use configure::configure;
 pub(crate) use make::tool;
