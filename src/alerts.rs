@@ -6,8 +6,8 @@
 use crate::image::ext4::{Ext4, Op};
 use crate::manifest::Change;
 use anyhow::Result;
-use nasforge_engine::alerts::PASSWORD_FILE;
 use nasforge_engine::image_files::{ALERT_FILES, ALERT_TIMERS};
+use nasforge_engine::paths::PASSWORD_FILE;
 use nasforge_engine::spec::Alerts;
 
 /// Installs the alert handlers and timers, and the relay's password when

@@ -3,7 +3,6 @@
 
 use crate::journal::{self, Failure, Journal, JournalError, Reboot, StepRecord};
 use crate::machine::disks::Host;
-use crate::operation::Operation;
 use crate::runner::{RecordingRunner, RunError, Runner};
 use crate::steps::{Check, Step};
 use std::path::Path;
@@ -53,32 +52,34 @@ pub trait Progress {
     fn save(&self, path: &Path) -> Result<(), JournalError>;
 }
 
+/// Implements [`Progress`] for a journal type with `steps`, `done`,
+/// `failure`, `finished` and `reboot` fields and a `save` method.
 macro_rules! progress {
     ($t:ty) => {
-        impl Progress for $t {
-            fn steps(&self) -> &[Step] {
+        impl $crate::executor::Progress for $t {
+            fn steps(&self) -> &[$crate::steps::Step] {
                 &self.steps
             }
-            fn done(&mut self) -> &mut Vec<StepRecord> {
+            fn done(&mut self) -> &mut Vec<$crate::journal::StepRecord> {
                 &mut self.done
             }
-            fn set_failure(&mut self, failure: Option<Failure>) {
+            fn set_failure(&mut self, failure: Option<$crate::journal::Failure>) {
                 self.failure = failure;
             }
             fn set_finished(&mut self, at: u64) {
                 self.finished = Some(at);
             }
-            fn reboot(&mut self) -> &mut Option<Reboot> {
+            fn reboot(&mut self) -> &mut Option<$crate::journal::Reboot> {
                 &mut self.reboot
             }
-            fn save(&self, path: &Path) -> Result<(), JournalError> {
+            fn save(&self, path: &std::path::Path) -> Result<(), $crate::journal::JournalError> {
                 <$t>::save(self, path)
             }
         }
     };
 }
+pub(crate) use progress;
 progress!(Journal);
-progress!(Operation);
 
 /// How a run of the executor ended without an error.
 #[derive(Debug, Clone, PartialEq, Eq)]

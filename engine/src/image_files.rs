@@ -53,12 +53,12 @@ pub const FILES: [ImageFile; 3] = [
 /// arrays are.
 pub const ALERT_FILES: [ImageFile; 6] = [
     ImageFile {
-        path: crate::alerts::MDADM_EVENT,
+        path: crate::paths::MDADM_EVENT,
         contents: include_str!("../../files/board/mdadm-event"),
         mode: 0o755,
     },
     ImageFile {
-        path: crate::alerts::SMARTD_EVENT,
+        path: crate::paths::SMARTD_EVENT,
         contents: include_str!("../../files/board/smartd-event"),
         mode: 0o755,
     },
@@ -165,11 +165,11 @@ mod tests {
                 .contents
         };
         assert!(
-            text(crate::alerts::MDADM_EVENT)
+            text(crate::paths::MDADM_EVENT)
                 .contains(&format!("exec {SETUP_BINARY} alert --mdadm \"$@\"\n"))
         );
         assert!(
-            text(crate::alerts::SMARTD_EVENT)
+            text(crate::paths::SMARTD_EVENT)
                 .contains(&format!("exec {SETUP_BINARY} alert --smartd\n"))
         );
         for (unit, args) in [
@@ -189,7 +189,7 @@ mod tests {
         assert!(
             text("/etc/systemd/system/nasforge-alert-retry.service").contains(&format!(
                 "ConditionDirectoryNotEmpty={}\n",
-                crate::alerts::SPOOL
+                crate::paths::ALERTS_SPOOL
             ))
         );
     }

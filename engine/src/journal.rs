@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 pub const PATH: &str = "/var/lib/nasforge/journal.json";
+
+/// The setup journal on this host.
+pub fn path(host: &crate::machine::disks::Host) -> std::path::PathBuf {
+    host.path(PATH)
+}
 /// 2: guards name the planned disk and the array's members.
 const VERSION: u32 = 2;
 

@@ -36,6 +36,8 @@ impl std::fmt::Display for Kind {
     }
 }
 
+executor::progress!(Operation);
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operation {
     pub version: u32,

@@ -2,6 +2,7 @@
 //! for real and logs every command's output; `RecordingRunner` only writes
 //! them down, for `plan --dry-run` and for tests.
 
+use crate::command::Query;
 use crate::machine::disks::Host;
 use crate::steps::{Action, Cmd};
 use crate::storage::partition::{self, PartitionError};
@@ -23,12 +24,6 @@ pub trait Runner {
     /// Lets time pass (waiting for late disks); a recorder only notes it,
     /// so tests do not sleep.
     fn wait(&mut self, duration: Duration);
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Query {
-    pub status: i32,
-    pub stdout: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -247,19 +242,18 @@ impl SystemRunner {
                 let _ = writeln!(log, "{line}");
             }
         };
-        crate::care::follow_sync(&self.host, device, &mut std::thread::sleep, &mut say).map_err(
-            |why| RunError::Io {
+        crate::machine::resync::follow_sync(&self.host, device, &mut std::thread::sleep, &mut say)
+            .map_err(|why| RunError::Io {
                 what: format!("following {device}"),
                 source: std::io::Error::other(why),
-            },
-        )
+            })
     }
 
     fn refresh_mdadm_conf(&mut self) -> Result<(), RunError> {
         let conf = crate::storage::mdadm::CONF;
         let scan = self.exec(&Cmd::new(&["mdadm", "--detail", "--scan"]))?;
         let existing = std::fs::read_to_string(self.host.path(conf)).unwrap_or_default();
-        if let Some(text) = crate::care::merge_array_lines(&existing, &scan) {
+        if let Some(text) = crate::storage::mdadm::merge_array_lines(&existing, &scan) {
             self.write(INITRAMFS_STALE, "", 0o644)?;
             self.write(conf, &text, 0o644)?;
         }

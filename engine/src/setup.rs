@@ -40,19 +40,6 @@ pub fn recipe_path(host: &Host) -> PathBuf {
     }
 }
 
-/// The name md records as the arrays' home host.
-pub fn hostname(host: &Host) -> String {
-    std::fs::read_to_string(host.path("/etc/hostname"))
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "nasforge".to_string())
-}
-
-pub fn journal_path(host: &Host) -> PathBuf {
-    host.path(journal::PATH)
-}
-
 /// Every command setup runs, with its output.
 pub const LOG: &str = "/var/log/nasforge-setup.log";
 
@@ -188,16 +175,16 @@ pub fn prepare(
     let mut plan =
         planner::plan(storage, &recipe.shares, &inventory).map_err(SetupError::Refused)?;
     check_kept_mountable(host, &mut plan)?;
-    let context = Context::random(&hostname(host), &plan);
+    let context = Context::random(&crate::machine::hostname(host), &plan);
     let mut steps = steps::generate(&plan, &context);
     if let Some(step) = usb_quirks_step(host, storage, &inventory, on_note)? {
         steps.insert(0, step);
     }
-    crate::alerts::add_steps(
+    crate::steps::alerts::add_steps(
         &mut steps,
         recipe.alerts.as_ref(),
         &context.hostname,
-        host.path(crate::alerts::PASSWORD_FILE).exists(),
+        host.path(crate::paths::PASSWORD_FILE).exists(),
     );
     Ok(Prepared {
         inventory,
@@ -284,7 +271,7 @@ pub fn unattended(
     if storage.mode == Mode::Wizard {
         return Err(SetupError::WizardMode(recipe_file.to_path_buf()));
     }
-    let path = journal_path(host);
+    let path = journal::path(host);
     let mut journal = match Journal::load(&path)? {
         Some(j) if j.recipe != recipe => {
             return Err(SetupError::RecipeChanged {

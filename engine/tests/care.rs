@@ -8,14 +8,16 @@ mod common;
 
 use care_support::{fail, pull, resize, set, set_up};
 use nasforge_engine::care::{
-    self, CareError, Fit, GrowRequest, MdState, MemberState, ReplaceRequest, Survey, follow_sync,
-    merge_array_lines, survey_of,
+    self, CareError, Fit, GrowRequest, MemberState, ReplaceRequest, Survey, survey_of,
 };
 use nasforge_engine::executor;
 use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
+use nasforge_engine::machine::md::MdState;
+use nasforge_engine::machine::resync::follow_sync;
 use nasforge_engine::operation;
 use nasforge_engine::runner::RecordingRunner;
+use nasforge_engine::storage::mdadm::merge_array_lines;
 
 const SDC_SERIAL: &str = "WD-WCC7K0000003";
 const SDD_PART: &str = "/dev/disk/by-id/wwn-0x50014ee2b0000004-part1";
@@ -618,11 +620,13 @@ fn leg(kernel: &str, members: &[(&str, &str, bool)]) -> MdState {
         reshape_pending: false,
         members: members
             .iter()
-            .map(|(disk, state, slot)| care::MdMember {
-                device: format!("{disk}1"),
-                state: state.split(',').map(str::to_string).collect(),
-                unassigned: !slot,
-            })
+            .map(
+                |(disk, state, slot)| nasforge_engine::machine::md::MdMember {
+                    device: format!("{disk}1"),
+                    state: state.split(',').map(str::to_string).collect(),
+                    unassigned: !slot,
+                },
+            )
             .collect(),
     }
 }
@@ -808,13 +812,13 @@ fn a_spare_is_a_spare_while_md_resyncs_the_array() {
                 ]
                 .map(|d| (d, "in_sync", true)),
             );
-            m.members.push(care::MdMember {
+            m.members.push(nasforge_engine::machine::md::MdMember {
                 device: "sdp1".into(),
                 state: vec!["spare".into()],
                 unassigned: true,
             });
             m.raid_disks = 14;
-            m.sync = Some(care::SyncProgress {
+            m.sync = Some(nasforge_engine::machine::md::SyncProgress {
                 action: "resync".into(),
                 percent: 3.0,
                 minutes_left: None,

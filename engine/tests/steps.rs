@@ -7,7 +7,6 @@ use nasforge_engine::executor;
 use nasforge_engine::journal::Journal;
 use nasforge_engine::planner::{self, Plan};
 use nasforge_engine::runner::RecordingRunner;
-use nasforge_engine::setup;
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::{self, Action, Context, Step};
 use nasforge_engine::storage::partition;
@@ -107,7 +106,7 @@ fn case(board: common::Board, recipe: &str) -> Case {
     )
     .unwrap();
     let context = Context {
-        hostname: setup::hostname(&board.host),
+        hostname: nasforge_engine::machine::hostname(&board.host),
         fs_uuids: (0..plan.arrays.len())
             .map(|i| format!("0000000{i}-1111-4222-8333-444455556666"))
             .collect(),

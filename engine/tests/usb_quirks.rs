@@ -7,11 +7,12 @@
 
 mod common;
 
+use nasforge_engine::command::Query;
 use nasforge_engine::executor::{self, Ended, Event, ExecError};
 use nasforge_engine::journal::{self, Journal};
 use nasforge_engine::machine::disks::Host;
 use nasforge_engine::machine::usb::ACTIVE_QUIRKS;
-use nasforge_engine::runner::{Query, RecordingRunner, RunError, Runner, SystemRunner};
+use nasforge_engine::runner::{RecordingRunner, RunError, Runner, SystemRunner};
 use nasforge_engine::setup::{self, Prepared, SetupError};
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::{Action, Cmd};
@@ -120,7 +121,7 @@ fn first_run(host: &Host, recipe: &DeviceRecipe) -> (Journal, std::path::PathBuf
         notes.contains(&format!("USB: {}", setup::REBOOT_NOTE)),
         "{notes:#?}"
     );
-    let path = setup::journal_path(host);
+    let path = nasforge_engine::journal::path(host);
     let mut journal = Journal::new(
         recipe.clone(),
         prepared.context,

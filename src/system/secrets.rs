@@ -307,12 +307,9 @@ pub fn scan(image: &Image) -> Result<Vec<Secret>> {
             };
             add(format!("root:{path}"), kind, hashed_accounts(&text, field));
         }
-        if root
-            .owner(nasforge_engine::alerts::PASSWORD_FILE)?
-            .is_some()
-        {
+        if root.owner(nasforge_engine::paths::PASSWORD_FILE)?.is_some() {
             add(
-                format!("root:{}", nasforge_engine::alerts::PASSWORD_FILE),
+                format!("root:{}", nasforge_engine::paths::PASSWORD_FILE),
                 SecretKind::SmtpPassword,
                 vec!["smtp".into()],
             );

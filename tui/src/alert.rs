@@ -54,7 +54,7 @@ pub struct AlertArgs {
 }
 
 pub fn run(host: &Host, args: &AlertArgs) -> anyhow::Result<()> {
-    let hostname = setup::hostname(host);
+    let hostname = nasforge_engine::machine::hostname(host);
     let mut exec = SystemExec;
     let deliveries = if args.retry {
         alerts::retry(host, &mut exec)?
@@ -69,7 +69,7 @@ pub fn run(host: &Host, args: &AlertArgs) -> anyhow::Result<()> {
         if args.test && sent.is_empty() {
             bail!(
                 "no alert channel is set up, so the test was only logged in {}; add email, webhook or ntfy to [alerts] in nasforge.toml (docs/recipe.md)",
-                alerts::LOG
+                nasforge_engine::paths::ALERTS_LOG
             );
         }
         sent
@@ -160,8 +160,8 @@ fn report(deliveries: &[Delivery]) -> anyhow::Result<()> {
     if failed > 0 {
         bail!(
             "{failed} delivery(ies) failed; they stay queued in {} and are retried every 10 minutes (log: {})",
-            alerts::SPOOL,
-            alerts::LOG
+            nasforge_engine::paths::ALERTS_SPOOL,
+            nasforge_engine::paths::ALERTS_LOG
         );
     }
     Ok(())
@@ -170,7 +170,7 @@ fn report(deliveries: &[Delivery]) -> anyhow::Result<()> {
 /// Raises an event from nasforge itself (setup or apply failed); a failure
 /// to record it is said, never fatal to the caller.
 pub fn notify(host: &Host, kind: Kind, message: &str) {
-    let event = Event::new(kind, &setup::hostname(host), "", message);
+    let event = Event::new(kind, &nasforge_engine::machine::hostname(host), "", message);
     match alerts::raise(host, &event, &mut SystemExec) {
         Ok(deliveries) => {
             let _ = report(&deliveries);
@@ -181,7 +181,9 @@ pub fn notify(host: &Host, kind: Kind, message: &str) {
 
 /// The status file on the boot partition, with the latest alerts below it.
 fn refresh_status(host: &Host) {
-    let journal = Journal::load(&setup::journal_path(host)).ok().flatten();
+    let journal = Journal::load(&nasforge_engine::journal::path(host))
+        .ok()
+        .flatten();
     let mut runner: Box<dyn Runner> = match SystemRunner::new(host.clone(), None) {
         Ok(mut r) if host.root == Path::new("/") => {
             r.echo = false;
@@ -193,7 +195,7 @@ fn refresh_status(host: &Host) {
     let text = format!(
         "{}\nLatest alerts (all in {}):\n{}\n",
         status.render(),
-        alerts::LOG,
+        nasforge_engine::paths::ALERTS_LOG,
         alerts::recent(host, 10).join("\n")
     );
     let path = setup::boot_dir(host).join(status::FILE_NAME);

@@ -257,7 +257,7 @@ fn plan(host: &Host, recipe_file: &Path, dry_run: bool) -> anyhow::Result<()> {
 }
 
 fn show_status(host: &Host, json: bool) -> anyhow::Result<()> {
-    let journal = Journal::load(&setup::journal_path(host))?;
+    let journal = Journal::load(&nasforge_engine::journal::path(host))?;
     let status = status::collect(host, journal.as_ref(), query_runner(host)?.as_mut());
     if json {
         println!("{}", serde_json::to_string_pretty(&status)?);
@@ -315,7 +315,9 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
         &mut note,
     );
 
-    let journal = Journal::load(&setup::journal_path(host)).ok().flatten();
+    let journal = Journal::load(&nasforge_engine::journal::path(host))
+        .ok()
+        .flatten();
     let mut status = status::collect(host, journal.as_ref(), query_runner(host)?.as_mut());
     if let Err(
         e @ (SetupError::Refused(_)

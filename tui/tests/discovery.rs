@@ -3,13 +3,14 @@
 #[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
+use nasforge_engine::command::Query;
 use nasforge_engine::machine::disks::{Disk, InUse, RotationalSource};
 use nasforge_engine::machine::power::{self, Throttled};
 use nasforge_engine::machine::signature::Signature;
 use nasforge_engine::machine::uas_quirks;
 use nasforge_engine::machine::usb::{self, UsbBridge, UsbDriver};
 use nasforge_engine::planner;
-use nasforge_engine::runner::{Query, RecordingRunner, RunError, Runner};
+use nasforge_engine::runner::{RecordingRunner, RunError, Runner};
 use nasforge_engine::spec::{DeviceRecipe, Transport};
 use nasforge_engine::steps::{Action, Cmd};
 use nasforge_engine::{setup, status};
@@ -339,7 +340,7 @@ fn two_spinning_disks_on_the_board_s_ports_and_under_voltage_are_warned_about() 
     let board = common::board("pi4-usb-bridges");
     let inv = board.inventory();
     let mut runner = RecordingRunner::default();
-    let throttled = power::throttled(&board.host, &mut runner);
+    let throttled = power::throttled(&board.host, &mut |c| runner.query(c).ok());
     assert_eq!(throttled, Some(Throttled(0x50005)));
     assert!(
         runner.lines.is_empty(),

@@ -473,7 +473,7 @@ fn running_setup(board: &common::Board, done: usize) -> (Wizard, Handoff) {
         });
     }
     let host = &board.host;
-    journal.save(&setup::journal_path(host)).unwrap();
+    journal.save(&nasforge_engine::journal::path(host)).unwrap();
     std::fs::create_dir_all(host.path("/var/log")).unwrap();
     std::fs::write(
         setup::log_path(host),
@@ -807,7 +807,9 @@ fn the_service_runs_the_reviewed_journal_from_the_recipe_it_is_given() {
 
     let recipe_file = host.path(image_files::WIZARD_RECIPE);
     assert_eq!(DeviceRecipe::load(&recipe_file).unwrap(), handoff.recipe);
-    let journal = Journal::load(&setup::journal_path(host)).unwrap().unwrap();
+    let journal = Journal::load(&nasforge_engine::journal::path(host))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (&journal.steps, &journal.context, &journal.plan),
         (&handoff.steps, &handoff.context, &handoff.plan)
@@ -879,7 +881,7 @@ fn setup_does_not_start_when_first_boot_did_not_install_the_packages() {
         "nothing started: {:?}",
         runner.lines
     );
-    assert!(!setup::journal_path(host).exists());
+    assert!(!nasforge_engine::journal::path(host).exists());
     assert!(!host.path(image_files::WIZARD_RECIPE).exists());
     w.update(Msg::Launched(Err(err)));
     assert_eq!(w.screen, Screen::Review);

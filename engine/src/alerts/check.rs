@@ -72,7 +72,7 @@ pub fn check(
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let hostname = crate::setup::hostname(host);
+    let hostname = crate::machine::hostname(host);
     let mut full = Vec::new();
     let mut out = Vec::new();
     for mount in mounts {

@@ -1,8 +1,9 @@
 //! One event to one channel: the msmtp or curl command line and what it
 //! reads on stdin, and the seam ([`Exec`]) that runs it.
 
-use super::config::{Email, Routing};
-use super::{Event, MSMTPRC, one_line};
+use super::{Event, one_line};
+use crate::paths::MSMTPRC;
+use crate::steps::alerts::{Email, Routing};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -177,7 +178,7 @@ fn mail(email: &Email, event: &Event) -> String {
         event.message.trim_end(),
         event.host,
         event.kind,
-        crate::status::utc(event.time),
+        crate::clock::utc(event.time),
     )
 }
 

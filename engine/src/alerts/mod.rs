@@ -3,53 +3,28 @@
 //! (msmtp through the recipe's SMTP relay), a webhook or ntfy (curl).
 //!
 //! Nothing is lost silently: every event is logged (stderr, which the
-//! journal keeps, and [`LOG`]) and written to the spool first; each
+//! journal keeps, and [`crate::paths::ALERTS_LOG`]) and written to the spool first; each
 //! channel's copy leaves the spool only once delivered, and the retry timer
 //! tries the rest again (`spool`). Without an `[alerts]` section the log
 //! and the status file on the boot partition are where an event shows.
 //!
-//! `config` writes what setup installs (the routing, msmtprc,
+//! `steps::alerts` writes what setup installs (the routing, msmtprc,
 //! smartd.conf), `sources` turns mdadm's arguments and smartd's and ZED's
 //! environment into events, `deliver` makes the msmtp and curl command lines, `check`
 //! finds full filesystems.
 
 mod check;
-mod config;
 mod deliver;
 mod sources;
 mod spool;
 
 pub use check::{FULL_PERCENT, Statvfs, Usage, array_mounts, check};
-pub use config::{
-    Email, Routing, SMARTD_STEP, add_steps, msmtprc, routing, smartd_conf, smartd_step,
-};
 pub use deliver::{Channel, Exec, SystemExec, command};
 pub use sources::{from_mdadm, from_smartd, from_zed, zed_needs_status};
 pub use spool::{Delivery, log, raise, recent, retry};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
-
-pub const MSMTPRC: &str = "/etc/nasforge/msmtprc";
-/// The SMTP relay's password, root-only; written by the image builder.
-pub const PASSWORD_FILE: &str = "/etc/nasforge/smtp-password";
-/// Where each channel goes; written by setup from `[alerts]`.
-pub const ROUTING: &str = "/etc/nasforge/alerts.json";
-pub const SPOOL: &str = "/var/lib/nasforge/alerts";
-pub const LOG: &str = "/var/log/nasforge-alerts.log";
-/// mdadm.conf's `PROGRAM`: runs `nasforge-setup alert --mdadm "$@"`.
-pub const MDADM_EVENT: &str = "/usr/lib/nasforge/mdadm-event";
-/// smartd's `-M exec`: runs `nasforge-setup alert --smartd`.
-pub const SMARTD_EVENT: &str = "/usr/lib/nasforge/smartd-event";
-pub const SMARTD_CONF: &str = "/etc/smartd.conf";
-/// ZED's zedlet: runs `nasforge-setup alert --zed` for the pool events
-/// that matter. In /etc/zfs/zed.d, where Debian's zfs-zed links the
-/// zedlets it enables; `all-` makes ZED run it for every event class.
-pub const ZEDLET: &str = "/etc/zfs/zed.d/all-nasforge.sh";
-
-pub fn zedlet() -> &'static str {
-    include_str!("../../../files/board/all-nasforge.sh")
-}
 
 /// What happened, as `alert --event KIND` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //! are only logged).
 
 use super::{Event, Kind};
-use crate::status::zfs::{Scan, parse_zpool_status};
+use crate::machine::zfs_report::{Scan, parse_zpool_status};
 
 /// mdadm's monitor runs `PROGRAM EVENT MD-DEVICE [COMPONENT]` (mdadm(8),
 /// "MONITOR MODE").

@@ -1,13 +1,14 @@
-//! The spool: each event is written to [`SPOOL`] before any delivery is
+//! The spool: each event is written to [`ALERTS_SPOOL`] before any delivery is
 //! tried, with the channels it still has to reach; a channel leaves the
 //! list once its delivery succeeded and the file goes when the list is
 //! empty. A failure is logged and stays for `alert --retry` (a timer, every
 //! ten minutes), so an unreachable relay delays an alert but never drops it.
 
-use super::config::Routing;
 use super::deliver::{Channel, Exec, command};
-use super::{Event, LOG, ROUTING, SPOOL, now, one_line};
+use super::{Event, now, one_line};
 use crate::machine::disks::Host;
+use crate::paths::{ALERTS_LOG, ALERTS_SPOOL, ROUTING};
+use crate::steps::alerts::Routing;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -41,7 +42,7 @@ pub fn raise(host: &Host, event: &Event, exec: &mut dyn Exec) -> std::io::Result
         );
         return Ok(Vec::new());
     }
-    let dir = host.path(SPOOL);
+    let dir = host.path(ALERTS_SPOOL);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -63,7 +64,7 @@ pub fn raise(host: &Host, event: &Event, exec: &mut dyn Exec) -> std::io::Result
 
 /// Tries every spooled event's channels again, oldest first.
 pub fn retry(host: &Host, exec: &mut dyn Exec) -> std::io::Result<Vec<Delivery>> {
-    let dir = host.path(SPOOL);
+    let dir = host.path(ALERTS_SPOOL);
     let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -83,7 +84,7 @@ pub fn retry(host: &Host, exec: &mut dyn Exec) -> std::io::Result<Vec<Delivery>>
 
 /// The last `count` lines of the alert log, oldest first.
 pub fn recent(host: &Host, count: usize) -> Vec<String> {
-    let text = std::fs::read_to_string(host.path(LOG)).unwrap_or_default();
+    let text = std::fs::read_to_string(host.path(ALERTS_LOG)).unwrap_or_default();
     let lines: Vec<String> = text.lines().map(str::to_string).collect();
     lines[lines.len().saturating_sub(count)..].to_vec()
 }
@@ -177,10 +178,10 @@ fn load_routing(host: &Host) -> Routing {
 }
 
 /// One line to stderr (the journal, when a unit or a monitor runs us) and
-/// to [`LOG`]; the log failing is said on stderr, not fatal.
+/// to [`ALERTS_LOG`]; the log failing is said on stderr, not fatal.
 pub fn log(host: &Host, line: &str) {
     eprintln!("nasforge-alert: {line}");
-    let path = host.path(LOG);
+    let path = host.path(ALERTS_LOG);
     let written = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
@@ -190,7 +191,7 @@ pub fn log(host: &Host, line: &str) {
                 .append(true)
                 .open(&path)
         })
-        .and_then(|mut f| writeln!(f, "{} {line}", crate::status::utc(now())));
+        .and_then(|mut f| writeln!(f, "{} {line}", crate::clock::utc(now())));
     if let Err(e) = written {
         eprintln!("nasforge-alert: cannot write {}: {e}", path.display());
     }
@@ -199,8 +200,8 @@ pub fn log(host: &Host, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::super::Kind;
-    use super::super::config::Email;
     use super::*;
+    use crate::steps::alerts::Email;
 
     /// Fails the listed commands (by program and attempt), records all.
     #[derive(Default)]
@@ -242,7 +243,7 @@ mod tests {
     }
 
     fn spooled(host: &Host) -> Vec<Spooled> {
-        std::fs::read_dir(host.path(SPOOL))
+        std::fs::read_dir(host.path(ALERTS_SPOOL))
             .map(|d| {
                 d.map(|e| {
                     serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap()
@@ -323,9 +324,9 @@ mod tests {
     #[test]
     fn an_unreadable_spool_file_is_set_aside() {
         let (_dir, host) = host_with_routing();
-        std::fs::create_dir_all(host.path(SPOOL)).unwrap();
-        std::fs::write(host.path(SPOOL).join("1.json"), "{").unwrap();
+        std::fs::create_dir_all(host.path(ALERTS_SPOOL)).unwrap();
+        std::fs::write(host.path(ALERTS_SPOOL).join("1.json"), "{").unwrap();
         assert!(retry(&host, &mut FakeExec::default()).unwrap().is_empty());
-        assert!(host.path(SPOOL).join("1.unreadable").exists());
+        assert!(host.path(ALERTS_SPOOL).join("1.unreadable").exists());
     }
 }

@@ -43,8 +43,8 @@ pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
     {
         refusals.push(format!(
             "alerts.smtp.password: a password in nasforge.toml on the boot partition can be read by anyone who holds the card, and would be recorded in the journals; remove it from the file and put it in {} instead (`sudo install -m 600 /dev/stdin {}`, then type it and Ctrl-D)",
-            crate::alerts::PASSWORD_FILE,
-            crate::alerts::PASSWORD_FILE
+            crate::paths::PASSWORD_FILE,
+            crate::paths::PASSWORD_FILE
         ));
     }
     let added_specs: Vec<(usize, &Array)> = new_arrays(old.storage.as_ref(), new.storage.as_ref());
@@ -87,8 +87,8 @@ pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
                 .alerts
                 .as_ref()
                 .map_or(crate::spec::DEFAULT_TEMPERATURE, |a| a.temperature());
-            steps.push(crate::alerts::smartd_step(temperature));
-            crate::alerts::add_steps(
+            steps.push(crate::steps::alerts::smartd_step(temperature));
+            crate::steps::alerts::add_steps(
                 &mut steps,
                 new.alerts.as_ref(),
                 &setup.context.hostname,

@@ -22,7 +22,6 @@ use crate::machine::disks::{self, DiscoveryError, Host};
 use crate::operation::{self, Kind, Operation, OperationError};
 use crate::planner::{ArrayPlan, Plan};
 use crate::runner::Runner;
-use crate::setup;
 use crate::spec::{DeviceRecipe, Share};
 use crate::steps::{Context, Step};
 use std::path::PathBuf;
@@ -124,7 +123,7 @@ pub enum ApplyError {
 
 /// The finished setup's journal, or why there is none to change.
 pub fn setup_journal(host: &Host) -> Result<Journal, ApplyError> {
-    let path = setup::journal_path(host);
+    let path = crate::journal::path(host);
     match Journal::load(&path)? {
         None => Err(ApplyError::NotSetUp(path)),
         Some(j) if !j.is_complete() => Err(ApplyError::SetupUnfinished {
@@ -151,7 +150,7 @@ pub fn prepare(
         inventory: &inventory,
         users: &names,
         erase,
-        smtp_password: host.path(crate::alerts::PASSWORD_FILE).exists(),
+        smtp_password: host.path(crate::paths::PASSWORD_FILE).exists(),
     };
     Ok(diff(&journal, recipe, &board))
 }

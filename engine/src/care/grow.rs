@@ -3,15 +3,15 @@
 
 use super::replace::{join_steps, usable};
 use super::{
-    ArraySurvey, CareError, CareGuard, CarePlan, Survey, conf_step, find_disk, follow_step,
-    record_step, refuse,
+    ArraySurvey, CareError, CarePlan, Survey, conf_step, find_disk, follow_step, record_step,
+    refuse,
 };
 use crate::journal::Journal;
 use crate::machine::disks::{Disk, Host, Inventory};
 use crate::operation::Kind;
 use crate::planner::Member;
 use crate::spec::{Filesystem, Level};
-use crate::steps::{Action, Cmd, Guard, Step};
+use crate::steps::{Action, CareGuard, Cmd, Guard, Step};
 use crate::storage::mdadm;
 
 /// What `nasforge-setup grow` was asked.

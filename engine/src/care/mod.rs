@@ -6,16 +6,11 @@
 //! after a power cut. The last step of each records the new members in the
 //! setup journal, so the next survey names them.
 
-mod follow;
 mod grow;
-mod md;
 mod replace;
 mod survey;
 
-pub use crate::storage::mdadm::merge_array_lines;
-pub use follow::follow_sync;
 pub use grow::{GrowRequest, cannot_grow, grow, nested_cannot_grow};
-pub use md::{MdMember, MdState, SyncProgress};
 pub use replace::{ReplaceRequest, replace};
 pub use survey::{
     ArraySurvey, Candidate, Fit, MemberReport, MemberState, Survey, partition_bytes, survey_of,
@@ -23,9 +18,9 @@ pub use survey::{
 
 use crate::journal::{self, Journal, JournalError};
 use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
+use crate::machine::md::MdState;
 use crate::operation::{Kind, Operation};
-use crate::steps::{Action, Check, Step};
-use serde::{Deserialize, Serialize};
+use crate::steps::{Action, Step};
 
 /// What the arrays look like now (see [`Survey`]).
 pub fn survey(host: &Host, journal: &Journal) -> Result<Survey, CareError> {
@@ -81,52 +76,6 @@ impl CarePlan {
         let text = format!("{}\n{}", self.title, self.text);
         Operation::new(self.kind, self.title, text, self.steps)
     }
-}
-
-/// The checks before a replace or grow step, so a step the power cut
-/// caught after it took effect is not repeated.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "care", rename_all = "snake_case")]
-pub enum CareGuard {
-    /// Done when `member` (a partition path) is not in the md array
-    /// `array`, or is gone.
-    Removed { array: String, member: String },
-    /// Done when `member` is in the md array `array`.
-    Added { array: String, member: String },
-    /// Done when the md array `array` is made for `count` members.
-    RaidDevices { array: String, count: usize },
-}
-
-impl CareGuard {
-    pub fn check(&self, host: &Host) -> Check {
-        match self {
-            CareGuard::Removed { array, member } => match member_of(host, array, member) {
-                Some(true) => Check::Pending,
-                _ => Check::Done(format!("{member} is no longer in {array}")),
-            },
-            CareGuard::Added { array, member } => match member_of(host, array, member) {
-                Some(true) => Check::Done(format!("{member} is in {array}")),
-                _ => Check::Pending,
-            },
-            CareGuard::RaidDevices { array, count } => match MdState::read(host, array) {
-                Some(md) if md.raid_disks == *count => {
-                    Check::Done(format!("{array} is made for {count} members"))
-                }
-                Some(_) => Check::Pending,
-                None => Check::Refuse(format!(
-                    "{array} is not assembled: check `cat /proc/mdstat`, assemble it (`mdadm --assemble --scan`), then run `sudo nasforge-setup resume`"
-                )),
-            },
-        }
-    }
-}
-
-/// Whether the partition at `member` is one of md array `array`'s devices;
-/// None when either is not there.
-fn member_of(host: &Host, array: &str, member: &str) -> Option<bool> {
-    let md = disks::kernel_name(host, array)?;
-    let part = disks::kernel_name(host, member)?;
-    Some(disks::md_members(host, &md).contains(&part))
 }
 
 /// A disk named on the command line: `sdd`, `/dev/sdd` or a

@@ -3,15 +3,15 @@
 //! added, and md rebuilds onto it.
 
 use super::{
-    ArraySurvey, CareError, CareGuard, CarePlan, Fit, MemberReport, MemberState, Survey, conf_step,
-    find_disk, follow_step, record_step, refuse,
+    ArraySurvey, CareError, CarePlan, Fit, MemberReport, MemberState, Survey, conf_step, find_disk,
+    follow_step, record_step, refuse,
 };
 use crate::journal::Journal;
 use crate::machine::disks::{Disk, Host, Inventory};
 use crate::operation::Kind;
 use crate::planner::Member;
 use crate::spec::Level;
-use crate::steps::{Action, Cmd, Guard, Step, partition_step, wipe_step};
+use crate::steps::{Action, CareGuard, Cmd, Guard, Step, partition_step, wipe_step};
 use crate::storage::{mdadm, partition};
 
 /// What `nasforge-setup replace` was asked.

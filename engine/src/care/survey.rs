@@ -4,8 +4,8 @@
 //! and for each array the attached disks that could join it, or why not.
 //! The manage view and `replace`/`grow` start from here.
 
-use super::md::{MdState, SyncProgress};
 use crate::machine::disks::{Disk, Inventory};
+use crate::machine::md::{MdMember, MdState, SyncProgress};
 use crate::planner::{ArrayPlan, Plan};
 use crate::size::Size;
 use crate::spec::{Filesystem, Level};
@@ -378,7 +378,7 @@ fn member_report(
     report
 }
 
-fn member_state(member: &super::md::MdMember, md: &MdState) -> MemberState {
+fn member_state(member: &MdMember, md: &MdState) -> MemberState {
     if member.is_faulty() {
         MemberState::Failed
     } else if member.in_sync() {

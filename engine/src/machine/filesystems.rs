@@ -5,7 +5,8 @@
 //! cannot read is refused with what is missing rather than left unmounted.
 
 use crate::machine::disks::Host;
-use crate::spec::KeptFilesystem;
+use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::fs;
 
 /// The kernel's name for `fs` and its module, and a FUSE helper with the
@@ -88,6 +89,44 @@ pub(crate) fn kernel_has(host: &Host, name: &str) -> bool {
             })
         })
     })
+}
+
+/// Filesystems a disk that already holds files may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeptFilesystem {
+    Ext4,
+    Xfs,
+    Btrfs,
+    Exfat,
+    Ntfs,
+}
+
+impl KeptFilesystem {
+    /// A filesystem type as the probe (or libblkid) names it, when it can
+    /// be kept: ext2 and ext3 are mounted by the ext4 driver.
+    pub fn from_fstype(fstype: &str) -> Option<KeptFilesystem> {
+        Some(match fstype {
+            "ext2" | "ext3" | "ext4" => KeptFilesystem::Ext4,
+            "xfs" => KeptFilesystem::Xfs,
+            "btrfs" => KeptFilesystem::Btrfs,
+            "exfat" => KeptFilesystem::Exfat,
+            "ntfs" | "ntfs3" => KeptFilesystem::Ntfs,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for KeptFilesystem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeptFilesystem::Ext4 => "ext4",
+            KeptFilesystem::Xfs => "xfs",
+            KeptFilesystem::Btrfs => "btrfs",
+            KeptFilesystem::Exfat => "exfat",
+            KeptFilesystem::Ntfs => "ntfs",
+        })
+    }
 }
 
 #[cfg(test)]

@@ -7,14 +7,28 @@ pub mod controllers;
 pub mod disks;
 pub mod filesystems;
 pub mod hardware;
+pub mod md;
 pub mod mounts;
 pub mod power;
+pub mod resync;
 pub mod signature;
 pub mod sysfs;
 pub mod uas_quirks;
 pub mod udev;
 pub mod usb;
+pub mod usb_quirk;
 pub mod zfs;
+pub mod zfs_report;
+
+/// The board's name, as md records it for the arrays' home host and the
+/// alerts sign their messages.
+pub fn hostname(host: &disks::Host) -> String {
+    std::fs::read_to_string(host.path("/etc/hostname"))
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "nasforge".to_string())
+}
 
 /// A fake root holding `files` (absolute path, text), for unit tests of
 /// readers that go through [`disks::Host`].

@@ -3,10 +3,9 @@
 //! ports. A Pi that browns out drops USB disks out of their arrays, which
 //! looks like failing disks to anyone reading mdadm's mail.
 
+use crate::command::{Cmd, Query};
 use crate::machine::disks::{Host, Inventory};
 use crate::machine::sysfs::read_trimmed;
-use crate::runner::Runner;
-use crate::steps::Cmd;
 use serde::Serialize;
 use std::fmt;
 
@@ -54,15 +53,14 @@ impl fmt::Display for Throttled {
 }
 
 /// The throttled flags from sysfs under the host's root, else from
-/// `vcgencmd get_throttled` through `runner` (a kernel without the
-/// firmware driver's file). None on boards that have neither.
-pub fn throttled(host: &Host, runner: &mut dyn Runner) -> Option<Throttled> {
+/// `vcgencmd get_throttled` run by `ask` (a kernel without the firmware
+/// driver's file; `ask` gives None when it could not be run). None on
+/// boards that have neither.
+pub fn throttled(host: &Host, ask: &mut dyn FnMut(&Cmd) -> Option<Query>) -> Option<Throttled> {
     if let Some(text) = read_trimmed(&host.path(GET_THROTTLED)) {
         return Throttled::parse_sysfs(&text);
     }
-    runner
-        .query(&Cmd::new(&["vcgencmd", "get_throttled"]))
-        .ok()
+    ask(&Cmd::new(&["vcgencmd", "get_throttled"]))
         .filter(|q| q.status == 0)
         .and_then(|q| Throttled::parse_vcgencmd(&q.stdout))
 }
@@ -107,7 +105,7 @@ pub fn warnings(inventory: &Inventory, throttled: Option<Throttled>) -> Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::RecordingRunner;
+    use crate::runner::{RecordingRunner, Runner};
 
     #[test]
     fn reads_both_forms_of_the_flags() {
@@ -133,14 +131,20 @@ mod tests {
             "vcgencmd get_throttled".into(),
             "throttled=0x10000\n".into(),
         ));
-        assert_eq!(throttled(&host, &mut runner), Some(Throttled(0x10000)));
+        assert_eq!(
+            throttled(&host, &mut |c| runner.query(c).ok()),
+            Some(Throttled(0x10000))
+        );
         assert_eq!(runner.lines, ["vcgencmd get_throttled"]);
 
         let file = host.path(GET_THROTTLED);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, "0\n").unwrap();
         let mut runner = RecordingRunner::default();
-        assert_eq!(throttled(&host, &mut runner), Some(Throttled(0)));
+        assert_eq!(
+            throttled(&host, &mut |c| runner.query(c).ok()),
+            Some(Throttled(0))
+        );
         assert!(runner.lines.is_empty(), "sysfs first: {:?}", runner.lines);
         assert!(warnings(&Inventory::default(), Some(Throttled(0))).is_empty());
     }

@@ -9,7 +9,7 @@
 //! workaround, not a list of ids: bridges it is about are added here only
 //! once their ids are published with a source.
 
-use crate::spec::UsbQuirk;
+use super::usb_quirk::UsbQuirk;
 
 /// A bridge known to misbehave under UAS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,9 +3,9 @@
 //! `usb-storage`), how it is powered, and whether a known-bad bridge should
 //! be kept off UAS.
 
+use super::usb_quirk::UsbQuirk;
 use crate::machine::disks::Host;
 use crate::machine::sysfs::{name_of, read_trimmed};
-use crate::spec::UsbQuirk;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs;

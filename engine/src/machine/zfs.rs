@@ -88,10 +88,10 @@ pub fn imported_devices(host: &Host) -> Vec<(String, String)> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for report in crate::status::zfs::parse_zpool_status_all(&text) {
+    for report in super::zfs_report::parse_zpool_status_all(&text) {
         for path in report.every_disk().iter().filter_map(|v| v.path()) {
             let device = kernel_name(host, path)
-                .or_else(|| kernel_name(host, &crate::storage::zpool::whole_disk_path(path)));
+                .or_else(|| kernel_name(host, &super::zfs_report::whole_disk_path(path)));
             if let Some(device) = device {
                 out.push((device, report.pool.clone()));
             }

@@ -204,7 +204,7 @@ pub fn plan(
     let alert = match (&storage.alert_program, &storage.mailaddr) {
         (Some(program), _) => Alert::Program(program.clone()),
         (None, Some(mail)) => Alert::Mail(mail.clone()),
-        (None, None) => Alert::Program(crate::alerts::MDADM_EVENT.into()),
+        (None, None) => Alert::Program(crate::paths::MDADM_EVENT.into()),
     };
     Ok(Plan {
         arrays,

@@ -6,8 +6,8 @@
 use super::paths::is_under;
 use super::storage::{Count, DiskMatch, Storage, check_mount, check_patterns, is_valid_name};
 use super::{SpecProblem, problem};
+pub use crate::machine::filesystems::KeptFilesystem;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -31,44 +31,6 @@ pub struct KeptDisk {
     /// Must be `true`: the entry's whole point is that nothing on the disk
     /// is erased, and saying so is how a reader of the recipe knows.
     pub keep: bool,
-}
-
-/// Filesystems a disk that already holds files may have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KeptFilesystem {
-    Ext4,
-    Xfs,
-    Btrfs,
-    Exfat,
-    Ntfs,
-}
-
-impl KeptFilesystem {
-    /// A filesystem type as the probe (or libblkid) names it, when it can
-    /// be kept: ext2 and ext3 are mounted by the ext4 driver.
-    pub fn from_fstype(fstype: &str) -> Option<KeptFilesystem> {
-        Some(match fstype {
-            "ext2" | "ext3" | "ext4" => KeptFilesystem::Ext4,
-            "xfs" => KeptFilesystem::Xfs,
-            "btrfs" => KeptFilesystem::Btrfs,
-            "exfat" => KeptFilesystem::Exfat,
-            "ntfs" | "ntfs3" => KeptFilesystem::Ntfs,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for KeptFilesystem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KeptFilesystem::Ext4 => "ext4",
-            KeptFilesystem::Xfs => "xfs",
-            KeptFilesystem::Btrfs => "btrfs",
-            KeptFilesystem::Exfat => "exfat",
-            KeptFilesystem::Ntfs => "ntfs",
-        })
-    }
 }
 
 /// Each kept disk's own problems, and its name and mount against the

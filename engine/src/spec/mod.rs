@@ -17,14 +17,13 @@ mod paths;
 mod position;
 mod shares;
 mod storage;
-mod usb_quirk;
 
+pub use crate::machine::usb_quirk::UsbQuirk;
 pub use alerts::{Alerts, DEFAULT_TEMPERATURE, Smtp, Tls};
 pub use kept::{KeptDisk, KeptFilesystem};
 pub use position::{Location, locate, location};
 pub use shares::{Clients, Nfs, Share, Smb};
 pub use storage::{Array, Count, DiskMatch, Filesystem, Level, Mode, SpinDown, Storage, Transport};
-pub use usb_quirk::UsbQuirk;
 
 use serde::{Deserialize, Serialize};
 use shares::check_shares;

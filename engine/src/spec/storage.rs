@@ -4,9 +4,9 @@
 
 use super::kept::KeptDisk;
 use super::paths::{check_absolute_dir, is_safe_path, is_under};
-use super::usb_quirk::UsbQuirk;
 use super::{SpecProblem, glob, problem};
 pub use crate::machine::hardware::Transport;
+use crate::machine::usb_quirk::UsbQuirk;
 use crate::size::Size;
 use serde::{Deserialize, Serialize};
 use std::fmt;

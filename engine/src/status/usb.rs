@@ -52,7 +52,7 @@ pub fn read(
             })
         })
         .collect();
-    let throttled = power::throttled(host, runner);
+    let throttled = power::throttled(host, &mut |c| runner.query(c).ok());
     let power = PowerStatus {
         throttled,
         warnings: power::warnings(inventory, throttled),

@@ -4,10 +4,11 @@
 
 use super::Step;
 use crate::machine::disks::{self, Host, Identity};
+use crate::machine::md::MdState;
 use crate::machine::signature::{self, Signature};
 use crate::machine::zfs;
+use crate::machine::zfs_report::{imported, parse_zfs_list, parse_zpool_status, whole_disk_path};
 use crate::size::Size;
-use crate::status::zfs::{imported, parse_zfs_list, parse_zpool_status};
 use crate::storage::partition::{self, PartitionKind};
 use crate::storage::zpool;
 use serde::{Deserialize, Serialize};
@@ -79,7 +80,53 @@ pub enum Guard {
     /// Done (nothing to do) if the file is absent.
     FilePresent { path: String },
     /// The checks of a replace or grow after setup (`care`).
-    Care(crate::care::CareGuard),
+    Care(CareGuard),
+}
+
+/// The checks before a replace or grow step, so a step the power cut
+/// caught after it took effect is not repeated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "care", rename_all = "snake_case")]
+pub enum CareGuard {
+    /// Done when `member` (a partition path) is not in the md array
+    /// `array`, or is gone.
+    Removed { array: String, member: String },
+    /// Done when `member` is in the md array `array`.
+    Added { array: String, member: String },
+    /// Done when the md array `array` is made for `count` members.
+    RaidDevices { array: String, count: usize },
+}
+
+impl CareGuard {
+    pub fn check(&self, host: &Host) -> Check {
+        match self {
+            CareGuard::Removed { array, member } => match member_of(host, array, member) {
+                Some(true) => Check::Pending,
+                _ => Check::Done(format!("{member} is no longer in {array}")),
+            },
+            CareGuard::Added { array, member } => match member_of(host, array, member) {
+                Some(true) => Check::Done(format!("{member} is in {array}")),
+                _ => Check::Pending,
+            },
+            CareGuard::RaidDevices { array, count } => match MdState::read(host, array) {
+                Some(md) if md.raid_disks == *count => {
+                    Check::Done(format!("{array} is made for {count} members"))
+                }
+                Some(_) => Check::Pending,
+                None => Check::Refuse(format!(
+                    "{array} is not assembled: check `cat /proc/mdstat`, assemble it (`mdadm --assemble --scan`), then run `sudo nasforge-setup resume`"
+                )),
+            },
+        }
+    }
+}
+
+/// Whether the partition at `member` is one of md array `array`'s devices;
+/// None when either is not there.
+fn member_of(host: &Host, array: &str, member: &str) -> Option<bool> {
+    let md = disks::kernel_name(host, array)?;
+    let part = disks::kernel_name(host, member)?;
+    Some(disks::md_members(host, &md).contains(&part))
 }
 
 /// A whole disk `zpool create` is given.
@@ -340,7 +387,7 @@ fn pool_is_ours(host: &Host, pool: &str, members: &[PoolMember]) -> Check {
         .iter()
         .map(|v| {
             v.path()
-                .map_or(v.name.clone(), |p| kernel(&zpool::whole_disk_path(p)))
+                .map_or(v.name.clone(), |p| kernel(&whole_disk_path(p)))
         })
         .collect();
     let mut planned: Vec<String> = members.iter().map(|m| kernel(&m.device)).collect();

@@ -8,6 +8,7 @@
 //! before each step.
 
 mod action;
+pub mod alerts;
 mod care;
 mod guard;
 mod shares;
@@ -18,7 +19,7 @@ mod zfs;
 pub use action::{
     Action, Cmd, enable_argv, needs_no_enabling, reboot_cmd, shell_quote, start_argv,
 };
-pub use guard::{Check, Guard, PoolMember};
+pub use guard::{CareGuard, Check, Guard, PoolMember};
 pub use storage::{filesystem_device, mkfs, mount_unit};
 pub(crate) use storage::{partition_step, wipe_step};
 
@@ -146,7 +147,7 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
         steps.push(zfs::monitoring_step(plan));
     }
     if !plan.arrays.is_empty() {
-        steps.push(crate::alerts::smartd_step(crate::spec::DEFAULT_TEMPERATURE));
+        steps.push(alerts::smartd_step(crate::spec::DEFAULT_TEMPERATURE));
     }
     steps.extend(care::spin_down_step(plan));
     steps

@@ -5,7 +5,7 @@
 
 use super::guard::PoolMember;
 use super::{Action, Guard, Step, enable, run, wipe_step};
-use crate::alerts::ZEDLET;
+use crate::paths::ZEDLET;
 use crate::planner::{ArrayPlan, Plan};
 use crate::storage::zpool;
 
@@ -153,7 +153,7 @@ pub(super) fn monitoring_step(plan: &Plan) -> Step {
         actions: vec![
             Action::WriteFile {
                 path: ZEDLET.into(),
-                contents: crate::alerts::zedlet().into(),
+                contents: super::alerts::zedlet().into(),
                 mode: 0o755,
             },
             enable(&[zpool::ZED_SERVICE], false),

@@ -151,7 +151,7 @@ pub fn conf_header(homehost: &str, alert: &Alert, legs: bool) -> String {
         Alert::Mail(addr) => format!(
             "MAILADDR {addr}
 PROGRAM {}",
-            crate::alerts::MDADM_EVENT
+            crate::paths::MDADM_EVENT
         ),
         Alert::Program(program) => format!("PROGRAM {program}"),
     };

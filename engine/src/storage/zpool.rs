@@ -156,50 +156,9 @@ pub fn quota_value(quota: Option<Size>) -> String {
     quota.map_or("none".to_string(), |q| q.bytes().to_string())
 }
 
-/// The whole disk a vdev's path names: zpool shows a whole-disk member
-/// by its data partition (`…-part1`, `/dev/sdb1`, `/dev/nvme0n1p1`).
-pub fn whole_disk_path(path: &str) -> String {
-    if path.starts_with("/dev/disk/") {
-        return match path.rsplit_once("-part") {
-            Some((disk, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
-                disk.to_string()
-            }
-            _ => path.to_string(),
-        };
-    }
-    let trimmed = path.trim_end_matches(|c: char| c.is_ascii_digit());
-    if trimmed.len() == path.len() {
-        return path.to_string();
-    }
-    // nvme0n1p1 → nvme0n1, mmcblk0p1 → mmcblk0; sdb1 → sdb.
-    match trimmed.strip_suffix('p') {
-        Some(disk) if disk.ends_with(|c: char| c.is_ascii_digit()) => disk.to_string(),
-        _ => trimmed.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_vdevs_path_leads_back_to_its_disk() {
-        assert_eq!(
-            whole_disk_path("/dev/disk/by-id/wwn-0x50014ee2b0000001-part1"),
-            "/dev/disk/by-id/wwn-0x50014ee2b0000001"
-        );
-        assert_eq!(
-            whole_disk_path("/dev/disk/by-id/ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000001-part1"),
-            "/dev/disk/by-id/ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000001"
-        );
-        assert_eq!(whole_disk_path("/dev/sdb1"), "/dev/sdb");
-        assert_eq!(whole_disk_path("/dev/nvme0n1p1"), "/dev/nvme0n1");
-        assert_eq!(whole_disk_path("/dev/sdb"), "/dev/sdb");
-        assert_eq!(
-            whole_disk_path("/dev/disk/by-id/usb-JMicron_Generic"),
-            "/dev/disk/by-id/usb-JMicron_Generic"
-        );
-    }
 
     #[test]
     fn quotas_are_written_in_bytes_as_zfs_reads_them_back() {

@@ -62,12 +62,15 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         .strip_prefix(&host.root)
         .map(|rel| format!("/{}", rel.display()))
         .unwrap_or_else(|_| status_file.display().to_string());
-    let power_warnings = power::warnings(&inventory, power::throttled(host, runner));
+    let power_warnings = power::warnings(
+        &inventory,
+        power::throttled(host, &mut |c| runner.query(c).ok()),
+    );
     Ok(Facts {
         hardware: hardware::collect(host, &inventory),
         inventory,
         health,
-        hostname: setup::hostname(host),
+        hostname: nasforge_engine::machine::hostname(host),
         accounts: accounts(&std::fs::read_to_string(host.path("/etc/passwd")).unwrap_or_default()),
         staged_smb_users: smbpasswd::users(&staged),
         status_file,

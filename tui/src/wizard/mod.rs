@@ -31,7 +31,7 @@ use nasforge_engine::planner::Plan;
 use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
 use nasforge_engine::spec::{DeviceRecipe, Filesystem, Level, Share, Storage};
 use nasforge_engine::steps::{self, Context, Step};
-use nasforge_engine::{journal, setup, shares::smbpasswd};
+use nasforge_engine::{journal, shares::smbpasswd};
 use ratatui::Frame;
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -371,7 +371,7 @@ impl Wizard {
             .and_then(|a| a.smtp.as_ref())
             .and_then(|s| s.password.clone());
         let board_alerts = spec_alerts.as_ref().map(|a| a.without_password());
-        nasforge_engine::alerts::add_steps(
+        nasforge_engine::steps::alerts::add_steps(
             &mut steps,
             board_alerts.as_ref(),
             &self.facts.hostname,
@@ -544,7 +544,7 @@ pub fn run_with(
         now: journal::now(),
     };
     let mut wizard = Wizard::new(facts, settings);
-    if setup::journal_path(host).exists() {
+    if journal::path(host).exists() {
         let snapshot = service::snapshot(host, runner.as_mut());
         let complete = matches!(&snapshot.journal, Ok(Some(j)) if j.is_complete());
         if let (true, Some(care)) = (complete, care) {

@@ -36,7 +36,7 @@ pub struct Snapshot {
 const LOG_TAIL_BYTES: u64 = 64 * 1024;
 
 pub fn snapshot(host: &Host, runner: &mut dyn Runner) -> Snapshot {
-    let journal = Journal::load(&setup::journal_path(host)).map_err(|e| e.to_string());
+    let journal = Journal::load(&nasforge_engine::journal::path(host)).map_err(|e| e.to_string());
     let service = runner
         .query(&Cmd::new(&[
             "systemctl",
@@ -141,7 +141,7 @@ pub fn start(host: &Host, handoff: &Handoff, runner: &mut dyn Runner) -> Result<
 }
 
 fn hand_over(host: &Host, handoff: &Handoff) -> Result<(), String> {
-    let journal_path = setup::journal_path(host);
+    let journal_path = nasforge_engine::journal::path(host);
     if journal_path.exists() {
         return Err(format!(
             "{} exists: a setup was already started (perhaps from another session); restart the wizard to follow it",
@@ -162,7 +162,7 @@ fn hand_over(host: &Host, handoff: &Handoff) -> Result<(), String> {
     // The SMTP password is the one secret the board keeps: root only, in
     // its own file, never in the recipe or the journal.
     if let Some(password) = &handoff.smtp_password {
-        let file = host.path(nasforge_engine::alerts::PASSWORD_FILE);
+        let file = host.path(nasforge_engine::paths::PASSWORD_FILE);
         atomic_file::write(&file, password.as_bytes(), 0o600)
             .map_err(|e| format!("writing {}: {e}", file.display()))?;
     }

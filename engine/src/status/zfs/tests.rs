@@ -159,44 +159,6 @@ fn a_new_stripe_was_never_scrubbed() {
 }
 
 #[test]
-fn other_scan_lines() {
-    let scan =
-        |lines: &[&str]| parse_scan(&lines.iter().map(|l| l.to_string()).collect::<Vec<_>>());
-    assert_eq!(
-        scan(&["resilvered 1.21T in 05:10:02 with 0 errors on Mon Nov 30 15:25:02 2026"]),
-        Scan::Finished {
-            what: "resilver".into(),
-            repaired: "1.21T".into(),
-            seconds: 5 * 3600 + 10 * 60 + 2,
-            errors: 0,
-            on: "Mon Nov 30 15:25:02 2026".into(),
-        }
-    );
-    assert_eq!(
-        scan(&[
-            "scrub paused since Tue Dec  1 08:00:00 2026",
-            "scrub started on Tue Dec  1 03:00:00 2026",
-            "1.00T scanned, 900G issued, 3.50T total",
-            "0B repaired, 25.11% done"
-        ]),
-        Scan::Running {
-            what: "scrub".into(),
-            percent: Some(25.11),
-            paused: true,
-            since: "Tue Dec  1 08:00:00 2026".into(),
-        }
-    );
-    assert_eq!(
-        scan(&["scrub canceled on Tue Dec  1 09:00:00 2026"]),
-        Scan::Canceled {
-            what: "scrub".into(),
-            on: "Tue Dec  1 09:00:00 2026".into()
-        }
-    );
-    assert!(parse_zpool_status("cannot open 'tank': no such pool\n").is_none());
-}
-
-#[test]
 fn list_output_in_bytes() {
     assert_eq!(
         parse_zpool_list(&fixture("list-tank.txt")),

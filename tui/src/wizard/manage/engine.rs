@@ -319,7 +319,7 @@ fn disk_list(action: &ManageAction) -> Vec<String> {
 }
 
 fn test_alerts(host: &Host) -> Result<(), String> {
-    let hostname = setup::hostname(host);
+    let hostname = nasforge_engine::machine::hostname(host);
     let event = Alert::new(
         AlertKind::Test,
         &hostname,

@@ -3,9 +3,9 @@
 //! one place that builds it, [`super::Care::overview`], is a field-by-field
 //! copy; the screens only read it.
 
+use nasforge_engine::clock::minutes_text;
 use nasforge_engine::size::Size;
 use nasforge_engine::spec::{Level, Share};
-use nasforge_engine::status::minutes_text;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Overview {

@@ -10,9 +10,9 @@
 use super::Help;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Wizard};
+use nasforge_engine::clock::minutes_text;
 use nasforge_engine::planner::{ArrayPlan, Plan};
 use nasforge_engine::spec::{Level, Share};
-use nasforge_engine::status::minutes_text;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;

@@ -5,10 +5,10 @@
 use super::Help;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Screen, Wizard};
+use nasforge_engine::clock::minutes_text;
 use nasforge_engine::image_files::SETUP_SERVICE;
 use nasforge_engine::journal::Journal;
 use nasforge_engine::setup;
-use nasforge_engine::status::minutes_text;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -34,7 +34,7 @@ impl std::fmt::Display for SyncProgress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {:.0}%", self.what(), self.percent.floor())?;
         if let Some(minutes) = self.minutes_left {
-            write!(f, " (about {} left)", crate::status::minutes_text(minutes))?;
+            write!(f, " (about {} left)", crate::clock::minutes_text(minutes))?;
         }
         Ok(())
     }

@@ -1,9 +1,9 @@
 //! What setup writes for alerts: the routing the `alert` command reads,
 //! msmtp's configuration, and smartd.conf with its self-test schedule.
 
-use super::{MSMTPRC, PASSWORD_FILE, ROUTING, SMARTD_CONF, SMARTD_EVENT};
+use super::{Action, Cmd, Guard, Step};
+use crate::paths::{MSMTPRC, PASSWORD_FILE, ROUTING, SMARTD_CONF, SMARTD_EVENT};
 use crate::spec::{Alerts, DEFAULT_TEMPERATURE, Smtp, Tls};
-use crate::steps::{Action, Cmd, Guard, Step};
 use serde::{Deserialize, Serialize};
 
 /// Where each channel goes, read by `nasforge-setup alert` at every event,
@@ -118,7 +118,7 @@ pub fn smartd_step(temperature: i64) -> Step {
                 contents: smartd_conf(temperature),
                 mode: 0o644,
             },
-            crate::steps::enable(&["smartmontools.service"], false),
+            super::enable(&["smartmontools.service"], false),
             Action::Run(Cmd::new(&["systemctl", "restart", "smartmontools.service"])),
         ],
         always: vec![],
@@ -180,6 +180,11 @@ fn routing_step(alerts: Option<&Alerts>, hostname: &str, has_password: bool) -> 
         actions,
         always: vec![],
     }
+}
+
+/// The zedlet installed at [`crate::paths::ZEDLET`].
+pub fn zedlet() -> &'static str {
+    include_str!("../../../files/board/all-nasforge.sh")
 }
 
 #[cfg(test)]

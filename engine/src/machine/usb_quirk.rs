@@ -1,5 +1,6 @@
-//! `[storage] usb_quirks = ["152d:0578"]`: USB bridges kept off the `uas`
-//! driver with the kernel's `usb-storage.quirks=VID:PID:u`.
+//! A USB bridge by vendor and product id, as `[storage] usb_quirks =
+//! ["152d:0578"]` names one to keep it off the `uas` driver with the
+//! kernel's `usb-storage.quirks=VID:PID:u`.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

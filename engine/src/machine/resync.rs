@@ -1,5 +1,4 @@
-//! Following md's rebuild or reshape to its end, and keeping mdadm.conf's
-//! ARRAY lines in step with the arrays.
+//! Following md's rebuild or reshape to its end.
 
 use super::md::{MdState, md_dir, sync_progress};
 use crate::machine::disks::Host;

@@ -1,0 +1,13 @@
+//! The engine's floor plan, docs/architecture.md's ```` ```floors engine/src/ ````
+//! block, held by nasforge-testkit's `floors` check.
+
+use nasforge_testkit::floors::{floors, violations};
+use std::path::Path;
+
+#[test]
+fn the_engine_keeps_its_floors() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let plan = std::fs::read_to_string(dir.join("../docs/architecture.md")).unwrap();
+    let found = violations(&dir.join("src"), &floors(&plan, "engine/src/"), &[]);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

@@ -1,0 +1,3 @@
+//! Test helpers shared by the workspace's crates.
+
+pub mod floors;
