@@ -16,6 +16,33 @@ pub const PATH: &str = "/var/lib/nasforge/journal.json";
 pub fn path(host: &crate::machine::disks::Host) -> std::path::PathBuf {
     host.path(PATH)
 }
+
+/// The setup journal of a board whose setup finished: what care after
+/// setup and `apply` start from.
+pub fn finished(host: &crate::machine::disks::Host) -> Result<Journal, Unfinished> {
+    match Journal::load(&path(host))? {
+        None => Err(Unfinished::NeverRun),
+        Some(j) if !j.is_complete() => Err(Unfinished::Stopped {
+            done: j.done.len(),
+            total: j.steps.len(),
+        }),
+        Some(j) => Ok(j),
+    }
+}
+
+/// Why [`finished`] found no finished setup.
+#[derive(Debug)]
+pub enum Unfinished {
+    NeverRun,
+    Stopped { done: usize, total: usize },
+    Journal(JournalError),
+}
+
+impl From<JournalError> for Unfinished {
+    fn from(e: JournalError) -> Unfinished {
+        Unfinished::Journal(e)
+    }
+}
 /// 2: guards name the planned disk and the array's members.
 const VERSION: u32 = 2;
 

@@ -84,10 +84,18 @@ pub fn found_by_name(board: &Board, key: &Path, host: &str, timemachine: &str) {
     );
     // WS-Discovery (3702) lists the NAS in Windows' Network view; LLMNR
     // (5355) answers the bare name in `\\host\share`.
-    let (ok, out) = board.ssh(
-        key,
-        "systemctl is-active wsdd2.service && sudo -S ss -lnup sport = :3702 or sport = :5355",
-    );
+    // systemctl asks systemd over D-Bus with a 25 s timeout, which a guest
+    // under TCG on a loaded 2-core host can miss: ask again then.
+    let (mut ok, mut out) = (false, String::new());
+    for _ in 0..3 {
+        (ok, out) = board.ssh(
+            key,
+            "systemctl is-active wsdd2.service && sudo -S ss -lnup sport = :3702 or sport = :5355",
+        );
+        if !out.contains("Connection timed out") {
+            break;
+        }
+    }
     for port in [":3702 ", ":5355 "] {
         assert!(
             ok && out.contains("active")

@@ -17,7 +17,7 @@ mod withdraw;
 
 pub use diff::{Board, diff};
 
-use crate::journal::{Journal, JournalError};
+use crate::journal::{Journal, JournalError, Unfinished};
 use crate::machine::disks::{self, DiscoveryError, Host};
 use crate::operation::{self, Kind, Operation, OperationError};
 use crate::planner::{ArrayPlan, Plan};
@@ -123,15 +123,11 @@ pub enum ApplyError {
 
 /// The finished setup's journal, or why there is none to change.
 pub fn setup_journal(host: &Host) -> Result<Journal, ApplyError> {
-    let path = crate::journal::path(host);
-    match Journal::load(&path)? {
-        None => Err(ApplyError::NotSetUp(path)),
-        Some(j) if !j.is_complete() => Err(ApplyError::SetupUnfinished {
-            done: j.done.len(),
-            total: j.steps.len(),
-        }),
-        Some(j) => Ok(j),
-    }
+    crate::journal::finished(host).map_err(|why| match why {
+        Unfinished::NeverRun => ApplyError::NotSetUp(crate::journal::path(host)),
+        Unfinished::Stopped { done, total } => ApplyError::SetupUnfinished { done, total },
+        Unfinished::Journal(e) => ApplyError::Journal(e),
+    })
 }
 
 /// Compares `recipe` (already loaded with [`DeviceRecipe::load`], so its

@@ -51,13 +51,14 @@ fn refuse<T>(why: impl Into<String>) -> Result<T, CareError> {
 
 /// The finished setup journal, which records each array's members.
 pub fn setup_journal(host: &Host) -> Result<Journal, CareError> {
-    let path = host.path(journal::PATH);
-    match Journal::load(&path)? {
-        Some(j) if j.is_complete() => Ok(j),
-        _ => Err(CareError::NotSetUp {
-            path: journal::PATH.into(),
-        }),
-    }
+    journal::finished(host).map_err(|why| match why {
+        journal::Unfinished::Journal(e) => CareError::Journal(e),
+        journal::Unfinished::NeverRun | journal::Unfinished::Stopped { .. } => {
+            CareError::NotSetUp {
+                path: journal::PATH.into(),
+            }
+        }
+    })
 }
 
 /// A replace or grow as it is shown before anything runs, and its steps.
