@@ -3,9 +3,9 @@
 //! (msmtp through the recipe's SMTP relay), a webhook or ntfy (curl).
 //!
 //! Nothing is lost silently: every event is logged (stderr, which the
-//! journal keeps, and [`crate::paths::ALERTS_LOG`]) and written to the spool first; each
-//! channel's copy leaves the spool only once delivered, and the retry timer
-//! tries the rest again (`spool`). Without an `[alerts]` section the log
+//! journal keeps, and [`crate::paths::ALERTS_LOG`]) and written to the
+//! spool first; each channel's copy leaves the spool only once delivered,
+//! and the retry timer tries the rest again (`spool`). Without an `[alerts]` section the log
 //! and the status file on the boot partition are where an event shows.
 //!
 //! `steps::alerts` writes what setup installs (the routing, msmtprc,
