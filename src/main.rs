@@ -216,9 +216,9 @@ fn check(recipe: &Path, cache: &Path) -> Result<()> {
         }
         BaseSource::Url(u) => nasforge::system::Vendor::from_url(u),
         BaseSource::Debian(d) => {
-            // Built once per machine by `build`; until then its kernel is
-            // judged there.
-            if let Some(base) = d.cached(cache)? {
+            // Built once per machine by `build`; until then (or where no
+            // Debian mirror is known yet) its kernel is judged there.
+            if let Some(base) = d.cached(cache).ok().flatten() {
                 nasforge::build::check_boots(&nasforge::image::Image::open(&base)?, &r)?;
             }
             Default::default()
