@@ -2,7 +2,7 @@
 //! for real and logs every command's output; `RecordingRunner` only writes
 //! them down, for `plan --dry-run` and for tests.
 
-use crate::command::Query;
+use crate::command::{Ask, Query, SpawnError, System};
 use crate::machine::disks::Host;
 use crate::steps::{Action, Cmd};
 use crate::storage::partition::{self, PartitionError};
@@ -11,16 +11,12 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-pub trait Runner {
+/// Asks (the ground floor's [`Ask`]) and changes the machine.
+pub trait Runner: Ask {
     /// Performs one action of a step.
     fn apply(&mut self, action: &Action) -> Result<(), RunError>;
-    /// Runs a command that only reads (status: smartctl) and returns its
-    /// exit status and standard output; a non-zero status is not an error
-    /// here (smartctl reports a failing disk through it).
-    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError>;
     /// Lets time pass (waiting for late disks); a recorder only notes it,
     /// so tests do not sleep.
     fn wait(&mut self, duration: Duration);
@@ -34,8 +30,8 @@ pub enum RunError {
         status: i32,
         stderr: String,
     },
-    #[error("`{cmd}` could not be started: {source}; is its package installed?")]
-    Spawn { cmd: String, source: std::io::Error },
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
     #[error("`{cmd}` reported a failure: {}", stdout.trim())]
     ReportedFailure { cmd: String, stdout: String },
     #[error("{what}: {source}")]
@@ -57,6 +53,20 @@ fn tail(stderr: &str) -> String {
     } else {
         format!(": {}", shown.join(" / "))
     }
+}
+
+/// The runner for `host`, the one place the choice is made: commands run
+/// for real on the real root only. A fake tree (a rehearsal, a test) cannot
+/// have commands moved under it, so there they are recorded. `log` is
+/// setup's log file, when the commands should go there; `echo` prints each
+/// one on stderr (not while a screen is drawn).
+pub fn for_host(host: &Host, log: Option<&Path>, echo: bool) -> std::io::Result<Box<dyn Runner>> {
+    if host.root != Path::new("/") {
+        return Ok(Box::new(RecordingRunner::default()));
+    }
+    let mut runner = SystemRunner::new(host.clone(), log)?;
+    runner.echo = echo;
+    Ok(Box::new(runner))
 }
 
 /// Performs actions on the machine described by `host`: files under its
@@ -114,18 +124,12 @@ impl SystemRunner {
     }
 
     fn spawn(&mut self, cmd: &Cmd) -> Result<(i32, String, String), RunError> {
-        let shown = cmd.to_string();
-        self.log(&format!("$ {shown}\n"));
-        let output = Command::new(&cmd.argv[0])
-            .args(&cmd.argv[1..])
-            .output()
-            .map_err(|source| RunError::Spawn {
-                cmd: shown.clone(),
-                source,
-            })?;
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        let status = output.status.code().unwrap_or(-1);
+        self.log(&format!("$ {cmd}\n"));
+        let Query {
+            status,
+            stdout,
+            stderr,
+        } = System.query(cmd)?;
         self.log(&format!("{stdout}{stderr}[exit status {status}]\n"));
         Ok((status, stdout, stderr))
     }
@@ -395,13 +399,20 @@ impl Runner for SystemRunner {
         }
     }
 
-    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError> {
-        let (status, stdout, _) = self.spawn(cmd)?;
-        Ok(Query { status, stdout })
-    }
-
     fn wait(&mut self, duration: Duration) {
         std::thread::sleep(duration);
+    }
+}
+
+impl Ask for SystemRunner {
+    fn query(&mut self, cmd: &Cmd) -> Result<Query, SpawnError> {
+        self.log(&format!("$ {cmd}\n"));
+        let answer = System.query(cmd)?;
+        self.log(&format!(
+            "{}{}[exit status {}]\n",
+            answer.stdout, answer.stderr, answer.status
+        ));
+        Ok(answer)
     }
 }
 
@@ -439,7 +450,13 @@ impl Runner for RecordingRunner {
         Ok(())
     }
 
-    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError> {
+    fn wait(&mut self, duration: Duration) {
+        self.lines.push(format!("# wait {} s", duration.as_secs()));
+    }
+}
+
+impl Ask for RecordingRunner {
+    fn query(&mut self, cmd: &Cmd) -> Result<Query, SpawnError> {
         let shown = cmd.to_string();
         self.lines.push(shown.clone());
         let stdout = self
@@ -448,11 +465,10 @@ impl Runner for RecordingRunner {
             .find(|(prefix, _)| shown.starts_with(prefix.as_str()))
             .map(|(_, out)| out.clone())
             .unwrap_or_default();
-        Ok(Query { status: 0, stdout })
-    }
-
-    fn wait(&mut self, duration: Duration) {
-        self.lines.push(format!("# wait {} s", duration.as_secs()));
+        Ok(Query {
+            stdout,
+            ..Query::default()
+        })
     }
 }
 

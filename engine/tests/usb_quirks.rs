@@ -7,7 +7,7 @@
 
 mod common;
 
-use nasforge_engine::command::Query;
+use nasforge_engine::command::{Ask, Query, SpawnError};
 use nasforge_engine::executor::{self, Ended, Event, ExecError};
 use nasforge_engine::journal::{self, Journal};
 use nasforge_engine::machine::disks::Host;
@@ -48,12 +48,14 @@ impl Runner for FakeBoard {
         self.commands.apply(action)
     }
 
-    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError> {
-        self.commands.query(cmd)
-    }
-
     fn wait(&mut self, duration: Duration) {
         self.commands.wait(duration)
+    }
+}
+
+impl Ask for FakeBoard {
+    fn query(&mut self, cmd: &Cmd) -> Result<Query, SpawnError> {
+        self.commands.query(cmd)
     }
 }
 

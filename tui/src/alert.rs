@@ -6,12 +6,11 @@
 
 use anyhow::{Context as _, bail};
 use clap::ArgGroup;
-use nasforge_engine::alerts::{self, Delivery, Event, Kind, SystemExec};
+use nasforge_engine::alerts::{self, Delivery, Event, Kind};
 use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
-use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::runner;
 use nasforge_engine::{setup, status};
-use std::path::Path;
 
 #[derive(clap::Args)]
 #[command(group(
@@ -55,17 +54,17 @@ pub struct AlertArgs {
 
 pub fn run(host: &Host, args: &AlertArgs) -> anyhow::Result<()> {
     let hostname = nasforge_engine::machine::hostname(host);
-    let mut exec = SystemExec;
+    let mut runner = runner::for_host(host, None, false)?;
     let deliveries = if args.retry {
-        alerts::retry(host, &mut exec)?
+        alerts::retry(host, runner.as_mut())?
     } else if args.check {
         let mounts = alerts::array_mounts(host);
-        alerts::check(host, &mounts, &alerts::Statvfs(host), &mut exec)?
+        alerts::check(host, &mounts, &alerts::Statvfs(host), runner.as_mut())?
     } else {
         let Some(event) = event(host, args, &hostname)? else {
             return Ok(());
         };
-        let sent = alerts::raise(host, &event, &mut exec)?;
+        let sent = alerts::raise(host, &event, runner.as_mut())?;
         if args.test && sent.is_empty() {
             bail!(
                 "no alert channel is set up, so the test was only logged in {}; add email, webhook or ntfy to [alerts] in nasforge.toml (docs/recipe.md)",
@@ -171,7 +170,9 @@ fn report(deliveries: &[Delivery]) -> anyhow::Result<()> {
 /// to record it is said, never fatal to the caller.
 pub fn notify(host: &Host, kind: Kind, message: &str) {
     let event = Event::new(kind, &nasforge_engine::machine::hostname(host), "", message);
-    match alerts::raise(host, &event, &mut SystemExec) {
+    let raised = runner::for_host(host, None, false)
+        .and_then(|mut runner| alerts::raise(host, &event, runner.as_mut()));
+    match raised {
         Ok(deliveries) => {
             let _ = report(&deliveries);
         }
@@ -184,14 +185,13 @@ fn refresh_status(host: &Host) {
     let journal = Journal::load(&nasforge_engine::journal::path(host))
         .ok()
         .flatten();
-    let mut runner: Box<dyn Runner> = match SystemRunner::new(host.clone(), None) {
-        Ok(mut r) if host.root == Path::new("/") => {
-            r.echo = false;
-            Box::new(r)
+    let status = match runner::for_host(host, None, false) {
+        Ok(mut runner) => status::collect(host, journal.as_ref(), runner.as_mut()),
+        Err(e) => {
+            eprintln!("nasforge-setup: cannot read the status: {e}");
+            return;
         }
-        _ => Box::new(RecordingRunner::default()),
     };
-    let status = status::collect(host, journal.as_ref(), runner.as_mut());
     let text = format!(
         "{}\nLatest alerts (all in {}):\n{}\n",
         status.render(),

@@ -12,7 +12,7 @@ use nasforge_engine::apply::{self, users};
 use nasforge_engine::atomic_file;
 use nasforge_engine::executor::Event;
 use nasforge_engine::machine::disks::Host;
-use nasforge_engine::runner::{Runner, SystemRunner};
+use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::setup;
 use nasforge_engine::spec::DeviceRecipe;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
@@ -169,12 +169,11 @@ fn ask(yes: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Only reached on the real root: apply refuses a fake one first.
 fn runner(host: &Host) -> anyhow::Result<Box<dyn Runner>> {
     let log = setup::log_path(host);
-    Ok(Box::new(
-        SystemRunner::new(host.clone(), Some(&log))
-            .with_context(|| format!("opening the log {}", log.display()))?,
-    ))
+    runner::for_host(host, Some(&log), true)
+        .with_context(|| format!("opening the log {}", log.display()))
 }
 
 fn progress(event: Event) {

@@ -8,10 +8,9 @@ use nasforge_engine::care::{self, CarePlan, GrowRequest, ReplaceRequest};
 use nasforge_engine::executor::Event;
 use nasforge_engine::machine::disks::{self, Host};
 use nasforge_engine::operation;
-use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::setup;
 use std::io::BufRead;
-use std::path::Path;
 
 pub fn replace(host: &Host, request: &ReplaceRequest, yes: bool) -> anyhow::Result<()> {
     let journal = care::setup_journal(host)?;
@@ -79,16 +78,8 @@ fn on_event(event: Event) {
     }
 }
 
-/// Commands cannot be moved under a fake root: a rehearsal there records
-/// them instead.
 fn runner(host: &Host) -> anyhow::Result<Box<dyn Runner>> {
-    if host.root == Path::new("/") {
-        let log = setup::log_path(host);
-        Ok(Box::new(
-            SystemRunner::new(host.clone(), Some(&log))
-                .with_context(|| format!("opening the log {}", log.display()))?,
-        ))
-    } else {
-        Ok(Box::new(RecordingRunner::default()))
-    }
+    let log = setup::log_path(host);
+    runner::for_host(host, Some(&log), true)
+        .with_context(|| format!("opening the log {}", log.display()))
 }

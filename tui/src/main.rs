@@ -12,7 +12,7 @@ use nasforge_engine::executor::{self, Event};
 use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
 use nasforge_engine::planner::Plan;
-use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::setup::{self, COMPLETE_MARKER, Outcome, REBOOT_MARKER, SetupError};
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::status::{self, Setup};
@@ -280,24 +280,14 @@ fn note(text: &str) {
 /// SMART queries, `udevadm settle` and waiting for late disks happen only
 /// when the root is the real one: a fake tree does not change.
 fn query_runner(host: &Host) -> anyhow::Result<Box<dyn Runner>> {
-    if host.root == Path::new("/") {
-        Ok(Box::new(SystemRunner::new(host.clone(), None)?))
-    } else {
-        Ok(Box::new(RecordingRunner::default()))
-    }
+    Ok(runner::for_host(host, None, true)?)
 }
 
 fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
     // Commands cannot be moved under a fake root: a rehearsal there only
     // records them (and setup stops before the first step).
-    let mut runner: Box<dyn Runner> = if host.root == Path::new("/") {
-        Box::new(
-            SystemRunner::new(host.clone(), Some(&setup::log_path(host)))
-                .with_context(|| format!("opening the log {}", setup::log_path(host).display()))?,
-        )
-    } else {
-        Box::new(RecordingRunner::default())
-    };
+    let mut runner = runner::for_host(host, Some(&setup::log_path(host)), true)
+        .with_context(|| format!("opening the log {}", setup::log_path(host).display()))?;
     let mut on_event = |event: Event| match event {
         Event::Starting { index, total, step } => {
             eprintln!("nasforge-setup: [{}/{total}] {}", index + 1, step.title)

@@ -3,7 +3,7 @@
 #[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
-use nasforge_engine::command::Query;
+use nasforge_engine::command::{Ask, Query, SpawnError};
 use nasforge_engine::machine::disks::{Disk, InUse, RotationalSource};
 use nasforge_engine::machine::power::{self, Throttled};
 use nasforge_engine::machine::signature::Signature;
@@ -340,7 +340,7 @@ fn two_spinning_disks_on_the_board_s_ports_and_under_voltage_are_warned_about() 
     let board = common::board("pi4-usb-bridges");
     let inv = board.inventory();
     let mut runner = RecordingRunner::default();
-    let throttled = power::throttled(&board.host, &mut |c| runner.query(c).ok());
+    let throttled = power::throttled(&board.host, &mut runner);
     assert_eq!(throttled, Some(Throttled(0x50005)));
     assert!(
         runner.lines.is_empty(),
@@ -472,10 +472,6 @@ impl Runner for LateDisk {
         Ok(())
     }
 
-    fn query(&mut self, cmd: &Cmd) -> Result<Query, RunError> {
-        panic!("setup queried `{cmd}` while planning");
-    }
-
     fn wait(&mut self, _: Duration) {
         self.waits += 1;
         if self.sys_sdd.exists() {
@@ -485,6 +481,12 @@ impl Runner for LateDisk {
         } else if self.waits == 1 || self.flapping {
             std::os::unix::fs::symlink(&self.target, &self.sys_sdd).unwrap();
         }
+    }
+}
+
+impl Ask for LateDisk {
+    fn query(&mut self, cmd: &Cmd) -> Result<Query, SpawnError> {
+        panic!("setup queried `{cmd}` while planning");
     }
 }
 

@@ -2,7 +2,7 @@
 //! [`FULL_PERCENT`] raises `filesystem-full` once, and again only after it
 //! dropped below and filled up anew, so a full disk is not an hourly mail.
 
-use super::deliver::Exec;
+use crate::runner::Runner;
 use super::spool::{Delivery, raise};
 use super::{Event, Kind};
 use crate::machine::disks::Host;
@@ -65,7 +65,7 @@ pub fn check(
     host: &Host,
     mounts: &[String],
     usage: &dyn Usage,
-    exec: &mut dyn Exec,
+    runner: &mut dyn Runner,
 ) -> std::io::Result<Vec<Delivery>> {
     let state = host.path(STATE);
     let before: Vec<String> = std::fs::read(&state)
@@ -94,7 +94,7 @@ pub fn check(
                     crate::size::Size(available)
                 ),
             );
-            out.extend(raise(host, &event, exec)?);
+            out.extend(raise(host, &event, runner)?);
         }
     }
     if full != before {
@@ -121,14 +121,6 @@ mod tests {
         }
     }
 
-    struct Never;
-
-    impl Exec for Never {
-        fn run(&mut self, _: &[String], _: &[u8]) -> Result<(), String> {
-            Err("no channel should be tried".into())
-        }
-    }
-
     #[test]
     fn percent_is_used_over_what_users_can_have() {
         assert_eq!(percent(90, 10), 90);
@@ -149,7 +141,9 @@ mod tests {
             ]))
         };
         let log = |host: &Host| super::super::recent(host, 100).join("\n");
-        check(&host, &mounts, &fake((95, 5)), &mut Never).unwrap();
+        // No channel is set up: only the log hears of it.
+        let mut runner = crate::runner::RecordingRunner::default();
+        check(&host, &mounts, &fake((95, 5)), &mut runner).unwrap();
         assert!(log(&host).contains("filesystem-full on "), "{}", log(&host));
         assert!(
             log(&host).contains(": /srv/data is 95 % full"),
@@ -158,18 +152,19 @@ mod tests {
         );
         assert!(!log(&host).contains("/srv/media is"), "{}", log(&host));
         let lines = log(&host).lines().count();
-        check(&host, &mounts, &fake((96, 4)), &mut Never).unwrap();
+        check(&host, &mounts, &fake((96, 4)), &mut runner).unwrap();
         assert_eq!(
             log(&host).lines().count(),
             lines,
             "still full: no new alert"
         );
-        check(&host, &mounts, &fake((50, 50)), &mut Never).unwrap();
-        check(&host, &mounts, &fake((91, 9)), &mut Never).unwrap();
+        check(&host, &mounts, &fake((50, 50)), &mut runner).unwrap();
+        check(&host, &mounts, &fake((91, 9)), &mut runner).unwrap();
         assert!(
             log(&host).contains(": /srv/data is 91 % full"),
             "{}",
             log(&host)
         );
+        assert!(runner.lines.is_empty(), "{:?}", runner.lines);
     }
 }

@@ -1,12 +1,13 @@
 //! One event to one channel: the msmtp or curl command line and what it
-//! reads on stdin, and the seam ([`Exec`]) that runs it.
+//! reads on stdin, sent through the runner every command goes through.
 
 use super::{Event, one_line};
 use crate::paths::MSMTPRC;
 use crate::steps::alerts::{Email, Routing};
+use crate::command::Cmd;
+use crate::runner::{RunError, Runner};
+use crate::steps::Action;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -40,47 +41,27 @@ impl Routing {
     }
 }
 
-/// Runs a delivery command with `stdin`; an error says why it failed.
-pub trait Exec {
-    fn run(&mut self, argv: &[String], stdin: &[u8]) -> Result<(), String>;
-}
-
-/// Runs the command for real. Each has its own time limit (msmtprc's
-/// `timeout`, curl's `--max-time`), so a dead relay cannot hang an alert.
-pub struct SystemExec;
-
-impl Exec for SystemExec {
-    fn run(&mut self, argv: &[String], stdin: &[u8]) -> Result<(), String> {
-        let mut child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                format!(
-                    "`{}` could not be started: {e}; is its package installed?",
-                    argv[0]
-                )
-            })?;
-        if let Some(mut input) = child.stdin.take() {
-            // A command that exits early (bad URL) closes its end; its exit
-            // status says why, not the broken pipe.
-            let _ = input.write_all(stdin);
-        }
-        let out = child.wait_with_output().map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            Err(format!(
-                "`{}` failed ({}): {}",
-                argv[0],
-                out.status,
-                one_line(stderr.trim())
-            ))
-        }
-    }
+/// Runs the command through `runner`; an error says why it failed without
+/// repeating the command line, whose URL may carry a token. Each command
+/// has its own time limit (msmtprc's `timeout`, curl's `--max-time`), so a
+/// dead relay cannot hang an alert.
+pub fn send(runner: &mut dyn Runner, argv: Vec<String>, stdin: Vec<u8>) -> Result<(), String> {
+    let program = argv[0].clone();
+    let cmd = Cmd {
+        stdin: Some(String::from_utf8_lossy(&stdin).into_owned()),
+        ..Cmd::new(&argv)
+    };
+    runner.apply(&Action::Run(cmd)).map_err(|e| match e {
+        RunError::Failed { status, stderr, .. } => format!(
+            "`{program}` failed (exit status: {status}): {}",
+            one_line(stderr.trim())
+        ),
+        RunError::Spawn(e) => format!(
+            "`{program}` could not be started: {}; is its package installed?",
+            e.source
+        ),
+        other => other.to_string(),
+    })
 }
 
 /// curl, quiet but for errors, failing on an HTTP error status, within
@@ -206,6 +187,36 @@ mod tests {
             webhook: Some("https://example.com/h".into()),
             ntfy: Some("https://ntfy.sh/nas".into()),
         }
+    }
+
+    #[test]
+    fn a_failed_send_says_why_without_the_url_and_the_message_goes_on_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut runner =
+            crate::runner::SystemRunner::new(crate::machine::disks::Host::new(dir.path()), None)
+                .unwrap();
+        runner.echo = false;
+        let got = dir.path().join("got");
+        let argv = [
+            "sh",
+            "-c",
+            r#"cat > "$0"; echo "relay said no" >&2; exit 7"#,
+            got.to_str().unwrap(),
+            "https://hooks.example.com/secret-token",
+        ]
+        .map(String::from)
+        .to_vec();
+        let err = send(&mut runner, argv, b"the alert\n".to_vec()).unwrap_err();
+        assert_eq!(err, "`sh` failed (exit status: 7): relay said no");
+        assert_eq!(std::fs::read_to_string(&got).unwrap(), "the alert\n");
+
+        let missing = ["nasforge-no-such-mailer".to_string()].to_vec();
+        let err = send(&mut runner, missing, Vec::new()).unwrap_err();
+        assert!(
+            err.starts_with("`nasforge-no-such-mailer` could not be started: ")
+                && err.ends_with("is its package installed?"),
+            "{err}"
+        );
     }
 
     #[test]

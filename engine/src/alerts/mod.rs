@@ -19,7 +19,7 @@ mod sources;
 mod spool;
 
 pub use check::{FULL_PERCENT, Statvfs, Usage, array_mounts, check};
-pub use deliver::{Channel, Exec, SystemExec, command};
+pub use deliver::{Channel, command};
 pub use sources::{from_mdadm, from_smartd, from_zed, zed_needs_status};
 pub use spool::{Delivery, log, raise, recent, retry};
 

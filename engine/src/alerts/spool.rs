@@ -4,10 +4,11 @@
 //! empty. A failure is logged and stays for `alert --retry` (a timer, every
 //! ten minutes), so an unreachable relay delays an alert but never drops it.
 
-use super::deliver::{Channel, Exec, command};
+use super::deliver::{Channel, command, send};
 use super::{Event, now, one_line};
 use crate::machine::disks::Host;
 use crate::paths::{ALERTS_LOG, ALERTS_SPOOL, ROUTING};
+use crate::runner::Runner;
 use crate::steps::alerts::Routing;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -28,7 +29,11 @@ pub struct Delivery {
 }
 
 /// Logs `event`, spools it for every channel set up, and tries each once.
-pub fn raise(host: &Host, event: &Event, exec: &mut dyn Exec) -> std::io::Result<Vec<Delivery>> {
+pub fn raise(
+    host: &Host,
+    event: &Event,
+    runner: &mut dyn Runner,
+) -> std::io::Result<Vec<Delivery>> {
     log(
         host,
         &format!("{}: {}", event.summary(), one_line(&event.message)),
@@ -59,11 +64,11 @@ pub fn raise(host: &Host, event: &Event, exec: &mut dyn Exec) -> std::io::Result
             pending,
         },
     )?;
-    deliver(host, &path, &routing, exec)
+    deliver(host, &path, &routing, runner)
 }
 
 /// Tries every spooled event's channels again, oldest first.
-pub fn retry(host: &Host, exec: &mut dyn Exec) -> std::io::Result<Vec<Delivery>> {
+pub fn retry(host: &Host, runner: &mut dyn Runner) -> std::io::Result<Vec<Delivery>> {
     let dir = host.path(ALERTS_SPOOL);
     let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries
@@ -77,7 +82,7 @@ pub fn retry(host: &Host, exec: &mut dyn Exec) -> std::io::Result<Vec<Delivery>>
     let routing = load_routing(host);
     let mut out = Vec::new();
     for path in files {
-        out.extend(deliver(host, &path, &routing, exec)?);
+        out.extend(deliver(host, &path, &routing, runner)?);
     }
     Ok(out)
 }
@@ -93,7 +98,7 @@ fn deliver(
     host: &Host,
     path: &Path,
     routing: &Routing,
-    exec: &mut dyn Exec,
+    runner: &mut dyn Runner,
 ) -> std::io::Result<Vec<Delivery>> {
     let mut spooled: Spooled = match std::fs::read(path)
         .map_err(|e| e.to_string())
@@ -128,7 +133,7 @@ fn deliver(
             );
             continue;
         };
-        let result = exec.run(&argv, &stdin);
+        let result = send(runner, argv, stdin);
         match &result {
             Ok(()) => log(
                 host,
@@ -201,25 +206,16 @@ pub fn log(host: &Host, line: &str) {
 mod tests {
     use super::super::Kind;
     use super::*;
+    use crate::runner::RecordingRunner;
     use crate::steps::alerts::Email;
 
-    /// Fails the listed commands (by program and attempt), records all.
-    #[derive(Default)]
-    struct FakeExec {
-        runs: Vec<String>,
-        fail: Vec<(String, usize)>,
-    }
-
-    impl Exec for FakeExec {
-        fn run(&mut self, argv: &[String], _stdin: &[u8]) -> Result<(), String> {
-            let attempt = self.runs.iter().filter(|r| **r == argv[0]).count();
-            self.runs.push(argv[0].clone());
-            if self.fail.contains(&(argv[0].clone(), attempt)) {
-                Err(format!("{} could not connect", argv[0]))
-            } else {
-                Ok(())
-            }
-        }
+    /// The programs the runner was asked to run, in order.
+    fn programs(runner: &RecordingRunner) -> Vec<&str> {
+        runner
+            .lines
+            .iter()
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect()
     }
 
     fn host_with_routing() -> (tempfile::TempDir, Host) {
@@ -256,19 +252,17 @@ mod tests {
     #[test]
     fn a_failed_delivery_stays_spooled_and_logged_until_a_retry_succeeds() {
         let (_dir, host) = host_with_routing();
-        let mut exec = FakeExec {
-            fail: vec![("msmtp".into(), 0)],
-            ..FakeExec::default()
-        };
+        // The first command, the mail, fails.
+        let mut runner = RecordingRunner::interrupting_at(0);
         let event = Event::new(Kind::Degraded, "nas", "data is degraded", "md127 lost sdb1");
-        let first = raise(&host, &event, &mut exec).unwrap();
+        let first = raise(&host, &event, &mut runner).unwrap();
         assert_eq!(first.len(), 2);
         assert!(
             first[0]
                 .result
                 .as_ref()
                 .unwrap_err()
-                .contains("could not connect")
+                .contains("interrupted before `msmtp")
         );
         assert_eq!(first[1].result, Ok(()));
         let left = spooled(&host);
@@ -285,32 +279,32 @@ mod tests {
         );
         assert!(
             log.contains(
-                "email failed for \"data is degraded\", kept for retry: msmtp could not connect"
+                "email failed for \"data is degraded\", kept for retry: interrupted before `msmtp"
             ),
             "{log}"
         );
         assert!(log.contains("sent by ntfy: data is degraded"), "{log}");
 
-        let again = retry(&host, &mut exec).unwrap();
+        let again = retry(&host, &mut runner).unwrap();
         assert_eq!(again.len(), 1);
         assert_eq!(
             (again[0].channel, &again[0].result),
             (Channel::Email, &Ok(()))
         );
         assert!(spooled(&host).is_empty(), "delivered everywhere, so gone");
-        assert_eq!(exec.runs, ["msmtp", "curl", "msmtp"]);
+        assert_eq!(programs(&runner), ["curl", "msmtp"], "the failed try is not recorded");
         assert!(recent(&host, 1)[0].ends_with("sent by email: data is degraded"));
-        assert!(retry(&host, &mut exec).unwrap().is_empty());
+        assert!(retry(&host, &mut runner).unwrap().is_empty());
     }
 
     #[test]
     fn without_channels_the_event_is_logged_only() {
         let dir = tempfile::tempdir().unwrap();
         let host = Host::new(dir.path());
-        let mut exec = FakeExec::default();
+        let mut runner = RecordingRunner::default();
         let event = Event::new(Kind::FilesystemFull, "nas", "", "/srv/data is 93 % full");
-        assert!(raise(&host, &event, &mut exec).unwrap().is_empty());
-        assert!(exec.runs.is_empty() && spooled(&host).is_empty());
+        assert!(raise(&host, &event, &mut runner).unwrap().is_empty());
+        assert!(runner.lines.is_empty() && spooled(&host).is_empty());
         let log = recent(&host, 2).join("\n");
         assert!(
             log.contains(
@@ -326,7 +320,11 @@ mod tests {
         let (_dir, host) = host_with_routing();
         std::fs::create_dir_all(host.path(ALERTS_SPOOL)).unwrap();
         std::fs::write(host.path(ALERTS_SPOOL).join("1.json"), "{").unwrap();
-        assert!(retry(&host, &mut FakeExec::default()).unwrap().is_empty());
+        assert!(
+            retry(&host, &mut RecordingRunner::default())
+                .unwrap()
+                .is_empty()
+        );
         assert!(host.path(ALERTS_SPOOL).join("1.unreadable").exists());
     }
 }

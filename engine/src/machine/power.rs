@@ -3,7 +3,7 @@
 //! ports. A Pi that browns out drops USB disks out of their arrays, which
 //! looks like failing disks to anyone reading mdadm's mail.
 
-use crate::command::{Cmd, Query};
+use crate::command::{Ask, Cmd};
 use crate::machine::disks::{Host, Inventory};
 use crate::machine::sysfs::read_trimmed;
 use serde::Serialize;
@@ -53,14 +53,14 @@ impl fmt::Display for Throttled {
 }
 
 /// The throttled flags from sysfs under the host's root, else from
-/// `vcgencmd get_throttled` run by `ask` (a kernel without the firmware
-/// driver's file; `ask` gives None when it could not be run). None on
-/// boards that have neither.
-pub fn throttled(host: &Host, ask: &mut dyn FnMut(&Cmd) -> Option<Query>) -> Option<Throttled> {
+/// `vcgencmd get_throttled` asked through `ask` (a kernel without the
+/// firmware driver's file). None on boards that have neither.
+pub fn throttled(host: &Host, ask: &mut dyn Ask) -> Option<Throttled> {
     if let Some(text) = read_trimmed(&host.path(GET_THROTTLED)) {
         return Throttled::parse_sysfs(&text);
     }
-    ask(&Cmd::new(&["vcgencmd", "get_throttled"]))
+    ask.query(&Cmd::new(&["vcgencmd", "get_throttled"]))
+        .ok()
         .filter(|q| q.status == 0)
         .and_then(|q| Throttled::parse_vcgencmd(&q.stdout))
 }
@@ -105,7 +105,7 @@ pub fn warnings(inventory: &Inventory, throttled: Option<Throttled>) -> Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{RecordingRunner, Runner};
+    use crate::runner::RecordingRunner;
 
     #[test]
     fn reads_both_forms_of_the_flags() {
@@ -132,7 +132,7 @@ mod tests {
             "throttled=0x10000\n".into(),
         ));
         assert_eq!(
-            throttled(&host, &mut |c| runner.query(c).ok()),
+            throttled(&host, &mut runner),
             Some(Throttled(0x10000))
         );
         assert_eq!(runner.lines, ["vcgencmd get_throttled"]);
@@ -142,7 +142,7 @@ mod tests {
         std::fs::write(&file, "0\n").unwrap();
         let mut runner = RecordingRunner::default();
         assert_eq!(
-            throttled(&host, &mut |c| runner.query(c).ok()),
+            throttled(&host, &mut runner),
             Some(Throttled(0))
         );
         assert!(runner.lines.is_empty(), "sysfs first: {:?}", runner.lines);

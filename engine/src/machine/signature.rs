@@ -10,12 +10,12 @@
 //! anything else was written by someone, for a reason this gate cannot
 //! know; erasing it costs the user one `wipe = true`, losing it costs more.
 
+use crate::command::{Ask, Cmd, System};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::process::Command;
 
 /// Bytes read from each end: covers ZFS's two 256 KiB labels at each end,
 /// btrfs's superblock at 64 KiB and every md superblock position.
@@ -272,24 +272,31 @@ fn unrecognised(head: &[u8], tail: &[u8]) -> Option<Signature> {
 /// bcache, partition tables), where `blkid -p` reports one or gives up as
 /// "ambivalent". wipefs is in util-linux, on every Debian-based board.
 pub fn util_linux(path: &Path) -> Result<Vec<Signature>, String> {
-    let out = Command::new("wipefs")
-        .args(["--no-act", "--json", "--output", "TYPE,USAGE,UUID,LABEL"])
-        .arg(path)
-        .output()
+    let path_text = path.to_string_lossy();
+    let answer = System
+        .query(&Cmd::new(&[
+            "wipefs",
+            "--no-act",
+            "--json",
+            "--output",
+            "TYPE,USAGE,UUID,LABEL",
+            &path_text,
+        ]))
         .map_err(|e| {
             format!(
-                "{}: wipefs (util-linux) could not be started: {e}",
-                path.display()
+                "{}: wipefs (util-linux) could not be started: {}",
+                path.display(),
+                e.source
             )
         })?;
-    if !out.status.success() {
+    if answer.status != 0 {
         return Err(format!(
             "{}: `wipefs --no-act` failed: {}",
             path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            answer.stderr.trim()
         ));
     }
-    parse_wipefs(&String::from_utf8_lossy(&out.stdout))
+    parse_wipefs(&answer.stdout)
         .map_err(|e| format!("{}: unexpected output from wipefs: {e}", path.display()))
 }
 

@@ -6,12 +6,12 @@
 //! The pool and dataset guards read the pools' state with `zpool` and `zfs`
 //! themselves ([`read`]): ZFS keeps no sysfs tree of its vdevs to read.
 
+use crate::command::{Ask, Cmd, System};
 use crate::machine::disks::{Host, kernel_name};
 use crate::machine::filesystems::{kernel_has, release};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// What the board has of ZFS.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,17 +62,18 @@ pub fn read(host: &Host, name: &str, args: &[&str]) -> Result<Option<String>, St
     let Some(path) = tool(host, name) else {
         return Ok(None);
     };
-    let out = Command::new(&path)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{name} could not be started: {e}"))?;
-    if out.status.success() {
-        Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned()))
+    let mut argv = vec![path.to_string_lossy().into_owned()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let answer = System
+        .query(&Cmd::new(&argv))
+        .map_err(|e| format!("{name} could not be started: {}", e.source))?;
+    if answer.status == 0 {
+        Ok(Some(answer.stdout))
     } else {
         Err(format!(
             "`{name} {}` failed: {}",
             args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
+            answer.stderr.trim()
         ))
     }
 }

@@ -52,7 +52,7 @@ pub fn read(
             })
         })
         .collect();
-    let throttled = power::throttled(host, &mut |c| runner.query(c).ok());
+    let throttled = power::throttled(host, runner);
     let power = PowerStatus {
         throttled,
         warnings: power::warnings(inventory, throttled),

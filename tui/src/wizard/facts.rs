@@ -64,7 +64,7 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         .unwrap_or_else(|_| status_file.display().to_string());
     let power_warnings = power::warnings(
         &inventory,
-        power::throttled(host, &mut |c| runner.query(c).ok()),
+        power::throttled(host, runner),
     );
     Ok(Facts {
         hardware: hardware::collect(host, &inventory),

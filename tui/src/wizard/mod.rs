@@ -28,7 +28,7 @@ use facts::Facts;
 use input::is_quit;
 use nasforge_engine::machine::disks::{Disk, Host};
 use nasforge_engine::planner::Plan;
-use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::spec::{DeviceRecipe, Filesystem, Level, Share, Storage};
 use nasforge_engine::steps::{self, Context, Step};
 use nasforge_engine::{journal, shares::smbpasswd};
@@ -528,13 +528,7 @@ pub fn run_with(
     // Commands are not moved under a fake root, so a rehearsal on one
     // never runs anything, whatever the flag says.
     let fake_root = host.root != std::path::Path::new("/");
-    let mut runner: Box<dyn Runner> = if fake_root {
-        Box::new(RecordingRunner::default())
-    } else {
-        let mut system = SystemRunner::new(host.clone(), None)?;
-        system.echo = false; // the wizard owns the screen
-        Box::new(system)
-    };
+    let mut runner = runner::for_host(host, None, false)?;
     eprintln!("nasforge-setup: reading the disks and their SMART health...");
     let facts = facts::gather(host, runner.as_mut())?;
     let settings = Settings {

@@ -5,13 +5,13 @@
 
 use super::care::{Care, ManageAction, Planned, StepEvent};
 use super::model::{ArrayView, Candidate, DiskView, FilesystemView, Overview, Sync, SyncKind};
-use nasforge_engine::alerts::{self, Event as Alert, Kind as AlertKind, SystemExec};
+use nasforge_engine::alerts::{self, Event as Alert, Kind as AlertKind};
 use nasforge_engine::apply::{self, ApplyPlan, users};
 use nasforge_engine::care::{self, ArraySurvey, Fit, GrowRequest, MemberState, ReplaceRequest};
 use nasforge_engine::executor::Event;
 use nasforge_engine::machine::disks::{self, Host};
 use nasforge_engine::operation::{self, Kind, Operation};
-use nasforge_engine::runner::{RecordingRunner, Runner, SystemRunner};
+use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::spec::{DeviceRecipe, Share};
 use nasforge_engine::{atomic_file, setup, status};
 
@@ -24,17 +24,9 @@ impl EngineCare {
         EngineCare { host: host.clone() }
     }
 
-    /// Commands run on the real root only; on a fake tree they are recorded.
     fn runner(&self) -> Result<Box<dyn Runner>, String> {
-        if self.host.root == std::path::Path::new("/") {
-            let mut runner =
-                SystemRunner::new(self.host.clone(), Some(&setup::log_path(&self.host)))
-                    .map_err(|e| e.to_string())?;
-            runner.echo = false;
-            Ok(Box::new(runner))
-        } else {
-            Ok(Box::new(RecordingRunner::default()))
-        }
+        runner::for_host(&self.host, Some(&setup::log_path(&self.host)), false)
+            .map_err(|e| e.to_string())
     }
 
     fn apply_plan(&self, shares: &[nasforge_engine::spec::Share]) -> Result<ApplyPlan, String> {
@@ -328,7 +320,8 @@ fn test_alerts(host: &Host) -> Result<(), String> {
             "A test from the manage view of nasforge-setup on {hostname}: alerts reach you here."
         ),
     );
-    let sent = alerts::raise(host, &event, &mut SystemExec).map_err(|e| e.to_string())?;
+    let mut runner = runner::for_host(host, None, false).map_err(|e| e.to_string())?;
+    let sent = alerts::raise(host, &event, runner.as_mut()).map_err(|e| e.to_string())?;
     if sent.is_empty() {
         return Err(
             "no alert channel is set up; add email, webhook or ntfy to [alerts] in nasforge.toml and run `sudo nasforge-setup apply`".into(),
