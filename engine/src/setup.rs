@@ -9,7 +9,6 @@ use crate::planner::{self, Plan, Refusal};
 use crate::runner::Runner;
 use crate::size::Size;
 use crate::spec::{DeviceRecipe, Mode, RecipeError};
-use crate::status::{self, Status};
 use crate::steps::{self, Action, Cmd, Context, Step};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,15 +19,6 @@ pub const COMPLETE_MARKER: &str = "nasforge-setup: setup complete";
 
 /// The boot partition as the running system mounts it: /boot/firmware on
 /// Raspberry Pi OS since Bookworm, /boot on Armbian.
-pub fn boot_dir(host: &Host) -> PathBuf {
-    let firmware = host.path("/boot/firmware");
-    if firmware.is_dir() {
-        firmware
-    } else {
-        host.path("/boot")
-    }
-}
-
 /// Where the builder copied the recipe: /boot/firmware/nasforge.toml
 /// (Raspberry Pi OS), else /boot/nasforge.toml (Armbian).
 pub fn recipe_path(host: &Host) -> PathBuf {
@@ -231,7 +221,7 @@ pub fn usb_quirks_step(
     for n in &needed {
         on_note(&format!("USB: {}", n.why));
     }
-    let boot = boot_dir(host);
+    let boot = crate::machine::boot_dir(host);
     let boot = Path::new("/").join(boot.strip_prefix(&host.root).unwrap_or(&boot));
     match steps::usb::step(host, &boot.to_string_lossy(), &needed) {
         Ok(Some(step)) => {
@@ -315,10 +305,3 @@ fn refuse_fake_root(host: &Host) -> Result<(), SetupError> {
     }
 }
 
-/// Writes the status to the boot partition; a board without one (or a
-/// read-only one) still works, so failure is only reported.
-pub fn write_status_file(host: &Host, status: &Status) -> std::io::Result<PathBuf> {
-    let path = boot_dir(host).join(status::FILE_NAME);
-    crate::atomic_file::write(&path, status.render().as_bytes(), 0o644)?;
-    Ok(path)
-}

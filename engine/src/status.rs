@@ -22,9 +22,28 @@ use crate::runner::Runner;
 use crate::size::Size;
 use crate::steps::Cmd;
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const FILE_NAME: &str = "nasforge-status.txt";
+
+/// Writes `status` to the boot partition, the latest alerts below it when
+/// there are any: the one writer of the file, for setup, `status` and the
+/// alerts. A board without the partition (or a read-only one) still works,
+/// so the caller only reports a failure.
+pub fn write_file(host: &Host, status: &Status) -> std::io::Result<PathBuf> {
+    let mut text = status.render();
+    let alerts = crate::machine::recent_alerts(host, 10);
+    if !alerts.is_empty() {
+        text = format!(
+            "{text}\nLatest alerts (all in {}):\n{}\n",
+            crate::paths::ALERTS_LOG,
+            alerts.join("\n")
+        );
+    }
+    let path = crate::machine::boot_dir(host).join(FILE_NAME);
+    crate::atomic_file::write(&path, text.as_bytes(), 0o644)?;
+    Ok(path)
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Status {
@@ -559,6 +578,35 @@ impl DiskHealth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_status_file_carries_the_latest_alerts_whoever_writes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Host::new(dir.path());
+        std::fs::create_dir_all(host.path("/boot/firmware")).unwrap();
+        let mut runner = crate::runner::RecordingRunner::default();
+        let status = collect(&host, None, &mut runner);
+        let file = host.path("/boot/firmware/nasforge-status.txt");
+
+        assert_eq!(write_file(&host, &status).unwrap(), file);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), status.render());
+
+        let log = host.path(crate::paths::ALERTS_LOG);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let lines: Vec<String> = (1..=12).map(|n| format!("alert {n}")).collect();
+        std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+        write_file(&host, &status).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with(&status.render()), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                "\nLatest alerts (all in {}):\n{}\n",
+                crate::paths::ALERTS_LOG,
+                lines[2..].join("\n")
+            )),
+            "the last ten: {text}"
+        );
+    }
 
     #[test]
     fn reads_a_degraded_recovering_raid5_and_a_raid0() {

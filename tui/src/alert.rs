@@ -10,7 +10,7 @@ use nasforge_engine::alerts::{self, Delivery, Event, Kind};
 use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
 use nasforge_engine::runner;
-use nasforge_engine::{setup, status};
+use nasforge_engine::status;
 
 #[derive(clap::Args)]
 #[command(group(
@@ -192,14 +192,7 @@ fn refresh_status(host: &Host) {
             return;
         }
     };
-    let text = format!(
-        "{}\nLatest alerts (all in {}):\n{}\n",
-        status.render(),
-        nasforge_engine::paths::ALERTS_LOG,
-        alerts::recent(host, 10).join("\n")
-    );
-    let path = setup::boot_dir(host).join(status::FILE_NAME);
-    if let Err(e) = nasforge_engine::atomic_file::write(&path, text.as_bytes(), 0o644) {
-        eprintln!("nasforge-setup: could not write {}: {e}", path.display());
+    if let Err(e) = status::write_file(host, &status) {
+        eprintln!("nasforge-setup: could not write the status file: {e}");
     }
 }

@@ -264,7 +264,7 @@ fn show_status(host: &Host, json: bool) -> anyhow::Result<()> {
     } else {
         print!("{}", status.render());
     }
-    if let Err(e) = setup::write_status_file(host, &status) {
+    if let Err(e) = status::write_file(host, &status) {
         eprintln!(
             "nasforge-setup: could not write {} to the boot partition: {e}",
             status::FILE_NAME
@@ -320,7 +320,7 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
             problems: vec![e.to_string()],
         };
     }
-    match setup::write_status_file(host, &status) {
+    match status::write_file(host, &status) {
         Ok(path) => eprintln!("nasforge-setup: status written to {}", path.display()),
         Err(e) => eprintln!("nasforge-setup: could not write the status file: {e}"),
     }

@@ -140,7 +140,7 @@ mod tests {
                 ("/srv/media", (50, 50)),
             ]))
         };
-        let log = |host: &Host| super::super::recent(host, 100).join("\n");
+        let log = |host: &Host| crate::machine::recent_alerts(host, 100).join("\n");
         // No channel is set up: only the log hears of it.
         let mut runner = crate::runner::RecordingRunner::default();
         check(&host, &mounts, &fake((95, 5)), &mut runner).unwrap();

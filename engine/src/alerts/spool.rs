@@ -87,13 +87,6 @@ pub fn retry(host: &Host, runner: &mut dyn Runner) -> std::io::Result<Vec<Delive
     Ok(out)
 }
 
-/// The last `count` lines of the alert log, oldest first.
-pub fn recent(host: &Host, count: usize) -> Vec<String> {
-    let text = std::fs::read_to_string(host.path(ALERTS_LOG)).unwrap_or_default();
-    let lines: Vec<String> = text.lines().map(str::to_string).collect();
-    lines[lines.len().saturating_sub(count)..].to_vec()
-}
-
 fn deliver(
     host: &Host,
     path: &Path,
@@ -272,7 +265,7 @@ mod tests {
             [Channel::Email],
             "ntfy's copy was delivered"
         );
-        let log = recent(&host, 10).join("\n");
+        let log = crate::machine::recent_alerts(&host, 10).join("\n");
         assert!(
             log.contains("degraded on nas: data is degraded: md127 lost sdb1"),
             "{log}"
@@ -293,7 +286,7 @@ mod tests {
         );
         assert!(spooled(&host).is_empty(), "delivered everywhere, so gone");
         assert_eq!(programs(&runner), ["curl", "msmtp"], "the failed try is not recorded");
-        assert!(recent(&host, 1)[0].ends_with("sent by email: data is degraded"));
+        assert!(crate::machine::recent_alerts(&host, 1)[0].ends_with("sent by email: data is degraded"));
         assert!(retry(&host, &mut runner).unwrap().is_empty());
     }
 
@@ -305,7 +298,7 @@ mod tests {
         let event = Event::new(Kind::FilesystemFull, "nas", "", "/srv/data is 93 % full");
         assert!(raise(&host, &event, &mut runner).unwrap().is_empty());
         assert!(runner.lines.is_empty() && spooled(&host).is_empty());
-        let log = recent(&host, 2).join("\n");
+        let log = crate::machine::recent_alerts(&host, 2).join("\n");
         assert!(
             log.contains(
                 "filesystem-full on nas: A filesystem is nearly full: /srv/data is 93 % full"

@@ -30,6 +30,25 @@ pub fn hostname(host: &disks::Host) -> String {
         .unwrap_or_else(|| "nasforge".to_string())
 }
 
+/// The partition the firmware reads, where the builder put the recipe and
+/// the status file goes: /boot/firmware on Raspberry Pi OS and Debian's
+/// raspi images, else /boot (Armbian).
+pub fn boot_dir(host: &disks::Host) -> std::path::PathBuf {
+    let firmware = host.path("/boot/firmware");
+    if firmware.is_dir() {
+        firmware
+    } else {
+        host.path("/boot")
+    }
+}
+
+/// The last `count` lines of the alert log, oldest first.
+pub fn recent_alerts(host: &disks::Host, count: usize) -> Vec<String> {
+    let text = std::fs::read_to_string(host.path(crate::paths::ALERTS_LOG)).unwrap_or_default();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[lines.len().saturating_sub(count)..].to_vec()
+}
+
 /// A fake root holding `files` (absolute path, text), for unit tests of
 /// readers that go through [`disks::Host`].
 #[cfg(test)]

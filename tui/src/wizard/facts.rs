@@ -9,7 +9,7 @@ use nasforge_engine::machine::power;
 use nasforge_engine::machine::zfs::{self, ZfsSupport};
 use nasforge_engine::runner::Runner;
 use nasforge_engine::steps::Cmd;
-use nasforge_engine::{setup, shares::samba, shares::smbpasswd, status};
+use nasforge_engine::{shares::samba, shares::smbpasswd, status};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +57,7 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         })
         .collect();
     let staged = std::fs::read_to_string(host.path(samba::STAGED_PASSWORDS)).unwrap_or_default();
-    let status_file = setup::boot_dir(host).join(status::FILE_NAME);
+    let status_file = nasforge_engine::machine::boot_dir(host).join(status::FILE_NAME);
     let status_file = status_file
         .strip_prefix(&host.root)
         .map(|rel| format!("/{}", rel.display()))

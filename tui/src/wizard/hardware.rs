@@ -178,7 +178,7 @@ fn problems(host: &Host, board: Option<&str>, found: &[StorageController]) -> Ve
         return out;
     }
     let pi5 = board.is_some_and(|b| b.contains("Raspberry Pi 5 Model"));
-    let config = nasforge_engine::setup::boot_dir(host).join("config.txt");
+    let config = nasforge_engine::machine::boot_dir(host).join("config.txt");
     if pi5 && !pcie_connector_enabled(&fs::read_to_string(&config).unwrap_or_default()) {
         out.push(format!(
             "dtparam=pciex1 is missing from {}, so the Pi 5's PCIe connector is off: add it (and dtparam=pciex1_gen=3 for a JMB585 or ASM1166) and reboot",
