@@ -3,7 +3,8 @@
 //! boots, and the PCIe/overlay settings in effect.
 
 use crate::board::{Family, Model};
-use crate::boot::{armbian_env::ArmbianEnv, config_txt::ConfigTxt};
+use crate::boot::config_txt::ConfigTxt;
+use nasforge_engine::machine::armbian_env::ArmbianEnv;
 use crate::image::{Image, Partition, TableKind, ext4::Ext4};
 use crate::kernel::{self, Booted, Capability, KernelReport};
 use crate::size::human;

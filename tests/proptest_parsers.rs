@@ -11,7 +11,7 @@ mod common;
 mod proptest_support;
 
 use common::{nasforge, run, spawn_with_stdin, write_recipe};
-use nasforge::boot::armbian_env::ArmbianEnv;
+use nasforge_engine::machine::armbian_env::ArmbianEnv;
 use nasforge::boot::config_txt::ConfigTxt;
 use nasforge::image::Layout;
 use nasforge::io::decompress::xz_uncompressed_size;

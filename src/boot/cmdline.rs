@@ -34,9 +34,10 @@ impl Cmdline {
     }
 
     /// `word` as given (`key=value` or a flag) is added unless already there.
-    /// A `key=value` whose key is present with another value replaces it,
-    /// because the kernel would take the last one and the first would only
-    /// mislead whoever reads the file (except `console=`, which may repeat).
+    /// A `key=value` whose key is present with another value replaces it
+    /// (the last such word, which is the one the kernel takes), so no
+    /// earlier value misleads whoever reads the file (except `console=`,
+    /// which may repeat).
     pub fn append(&mut self, word: &str) -> bool {
         if self.words.iter().any(|w| w == word) {
             return false;
@@ -46,7 +47,7 @@ impl Cmdline {
             && let Some(w) = self
                 .words
                 .iter_mut()
-                .find(|w| w.split_once('=').is_some_and(|(k, _)| k == key))
+                .rfind(|w| w.split_once('=').is_some_and(|(k, _)| k == key))
         {
             *w = word.to_string();
             return true;
@@ -127,6 +128,13 @@ mod tests {
             out.contains("console=tty1") && out.ends_with("console=ttyAMA0\n"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn a_repeated_key_gets_its_new_value_in_the_word_the_kernel_reads() {
+        let mut c = Cmdline::parse("loglevel=3 quiet loglevel=4\n");
+        assert!(c.append("loglevel=7"));
+        assert_eq!(c.render(), "loglevel=3 quiet loglevel=7\n");
     }
 
     #[test]

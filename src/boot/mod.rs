@@ -1,11 +1,9 @@
 //! Boot settings per board family: config.txt and cmdline.txt on a Raspberry
 //! Pi's FAT partition, armbianEnv.txt on an Armbian root filesystem.
 
-pub mod armbian_env;
 pub mod cmdline;
 pub mod config_txt;
 pub mod section;
-pub mod usb_quirks;
 
 pub use section::Boot;
 
@@ -14,6 +12,8 @@ use crate::image::Image;
 use crate::image::fat::Fat;
 use crate::io::hash::sha256_hex;
 use crate::manifest::Change;
+use nasforge_engine::machine::armbian_env::ArmbianEnv;
+use nasforge_engine::machine::usb_quirk::{self, UsbQuirk};
 use anyhow::{Context, Result, bail};
 
 #[derive(Debug, Default)]
@@ -37,30 +37,24 @@ pub struct Asked {
 
 pub fn apply(image: &Image, asked: &Asked) -> Result<Applied> {
     match asked.board.info().family {
-        Family::Rpi => raspberry_pi(image, &with_usb_quirks(image, asked)?),
+        Family::Rpi => raspberry_pi(image, asked),
         Family::Armbian => armbian(image, asked),
         Family::Generic | Family::Uefi => Ok(Applied::default()),
     }
 }
 
-/// The settings with `[storage] usb_quirks` as one more `cmdline_append`
-/// word, merged with the quirks cmdline.txt already lists, so cmdline.txt
-/// and Debian's raspi-extra-cmdline get it the same way.
-fn with_usb_quirks(image: &Image, asked: &Asked) -> Result<Asked> {
-    let mut asked = asked.clone();
-    let quirks = &asked.usb_quirks;
-    if quirks.is_empty() {
-        return Ok(asked);
-    }
-    let current = match image.fat(false)? {
-        Some(fat) => fat.read("cmdline.txt")?,
-        None => None,
-    };
-    let current = String::from_utf8_lossy(current.as_deref().unwrap_or_default()).into_owned();
-    if let Some(word) = usb_quirks::word(usb_quirks::value(&current, usb_quirks::KEY), quirks) {
-        asked.boot.cmdline_append.push(word);
-    }
-    Ok(asked)
+/// The first line of `text` (kernel arguments) with `quirks` merged into
+/// its `usb-storage.quirks=` word by the rule setup uses on the board, and
+/// the manifest's detail; None when it has them all.
+fn with_usb_quirks(text: &str, quirks: &[UsbQuirk]) -> Option<(String, String)> {
+    let merged = usb_quirk::merged_first_line(text, quirks)?;
+    let first = merged.lines().next().unwrap_or_default();
+    let word = first
+        .split_whitespace()
+        .rfind(|w| w.starts_with(&format!("{}=", usb_quirk::KEY)))
+        .unwrap_or_default();
+    let detail = format!("added `{word}` ([storage] usb_quirks)");
+    Some((merged, detail))
 }
 
 /// Refuses an image of the wrong family before anything is done to it.
@@ -153,8 +147,11 @@ fn raspberry_pi(image: &Image, asked: &Asked) -> Result<Applied> {
     let mut out = Applied::default();
     let wanted = wanted_config(asked, &info);
     edit_config(&fat, &part, board, &info, &wanted, &section, &mut out)?;
-    if !asked.boot.cmdline_append.is_empty() || !asked.boot.cmdline_remove.is_empty() {
-        edit_cmdline(&fat, &part, &asked.boot, &mut out)?;
+    if !asked.boot.cmdline_append.is_empty()
+        || !asked.boot.cmdline_remove.is_empty()
+        || !asked.usb_quirks.is_empty()
+    {
+        edit_cmdline(&fat, &part, asked, &mut out)?;
     }
     fat.close()?;
     persist_for_raspi_firmware(image, asked, &wanted, &section, &mut out)?;
@@ -238,8 +235,10 @@ fn edit_config(
     Ok(())
 }
 
-/// `[boot] cmdline_remove` and `cmdline_append` applied to cmdline.txt.
-fn edit_cmdline(fat: &Fat, part: &str, boot: &Boot, out: &mut Applied) -> Result<()> {
+/// `[boot] cmdline_remove` and `cmdline_append`, then `[storage]
+/// usb_quirks`, applied to cmdline.txt.
+fn edit_cmdline(fat: &Fat, part: &str, asked: &Asked, out: &mut Applied) -> Result<()> {
+    let boot = &asked.boot;
     let before = fat
         .read("cmdline.txt")?
         .context("the boot partition has no cmdline.txt to edit")?;
@@ -259,14 +258,18 @@ fn edit_cmdline(fat: &Fat, part: &str, boot: &Boot, out: &mut Applied) -> Result
             details.push(format!("added `{a}`"));
         }
     }
-    let after = cmdline.render();
+    let mut after = cmdline.render();
+    if let Some((merged, detail)) = with_usb_quirks(&after, &asked.usb_quirks) {
+        after = merged;
+        details.push(detail);
+    }
     if after.as_bytes() != before.as_slice() {
         fat.write("cmdline.txt", after.as_bytes())?;
         out.changes.push(Change {
             file: format!("{part}:/cmdline.txt"),
             before_sha256: Some(sha256_hex(&before)),
             after_sha256: Some(sha256_hex(after.as_bytes())),
-            why: "[boot] cmdline_append / cmdline_remove".into(),
+            why: "[boot] cmdline_append / cmdline_remove, [storage] usb_quirks".into(),
             details,
         });
     }
@@ -322,20 +325,24 @@ fn persist_for_raspi_firmware(
             details,
         });
     }
-    if !asked.boot.cmdline_append.is_empty() {
+    if !asked.boot.cmdline_append.is_empty() || !asked.usb_quirks.is_empty() {
         let before = root.read(RASPI_EXTRA_CMDLINE)?;
         let mut extra = cmdline::Cmdline::parse(&String::from_utf8_lossy(
             before.as_deref().unwrap_or_default(),
         ));
-        let added: Vec<String> = asked
+        let mut added: Vec<String> = asked
             .boot
             .cmdline_append
             .iter()
             .filter(|w| extra.append(w))
             .map(|w| format!("added `{w}`"))
             .collect();
+        let mut after = extra.render();
+        if let Some((merged, detail)) = with_usb_quirks(&after, &asked.usb_quirks) {
+            after = merged;
+            added.push(detail);
+        }
         if !added.is_empty() {
-            let after = extra.render();
             root.replace(RASPI_EXTRA_CMDLINE, after.as_bytes(), 0o644)?;
             out.changes.push(Change {
                 file: format!("{part}:{RASPI_EXTRA_CMDLINE}"),
@@ -413,26 +420,18 @@ fn armbian(image: &Image, asked: &Asked) -> Result<Applied> {
             "the root filesystem has no {ARMBIAN_ENV}; is this an Armbian image? (board {board})"
         )
     })?;
-    let mut env = armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&before));
+    let mut env = ArmbianEnv::parse(&String::from_utf8_lossy(&before));
     let names = overlay_names(&root, &env, &asked.overlays)?;
     let added = env.add_overlays(&names);
     let mut out = Applied::default();
-    let current = env.get("extraargs").unwrap_or("").to_string();
-    if let Some(word) = usb_quirks::word(
-        usb_quirks::value(&current, usb_quirks::KEY),
-        &asked.usb_quirks,
-    ) {
-        let changed = env.add_extraargs(&[word]);
+    if let Some(extraargs) = env.add_usb_quirks(&asked.usb_quirks) {
         root.replace(ARMBIAN_ENV, env.render().as_bytes(), 0o644)?;
         out.changes.push(Change {
             file: format!("{part}:{ARMBIAN_ENV}"),
             before_sha256: Some(sha256_hex(&before)),
             after_sha256: Some(sha256_hex(env.render().as_bytes())),
             why: "[storage] usb_quirks: these USB bridges are kept off the uas driver".into(),
-            details: changed
-                .iter()
-                .map(|w| format!("extraargs: added `{w}`"))
-                .collect(),
+            details: vec![format!("extraargs now `{extraargs}`")],
         });
     }
     if !added.is_empty() {
@@ -455,7 +454,7 @@ fn armbian(image: &Image, asked: &Asked) -> Result<Applied> {
 /// carries, so a name that would silently do nothing at boot is an error now.
 fn overlay_names(
     root: &crate::image::ext4::Ext4,
-    env: &armbian_env::ArmbianEnv,
+    env: &ArmbianEnv,
     wanted: &[Vec<String>],
 ) -> Result<Vec<String>> {
     if wanted.is_empty() {

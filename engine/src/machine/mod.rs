@@ -3,6 +3,7 @@
 //! how the running system uses it (mounts, swap, holders, the root
 //! filesystem), and whether the board's power can carry its USB disks.
 
+pub mod armbian_env;
 pub mod controllers;
 pub mod disks;
 pub mod filesystems;

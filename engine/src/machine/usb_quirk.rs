@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+/// The kernel parameter, read from the command line by the usb-storage
+/// module.
+pub const KEY: &str = "usb-storage.quirks";
+
 /// A USB bridge by vendor and product id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct UsbQuirk {
@@ -69,6 +73,63 @@ impl<'de> Deserialize<'de> for UsbQuirk {
         let text = String::deserialize(d)?;
         text.parse().map_err(serde::de::Error::custom)
     }
+}
+
+/// `VID:PID:flags` as the kernel reads it, if its flags carry `u`.
+pub fn ignores_uas(entry: &str) -> Option<UsbQuirk> {
+    let (id, flags) = entry.trim().rsplit_once(':')?;
+    if flags.contains(['u', 'U']) {
+        id.to_ascii_lowercase().parse().ok()
+    } else {
+        None
+    }
+}
+
+/// `words` (kernel arguments) with `quirks` in its `usb-storage.quirks=`
+/// word: a bridge already listed with other flags gets `u` added, one not
+/// listed is appended. None when nothing changes.
+pub fn merged(words: &str, quirks: &[UsbQuirk]) -> Option<String> {
+    let mut parts: Vec<String> = words.split_whitespace().map(str::to_string).collect();
+    // The kernel takes the last one when a parameter repeats.
+    let at = parts
+        .iter()
+        .rposition(|w| w.starts_with(&format!("{KEY}=")));
+    let mut list: Vec<String> = at
+        .map(|i| {
+            parts[i][KEY.len() + 1..]
+                .split(',')
+                .filter(|e| !e.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let before = list.clone();
+    for q in quirks {
+        let id = format!("{q}:");
+        match list
+            .iter_mut()
+            .find(|e| e.to_ascii_lowercase().starts_with(&id))
+        {
+            Some(e) if ignores_uas(e).is_none() => e.push('u'),
+            Some(_) => {}
+            None => list.push(q.kernel_entry()),
+        }
+    }
+    if list == before {
+        return None;
+    }
+    let word = format!("{KEY}={}", list.join(","));
+    match at {
+        Some(i) => parts[i] = word,
+        None => parts.push(word),
+    }
+    Some(parts.join(" "))
+}
+
+/// `text` with its first line merged; the other lines kept as they are.
+pub fn merged_first_line(text: &str, quirks: &[UsbQuirk]) -> Option<String> {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    merged(first, quirks).map(|line| format!("{line}\n{rest}"))
 }
 
 #[cfg(test)]

@@ -9,12 +9,13 @@
 
 use super::{Action, Check, Guard, Step};
 use crate::machine::disks::{Host, Inventory};
+use crate::machine::armbian_env::ArmbianEnv;
 use crate::machine::uas_quirks;
+use crate::machine::usb_quirk::{KEY, ignores_uas, merged_first_line};
 use crate::machine::usb::{self, UsbDriver};
 use crate::spec::{Storage, UsbQuirk};
 use std::fs;
 
-pub const KEY: &str = "usb-storage.quirks";
 const CMDLINE: &str = "/proc/cmdline";
 const RASPI_EXTRA_CMDLINE: &str = "/etc/default/raspi-extra-cmdline";
 /// Debian's raspi-firmware hook, which rebuilds cmdline.txt from
@@ -80,63 +81,6 @@ pub fn active(host: &Host) -> Vec<UsbQuirk> {
     found
 }
 
-/// `VID:PID:flags` as the kernel reads it, if its flags carry `u`.
-fn ignores_uas(entry: &str) -> Option<UsbQuirk> {
-    let (id, flags) = entry.trim().rsplit_once(':')?;
-    if flags.contains(['u', 'U']) {
-        id.to_ascii_lowercase().parse().ok()
-    } else {
-        None
-    }
-}
-
-/// `words` (kernel arguments) with `quirks` in its `usb-storage.quirks=`
-/// word: a bridge already listed with other flags gets `u` added, one not
-/// listed is appended. None when nothing changes.
-fn merged(words: &str, quirks: &[UsbQuirk]) -> Option<String> {
-    let mut parts: Vec<String> = words.split_whitespace().map(str::to_string).collect();
-    // The kernel takes the last one when a parameter repeats.
-    let at = parts
-        .iter()
-        .rposition(|w| w.starts_with(&format!("{KEY}=")));
-    let mut list: Vec<String> = at
-        .map(|i| {
-            parts[i][KEY.len() + 1..]
-                .split(',')
-                .filter(|e| !e.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    let before = list.clone();
-    for q in quirks {
-        let id = format!("{q}:");
-        match list
-            .iter_mut()
-            .find(|e| e.to_ascii_lowercase().starts_with(&id))
-        {
-            Some(e) if ignores_uas(e).is_none() => e.push('u'),
-            Some(_) => {}
-            None => list.push(q.kernel_entry()),
-        }
-    }
-    if list == before {
-        return None;
-    }
-    let word = format!("{KEY}={}", list.join(","));
-    match at {
-        Some(i) => parts[i] = word,
-        None => parts.push(word),
-    }
-    Some(parts.join(" "))
-}
-
-/// `text` with its first line merged; the other lines kept as they are.
-fn merged_first_line(text: &str, quirks: &[UsbQuirk]) -> Option<String> {
-    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
-    merged(first, quirks).map(|line| format!("{line}\n{rest}"))
-}
-
 /// The files the board's boot reads its kernel arguments from, with their
 /// new contents, and those already carrying every quirk.
 struct Edits {
@@ -176,18 +120,12 @@ fn carries(path: &str, text: &str, quirks: &[UsbQuirk]) -> bool {
     }
 }
 
-/// armbianEnv.txt with the quirks in its `extraargs=` line (the last one,
-/// as Armbian's boot script reads the file top to bottom), or a new one.
+/// armbianEnv.txt with the quirks in its `extraargs=` line, or None when
+/// it has them all.
 fn armbian_env(text: &str, quirks: &[UsbQuirk]) -> Option<String> {
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let at = lines.iter().rposition(|l| l.starts_with("extraargs="));
-    let current = at.map_or("", |i| &lines[i]["extraargs=".len()..]);
-    let line = format!("extraargs={}", merged(current, quirks)?);
-    match at {
-        Some(i) => lines[i] = line,
-        None => lines.push(line),
-    }
-    Some(lines.join("\n") + "\n")
+    let mut env = ArmbianEnv::parse(text);
+    env.add_usb_quirks(quirks)?;
+    Some(env.render().to_string())
 }
 
 /// Why the quirks cannot be put into effect by this step.

@@ -22,7 +22,7 @@ pub(super) fn install(image: &Image, board: Model, built: &Built) -> Result<Inst
 
     let env = root
         .read("/boot/armbianEnv.txt")?
-        .map(|b| crate::boot::armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&b)));
+        .map(|b| nasforge_engine::machine::armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&b)));
     let fdtfile = env
         .as_ref()
         .and_then(|e| e.get("fdtfile").map(String::from));

@@ -1,6 +1,10 @@
 //! Armbian's `/boot/armbianEnv.txt`: `key=value` lines read by U-Boot's boot
 //! script. `overlays=` is a space-separated list of device-tree overlays named
-//! without their `overlay_prefix`.
+//! without their `overlay_prefix`; `extraargs=` words U-Boot adds to the
+//! kernel command line. The builder edits it in the image and setup on the
+//! board, both here.
+
+use super::usb_quirk::{UsbQuirk, merged};
 
 #[derive(Debug, Clone)]
 pub struct ArmbianEnv {
@@ -45,16 +49,13 @@ impl ArmbianEnv {
         added
     }
 
-    /// `extraargs=`, the words U-Boot's boot script adds to the kernel
-    /// command line, with `words` added as cmdline.txt edits add them (a
-    /// `key=value` replaces that key's value); returns what changed.
-    pub fn add_extraargs(&mut self, words: &[String]) -> Vec<String> {
-        let mut args = super::cmdline::Cmdline::parse(self.get("extraargs").unwrap_or(""));
-        let added: Vec<String> = words.iter().filter(|w| args.append(w)).cloned().collect();
-        if !added.is_empty() {
-            self.set("extraargs", args.render().trim_end());
-        }
-        added
+    /// `extraargs=` with `quirks` merged into its `usb-storage.quirks=`
+    /// word ([`merged`]); returns the new `extraargs=` value, None when it
+    /// had them all.
+    pub fn add_usb_quirks(&mut self, quirks: &[UsbQuirk]) -> Option<String> {
+        let value = merged(self.get("extraargs").unwrap_or(""), quirks)?;
+        self.set("extraargs", &value);
+        Some(value)
     }
 
     /// Replaces the last `key=` line (the one U-Boot's `env import` keeps),
@@ -120,23 +121,30 @@ mod tests {
     }
 
     #[test]
-    fn extraargs_gain_a_word_or_a_new_value_for_its_key() {
+    fn extraargs_gain_the_quirks_merged_into_the_word_the_kernel_reads() {
+        let quirk: UsbQuirk = "152d:0578".parse().unwrap();
         let mut e = ArmbianEnv::parse(ENV);
-        let quirk = "usb-storage.quirks=152d:0578:u".to_string();
         assert_eq!(
-            e.add_extraargs(std::slice::from_ref(&quirk)),
-            vec![quirk.clone()]
+            e.add_usb_quirks(&[quirk]).as_deref(),
+            Some("usb-storage.quirks=152d:0578:u")
         );
-        assert_eq!(e.render(), format!("{ENV}extraargs={quirk}\n"));
-        assert!(e.add_extraargs(std::slice::from_ref(&quirk)).is_empty());
+        assert_eq!(
+            e.render(),
+            format!("{ENV}extraargs=usb-storage.quirks=152d:0578:u\n")
+        );
+        assert_eq!(e.add_usb_quirks(&[quirk]), None, "second run changes nothing");
+
+        // The kernel takes the last of a repeated parameter: the quirk joins
+        // that one, and what the first listed stays as it was.
         let mut e = ArmbianEnv::parse(&format!(
-            "{ENV}extraargs=quiet usb-storage.quirks=aaaa:bbbb:u\n"
+            "{ENV}extraargs=usb-storage.quirks=1111:2222:u quiet usb-storage.quirks=aaaa:bbbb:u\r\n"
         ));
-        e.add_extraargs(std::slice::from_ref(&quirk));
+        e.add_usb_quirks(&[quirk]);
         assert_eq!(
             e.get("extraargs"),
-            Some("quiet usb-storage.quirks=152d:0578:u")
+            Some("usb-storage.quirks=1111:2222:u quiet usb-storage.quirks=aaaa:bbbb:u,152d:0578:u")
         );
+        assert!(e.render().ends_with("152d:0578:u\r\n"), "its line ending kept");
     }
 
     #[test]
