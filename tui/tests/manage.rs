@@ -389,10 +389,9 @@ fn the_alerts_screen_refuses_email_without_a_relay_and_says_so() {
         (465, "tls"),
         "the port follows TLS"
     );
-    assert!(
-        choices
-            .to_recipe_toml()
-            .contains("webhook = \"https://example.com/hook\"")
+    assert_eq!(
+        choices.to_alerts().webhook.as_deref(),
+        Some("https://example.com/hook")
     );
     wkey(&mut w, Esc);
     assert_eq!(w.screen, Screen::Alerts);

@@ -101,10 +101,23 @@ impl Alerts {
 /// warm room would warn all day; above, no disk is still within its rating.
 const TEMPERATURES: std::ops::RangeInclusive<i64> = 30..=90;
 
+/// What is wrong with `alerts`, each problem under its recipe key: the
+/// rules a recipe's `[alerts]` and the wizard's alerts screen both pass.
+pub fn problems(alerts: &Alerts) -> Vec<SpecProblem> {
+    let mut out = Vec::new();
+    check_alerts(alerts, &mut out);
+    out
+}
+
+/// Why `text` is not an address mail can go to, if it is not.
+pub fn mail_problem(text: &str) -> Option<String> {
+    (!is_mail_address(text) || !text.contains('@')).then(|| format!("`{}` is not a mail address; write one address such as \"me@example.com\" (letters, digits and . _ % + - @)", text.escape_debug()))
+}
+
 pub(super) fn check_alerts(alerts: &Alerts, out: &mut Vec<SpecProblem>) {
     if let Some(email) = &alerts.email {
-        if !is_mail_address(email) || !email.contains('@') {
-            out.push(problem("alerts.email", format!("`{}` is not a mail address; write one address such as \"me@example.com\" (letters, digits and . _ % + - @)", email.escape_debug())));
+        if let Some(why) = mail_problem(email) {
+            out.push(problem("alerts.email", why));
         }
         if alerts.smtp.is_none() {
             out.push(problem("alerts.email", "mail needs a relay to send it: add [alerts.smtp] with host = \"smtp.example.com\" (and user, password if the relay asks for them)"));
@@ -171,7 +184,7 @@ fn check_smtp(smtp: &Smtp, out: &mut Vec<SpecProblem>) {
 }
 
 /// Problems with a webhook or ntfy URL, which goes to curl as it is.
-fn url_problem(url: &str) -> Option<String> {
+pub fn url_problem(url: &str) -> Option<String> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"));

@@ -10,7 +10,7 @@
 //! This module reads the recipe, runs the checks across both sections and
 //! locates each problem in the text ([`locate`]).
 
-mod alerts;
+pub mod alerts;
 pub mod glob;
 mod kept;
 mod paths;

@@ -1,12 +1,11 @@
 //! Where the NAS's alerts go, as chosen on the wizard's alerts screen: the
-//! fields of the recipe's `[alerts]` section, kept here as the wizard's
-//! own type so the screen does not wait for the engine's. The recipe the
-//! wizard hands over carries them as that section ([`AlertChoices::to_recipe_toml`]).
+//! fields of the recipe's `[alerts]` section as the screen edits them,
+//! handed over as the engine's [`spec::Alerts`] ([`AlertChoices::to_alerts`])
+//! and checked by the rules a recipe's section passes.
 
-use serde::Serialize;
+use nasforge_engine::spec::{self, alerts::mail_problem, alerts::url_problem as engine_url};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tls {
     Starttls,
     Tls,
@@ -40,16 +39,13 @@ impl Tls {
     }
 }
 
-#[derive(Clone, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Smtp {
     pub host: String,
     pub port: u16,
     pub tls: Tls,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
 }
 
@@ -69,28 +65,35 @@ impl std::fmt::Debug for Smtp {
 
 /// The `[alerts]` section, with exactly the recipe's fields; the
 /// temperature limit is left to the recipe's default.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlertChoices {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ntfy: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub smtp: Option<Smtp>,
 }
 
 impl AlertChoices {
-    /// The section as the recipe writes it: `[alerts]` and, for email,
-    /// `[alerts.smtp]`.
-    pub fn to_recipe_toml(&self) -> String {
-        #[derive(Serialize)]
-        struct Section<'a> {
-            alerts: &'a AlertChoices,
+    /// The engine's `[alerts]`, the temperature left to its default.
+    pub fn to_alerts(&self) -> spec::Alerts {
+        spec::Alerts {
+            email: self.email.clone(),
+            webhook: self.webhook.clone(),
+            ntfy: self.ntfy.clone(),
+            temperature: None,
+            smtp: self.smtp.as_ref().map(|s| spec::Smtp {
+                host: s.host.clone(),
+                port: Some(i64::from(s.port)),
+                tls: match s.tls {
+                    Tls::Starttls => spec::Tls::Starttls,
+                    Tls::Tls => spec::Tls::Tls,
+                    Tls::Off => spec::Tls::Off,
+                },
+                from: s.from.clone(),
+                user: s.user.clone(),
+                password: s.password.clone(),
+            }),
         }
-        toml::to_string(&Section { alerts: self })
-            .expect("strings and numbers always serialize as TOML")
     }
 
     pub fn has_password(&self) -> bool {
@@ -123,34 +126,16 @@ impl AlertChoices {
     }
 }
 
-/// Why `text` is not an address mail can go to, if it is not.
+/// Why `text` is not an address mail can go to, if it is not: the
+/// recipe's rule, said for the screen's field `what`.
 pub fn address_problem(what: &str, text: &str) -> Option<String> {
-    let valid = match text.split_once('@') {
-        Some((local, domain)) => {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-                && !domain.contains('@')
-        }
-        None => false,
-    };
-    (!valid || text.contains(char::is_whitespace))
-        .then(|| format!("{what}: '{text}' is not an email address; write it as name@example.com."))
+    mail_problem(text).map(|why| format!("{what}: {why}"))
 }
 
-/// Why `text` is not an http(s) URL with a host, if it is not.
+/// Why `text` is not an http(s) URL curl can post to, if it is not: the
+/// recipe's rule, said for the screen's field `what`.
 pub fn url_problem(what: &str, text: &str) -> Option<String> {
-    let rest = text
-        .strip_prefix("https://")
-        .or_else(|| text.strip_prefix("http://"));
-    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
-    match host {
-        Some(h) if !h.is_empty() && !text.contains(char::is_whitespace) => None,
-        _ => Some(format!(
-            "{what}: '{text}' is not a web address; it starts with https:// (or http://) and names a host."
-        )),
-    }
+    engine_url(text).map(|why| format!("{what}: {why}"))
 }
 
 #[cfg(test)]
@@ -158,7 +143,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_section_has_the_recipe_shape_and_debug_hides_the_password() {
+    fn the_choices_are_the_engine_s_alerts_and_debug_hides_the_password() {
         let choices = AlertChoices {
             email: Some("me@example.com".into()),
             webhook: None,
@@ -172,23 +157,29 @@ mod tests {
                 password: Some("hunter2".into()),
             }),
         };
-        let text = choices.to_recipe_toml();
-        let back: toml::Value = toml::from_str(&text).unwrap();
-        assert_eq!(back["alerts"]["email"].as_str(), Some("me@example.com"));
-        assert_eq!(back["alerts"]["smtp"]["tls"].as_str(), Some("tls"));
-        assert_eq!(back["alerts"]["smtp"]["port"].as_integer(), Some(465));
-        assert!(back["alerts"].get("webhook").is_none(), "{text}");
+        let alerts = choices.to_alerts();
+        assert_eq!(alerts.email.as_deref(), Some("me@example.com"));
+        let smtp = alerts.smtp.as_ref().unwrap();
+        assert_eq!((smtp.tls, smtp.port), (spec::Tls::Tls, Some(465)));
+        assert_eq!(alerts.webhook, None);
+        assert_eq!(spec::alerts::problems(&alerts), []);
         assert!(!format!("{choices:?}").contains("hunter2"));
     }
 
     #[test]
     fn addresses_and_urls_are_checked() {
         assert_eq!(address_problem("Email", "me@example.com"), None);
-        for bad in ["me", "me@", "@example.com", "me@example", "me @example.com"] {
+        for bad in ["me", "me@", "@example.com", "me @example.com", "mé@example.com"] {
             assert!(address_problem("Email", bad).is_some(), "{bad}");
         }
         assert_eq!(url_problem("Webhook", "https://example.com/h"), None);
-        for bad in ["example.com", "https://", "ftp://example.com", "https:// x"] {
+        for bad in [
+            "example.com",
+            "https://",
+            "ftp://example.com",
+            "https:// x",
+            "https://example.com/ü",
+        ] {
             assert!(url_problem("Webhook", bad).is_some(), "{bad}");
         }
     }

@@ -353,19 +353,15 @@ impl Wizard {
             fs_uuids: vec![self.settings.fs_uuid.clone()],
         };
         let mut steps = steps::generate(&plan, &context);
-        // The screen's choices read back as the recipe's [alerts], checked
-        // as a recipe's are; the password travels beside it, never in it.
-        let spec_alerts = match &alerts {
-            Some(choices) => {
-                DeviceRecipe::parse(
-                    &choices.to_recipe_toml(),
-                    std::path::Path::new("the alerts screen"),
-                )
-                .map_err(|e| vec![e.to_string()])?
-                .alerts
+        // The screen's choices as the recipe's [alerts], checked as a
+        // recipe's are; the password travels beside it, never in it.
+        let spec_alerts = alerts.as_ref().map(|choices| choices.to_alerts());
+        if let Some(spec_alerts) = &spec_alerts {
+            let problems = nasforge_engine::spec::alerts::problems(spec_alerts);
+            if !problems.is_empty() {
+                return Err(problems.iter().map(|p| p.to_string()).collect());
             }
-            None => None,
-        };
+        }
         let smtp_password = spec_alerts
             .as_ref()
             .and_then(|a| a.smtp.as_ref())
