@@ -3,7 +3,7 @@
 
 use super::{ApplyPlan, ShareChange, withdraw};
 use crate::journal::{self, Journal};
-use crate::machine::disks::{Disk, Inventory};
+use crate::machine::disks::Inventory;
 use crate::planner::{self, ArrayPlan, Plan};
 use crate::spec::{Array, DeviceRecipe, Mode, Share, Storage};
 use crate::steps::{self, Action, Context, Guard, Step};
@@ -238,7 +238,7 @@ fn plan_arrays(
         Ok(plan) => {
             for array in &plan.arrays {
                 for m in array.members.iter().filter(|m| m.erase) {
-                    if !board.erase.iter().any(|e| names_disk(e, &m.disk)) {
+                    if !board.erase.iter().any(|e| m.disk.is_named(e)) {
                         refusals.push(format!(
                             "array '{}': {} holds {} and would be erased; if that is meant, run again with `--erase {}`",
                             array.spec.name,
@@ -252,13 +252,6 @@ fn plan_arrays(
             plan.arrays
         }
     }
-}
-
-/// `dev` as the user may type it: `sdd`, `/dev/sdd` or a /dev/disk/by-id path.
-pub(super) fn names_disk(dev: &str, disk: &Disk) -> bool {
-    dev == disk.name
-        || dev.strip_prefix("/dev/") == Some(disk.name.as_str())
-        || disk.by_id.as_deref() == Some(dev)
 }
 
 fn missing_users(shares: &[Share], users: &[String]) -> Vec<String> {

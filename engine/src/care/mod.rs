@@ -79,13 +79,16 @@ impl CarePlan {
     }
 }
 
-/// A disk named on the command line: `sdd`, `/dev/sdd` or a
-/// `/dev/disk/by-id/...` path.
+/// A disk named on the command line as [`disks::is_named`] reads it, or by
+/// another link to its device node.
 pub fn find_disk<'a>(
     host: &Host,
     inventory: &'a Inventory,
     named: &str,
 ) -> Result<&'a disks::Disk, CareError> {
+    if let Some(disk) = inventory.disks.iter().find(|d| d.is_named(named)) {
+        return Ok(disk);
+    }
     let path = if named.starts_with('/') {
         named.to_string()
     } else {
@@ -101,7 +104,7 @@ pub fn find_disk<'a>(
             || {
                 let names: Vec<&str> = inventory.disks.iter().map(|d| d.name.as_str()).collect();
                 refuse(format!(
-                    "no disk `{named}` is attached (the disks are: {}); name one as sdd, /dev/sdd or /dev/disk/by-id/...",
+                    "no disk `{named}` is attached (the disks are: {}); name one as sdd, /dev/sdd, /dev/disk/by-id/... or its serial",
                     names.join(", ")
                 ))
             },

@@ -62,6 +62,18 @@ impl Host {
     }
 }
 
+/// Whether `typed` names a disk whose kernel name, by-id path and serial
+/// are these: `sdd`, `/dev/sdd`, its `/dev/disk/by-id/...` path, or its
+/// serial in any case (printed on the disk's label, so a person can read
+/// it off the disk they mean to erase). Nothing typed names nothing.
+pub fn is_named(typed: &str, name: Option<&str>, by_id: Option<&str>, serial: Option<&str>) -> bool {
+    let typed = typed.trim();
+    !typed.is_empty()
+        && (name.is_some_and(|n| typed == n || typed.strip_prefix("/dev/") == Some(n))
+            || by_id == Some(typed)
+            || serial.is_some_and(|s| s.eq_ignore_ascii_case(typed)))
+}
+
 /// What the planner needs to know about the machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inventory {
@@ -192,6 +204,17 @@ impl Disk {
 
     pub fn dev_path(&self) -> String {
         format!("/dev/{}", self.name)
+    }
+
+    /// Whether `typed` names this disk, the one rule for "type the disk's
+    /// name to erase it": see [`is_named`].
+    pub fn is_named(&self, typed: &str) -> bool {
+        is_named(
+            typed,
+            Some(&self.name),
+            self.by_id.as_deref(),
+            self.serial.as_deref(),
+        )
     }
 
     /// The larger of the logical and physical sector sizes: what a write
@@ -614,6 +637,23 @@ fn network_link(host: &Host) -> Option<NetworkLink> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_disk_is_named_by_kernel_name_dev_path_by_id_or_serial_and_nothing_else() {
+        let by_id = "/dev/disk/by-id/ata-WDC_WD40EFRX_WD-WCC7K0000003";
+        let named =
+            |typed: &str| is_named(typed, Some("sdd"), Some(by_id), Some("WD-WCC7K0000003"));
+        for typed in ["sdd", "/dev/sdd", by_id, "wd-wcc7k0000003", " sdd "] {
+            assert!(named(typed), "{typed}");
+        }
+        for typed in ["", "  ", "sd", "/dev/sdd1", "dev/sdd", "WD-WCC7K", "sde"] {
+            assert!(!named(typed), "{typed}");
+        }
+        assert!(
+            !is_named("", None, None, Some("")),
+            "a missing disk with no serial is named by nothing"
+        );
+    }
 
     #[test]
     fn orders_names_naturally() {

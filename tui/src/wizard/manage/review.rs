@@ -54,11 +54,12 @@ fn key_of(e: &Erases) -> String {
 }
 
 fn names(e: &Erases, typed: &str) -> bool {
-    let name = e.disk.name.as_deref().unwrap_or_default();
-    !typed.is_empty()
-        && (typed == name
-            || typed.strip_prefix("/dev/") == Some(name)
-            || e.disk.serial.eq_ignore_ascii_case(typed))
+    nasforge_engine::machine::disks::is_named(
+        typed,
+        e.disk.name.as_deref(),
+        None,
+        Some(&e.disk.serial),
+    )
 }
 
 pub fn key(m: &mut Manager, key: KeyEvent) -> Effect {

@@ -34,16 +34,6 @@ fn pending(w: &Wizard) -> Option<&Disk> {
         .find(|d| !d.is_blank() && !w.review.confirmed.contains(&d.name))
 }
 
-fn names(disk: &Disk, typed: &str) -> bool {
-    !typed.is_empty()
-        && (typed == disk.name
-            || typed == disk.dev_path()
-            || disk
-                .serial
-                .as_deref()
-                .is_some_and(|s| s.eq_ignore_ascii_case(typed)))
-}
-
 pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
     let nav = nav(key);
     if let Some(n @ (Nav::Up | Nav::Down | Nav::PageUp | Nav::PageDown | Nav::Home | Nav::End)) =
@@ -56,7 +46,7 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         Some(Nav::Next) => {
             if let Some(disk) = pending(w) {
                 let name = disk.name.clone();
-                if names(disk, w.review.confirm.value().trim()) {
+                if disk.is_named(w.review.confirm.value()) {
                     w.review.confirmed.insert(name.clone());
                     w.review.confirm.clear();
                     w.info(format!("{name} will be erased when setup starts."));
