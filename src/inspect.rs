@@ -4,11 +4,11 @@
 
 use crate::board::{Family, Model};
 use crate::boot::config_txt::ConfigTxt;
-use nasforge_engine::machine::armbian_env::ArmbianEnv;
 use crate::image::{Image, Partition, TableKind, ext4::Ext4};
 use crate::kernel::{self, Booted, Capability, KernelReport};
 use crate::size::human;
 use anyhow::Result;
+use nasforge_engine::machine::armbian_env::ArmbianEnv;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

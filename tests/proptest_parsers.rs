@@ -11,12 +11,12 @@ mod common;
 mod proptest_support;
 
 use common::{nasforge, run, spawn_with_stdin, write_recipe};
-use nasforge_engine::machine::armbian_env::ArmbianEnv;
 use nasforge::boot::config_txt::ConfigTxt;
 use nasforge::image::Layout;
 use nasforge::io::decompress::xz_uncompressed_size;
 use nasforge::recipe::Recipe;
 use nasforge::size::Size;
+use nasforge_engine::machine::armbian_env::ArmbianEnv;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest_support::{RECIPES, config, gpt};

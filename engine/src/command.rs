@@ -149,6 +149,9 @@ mod tests {
                 .starts_with("`nasforge-no-such-tool --flag` could not be started: "),
             "{err}"
         );
-        assert!(err.to_string().ends_with("is its package installed?"), "{err}");
+        assert!(
+            err.to_string().ends_with("is its package installed?"),
+            "{err}"
+        );
     }
 }

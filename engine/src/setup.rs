@@ -304,4 +304,3 @@ fn refuse_fake_root(host: &Host) -> Result<(), SetupError> {
         Err(SetupError::NotTheRealRoot(host.root.clone()))
     }
 }
-

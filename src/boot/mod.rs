@@ -12,9 +12,9 @@ use crate::image::Image;
 use crate::image::fat::Fat;
 use crate::io::hash::sha256_hex;
 use crate::manifest::Change;
+use anyhow::{Context, Result, bail};
 use nasforge_engine::machine::armbian_env::ArmbianEnv;
 use nasforge_engine::machine::usb_quirk::{self, UsbQuirk};
-use anyhow::{Context, Result, bail};
 
 #[derive(Debug, Default)]
 pub struct Applied {

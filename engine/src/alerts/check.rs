@@ -2,11 +2,11 @@
 //! [`FULL_PERCENT`] raises `filesystem-full` once, and again only after it
 //! dropped below and filled up anew, so a full disk is not an hourly mail.
 
-use crate::runner::Runner;
 use super::spool::{Delivery, raise};
 use super::{Event, Kind};
 use crate::machine::disks::Host;
 use crate::machine::mounts::Mounts;
+use crate::runner::Runner;
 use std::path::Path;
 
 pub const FULL_PERCENT: u64 = 90;

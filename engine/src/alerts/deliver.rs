@@ -2,11 +2,11 @@
 //! reads on stdin, sent through the runner every command goes through.
 
 use super::{Event, one_line};
-use crate::paths::MSMTPRC;
-use crate::steps::alerts::{Email, Routing};
 use crate::command::Cmd;
+use crate::paths::MSMTPRC;
 use crate::runner::{RunError, Runner};
 use crate::steps::Action;
+use crate::steps::alerts::{Email, Routing};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

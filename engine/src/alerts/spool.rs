@@ -285,8 +285,14 @@ mod tests {
             (Channel::Email, &Ok(()))
         );
         assert!(spooled(&host).is_empty(), "delivered everywhere, so gone");
-        assert_eq!(programs(&runner), ["curl", "msmtp"], "the failed try is not recorded");
-        assert!(crate::machine::recent_alerts(&host, 1)[0].ends_with("sent by email: data is degraded"));
+        assert_eq!(
+            programs(&runner),
+            ["curl", "msmtp"],
+            "the failed try is not recorded"
+        );
+        assert!(
+            crate::machine::recent_alerts(&host, 1)[0].ends_with("sent by email: data is degraded")
+        );
         assert!(retry(&host, &mut runner).unwrap().is_empty());
     }
 

@@ -132,7 +132,11 @@ mod tests {
             e.render(),
             format!("{ENV}extraargs=usb-storage.quirks=152d:0578:u\n")
         );
-        assert_eq!(e.add_usb_quirks(&[quirk]), None, "second run changes nothing");
+        assert_eq!(
+            e.add_usb_quirks(&[quirk]),
+            None,
+            "second run changes nothing"
+        );
 
         // The kernel takes the last of a repeated parameter: the quirk joins
         // that one, and what the first listed stays as it was.
@@ -144,7 +148,10 @@ mod tests {
             e.get("extraargs"),
             Some("usb-storage.quirks=1111:2222:u quiet usb-storage.quirks=aaaa:bbbb:u,152d:0578:u")
         );
-        assert!(e.render().ends_with("152d:0578:u\r\n"), "its line ending kept");
+        assert!(
+            e.render().ends_with("152d:0578:u\r\n"),
+            "its line ending kept"
+        );
     }
 
     #[test]

@@ -66,7 +66,12 @@ impl Host {
 /// are these: `sdd`, `/dev/sdd`, its `/dev/disk/by-id/...` path, or its
 /// serial in any case (printed on the disk's label, so a person can read
 /// it off the disk they mean to erase). Nothing typed names nothing.
-pub fn is_named(typed: &str, name: Option<&str>, by_id: Option<&str>, serial: Option<&str>) -> bool {
+pub fn is_named(
+    typed: &str,
+    name: Option<&str>,
+    by_id: Option<&str>,
+    serial: Option<&str>,
+) -> bool {
     let typed = typed.trim();
     !typed.is_empty()
         && (name.is_some_and(|n| typed == n || typed.strip_prefix("/dev/") == Some(n))

@@ -178,31 +178,55 @@ pub fn controller(sys: &Path) -> Option<Controller> {
         p.file_name()
             .is_some_and(|n| is_pci_address(&n.to_string_lossy()))
     })?;
-    let hex = |file: &str| {
-        read_trimmed(&dir.join(file))
-            .and_then(|v| u16::from_str_radix(v.trim_start_matches("0x"), 16).ok())
-    };
-    let (vendor, device) = (hex("vendor")?, hex("device")?);
-    let known = controllers::lookup(vendor, device);
-    let link_mts = read_trimmed(&dir.join("current_link_speed"))
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<f32>().ok())
+    Controller::read(dir)
+}
+
+/// A sysfs file holding one hexadecimal number (`0x1b21`).
+fn hex_file(dir: &Path, file: &str) -> Option<u32> {
+    read_trimmed(&dir.join(file))
+        .and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+}
+
+/// The PCI function's class (`0x010601`: mass storage, SATA, AHCI).
+pub fn pci_class(dir: &Path) -> Option<u32> {
+    hex_file(dir, "class")
+}
+
+/// The driver bound to the PCI function, if any.
+pub fn pci_driver(dir: &Path) -> Option<String> {
+    std::fs::read_link(dir.join("driver"))
+        .ok()
+        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
+}
+
+impl Controller {
+    /// The PCI function whose sysfs directory is `dir` (under
+    /// /sys/bus/pci/devices or a disk's path): the one reader of its ids,
+    /// the known chip's name and the negotiated link.
+    pub fn read(dir: &Path) -> Option<Controller> {
+        let id = |file: &str| hex_file(dir, file).and_then(|v| u16::try_from(v).ok());
+        let (vendor, device) = (id("vendor")?, id("device")?);
+        let known = controllers::lookup(vendor, device);
+        let link_mts = read_trimmed(&dir.join("current_link_speed"))
+            .and_then(|s| {
+                s.split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<f32>().ok())
+            })
+            .map(|gts| (gts * 1000.0).round() as u32);
+        let link_width = read_u64(&dir.join("current_link_width"))
+            .map(|w| w as u32)
+            .filter(|&w| w > 0);
+        Some(Controller {
+            pci: dir.file_name()?.to_string_lossy().into_owned(),
+            vendor,
+            device,
+            name: known.as_ref().map(|k| k.name.to_string()),
+            note: known.and_then(|k| k.note).map(str::to_string),
+            link_mts,
+            link_width,
         })
-        .map(|gts| (gts * 1000.0).round() as u32);
-    let link_width = read_u64(&dir.join("current_link_width"))
-        .map(|w| w as u32)
-        .filter(|&w| w > 0);
-    Some(Controller {
-        pci: dir.file_name()?.to_string_lossy().into_owned(),
-        vendor,
-        device,
-        name: known.as_ref().map(|k| k.name.to_string()),
-        note: known.and_then(|k| k.note).map(str::to_string),
-        link_mts,
-        link_width,
-    })
+    }
 }
 
 /// A USB disk's link speed in Mbit/s, from the USB device above it.

@@ -131,20 +131,14 @@ mod tests {
             "vcgencmd get_throttled".into(),
             "throttled=0x10000\n".into(),
         ));
-        assert_eq!(
-            throttled(&host, &mut runner),
-            Some(Throttled(0x10000))
-        );
+        assert_eq!(throttled(&host, &mut runner), Some(Throttled(0x10000)));
         assert_eq!(runner.lines, ["vcgencmd get_throttled"]);
 
         let file = host.path(GET_THROTTLED);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, "0\n").unwrap();
         let mut runner = RecordingRunner::default();
-        assert_eq!(
-            throttled(&host, &mut runner),
-            Some(Throttled(0))
-        );
+        assert_eq!(throttled(&host, &mut runner), Some(Throttled(0)));
         assert!(runner.lines.is_empty(), "sysfs first: {:?}", runner.lines);
         assert!(warnings(&Inventory::default(), Some(Throttled(0))).is_empty());
     }

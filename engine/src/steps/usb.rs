@@ -8,11 +8,11 @@
 //! when the kernel has the quirks, or refuses it (never a second reboot).
 
 use super::{Action, Check, Guard, Step};
-use crate::machine::disks::{Host, Inventory};
 use crate::machine::armbian_env::ArmbianEnv;
+use crate::machine::disks::{Host, Inventory};
 use crate::machine::uas_quirks;
-use crate::machine::usb_quirk::{KEY, ignores_uas, merged_first_line};
 use crate::machine::usb::{self, UsbDriver};
+use crate::machine::usb_quirk::{KEY, ignores_uas, merged_first_line};
 use crate::spec::{Storage, UsbQuirk};
 use std::fs;
 

@@ -20,9 +20,9 @@ pub(super) fn install(image: &Image, board: Model, built: &Built) -> Result<Inst
     let release = &built.info.release;
     let mut out = Installed::default();
 
-    let env = root
-        .read("/boot/armbianEnv.txt")?
-        .map(|b| nasforge_engine::machine::armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&b)));
+    let env = root.read("/boot/armbianEnv.txt")?.map(|b| {
+        nasforge_engine::machine::armbian_env::ArmbianEnv::parse(&String::from_utf8_lossy(&b))
+    });
     let fdtfile = env
         .as_ref()
         .and_then(|e| e.get("fdtfile").map(String::from));

@@ -169,7 +169,13 @@ mod tests {
     #[test]
     fn addresses_and_urls_are_checked() {
         assert_eq!(address_problem("Email", "me@example.com"), None);
-        for bad in ["me", "me@", "@example.com", "me @example.com", "mé@example.com"] {
+        for bad in [
+            "me",
+            "me@",
+            "@example.com",
+            "me @example.com",
+            "mé@example.com",
+        ] {
             assert!(address_problem("Email", bad).is_some(), "{bad}");
         }
         assert_eq!(url_problem("Webhook", "https://example.com/h"), None);

@@ -62,10 +62,7 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         .strip_prefix(&host.root)
         .map(|rel| format!("/{}", rel.display()))
         .unwrap_or_else(|_| status_file.display().to_string());
-    let power_warnings = power::warnings(
-        &inventory,
-        power::throttled(host, runner),
-    );
+    let power_warnings = power::warnings(&inventory, power::throttled(host, runner));
     Ok(Facts {
         hardware: hardware::collect(host, &inventory),
         inventory,

@@ -3,8 +3,9 @@
 //! address shares will be reached at. Read under the host's root like
 //! discovery.
 
+use nasforge_engine::machine::controllers;
 use nasforge_engine::machine::disks::{Host, Inventory};
-use nasforge_engine::machine::{controllers, hardware::SAS_DRIVERS};
+use nasforge_engine::machine::hardware::{self, Controller, SAS_DRIVERS};
 use std::fmt;
 use std::fs;
 use std::net::Ipv4Addr;
@@ -104,15 +105,9 @@ fn storage_controllers(host: &Host, inventory: &Inventory) -> Vec<StorageControl
         .flatten()
         .filter_map(|entry| {
             let dir = entry.path();
-            let hex = |file: &str| {
-                read_text(&dir.join(file))
-                    .and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
-            };
-            let (vendor, device) = (hex("vendor")? as u16, hex("device")? as u16);
-            let known = controllers::lookup(vendor, device);
-            let driver = fs::read_link(dir.join("driver"))
-                .ok()
-                .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+            let read = Controller::read(&dir)?;
+            let known = controllers::lookup(read.vendor, read.device);
+            let driver = hardware::pci_driver(&dir);
             let sas_driver = driver
                 .as_deref()
                 .filter(|d| SAS_DRIVERS.contains(d))
@@ -120,24 +115,18 @@ fn storage_controllers(host: &Host, inventory: &Inventory) -> Vec<StorageControl
             // PCI class 01 06: mass storage, SATA (AHCI is programming interface 01).
             let (bus, module) = match sas_driver {
                 Some(module) => (Bus::Sas, module.to_string()),
-                None if hex("class")? >> 8 == 0x0106 => (Bus::Sata, "ahci".to_string()),
+                None if hardware::pci_class(&dir)? >> 8 == 0x0106 => {
+                    (Bus::Sata, "ahci".to_string())
+                }
                 None => return None,
             };
-            let pci = entry.file_name().to_string_lossy().into_owned();
-            let link = read_text(&dir.join("current_link_speed"))
-                .zip(read_text(&dir.join("current_link_width")))
-                .and_then(|(speed, width)| {
-                    // "8.0 GT/s PCIe"; "Unknown" while the link is down.
-                    let gts = speed.split_whitespace().next()?.parse::<f32>().ok()?;
-                    Some(nasforge_engine::planner::pcie_link(
-                        (gts * 1000.0).round() as u32,
-                        width.parse().ok()?,
-                    ))
-                });
+            let link = read
+                .link_mts
+                .zip(read.link_width)
+                .map(|(mts, width)| nasforge_engine::planner::pcie_link(mts, width));
+            let pci = read.pci.clone();
             Some(StorageController {
-                name: known
-                    .map(|k| k.name.to_string())
-                    .unwrap_or_else(|| format!("PCI {vendor:04x}:{device:04x}")),
+                name: read.label(),
                 bus,
                 driver,
                 module,
