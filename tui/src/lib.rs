@@ -3,4 +3,5 @@
 //! ([`nasforge_engine`]), which plans and builds it exactly as the
 //! unattended path does; `src/main.rs` is the `nasforge-setup` command line.
 
+pub mod recipe_shares;
 pub mod wizard;

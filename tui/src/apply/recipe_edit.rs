@@ -1,10 +1,11 @@
-//! `share add|remove` as edits of nasforge.toml's text: the user's comments,
-//! order and layout stay; only the one share is added or taken out.
+//! `share add|remove`: the new share as a table of the recipe, added to or
+//! taken out of nasforge.toml's text by [`recipe_shares`].
 
 use super::Confirm;
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use clap::Args;
-use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value, value};
+use nasforge_setup::recipe_shares;
+use toml_edit::{Array, InlineTable, Table, Value, value};
 
 #[derive(Args)]
 pub struct NewShare {
@@ -29,24 +30,9 @@ pub struct NewShare {
     pub confirm: Confirm,
 }
 
-fn document(text: &str) -> anyhow::Result<DocumentMut> {
-    text.parse().context("nasforge.toml does not read as TOML")
-}
-
 pub fn add(text: &str, new: &NewShare) -> anyhow::Result<String> {
     if new.smb_users.is_empty() && !new.guest && new.nfs.is_none() {
         bail!("say who reaches the share: --smb-users USER,..., --guest, or --nfs CLIENTS");
-    }
-    let mut doc = document(text)?;
-    if names(&doc)
-        .iter()
-        .any(|n| n.eq_ignore_ascii_case(&new.name))
-    {
-        bail!(
-            "a share named '{}' is already in nasforge.toml (Samba ignores case); remove it first with `nasforge-setup share remove {}`, or edit the file",
-            new.name,
-            new.name
-        );
     }
     let mut share = Table::new();
     share["name"] = value(new.name.as_str());
@@ -73,71 +59,11 @@ pub fn add(text: &str, new: &NewShare) -> anyhow::Result<String> {
         }
         share["nfs"] = value(nfs);
     }
-    match doc.get_mut("shares") {
-        None => {
-            let mut all = ArrayOfTables::new();
-            all.push(share);
-            doc.insert("shares", Item::ArrayOfTables(all));
-        }
-        Some(Item::ArrayOfTables(all)) => all.push(share),
-        Some(Item::Value(Value::Array(all))) => all.push(share.into_inline_table()),
-        Some(_) => {
-            bail!("`shares` in nasforge.toml is neither [[shares]] tables nor a list of them")
-        }
-    }
-    Ok(doc.to_string())
+    recipe_shares::push(text, &new.name, share)
 }
 
 pub fn remove(text: &str, name: &str) -> anyhow::Result<String> {
-    let mut doc = document(text)?;
-    let all = names(&doc);
-    let Some(index) = all.iter().position(|n| n.eq_ignore_ascii_case(name)) else {
-        bail!(
-            "there is no share '{name}' in nasforge.toml; its shares are: {}",
-            if all.is_empty() {
-                "none".to_string()
-            } else {
-                all.join(", ")
-            }
-        );
-    };
-    let left = match doc.get_mut("shares") {
-        Some(Item::ArrayOfTables(tables)) => {
-            tables.remove(index);
-            tables.len()
-        }
-        Some(Item::Value(Value::Array(list))) => {
-            list.remove(index);
-            list.len()
-        }
-        _ => unreachable!("names() found the share in one of these"),
-    };
-    if left == 0 {
-        doc.remove("shares");
-    }
-    Ok(doc.to_string())
-}
-
-/// The names of the shares, in order, in either form a recipe may use.
-fn names(doc: &DocumentMut) -> Vec<String> {
-    let name = |v: Option<&str>| v.unwrap_or_default().to_string();
-    match doc.get("shares") {
-        Some(Item::ArrayOfTables(tables)) => tables
-            .iter()
-            .map(|t| name(t.get("name").and_then(Item::as_str)))
-            .collect(),
-        Some(Item::Value(Value::Array(list))) => list
-            .iter()
-            .map(|v| {
-                name(
-                    v.as_inline_table()
-                        .and_then(|t| t.get("name"))
-                        .and_then(Value::as_str),
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
+    recipe_shares::remove(text, name)
 }
 
 #[cfg(test)]

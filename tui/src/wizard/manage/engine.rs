@@ -12,7 +12,7 @@ use nasforge_engine::executor::Event;
 use nasforge_engine::machine::disks::{self, Host};
 use nasforge_engine::operation::{self, Kind, Operation};
 use nasforge_engine::runner::{self, Runner};
-use nasforge_engine::spec::{DeviceRecipe, Share};
+use nasforge_engine::spec::Share;
 use nasforge_engine::{atomic_file, setup, status};
 
 pub struct EngineCare {
@@ -270,34 +270,11 @@ impl Care for EngineCare {
 /// later `apply` does not undo the change. Other sections keep their text
 /// and comments.
 fn write_card_shares(host: &Host, shares: &[Share]) -> Result<(), String> {
-    #[derive(serde::Serialize)]
-    struct Shares<'a> {
-        shares: &'a [Share],
-    }
     let path = setup::recipe_path(host);
     let text =
         std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let mut doc: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let fresh: toml_edit::DocumentMut = toml::to_string(&Shares { shares })
-        .map_err(|e| e.to_string())?
-        .parse()
-        .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    match fresh.get("shares") {
-        Some(item) if !shares.is_empty() => doc["shares"] = item.clone(),
-        _ => {
-            doc.remove("shares");
-        }
-    }
-    let new = doc.to_string();
-    let back = DeviceRecipe::parse(&new, &path).map_err(|e| e.to_string())?;
-    if back.shares != shares {
-        return Err(format!(
-            "internal: {} would not read back the chosen shares",
-            path.display()
-        ));
-    }
+    let new = crate::recipe_shares::set(&text, shares)
+        .map_err(|e| format!("{}: {e:#}", path.display()))?;
     atomic_file::write(&path, new.as_bytes(), 0o644)
         .map_err(|e| format!("writing {}: {e}", path.display()))
 }
@@ -352,6 +329,7 @@ mod tests {
 
     #[test]
     fn shares_chosen_in_the_manage_view_reach_the_card_and_its_comments_stay() {
+        use nasforge_engine::spec::DeviceRecipe;
         let dir = tempfile::tempdir().unwrap();
         let host = Host::new(dir.path());
         let card = dir.path().join("boot/firmware/nasforge.toml");
