@@ -7,8 +7,7 @@
 //! `PROPTEST_CASES=100000 cargo test --test proptest_parsers`.
 
 mod common;
-#[path = "../engine/tests/proptest_support/mod.rs"]
-mod proptest_support;
+use nasforge_testkit::proptest_support;
 
 use common::{nasforge, run, spawn_with_stdin, write_recipe};
 use nasforge::boot::config_txt::ConfigTxt;

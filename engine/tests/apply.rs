@@ -2,7 +2,7 @@
 //! state as a plan, its steps run with the fake runner on fake boards, and
 //! users whose passwords never reach a journal or a command line.
 
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::apply::{self, ApplyError, users};
 use nasforge_engine::journal::{self, Journal, StepRecord};

@@ -2,9 +2,8 @@
 //! finished setup's journal and md's sysfs: what the survey says, every
 //! plan and refusal, following a rebuild, and resuming after a power cut.
 
-#[path = "care_support/mod.rs"]
-mod care_support;
-mod common;
+use nasforge_testkit::board as common;
+use nasforge_testkit::care as care_support;
 
 use care_support::{fail, pull, resize, set, set_up};
 use nasforge_engine::care::{

@@ -1,7 +1,7 @@
 //! Disk care after setup: the `spin_down` setting, hd-idle's configuration
 //! and what status says about self-tests and scrubs.
 
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::journal::Journal;
 use nasforge_engine::planner::{self, Plan};

@@ -1,7 +1,7 @@
 //! Planner tables: every level over disk counts and mixed sizes, with the
 //! expected capacities worked out by hand; then the refusal rules.
 
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::machine::disks::{
     Controller, Disk, InUse, Inventory, MdArray, NetworkLink, RotationalSource,

@@ -5,8 +5,7 @@
 //! CI runs one to two thousand cases per property (seconds); a longer run:
 //! `PROPTEST_CASES=100000 cargo test -p nasforge-engine --test proptest_board`.
 
-#[path = "proptest_support/mod.rs"]
-mod proptest_support;
+use nasforge_testkit::proptest_support;
 
 use nasforge_engine::size::Size;
 use nasforge_engine::spec::DeviceRecipe;

@@ -1,7 +1,7 @@
 //! The exact steps for representative plans (snapshots), and resuming an
 //! interrupted setup from every step.
 
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::executor;
 use nasforge_engine::journal::Journal;

@@ -5,7 +5,7 @@
 //! with the storage steps, or refuses once if the quirk is still not in
 //! effect.
 
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::command::{Ask, Query, SpawnError};
 use nasforge_engine::executor::{self, Ended, Event, ExecError};

@@ -2,7 +2,7 @@
 //! whose zpool and zfs are scripts answering as OpenZFS 2.1 does, resuming
 //! after a power cut, a share added later, and the pool in the status.
 
-mod common;
+use nasforge_testkit::board as common;
 
 use common::{Board, with_zfs, zfs_answer, zfs_calls, zfs_output};
 use nasforge_engine::executor::{self, Event};

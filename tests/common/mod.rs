@@ -5,10 +5,7 @@
 
 pub mod http;
 pub mod repo;
-#[path = "../../engine/tests/shared/stdin.rs"]
-mod stdin;
-
-pub use stdin::spawn_with_stdin;
+pub use nasforge_testkit::stdin::spawn_with_stdin;
 
 use std::fs;
 use std::io::Write;

@@ -1,8 +1,7 @@
 //! `nasforge-setup apply` and `share add` on a fake root after a finished
 //! setup: the plan is printed, and nothing is changed there.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::journal::{self, Journal, StepRecord};
 use nasforge_engine::runner::RecordingRunner;

@@ -1,10 +1,7 @@
 //! `nasforge-setup replace`, `grow` and `resume` on a fake board (commands
 //! are recorded there, not run).
 
-#[path = "../../engine/tests/care_support/mod.rs"]
-mod care_support;
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::care as care_support;
 
 use std::process::{Command, Output};
 

@@ -1,7 +1,6 @@
 //! The nasforge-setup binary as first boot and a user run it.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::journal::{self, Journal, StepRecord};
 use nasforge_engine::setup::{self, COMPLETE_MARKER};

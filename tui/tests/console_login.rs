@@ -4,8 +4,7 @@
 //! `sudo` with `setpriv`, so the host's real sudo asks for its password.
 //! Nothing here may start the wizard without a password.
 
-#[path = "../../engine/tests/shared/stdin.rs"]
-mod stdin;
+use nasforge_testkit::stdin;
 
 use nasforge_engine::image_files::{ENABLE_WIZARD, FILES, SETUP_BINARY};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,6 @@
 //! Discovery on fake sysfs/udev/proc trees modelled on real boards.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::command::{Ask, Query, SpawnError};
 use nasforge_engine::machine::disks::{Disk, InUse, RotationalSource};

@@ -4,8 +4,7 @@
 //! bcache, fake-RAID metadata, bytes no probe knows). md RAID, mounts and shares are proved in the emulated
 //! board, not here (this kernel has no md driver).
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::executor;
 use nasforge_engine::journal::Journal;

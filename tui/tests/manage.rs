@@ -2,8 +2,7 @@
 //! drawn on ratatui's TestBackend: a raid5 of three WD Reds missing its
 //! third member, with two disks attached, one too small.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::size::Size;

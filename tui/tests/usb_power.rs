@@ -2,8 +2,7 @@
 //! disks screen and `nasforge-setup status --json`, on the Pi 4 fixture
 //! with a JMicron, an ASMedia and a VIA bridge and an under-voltage flag.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::runner::RecordingRunner;
 use nasforge_setup::wizard::theme::Theme;

@@ -2,8 +2,7 @@
 //! Pi 5 + JMB585 fixture with four WD Red disks, one of which (sdd) still
 //! holds an ext4 filesystem "photos".
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use nasforge_engine::journal::{self, Journal, StepRecord};
 use nasforge_engine::machine::zfs::ZfsSupport;

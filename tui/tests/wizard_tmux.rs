@@ -3,8 +3,7 @@
 //! screen is read back with capture-pane. On the Pi 5 fixture, with
 //! `--dry-run`, the walk ends on the review screen showing the commands.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use std::path::PathBuf;
 use std::process::Command;

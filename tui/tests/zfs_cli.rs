@@ -1,8 +1,7 @@
 //! ZFS pools through the nasforge-setup binary: the plan a recipe gives on
 //! a board with and without ZFS, and ZED's events through `alert --zed`.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use nasforge_testkit::board as common;
 
 use std::process::{Command, Output};
 

@@ -2,9 +2,8 @@
 //! journal that recorded it, member partitions in sysfs held by the md
 //! array, and the md array's own sysfs directory, which a test then changes
 //! (a member failed, a disk pulled, a rebuild under way).
-#![allow(dead_code)] // the engine's and the CLI's tests use different parts
 
-use crate::common::{self, Board};
+use crate::board::{self as common, Board};
 use nasforge_engine::journal::{self, Journal};
 use nasforge_engine::planner;
 use nasforge_engine::spec::DeviceRecipe;

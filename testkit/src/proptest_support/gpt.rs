@@ -1,6 +1,6 @@
 //! GPT disk images built byte by byte, for headers no partitioning tool
-//! writes (256-byte entries, sector numbers past any disk). Shared by the
-//! workstation's and the board's property tests through `#[path]`.
+//! writes (256-byte entries, sector numbers past any disk). For the
+//! workstation's and the board's property tests.
 
 pub const SECTORS: u64 = 8192;
 const ENTRIES: u64 = 128;

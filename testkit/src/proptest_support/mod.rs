@@ -1,5 +1,5 @@
-//! Shared by the workstation's and the board's property tests through
-//! `#[path]`: both parse recipes and GPTs, with the same case counts.
+//! For the workstation's and the board's property tests: both parse recipes
+//! and GPTs, with the same case counts.
 
 pub mod gpt;
 

@@ -1,7 +1,6 @@
 //! Shared by the integration tests: fake boards from tests/data, with their
 //! device nodes made as sparse files of the sysfs size carrying real
 //! signature bytes, and udev's by-id links beside them.
-#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use nasforge_engine::executor::{self, Event};
 use nasforge_engine::journal::{self, Journal};

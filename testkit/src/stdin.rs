@@ -1,4 +1,4 @@
-//! Shared by the workstation's and the board's tests through `#[path]`.
+//! A child process fed its stdin, for the workstation's and the board's tests.
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
