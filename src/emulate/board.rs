@@ -59,25 +59,6 @@ pub(super) fn boot(image: &Image, workdir: &Path, cache: &Path, fresh: bool) -> 
     })
 }
 
-pub(super) fn kernel_format(path: &Path) -> Result<&'static str> {
-    let mut head = [0u8; 64];
-    let n = std::io::Read::read(&mut std::fs::File::open(path)?, &mut head)?;
-    let head = &head[..n];
-    if head.len() >= 0x3c && &head[0x38..0x3c] == b"ARM\x64" {
-        return Ok("arm64 Image");
-    }
-    if head.starts_with(&[0x1f, 0x8b]) {
-        return Ok("gzip-compressed arm64 Image");
-    }
-    if head.starts_with(b"MZ") && head.len() >= 8 && &head[4..8] == b"zimg" {
-        return Ok("EFI zboot arm64 Image");
-    }
-    bail!(
-        "{} is not an arm64 kernel image qemu can load (no arm64 Image header)",
-        path.display()
-    )
-}
-
 fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
     let root = image
         .ext4()
@@ -126,7 +107,7 @@ fn extract_boot(image: &Image, workdir: &Path) -> Result<Boot> {
     if !root.dump(&format!("/boot/vmlinuz-{version}"), &kernel)? {
         bail!("the image has /lib/modules/{version} but no /boot/vmlinuz-{version} to boot");
     }
-    kernel_format(&kernel)?;
+    standin::kernel_format(&kernel)?;
     let initrd = workdir.join(format!("initrd.img-{version}"));
     let initrd = root
         .dump(&format!("/boot/initrd.img-{version}"), &initrd)?

@@ -173,7 +173,7 @@ fn extract(base: &Path, dir: &Path) -> Result<String> {
             base.display()
         );
     }
-    super::board::kernel_format(&vmlinuz)?;
+    kernel_format(&vmlinuz)?;
     for stage in [
         "/usr/share/initramfs-tools/scripts/local-bottom",
         "/etc/initramfs-tools/scripts/local-bottom",
@@ -286,6 +286,25 @@ pub(super) fn disk_args(cmd: &mut Command, disk: &Path) {
             "-device",
             "virtio-blk-pci,drive=standin,serial=nasforge-standin",
         ]);
+}
+
+pub(super) fn kernel_format(path: &Path) -> Result<&'static str> {
+    let mut head = [0u8; 64];
+    let n = std::io::Read::read(&mut std::fs::File::open(path)?, &mut head)?;
+    let head = &head[..n];
+    if head.len() >= 0x3c && &head[0x38..0x3c] == b"ARM\x64" {
+        return Ok("arm64 Image");
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Ok("gzip-compressed arm64 Image");
+    }
+    if head.starts_with(b"MZ") && head.len() >= 8 && &head[4..8] == b"zimg" {
+        return Ok("EFI zboot arm64 Image");
+    }
+    bail!(
+        "{} is not an arm64 kernel image qemu can load (no arm64 Image header)",
+        path.display()
+    )
 }
 
 #[cfg(test)]

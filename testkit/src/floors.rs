@@ -213,6 +213,159 @@ pub fn violations(root: &Path, floors: &BTreeMap<String, usize>, skip: &[&str]) 
     out
 }
 
+/// The sibling files a file of a directory module names: `super::x` and
+/// `crate::<its module>::x`, single or in a `{...}` group, where `x` is
+/// another file or directory beside it (not `mod.rs`, whose items every
+/// child may use).
+fn sibling_arrows(code: &str, parent: &[String], siblings: &[String]) -> Vec<(usize, String)> {
+    let line_of = |i: usize| code[..i].matches('\n').count() + 1;
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut prefixes = vec!["super::".to_string()];
+    if !parent.is_empty() {
+        prefixes.push(format!("crate::{}::", parent.join("::")));
+    }
+    let mut out = Vec::new();
+    for prefix in &prefixes {
+        for (i, _) in code.match_indices(prefix.as_str()) {
+            let before = code[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let after = &code[i + prefix.len()..];
+            let names: Vec<String> = match after.strip_prefix('{') {
+                Some(group) => {
+                    let mut names = Vec::new();
+                    let mut depth = 0;
+                    let mut start = 0;
+                    for (j, c) in group.char_indices() {
+                        match c {
+                            '{' => depth += 1,
+                            '}' if depth == 0 => {
+                                names.push(ident(&group[start..j]));
+                                break;
+                            }
+                            '}' => depth -= 1,
+                            ',' if depth == 0 => {
+                                names.push(ident(&group[start..j]));
+                                start = j + 1;
+                            }
+                            _ => {}
+                        }
+                    }
+                    names
+                }
+                None => vec![ident(after)],
+            };
+            for name in names {
+                if siblings.contains(&name) {
+                    out.push((line_of(i), name));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every cycle among the files of one directory module (`care/grow.rs`
+/// uses `replace`, which uses `grow`), as `dir: a → b → a (file:line, ...)`.
+/// Files beside each other may lean on one another one way only; what both
+/// need goes into the module's `mod.rs` or a file of its own.
+pub fn file_cycles(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    files.sort();
+    let mut by_dir: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+    for file in files {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        if name != "mod" && name != "lib" && name != "main" {
+            by_dir
+                .entry(file.parent().unwrap().to_path_buf())
+                .or_default()
+                .push(file);
+        }
+    }
+    let mut out = Vec::new();
+    for (dir, files) in by_dir {
+        let mut siblings: Vec<String> = files
+            .iter()
+            .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                siblings.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        let parent = module_path(root, &dir.join("mod.rs"));
+        let mut edges: BTreeMap<String, Vec<(String, usize)>> = BTreeMap::new();
+        for file in &files {
+            let me = file.file_stem().unwrap().to_string_lossy().into_owned();
+            let code = production(&fs::read_to_string(file).unwrap());
+            for (line, to) in sibling_arrows(&code, &parent, &siblings) {
+                if to != me {
+                    edges.entry(me.clone()).or_default().push((to, line));
+                }
+            }
+        }
+        let rel = dir.strip_prefix(root).unwrap_or(&dir).display().to_string();
+        let mut seen = std::collections::BTreeSet::new();
+        for start in edges.keys() {
+            let mut path = vec![start.clone()];
+            if let Some(cycle) = find_cycle(&edges, &mut path)
+                && seen.insert(canonical(&cycle))
+            {
+                let hops: Vec<String> = cycle
+                    .windows(2)
+                    .map(|w| {
+                        let line = edges[&w[0]].iter().find(|(t, _)| *t == w[1]).unwrap().1;
+                        format!("{rel}/{}.rs:{line}", w[0])
+                    })
+                    .collect();
+                out.push(format!(
+                    "{rel}: {} ({}): files beside each other lean on one another one way only",
+                    cycle.join(" → "),
+                    hops.join(", ")
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn find_cycle(
+    edges: &BTreeMap<String, Vec<(String, usize)>>,
+    path: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    let last = path.last().unwrap().clone();
+    for (next, _) in edges.get(&last).into_iter().flatten() {
+        if *next == path[0] {
+            let mut cycle = path.clone();
+            cycle.push(next.clone());
+            return Some(cycle);
+        }
+        if !path.contains(next) {
+            path.push(next.clone());
+            if let Some(c) = find_cycle(edges, path) {
+                return Some(c);
+            }
+            path.pop();
+        }
+    }
+    None
+}
+
+/// A cycle's members sorted, so each cycle is said once.
+fn canonical(cycle: &[String]) -> Vec<String> {
+    let mut members = cycle[..cycle.len() - 1].to_vec();
+    members.sort();
+    members
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +403,7 @@ mod tests {
         let found = violations(src, &floors(across, "src/"), &[]);
         assert_eq!(found.len(), 3, "{found:?}");
         assert!(found[1].ends_with("kernel/caps.rs:1: `kernel` (floor 0) uses `board` (floor 0): a module uses only lower floors"), "{found:?}");
+        assert!(file_cycles(src).is_empty(), "{:?}", file_cycles(src));
         let missing = "```floors src/\n0: board\n```\n";
         assert!(
             violations(src, &floors(missing, "src/"), &[])
@@ -258,5 +412,38 @@ mod tests {
                     "module `kernel` is on no floor: add it to docs/architecture.md's floors"
                 )),
         );
+    }
+
+    #[test]
+    fn files_that_use_each_other_are_a_cycle_named_with_its_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path();
+        fs::create_dir_all(src.join("care")).unwrap();
+        fs::write(
+            src.join("care/mod.rs"),
+            "mod grow;\nmod replace;\nmod survey;\npub fn numbered() {}\n",
+        )
+        .unwrap();
+        fs::write(
+            src.join("care/grow.rs"),
+            "use super::{numbered, replace::usable};\n",
+        )
+        .unwrap();
+        fs::write(
+            src.join("care/replace.rs"),
+            "//! super::grow in a comment\n\nfn f() {\n    crate::care::grow::numbered();\n}\n",
+        )
+        .unwrap();
+        fs::write(
+            src.join("care/survey.rs"),
+            "use super::replace;\n#[cfg(test)]\nmod tests {\n    use super::super::grow;\n}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            file_cycles(src),
+            vec!["care: grow → replace → grow (care/grow.rs:1, care/replace.rs:4): files beside each other lean on one another one way only".to_string()]
+        );
+        fs::write(src.join("care/replace.rs"), "use super::numbered;\n").unwrap();
+        assert!(file_cycles(src).is_empty(), "{:?}", file_cycles(src));
     }
 }

@@ -10,11 +10,12 @@ mod grow;
 mod replace;
 mod survey;
 
-pub use grow::{GrowRequest, cannot_grow, grow, nested_cannot_grow};
+pub use grow::{GrowRequest, grow};
 pub use replace::{ReplaceRequest, replace};
 pub use survey::{
     ArraySurvey, Candidate, Fit, MemberReport, MemberState, Survey, partition_bytes, survey_of,
 };
+pub use survey::{cannot_grow, nested_cannot_grow};
 
 use crate::journal::{self, Journal, JournalError};
 use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
@@ -155,4 +156,13 @@ fn follow_step(array: &str, device: &str, what: &str) -> Step {
         }],
         always: vec![],
     }
+}
+
+/// The steps as a numbered list, for the review.
+fn numbered(steps: &[Step]) -> String {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("  {}. {}\n", i + 1, s.title))
+        .collect()
 }

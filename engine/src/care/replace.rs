@@ -92,7 +92,7 @@ pub fn replace(
             new.describe_contents()
         );
     }
-    text += &super::grow::numbered(&steps);
+    text += &super::numbered(&steps);
     Ok(CarePlan {
         kind: Kind::Replace,
         title,

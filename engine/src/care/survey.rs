@@ -146,8 +146,8 @@ impl ArraySurvey {
     /// can.
     pub fn cannot_grow(&self) -> Option<String> {
         match &self.leg_of {
-            Some(array) => Some(super::grow::nested_cannot_grow(array)),
-            None => super::grow::cannot_grow(self.level).map(str::to_string),
+            Some(array) => Some(nested_cannot_grow(array)),
+            None => cannot_grow(self.level).map(str::to_string),
         }
     }
 }
@@ -544,4 +544,32 @@ impl fmt::Display for Survey {
         }
         Ok(())
     }
+}
+
+/// Why md cannot grow an array of `level` by adding members the way
+/// nasforge does it; None when it can.
+pub fn cannot_grow(level: Level) -> Option<&'static str> {
+    match level {
+        Level::Single => Some(
+            "a single disk has no md array to add disks to; set up a new array with the new disks instead",
+        ),
+        Level::Raid0 => Some(
+            "md grows raid0 only by converting it to raid4 and back, with no redundancy while it runs; nasforge does not do that. Back up the data, then set the array up again with more disks",
+        ),
+        Level::Raid10 => Some(
+            "whether md can reshape a raid10 depends on its layout and the kernel, and nasforge does not attempt it. Back up the data, then set the array up again with more disks",
+        ),
+        Level::Raidz1 | Level::Raidz2 | Level::Raidz3 | Level::Mirror | Level::Stripe => Some(
+            "a ZFS pool grows by a whole vdev of the same shape (`sudo zpool add POOL raidz1 /dev/disk/by-id/...` for a raidz1 pool), a mirror by another disk (`sudo zpool attach POOL EXISTING NEW`), or by replacing every disk with a larger one (`zpool replace`, then `zpool online -e`); not disk by disk as md does, and nasforge does not do it for you",
+        ),
+        Level::Raid1 | Level::Raid5 | Level::Raid6 => None,
+    }
+}
+
+/// Why nasforge does not grow the nested array `array` (raid50, raid60),
+/// through the array or one of its legs.
+pub fn nested_cannot_grow(array: &str) -> String {
+    format!(
+        "'{array}' is made of legs striped by a raid0 (its legs are {array}-0, {array}-1, ...): growing it means reshaping every leg by the same number of disks and then growing the raid0 over them, and one leg grown alone leaves them unequal. nasforge does not do that; back up the data and set '{array}' up again with more disks. A disk added with `nasforge-setup replace` after a failure joins a leg as a hot spare"
+    )
 }

@@ -4,7 +4,7 @@
 //! is installed. Asked before anything is written, so a disk the board
 //! cannot read is refused with what is missing rather than left unmounted.
 
-use crate::machine::disks::Host;
+use crate::machine::host::Host;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs;

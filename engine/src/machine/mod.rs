@@ -8,6 +8,7 @@ pub mod controllers;
 pub mod disks;
 pub mod filesystems;
 pub mod hardware;
+pub mod host;
 pub mod md;
 pub mod mounts;
 pub mod power;

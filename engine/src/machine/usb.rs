@@ -4,7 +4,7 @@
 //! be kept off UAS.
 
 use super::usb_quirk::UsbQuirk;
-use crate::machine::disks::Host;
+use crate::machine::host::Host;
 use crate::machine::sysfs::{name_of, read_trimmed};
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -7,8 +7,8 @@
 //! themselves ([`read`]): ZFS keeps no sysfs tree of its vdevs to read.
 
 use crate::command::{Ask, Cmd, System};
-use crate::machine::disks::{Host, kernel_name};
 use crate::machine::filesystems::{kernel_has, release};
+use crate::machine::host::{Host, kernel_name};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::PathBuf;
@@ -76,6 +76,13 @@ pub fn read(host: &Host, name: &str, args: &[&str]) -> Result<Option<String>, St
             answer.stderr.trim()
         ))
     }
+}
+
+/// Whether the pool `pool` is imported, from `zpool list -H -o name`
+/// through the board's own zpool: Ok(None) when zpool is not installed.
+pub fn imported(host: &Host, pool: &str) -> Result<Option<bool>, String> {
+    let listed = read(host, "zpool", &["list", "-H", "-o", "name"])?;
+    Ok(listed.map(|text| text.lines().any(|l| l.trim() == pool)))
 }
 
 /// The disks of the imported pools, as (kernel name of the device ZFS

@@ -12,7 +12,6 @@
 //! prints exact error counts. `zpool list -H -p` and `zfs list -H -p` are
 //! tab-separated, sizes in bytes, a quota of none as 0.
 
-use crate::machine::disks::Host;
 use crate::size::Size;
 use serde::Serialize;
 
@@ -362,13 +361,6 @@ fn dhms(text: &str) -> Option<u64> {
         return None;
     };
     Some(days * 86_400 + h * 3600 + m * 60 + s)
-}
-
-/// Whether the pool `pool` is imported, from `zpool list -H -o name`
-/// through the board's own zpool: Ok(None) when zpool is not installed.
-pub fn imported(host: &Host, pool: &str) -> Result<Option<bool>, String> {
-    let listed = crate::machine::zfs::read(host, "zpool", &["list", "-H", "-o", "name"])?;
-    Ok(listed.map(|text| text.lines().any(|l| l.trim() == pool)))
 }
 
 /// The whole disk a vdev's path names: zpool shows a whole-disk member

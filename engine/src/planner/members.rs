@@ -4,19 +4,13 @@
 
 use super::estimates::DOUBLE_PARITY_FROM;
 use super::estimates::{capacity_in, throughput, tolerance_in};
-use super::{ArrayPlan, Member, Refusal, ashift, refusals};
+use super::refusals::{self, Candidate};
+use super::{ArrayPlan, Member, Refusal, ashift};
 use crate::machine::disks::{Disk, Inventory};
 use crate::machine::zfs::ZfsOnBoard;
 use crate::matching;
 use crate::size::Size;
 use crate::spec::{Array, Count, Level, Transport};
-
-/// A disk the array's rules match, by what may be done with it.
-pub(super) enum Candidate<'a> {
-    Usable { disk: &'a Disk, erase: bool },
-    HoldsData(&'a Disk),
-    InUse(&'a Disk),
-}
 
 fn refuse(spec: &Array, disk: Option<&str>, reason: String) -> Refusal {
     Refusal {

@@ -1,8 +1,14 @@
 //! The words of a refusal: what is in the way and what to change.
 
-use super::members::Candidate;
 use crate::machine::disks::{Disk, Inventory, MdArray};
 use crate::spec::Array;
+
+/// A disk the array's rules match, by what may be done with it.
+pub(super) enum Candidate<'a> {
+    Usable { disk: &'a Disk, erase: bool },
+    HoldsData(&'a Disk),
+    InUse(&'a Disk),
+}
 
 /// Why a disk holding data is refused when the recipe does not allow
 /// erasing it.

@@ -4,34 +4,9 @@
 //! formatted.
 
 use super::paths::is_under;
-use super::storage::{Count, DiskMatch, Storage, check_mount, check_patterns, is_valid_name};
+use super::storage::{Count, Storage, check_mount, check_patterns, is_valid_name};
 use super::{SpecProblem, problem};
 pub use crate::machine::filesystems::KeptFilesystem;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeptDisk {
-    /// What the disk is called in the plan, status and logs ("media"); the
-    /// same rules as an array's name, and unique among arrays and disks.
-    pub name: String,
-    /// Which disk: the same rules as an array's `disks`, matching exactly one.
-    #[serde(rename = "match")]
-    pub disk: DiskMatch,
-    /// The partition number holding the filesystem; unset when the whole
-    /// disk is the filesystem or exactly one partition holds one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition: Option<u32>,
-    /// The filesystem the disk is expected to hold. Optional: when set, the
-    /// image builder checks that the board can mount it and stages what it
-    /// needs, and setup refuses a disk that holds another.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub filesystem: Option<KeptFilesystem>,
-    pub mount: String,
-    /// Must be `true`: the entry's whole point is that nothing on the disk
-    /// is erased, and saying so is how a reader of the recipe knows.
-    pub keep: bool,
-}
 
 /// Each kept disk's own problems, and its name and mount against the
 /// arrays' and the other kept disks'.

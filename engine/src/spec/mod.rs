@@ -20,9 +20,10 @@ mod storage;
 
 pub use crate::machine::usb_quirk::UsbQuirk;
 pub use alerts::{Alerts, DEFAULT_TEMPERATURE, Smtp, Tls};
-pub use kept::{KeptDisk, KeptFilesystem};
+pub use kept::KeptFilesystem;
 pub use position::{Location, locate, location};
 pub use shares::{Clients, Nfs, Share, Smb};
+pub use storage::KeptDisk;
 pub use storage::{Array, Count, DiskMatch, Filesystem, Level, Mode, SpinDown, Storage, Transport};
 
 use serde::{Deserialize, Serialize};
@@ -157,6 +158,7 @@ fn problem(path: impl Into<String>, message: impl Into<String>) -> SpecProblem {
 pub fn validate(storage: &Storage, shares: &[Share]) -> Vec<SpecProblem> {
     let mut out = Vec::new();
     check_storage(storage, &mut out);
+    kept::check_kept(storage, &mut out);
     check_shares(storage, shares, &mut out);
     out
 }

@@ -2,9 +2,9 @@
 //! takes, and where mdadm's monitor reports, with the checks serde cannot
 //! express.
 
-use super::kept::KeptDisk;
 use super::paths::{check_absolute_dir, is_safe_path, is_under};
 use super::{SpecProblem, glob, problem};
+use crate::machine::filesystems::KeptFilesystem;
 pub use crate::machine::hardware::Transport;
 use crate::machine::usb_quirk::UsbQuirk;
 use crate::size::Size;
@@ -462,7 +462,6 @@ pub(super) fn check_storage(storage: &Storage, out: &mut Vec<SpecProblem>) {
         check_array(&format!("storage.arrays[{i}]"), array, out);
         check_against_earlier(i, array, &storage.arrays[..i], out);
     }
-    super::kept::check_kept(storage, out);
 }
 
 /// The name and mount point of `storage.arrays[i]` against the arrays
@@ -753,4 +752,28 @@ pub(super) fn is_mail_address(mail: &str) -> bool {
         && mail
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._%+-@".contains(c))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeptDisk {
+    /// What the disk is called in the plan, status and logs ("media"); the
+    /// same rules as an array's name, and unique among arrays and disks.
+    pub name: String,
+    /// Which disk: the same rules as an array's `disks`, matching exactly one.
+    #[serde(rename = "match")]
+    pub disk: DiskMatch,
+    /// The partition number holding the filesystem; unset when the whole
+    /// disk is the filesystem or exactly one partition holds one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<u32>,
+    /// The filesystem the disk is expected to hold. Optional: when set, the
+    /// image builder checks that the board can mount it and stages what it
+    /// needs, and setup refuses a disk that holds another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<KeptFilesystem>,
+    pub mount: String,
+    /// Must be `true`: the entry's whole point is that nothing on the disk
+    /// is erased, and saying so is how a reader of the recipe knows.
+    pub keep: bool,
 }

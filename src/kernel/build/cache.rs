@@ -2,17 +2,13 @@
 //! source digest, the defconfig and the fragments' settings.
 
 use super::digest::sha256_file;
+use super::kernels_dir;
 use super::source::source_digest;
 use super::spec::{BuildSpec, Defconfig, KernelSource};
 use super::{ARCH, FORMAT, LOCALVERSION};
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-
-/// Everything nasforge keeps for kernels: sources, builds, work trees.
-pub(super) fn kernels_dir(cache: &Path) -> PathBuf {
-    cache.join("kernels")
-}
 
 /// The cache key of a build: source digest, defconfig (its content for a
 /// file) and every fragment's settings, in order. Comments in fragments

@@ -3,7 +3,7 @@
 //! check that every fragment value survived.
 
 use super::ARCH;
-use super::cache::kernels_dir;
+use super::kernels_dir;
 use super::make::{Make, check_tools};
 use super::source::prepare_source;
 use super::spec::{BuildSpec, Defconfig};

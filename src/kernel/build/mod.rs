@@ -35,7 +35,7 @@ use crate::io::lock::Lock;
 use crate::kernel::fragments::{self, Fragment};
 use crate::kernel::kconfig::Config;
 use anyhow::Result;
-use cache::{kernels_dir, locate};
+use cache::locate;
 use configure::configure;
 pub(crate) use make::tool;
 use make::{Make, check_tools};
@@ -261,4 +261,9 @@ fn finish(
         cached: false,
         timings,
     })
+}
+
+/// Everything nasforge keeps for kernels: sources, builds, work trees.
+fn kernels_dir(cache: &Path) -> PathBuf {
+    cache.join("kernels")
 }

@@ -2,8 +2,8 @@
 //! sha256-checked), a local tarball (unpacked once per digest), or a local
 //! tree (built out of tree, never touched).
 
-use super::cache::kernels_dir;
 use super::digest::{sha256_file, tree_digest};
+use super::kernels_dir;
 use super::say;
 use super::spec::{BuildSpec, KernelSource};
 use crate::io::lock::Lock;
