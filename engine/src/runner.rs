@@ -123,14 +123,13 @@ impl SystemRunner {
         Ok(stdout)
     }
 
+    /// Runs `cmd` as [`Ask::query`] does, logged, its answer as a tuple.
     fn spawn(&mut self, cmd: &Cmd) -> Result<(i32, String, String), RunError> {
-        self.log(&format!("$ {cmd}\n"));
         let Query {
             status,
             stdout,
             stderr,
-        } = System.query(cmd)?;
-        self.log(&format!("{stdout}{stderr}[exit status {status}]\n"));
+        } = self.query(cmd)?;
         Ok((status, stdout, stderr))
     }
 
