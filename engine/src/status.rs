@@ -14,9 +14,10 @@ pub use care::{Scrub, SelfTest, SelfTestLog};
 pub use usb::{PowerStatus, UsbDiskStatus};
 pub use zfs::PoolStatus;
 
-use crate::clock::{minutes_text, utc};
+use crate::clock::utc;
 use crate::journal::Journal;
 use crate::machine::disks::Host;
+use crate::machine::md::{self, SyncProgress, mdstat::Listed};
 use crate::machine::mounts::Mounts;
 use crate::runner::Runner;
 use crate::size::Size;
@@ -96,10 +97,8 @@ pub struct ArrayStatus {
     pub expected: usize,
     pub working: usize,
     pub degraded: bool,
-    /// resync / recovery / check / reshape in progress, with percent done.
-    pub sync: Option<(String, f32)>,
-    /// md's estimate of the minutes that operation still needs (`finish=`).
-    pub finish_minutes: Option<f32>,
+    /// The rebuild, reshape, resync or scrub md is running.
+    pub sync: Option<SyncProgress>,
     /// None for levels without redundancy to scrub, or where md says nothing.
     pub scrub: Option<Scrub>,
     /// Hot spares: members md holds idle, `(S)` in mdstat.
@@ -146,87 +145,25 @@ pub struct DiskHealth {
     pub self_test: Option<SelfTestLog>,
 }
 
-/// Parses /proc/mdstat.
-pub fn parse_mdstat(text: &str) -> Vec<ArrayStatus> {
-    let mut arrays: Vec<ArrayStatus> = Vec::new();
-    for line in text.lines() {
-        if let Some((device, rest)) = line.split_once(" : ")
-            && device.starts_with("md")
-        {
-            let mut words = rest.split_whitespace().peekable();
-            let active = words.next() == Some("active");
-            let level = words
-                .next_if(|w| w.starts_with("raid") || *w == "linear")
-                .map(str::to_string);
-            // The members: `sdb1[0]`, `sdp1[7](S)` for a spare, `md127[0]`
-            // for a leg.
-            let members: Vec<&str> = words.filter(|w| w.contains('[')).collect();
-            arrays.push(ArrayStatus {
-                device: device.trim().to_string(),
-                name: None,
-                active,
-                level,
-                expected: 0,
-                working: 0,
-                degraded: false,
-                sync: None,
-                finish_minutes: None,
-                scrub: None,
-                spares: members.iter().filter(|m| m.ends_with("(S)")).count(),
-                legs: legs_in_order(&members),
-                weak_legs: Vec::new(),
-            });
-            continue;
-        }
-        let Some(array) = arrays.last_mut() else {
-            continue;
-        };
-        let trimmed = line.trim();
-        if trimmed.contains(" blocks") {
-            // raid0 has no [n/m] counts: all members are needed and present.
-            if let Some(counts) = trimmed
-                .split_whitespace()
-                .find(|w| w.starts_with('[') && w.contains('/'))
-            {
-                let inner = counts.trim_matches(['[', ']']);
-                if let Some((e, w)) = inner.split_once('/') {
-                    array.expected = e.parse().unwrap_or(0);
-                    array.working = w.parse().unwrap_or(0);
-                    array.degraded = array.working < array.expected;
-                }
-            }
-        }
-        for kind in ["resync", "recovery", "check", "reshape", "repair"] {
-            if let Some(rest) = trimmed.split_once(&format!("{kind} =")).map(|(_, r)| r)
-                && let Some(pct) = rest
-                    .split('%')
-                    .next()
-                    .and_then(|p| p.trim().parse::<f32>().ok())
-            {
-                array.sync = Some((kind.to_string(), pct));
-                array.finish_minutes = rest
-                    .split_once("finish=")
-                    .and_then(|(_, f)| f.split("min").next())
-                    .and_then(|m| m.trim().parse().ok());
-            }
+impl ArrayStatus {
+    /// The array as md lists it and what md is doing to it; its name, legs'
+    /// names, weak legs and scrub are filled in by [`read_arrays`].
+    fn new(listed: Listed, sync: Option<SyncProgress>) -> ArrayStatus {
+        ArrayStatus {
+            degraded: listed.degraded(),
+            device: listed.device,
+            name: None,
+            active: listed.active,
+            level: listed.level,
+            expected: listed.expected,
+            working: listed.working,
+            sync,
+            scrub: None,
+            spares: listed.spares,
+            legs: listed.legs,
+            weak_legs: Vec::new(),
         }
     }
-    arrays
-}
-
-/// The md members of an array's mdstat line (`md126[1] md127[0]`), in
-/// the order of their slots.
-fn legs_in_order(members: &[&str]) -> Vec<String> {
-    let mut legs: Vec<(usize, &str)> = members
-        .iter()
-        .filter(|m| m.starts_with("md"))
-        .filter_map(|m| {
-            let (name, rest) = m.split_once('[')?;
-            Some((rest.split(']').next()?.parse().ok()?, name))
-        })
-        .collect();
-    legs.sort();
-    legs.into_iter().map(|(_, name)| name.to_string()).collect()
 }
 
 /// Summary of smartctl's JSON output (`smartctl --json -a`).
@@ -256,11 +193,16 @@ fn statvfs(path: &Path) -> Option<(Size, Size)> {
     Some((Size(size), Size(used)))
 }
 
-/// The md arrays in /proc/mdstat, with their names from /dev/md and their
-/// last scrub from sysfs.
+/// The md arrays in /proc/mdstat, with their names from /dev/md and what
+/// md is doing and last scrubbed from sysfs.
 pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
-    let mut arrays =
-        parse_mdstat(&std::fs::read_to_string(host.path("/proc/mdstat")).unwrap_or_default());
+    let mut arrays: Vec<ArrayStatus> = md::mdstat::listed(host)
+        .into_iter()
+        .map(|listed| {
+            let sync = md::sync_progress(&md::md_dir(host, &listed.device));
+            ArrayStatus::new(listed, sync)
+        })
+        .collect();
     let names = crate::machine::disks::md_names(host);
     let name_of = |device: &str| {
         names
@@ -497,23 +439,11 @@ impl ArrayStatus {
                 "degraded ({} of {} members)",
                 self.working, self.expected
             ));
-        } else if self.sync.as_ref().is_none_or(|(kind, _)| kind != "resync") {
+        } else if self.sync.as_ref().is_none_or(|s| s.action != "resync") {
             words.push("healthy".to_string());
         }
-        if let Some((kind, pct)) = &self.sync {
-            let doing = match kind.as_str() {
-                "recovery" => "rebuilding",
-                "resync" => "resyncing",
-                "reshape" => "reshaping",
-                "check" => "scrubbing",
-                "repair" => "repairing",
-                other => other,
-            };
-            let left = self
-                .finish_minutes
-                .map(|m| format!(" (about {} left)", minutes_text(m)))
-                .unwrap_or_default();
-            words.push(format!("{doing} {pct:.0}%{left}"));
+        if let Some(sync) = &self.sync {
+            words.push(sync.to_string());
         }
         words.join(", ")
     }
@@ -608,32 +538,33 @@ mod tests {
         );
     }
 
-    #[test]
-    fn reads_a_degraded_recovering_raid5_and_a_raid0() {
-        let mdstat = "Personalities : [raid0] [raid6] [raid5] [raid4]\n\
-md126 : active raid0 sdd1[1] sdc1[0]\n      1953260544 blocks super 1.2 512k chunks\n      \n\
-md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [=>...................]  recovery =  8.5% (89088/1046528) finish=0.5min speed=29696K/sec\n      bitmap: 0/1 pages [0KB], 65536KB chunk\n\nunused devices: <none>\n";
-        let arrays = parse_mdstat(mdstat);
-        assert_eq!(arrays.len(), 2);
-        assert_eq!(arrays[0].level.as_deref(), Some("raid0"));
-        assert!(!arrays[0].degraded);
-        let r5 = &arrays[1];
-        assert_eq!(
-            (r5.device.as_str(), r5.expected, r5.working, r5.degraded),
-            ("md127", 3, 2, true)
-        );
-        assert_eq!(r5.sync, Some(("recovery".to_string(), 8.5)));
-        assert_eq!(r5.finish_minutes, Some(0.5));
-        assert_eq!(arrays[0].finish_minutes, None);
+    /// The arrays in `mdstat`, idle unless a test says what md is doing.
+    fn parse_mdstat(mdstat: &str) -> Vec<ArrayStatus> {
+        md::mdstat::parse(mdstat)
+            .into_iter()
+            .map(|listed| ArrayStatus::new(listed, None))
+            .collect()
+    }
+
+    fn doing(action: &str, percent: f32, minutes_left: f32) -> Option<SyncProgress> {
+        Some(SyncProgress {
+            action: action.into(),
+            percent,
+            minutes_left: Some(minutes_left),
+        })
     }
 
     #[test]
     fn the_status_says_how_long_a_resync_has_left() {
         let status = Status {
             setup: Setup::NotStarted,
-            arrays: parse_mdstat(
-                "md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/3] [UUU]\n      [=>...................]  resync =  8.5% (89088/1046528) finish=75.2min speed=29696K/sec\n",
-            ),
+            arrays: vec![ArrayStatus {
+                sync: doing("resync", 8.5, 75.2),
+                ..parse_mdstat(
+                    "md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/3] [UUU]\n      [=>...................]  resync =  8.5% (89088/1046528) finish=75.2min speed=29696K/sec\n",
+                )
+                .remove(0)
+            }],
             pools: vec![],
             filesystems: vec![],
             shares: vec![],
@@ -656,6 +587,13 @@ md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 lev
     #[test]
     fn an_array_is_healthy_degraded_rebuilding_or_reshaping() {
         let words = |mdstat: &str| parse_mdstat(mdstat)[0].state_words();
+        let words_doing = |mdstat: &str, sync: Option<SyncProgress>| {
+            ArrayStatus {
+                sync,
+                ..parse_mdstat(mdstat).remove(0)
+            }
+            .state_words()
+        };
         assert_eq!(
             words(
                 "md127 : active raid5 sdc1[2] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/3] [UUU]\n"
@@ -669,14 +607,16 @@ md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 lev
             "degraded (2 of 3 members)"
         );
         assert_eq!(
-            words(
-                "md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [========>............]  recovery = 45.0% (471040/1046528) finish=2.6min speed=3627K/sec\n"
+            words_doing(
+                "md127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [========>............]  recovery = 45.0% (471040/1046528) finish=2.6min speed=3627K/sec\n",
+                doing("recover", 45.0, 2.6)
             ),
             "degraded (2 of 3 members), rebuilding 45% (about 3 min left)"
         );
         assert_eq!(
-            words(
-                "md127 : active raid5 sdd1[4] sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [4/4] [UUUU]\n      [==>..................]  reshape = 12.5% (130816/1046528) finish=10.1min speed=1507K/sec\n"
+            words_doing(
+                "md127 : active raid5 sdd1[4] sdc1[3] sdb1[1] sda1[0]\n      2093056 blocks super 1.2 level 5, 512k chunk, algorithm 2 [4/4] [UUUU]\n      [==>..................]  reshape = 12.5% (130816/1046528) finish=10.1min speed=1507K/sec\n",
+                doing("reshape", 12.5, 10.1)
             ),
             "healthy, reshaping 12% (about 11 min left)"
         );

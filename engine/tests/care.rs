@@ -424,7 +424,10 @@ fn levels_that_cannot_grow_and_busy_or_degraded_arrays_are_refused() {
     let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
     set(&board, "sync_action", "check");
     set(&board, "sync_completed", "100 / 1000");
-    assert!(refusal(grow(&board, &journal, &["sdd"], &[])).contains("'data' is busy (check 10%)"));
+    assert!(
+        refusal(grow(&board, &journal, &["sdd"], &[]))
+            .contains("'data' is busy, scrubbing 10%: wait")
+    );
     set(&board, "sync_action", "idle");
     fail(&board, "sda1");
     assert!(
@@ -522,7 +525,10 @@ fn a_rebuild_is_followed_with_progress_and_an_estimate_until_it_ends() {
         &mut |line| said.push(line.to_string()),
     )
     .unwrap();
-    assert_eq!(said, ["rebuild 46% (about 3 min left)", "rebuild finished"]);
+    assert_eq!(
+        said,
+        ["rebuilding 46% (about 3 min left)", "rebuild finished"]
+    );
 }
 
 #[test]

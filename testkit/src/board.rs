@@ -36,6 +36,21 @@ impl Board {
     }
 }
 
+/// md at work on array `kernel` (`md127`) as sysfs shows it: `action`
+/// (`recover`, `reshape`, `check`...) `done` of `total` sectors at `speed`
+/// KiB/s. Exact counts: 3,600,000,000 KiB left at 100,000 KiB/s is 600 min.
+pub fn md_at_work(host: &Host, kernel: &str, action: &str, done: u64, total: u64, speed: u64) {
+    let md = host.path("/sys/block").join(kernel).join("md");
+    fs::create_dir_all(&md).unwrap();
+    for (name, value) in [
+        ("sync_action", action.to_string()),
+        ("sync_completed", format!("{done} / {total}")),
+        ("sync_speed", speed.to_string()),
+    ] {
+        fs::write(md.join(name), value + "\n").unwrap();
+    }
+}
+
 /// The fixture tree read in place, device nodes in a temporary directory.
 pub fn board(name: &str) -> Board {
     board_with_nodes(name, "dev.txt")

@@ -214,6 +214,15 @@ fn status_reports_arrays_filesystems_and_shares_and_writes_the_boot_file() {
         "Personalities : [raid6] [raid5] [raid4]\nmd127 : active raid5 sdd1[4] sdc1[2] sdb1[1] sda1[0]\n      11720653824 blocks super 1.2 level 5, 512k chunk, algorithm 2 [4/3] [UUU_]\n      [>....................]  recovery =  2.4% (95232/3906884608) finish=600.0min speed=108000K/sec\n      bitmap: 0/30 pages [0KB], 65536KB chunk\n\nunused devices: <none>\n",
     )
     .unwrap();
+    // 2.4% done, 3,600,000,000 KiB left at 100,000 KiB/s: ten hours.
+    common::md_at_work(
+        &board.host,
+        "md127",
+        "recover",
+        177_000_000,
+        7_377_000_000,
+        100_000,
+    );
     std::fs::create_dir_all(board.node("md")).unwrap();
     std::os::unix::fs::symlink("../md127", board.node("md/data")).unwrap();
     let root = board.host.root.to_str().unwrap().to_string();

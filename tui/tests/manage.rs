@@ -4,12 +4,13 @@
 
 use nasforge_testkit::board as common;
 
+use nasforge_engine::machine::md::SyncProgress;
 use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::size::Size;
 use nasforge_engine::spec::{Level, Share, Smb};
 use nasforge_engine::steps::{Action, Cmd, Guard, Step};
 use nasforge_setup::wizard::manage::model::{
-    ArrayView, Candidate, DiskView, FilesystemView, Overview, Sync, SyncKind,
+    ArrayView, Candidate, DiskView, FilesystemView, Overview,
 };
 use nasforge_setup::wizard::manage::{
     self, Effect, Erases, ManageAction, ManageScreen, Manager, Msg, Planned, StepEvent,
@@ -219,15 +220,15 @@ fn the_replace_review_needs_the_data_disk_typed_before_it_runs() {
 #[test]
 fn a_rebuild_shows_its_percent_and_estimate_and_offers_no_second_replace() {
     let mut overview = degraded_raid5();
-    overview.arrays[0].sync = Some(Sync {
-        kind: SyncKind::Recovery,
+    overview.arrays[0].sync = Some(SyncProgress {
+        action: "recover".into(),
         percent: 45.0,
         minutes_left: Some(2.4),
     });
     let m = Manager::new(overview, "pinas".into(), PLAIN, false);
     let shown = screen(&m);
     assert!(
-        shown.contains("rebuilding 45%, about 3 min left") && !shown.contains("Replace"),
+        shown.contains("rebuilding 45% (about 3 min left)") && !shown.contains("Replace"),
         "{shown}"
     );
 }

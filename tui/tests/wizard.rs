@@ -484,6 +484,15 @@ fn running_setup(board: &common::Board, done: usize) -> (Wizard, Handoff) {
         "Personalities : [raid6] [raid5] [raid4]\nmd127 : active raid5 sdc1[3] sdb1[1] sda1[0]\n      7813771264 blocks super 1.2 level 5, 512k chunk, algorithm 2 [3/2] [UU_]\n      [=>...................]  recovery =  8.5% (332085248/3906885632) finish=412.3min speed=144500K/sec\n      bitmap: 0/30 pages [0KB], 65536KB chunk\n\nunused devices: <none>\n",
     )
     .unwrap();
+    // The 8.5% of the mdstat above, 412.3 min left at md's speed.
+    common::md_at_work(
+        host,
+        "md127",
+        "recover",
+        664_170_496,
+        7_813_771_264,
+        144_500,
+    );
     std::fs::create_dir_all(host.dev_path("/dev/md")).unwrap();
     std::os::unix::fs::symlink("../md127", host.dev_path("/dev/md/data")).unwrap();
     let mut runner = RecordingRunner::default();
@@ -505,7 +514,7 @@ fn progress_shows_the_steps_the_output_and_the_resync() {
     assert_eq!(w.screen, Screen::Progress);
     let shown = screen(&w);
     insta::assert_snapshot!("progress", shown);
-    assert!(shown.contains("data: recovery") && shown.contains("8.5%, about 6 h 53 min left"));
+    assert!(shown.contains("data: [##") && shown.contains("rebuilding 8% (about 6 h 53 min left)"));
     assert!(matches!(key(&mut w, Enter), Effect::None), "not done yet");
     assert_eq!(w.screen, Screen::Progress);
     assert!(

@@ -142,7 +142,7 @@ fn check_growable(array: &ArraySurvey) -> Result<(), CareError> {
     }
     if let Some(sync) = &array.sync {
         return refuse(format!(
-            "'{}' is busy ({sync}): wait for it to finish",
+            "'{}' is busy, {sync}: wait for it to finish",
             array.name
         ));
     }

@@ -1,6 +1,11 @@
 //! What md says about an assembled array, read from sysfs
 //! (`/sys/block/mdX/md/`): its geometry, how far a rebuild or reshape has
-//! got, and the state of each member.
+//! got, and the state of each member; which arrays exist is listed in
+//! [`mdstat`]. Every screen and report reads md through here and words
+//! its progress with [`SyncProgress`]'s `Display`, so two of them never
+//! disagree.
+
+pub mod mdstat;
 
 use crate::machine::disks::{self, Host};
 use crate::machine::sysfs::{read_trimmed, read_u64};
@@ -27,12 +32,30 @@ impl SyncProgress {
             other => other,
         }
     }
+
+    /// The work as it goes on: "rebuilding", "scrubbing".
+    pub fn doing(&self) -> &str {
+        match self.action.as_str() {
+            "recover" => "rebuilding",
+            "resync" => "resyncing",
+            "reshape" => "reshaping",
+            "check" => "scrubbing",
+            "repair" => "repairing",
+            other => other,
+        }
+    }
+}
+
+/// A percentage done as every report words it: whole percents, rounded
+/// down so that 100% means finished.
+pub fn percent_text(percent: f32) -> String {
+    format!("{:.0}%", percent.floor())
 }
 
 impl std::fmt::Display for SyncProgress {
-    /// "rebuild 45% (about 3 min left)"
+    /// "rebuilding 45% (about 3 min left)"
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {:.0}%", self.what(), self.percent.floor())?;
+        write!(f, "{} {}", self.doing(), percent_text(self.percent))?;
         if let Some(minutes) = self.minutes_left {
             write!(f, " (about {} left)", crate::clock::minutes_text(minutes))?;
         }
@@ -134,10 +157,27 @@ pub fn md_dir(host: &Host, kernel: &str) -> PathBuf {
     host.path("/sys/block").join(kernel).join("md")
 }
 
+/// md's `sync_action` for the array whose md directory is `dir`: `idle`,
+/// or the operation running; None for arrays without redundancy (raid0,
+/// linear), which have no sync operations.
+pub fn sync_action(dir: &Path) -> Option<String> {
+    read_trimmed(&dir.join("sync_action"))
+}
+
+/// The last sync operation md finished on the array (`last_sync_action`)
+/// and the sectors it found differing (`mismatch_cnt`). md keeps these in
+/// memory only: after a boot there is none.
+pub fn last_sync(dir: &Path) -> Option<(String, u64)> {
+    Some((
+        read_trimmed(&dir.join("last_sync_action"))?,
+        read_u64(&dir.join("mismatch_cnt")).unwrap_or(0),
+    ))
+}
+
 /// The operation running on the array whose md directory is `dir`; None
 /// when md is idle (or about to start, `delayed`).
 pub fn sync_progress(dir: &Path) -> Option<SyncProgress> {
-    let action = read_trimmed(&dir.join("sync_action"))?;
+    let action = sync_action(dir)?;
     if action == "idle" || action == "frozen" {
         return None;
     }

@@ -3,6 +3,7 @@
 //! md array (from md's sysfs attributes).
 
 use crate::machine::disks::Host;
+use crate::machine::md;
 use serde::Serialize;
 
 /// One entry of a disk's self-test log.
@@ -101,40 +102,24 @@ pub enum Scrub {
 
 const SCRUBS: [&str; 2] = ["check", "repair"];
 
-/// The scrub of `/sys/block/<device>/md`; None when md has no sync
-/// attributes there (raid0 and linear have nothing to scrub).
+/// The scrub of md array `device` (`md127`); None when md has no sync
+/// operations for it (raid0 and linear have nothing to scrub).
 pub fn read_scrub(host: &Host, device: &str) -> Option<Scrub> {
-    let md = host.path(&format!("/sys/block/{device}/md"));
-    let read = |name: &str| {
-        std::fs::read_to_string(md.join(name))
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
-    let now = read("sync_action")?;
+    let dir = md::md_dir(host, device);
+    let now = md::sync_action(&dir)?;
     if SCRUBS.contains(&now.as_str()) {
-        let percent = read("sync_completed").and_then(|c| completed_percent(&c));
         return Some(Scrub::Running {
+            percent: md::sync_progress(&dir).map(|p| p.percent),
             action: now,
-            percent,
         });
     }
-    match read("last_sync_action") {
-        Some(last) if SCRUBS.contains(&last.as_str()) => Some(Scrub::Finished {
+    match md::last_sync(&dir) {
+        Some((last, mismatches)) if SCRUBS.contains(&last.as_str()) => Some(Scrub::Finished {
             action: last,
-            mismatches: read("mismatch_cnt")
-                .and_then(|m| m.parse().ok())
-                .unwrap_or(0),
+            mismatches,
         }),
         _ => Some(Scrub::Never),
     }
-}
-
-/// md's `sync_completed`, "done / total" in sectors, as a percentage.
-fn completed_percent(text: &str) -> Option<f32> {
-    let (done, total) = text.split_once('/')?;
-    let done: f64 = done.trim().parse().ok()?;
-    let total: f64 = total.trim().parse().ok()?;
-    (total > 0.0).then(|| (done * 100.0 / total) as f32)
 }
 
 impl Scrub {
@@ -144,7 +129,7 @@ impl Scrub {
             Scrub::Running {
                 action,
                 percent: Some(p),
-            } => format!("last scrub: {action} running {p:.0}%"),
+            } => format!("last scrub: {action} running {}", md::percent_text(*p)),
             Scrub::Running {
                 action,
                 percent: None,

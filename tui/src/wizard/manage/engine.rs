@@ -4,7 +4,7 @@
 //! as `nasforge-setup replace|grow|apply|user|alert` run them.
 
 use super::care::{Care, ManageAction, Planned, StepEvent};
-use super::model::{ArrayView, Candidate, DiskView, FilesystemView, Overview, Sync, SyncKind};
+use super::model::{ArrayView, Candidate, DiskView, FilesystemView, Overview};
 use nasforge_engine::alerts::{self, Event as Alert, Kind as AlertKind};
 use nasforge_engine::apply::{self, ApplyPlan, users};
 use nasforge_engine::care::{self, ArraySurvey, Fit, GrowRequest, MemberState, ReplaceRequest};
@@ -56,16 +56,6 @@ fn view_of(array: &ArraySurvey) -> ArrayView {
             .map(disk)
             .collect()
     };
-    let sync = array.sync.as_ref().map(|s| Sync {
-        kind: match s.action.as_str() {
-            "recover" => SyncKind::Recovery,
-            "reshape" => SyncKind::Reshape,
-            "check" | "repair" => SyncKind::Check,
-            _ => SyncKind::Resync,
-        },
-        percent: s.percent,
-        minutes_left: s.minutes_left,
-    });
     let candidates = array
         .candidates
         .iter()
@@ -91,7 +81,7 @@ fn view_of(array: &ArraySurvey) -> ArrayView {
         expected: array.expected,
         working: array.working,
         degraded: array.degraded,
-        sync,
+        sync: array.sync.clone(),
         members,
         failed: with(MemberState::Failed),
         missing: with(MemberState::Missing),

@@ -3,7 +3,7 @@
 //! one place that builds it, [`super::Care::overview`], is a field-by-field
 //! copy; the screens only read it.
 
-use nasforge_engine::clock::minutes_text;
+use nasforge_engine::machine::md::SyncProgress;
 use nasforge_engine::size::Size;
 use nasforge_engine::spec::{Level, Share};
 
@@ -29,7 +29,7 @@ pub struct ArrayView {
     pub expected: usize,
     pub working: usize,
     pub degraded: bool,
-    pub sync: Option<Sync>,
+    pub sync: Option<SyncProgress>,
     /// Members present and working.
     pub members: Vec<DiskView>,
     /// Members md marks faulty but that are still attached.
@@ -42,22 +42,6 @@ pub struct ArrayView {
     /// Why this array cannot grow by adding disks (raid0, raid10, single);
     /// None when it can.
     pub cannot_grow: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncKind {
-    /// Rebuilding onto a replaced member.
-    Recovery,
-    Reshape,
-    Resync,
-    Check,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sync {
-    pub kind: SyncKind,
-    pub percent: f32,
-    pub minutes_left: Option<f32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,20 +109,10 @@ impl ArrayView {
     }
 
     /// "healthy", "degraded: missing WDC WD40EFRX (WD-…3)",
-    /// "rebuilding 45%, about 3 min left", "reshaping 10%".
+    /// "rebuilding 45% (about 3 min left)", "reshaping 10%".
     pub fn health(&self) -> (String, Tone) {
         if let Some(sync) = &self.sync {
-            let word = match sync.kind {
-                SyncKind::Recovery => "rebuilding",
-                SyncKind::Reshape => "reshaping",
-                SyncKind::Resync => "syncing",
-                SyncKind::Check => "checking",
-            };
-            let left = sync
-                .minutes_left
-                .map(|m| format!(", about {} left", minutes_text(m)))
-                .unwrap_or_default();
-            return (format!("{word} {:.0}%{left}", sync.percent), Tone::Busy);
+            return (sync.to_string(), Tone::Busy);
         }
         if !self.degraded {
             return ("healthy".into(), Tone::Good);

@@ -10,7 +10,6 @@
 use super::Help;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Wizard};
-use nasforge_engine::clock::minutes_text;
 use nasforge_engine::planner::{ArrayPlan, Plan};
 use nasforge_engine::spec::{Level, Share};
 use ratatui::Frame;
@@ -79,14 +78,10 @@ fn text(w: &Wizard, plan: &Plan) -> Lines {
 fn still_syncing(w: &Wizard) -> Lines {
     let mut out = Lines::new();
     for a in w.progress.iter().flat_map(|p| &p.arrays) {
-        if let Some((kind, pct)) = &a.sync {
-            let eta = a
-                .finish_minutes
-                .map(|m| format!(", about {} left", minutes_text(m)))
-                .unwrap_or_default();
+        if let Some(sync) = &a.sync {
             out.push((
                 format!(
-                    "{} is still building its redundancy ({kind} {pct:.1}%{eta}); it can be used meanwhile.",
+                    "{} is still building its redundancy, {sync}; it can be used meanwhile.",
                     a.name.as_deref().unwrap_or(&a.device)
                 ),
                 Style::new(),

@@ -5,7 +5,6 @@
 use super::Help;
 use crate::wizard::input::{Nav, nav};
 use crate::wizard::{Effect, Screen, Wizard};
-use nasforge_engine::clock::minutes_text;
 use nasforge_engine::image_files::SETUP_SERVICE;
 use nasforge_engine::journal::Journal;
 use nasforge_engine::setup;
@@ -216,17 +215,13 @@ fn resync(w: &Wizard) -> String {
         .iter()
         .flat_map(|p| &p.arrays)
         .filter_map(|a| {
-            let (kind, pct) = a.sync.as_ref()?;
+            let sync = a.sync.as_ref()?;
             let name = a.name.as_deref().unwrap_or(&a.device);
-            let eta = a
-                .finish_minutes
-                .map(|m| format!(", about {} left", minutes_text(m)))
-                .unwrap_or_default();
-            let filled = (*pct / 5.0).round() as usize;
+            let filled = ((sync.percent / 5.0).round() as usize).min(20);
             Some(format!(
-                "{name}: {kind} [{}{}] {pct:.1}%{eta}",
-                "#".repeat(filled.min(20)),
-                "-".repeat(20 - filled.min(20))
+                "{name}: [{}{}] {sync}",
+                "#".repeat(filled),
+                "-".repeat(20 - filled)
             ))
         })
         .collect();
