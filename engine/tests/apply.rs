@@ -3,13 +3,13 @@
 //! users whose passwords never reach a journal or a command line.
 
 use nasforge_testkit::board as common;
+use nasforge_testkit::finished;
 
 use nasforge_engine::apply::{self, ApplyError, users};
-use nasforge_engine::journal::{self, Journal, StepRecord};
+use nasforge_engine::journal::{self, Journal};
 use nasforge_engine::machine::disks::Host;
 use nasforge_engine::operation;
 use nasforge_engine::runner::RecordingRunner;
-use nasforge_engine::setup;
 use nasforge_engine::shares::{samba, smbpasswd};
 use nasforge_engine::spec::DeviceRecipe;
 use std::path::Path;
@@ -38,26 +38,7 @@ fn recipe(text: &str) -> DeviceRecipe {
 /// A board whose setup from `SET_UP` finished.
 fn set_up(manifest: &str) -> common::Board {
     let board = common::writable_copy_with_nodes("pi5-jmb585", manifest);
-    let r = recipe(SET_UP);
-    let prepared = setup::prepare(
-        &board.host,
-        Path::new("nasforge.toml"),
-        &r,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
-    let mut j = Journal::new(r, prepared.context, prepared.plan, prepared.steps);
-    j.done = j
-        .steps
-        .iter()
-        .map(|s| StepRecord {
-            id: s.id.clone(),
-            already_done: None,
-            at: 1,
-        })
-        .collect();
-    j.save(&board.host.path(journal::PATH)).unwrap();
+    finished::setup(&board.host, &recipe(SET_UP));
     board
 }
 

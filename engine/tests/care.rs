@@ -4,6 +4,7 @@
 
 use nasforge_testkit::board as common;
 use nasforge_testkit::care as care_support;
+use nasforge_testkit::finished;
 
 use care_support::{fail, pull, resize, set, set_up};
 use nasforge_engine::care::{
@@ -608,7 +609,7 @@ fn pc_raid60() -> (
     };
     (
         board,
-        Journal::new(recipe, context, plan, vec![]),
+        finished::mark(Journal::new(recipe, context, plan, vec![])),
         inventory,
     )
 }

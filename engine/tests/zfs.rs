@@ -3,6 +3,7 @@
 //! after a power cut, a share added later, and the pool in the status.
 
 use nasforge_testkit::board as common;
+use nasforge_testkit::finished;
 
 use common::{Board, with_zfs, zfs_answer, zfs_calls, zfs_output};
 use nasforge_engine::executor::{self, Event};
@@ -13,7 +14,7 @@ use nasforge_engine::planner::{self, Plan};
 use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::{self, Action, Check, Context, Step};
-use nasforge_engine::{care, setup, status};
+use nasforge_engine::{care, status};
 use std::path::Path;
 
 const RAIDZ1_TWO_SHARES: &str = r#"
@@ -598,19 +599,7 @@ fn admin_only() -> String {
 fn set_up(text: &str) -> (Board, Journal) {
     let board = common::writable_copy("pi5-jmb585");
     with_zfs(&board);
-    let r = recipe(text);
-    let prepared = setup::prepare(
-        &board.host,
-        Path::new("nasforge.toml"),
-        &r,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
-    let mut j = Journal::new(r, prepared.context, prepared.plan, prepared.steps);
-    j.done = common::done_before(&j.steps, j.steps.len());
-    j.finished = Some(1);
-    j.save(&board.host.path(journal::PATH)).unwrap();
+    let j = finished::setup(&board.host, &recipe(text));
     (board, j)
 }
 
@@ -674,14 +663,15 @@ fn a_share_added_later_on_a_pool_gets_its_dataset_from_apply() {
 #[test]
 fn the_status_shows_the_pool_its_scrub_errors_and_datasets() {
     let (board, c) = zfs_board();
-    let mut journal = Journal::new(
-        c.recipe.clone(),
-        c.context.clone(),
-        c.plan.clone(),
-        c.steps.clone(),
+    let journal = finished::save(
+        &board.host,
+        Journal::new(
+            c.recipe.clone(),
+            c.context.clone(),
+            c.plan.clone(),
+            c.steps.clone(),
+        ),
     );
-    journal.done = common::done_before(&c.steps, c.steps.len());
-    journal.finished = Some(1_796_000_000);
     let mut runner = RecordingRunner::default();
     runner.responses = vec![
         (

@@ -4,7 +4,8 @@
 //! (a member failed, a disk pulled, a rebuild under way).
 
 use crate::board::{self as common, Board};
-use nasforge_engine::journal::{self, Journal};
+use crate::finished;
+use nasforge_engine::journal::Journal;
 use nasforge_engine::planner;
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::Context;
@@ -47,10 +48,7 @@ pub fn set_up(level: &str, count: usize, filesystem: &str, nodes: &str) -> (Boar
         hostname: "nas".into(),
         fs_uuids: vec!["1b4e28ba-2fa1-11d2-883f-0016d3cca427".into()],
     };
-    let journal = Journal::new(recipe, context, plan, vec![]);
-    let path = board.host.path(journal::PATH);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    journal.save(&path).unwrap();
+    let journal = finished::save(&board.host, Journal::new(recipe, context, plan, vec![]));
     let members: Vec<String> = journal.plan.arrays[0]
         .members
         .iter()

@@ -2,10 +2,9 @@
 //! setup: the plan is printed, and nothing is changed there.
 
 use nasforge_testkit::board as common;
+use nasforge_testkit::finished;
 
-use nasforge_engine::journal::{self, Journal, StepRecord};
-use nasforge_engine::runner::RecordingRunner;
-use nasforge_engine::setup;
+use nasforge_engine::journal;
 use nasforge_engine::spec::DeviceRecipe;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -45,26 +44,10 @@ fn text(bytes: &[u8]) -> String {
 /// A Pi 5 fixture set up from `RECIPE`, with `on_boot` as its nasforge.toml.
 fn set_up(on_boot: &str) -> common::Board {
     let board = common::writable_copy("pi5-jmb585");
-    let recipe = DeviceRecipe::parse(RECIPE, Path::new("r.toml")).unwrap();
-    let prepared = setup::prepare(
+    finished::setup(
         &board.host,
-        Path::new("r.toml"),
-        &recipe,
-        &mut RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
-    let mut j = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
-    j.done = j
-        .steps
-        .iter()
-        .map(|s| StepRecord {
-            id: s.id.clone(),
-            already_done: None,
-            at: 1,
-        })
-        .collect();
-    j.save(&board.host.path(journal::PATH)).unwrap();
+        &DeviceRecipe::parse(RECIPE, Path::new("r.toml")).unwrap(),
+    );
     let boot = board.host.path("/boot/firmware");
     std::fs::create_dir_all(&boot).unwrap();
     std::fs::write(boot.join("nasforge.toml"), on_boot).unwrap();

@@ -1,9 +1,10 @@
 //! The nasforge-setup binary as first boot and a user run it.
 
 use nasforge_testkit::board as common;
+use nasforge_testkit::finished;
 
-use nasforge_engine::journal::{self, Journal, StepRecord};
-use nasforge_engine::setup::{self, COMPLETE_MARKER};
+use nasforge_engine::journal::{self, Journal};
+use nasforge_engine::setup::COMPLETE_MARKER;
 use nasforge_engine::spec::DeviceRecipe;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -158,26 +159,7 @@ fn recipe_errors_name_file_line_and_column_and_wizard_mode_is_not_run_unattended
 /// Writes a journal as a finished setup leaves it.
 fn finished_journal(board: &common::Board, recipe_text: &str) {
     let recipe = DeviceRecipe::parse(recipe_text, Path::new("r.toml")).unwrap();
-    let prepared = setup::prepare(
-        &board.host,
-        Path::new("r.toml"),
-        &recipe,
-        &mut nasforge_engine::runner::RecordingRunner::default(),
-        &mut |_| {},
-    )
-    .unwrap();
-    let mut j = Journal::new(recipe, prepared.context, prepared.plan, prepared.steps);
-    j.done = j
-        .steps
-        .iter()
-        .map(|s| StepRecord {
-            id: s.id.clone(),
-            already_done: None,
-            at: 1_800_000_000,
-        })
-        .collect();
-    j.finished = Some(1_800_000_000);
-    j.save(&board.host.path(journal::PATH)).unwrap();
+    finished::setup(&board.host, &recipe);
 }
 
 #[test]

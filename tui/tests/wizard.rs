@@ -3,6 +3,7 @@
 //! holds an ext4 filesystem "photos".
 
 use nasforge_testkit::board as common;
+use nasforge_testkit::finished;
 
 use nasforge_engine::journal::{self, Journal, StepRecord};
 use nasforge_engine::machine::zfs::ZfsSupport;
@@ -623,21 +624,12 @@ fn done_says_how_to_connect_and_what_to_do_when_a_disk_fails() {
 
 /// The wizard re-attached to the handoff's setup, every step done.
 fn attach_finished(w: &mut Wizard, handoff: &Handoff) {
-    let mut journal = Journal::new(
+    let journal = finished::mark(Journal::new(
         handoff.recipe.clone(),
         handoff.context.clone(),
         handoff.plan.clone(),
         handoff.steps.clone(),
-    );
-    journal.done = handoff
-        .steps
-        .iter()
-        .map(|s| StepRecord {
-            id: s.id.clone(),
-            already_done: None,
-            at: NOW,
-        })
-        .collect();
+    ));
     w.attach(service::Snapshot {
         journal: Ok(Some(journal)),
         service: None,
