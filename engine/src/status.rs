@@ -3,14 +3,14 @@
 //! filesystems (use), shares and disk health. Printed by `status`,
 //! and written to the boot partition so a user can read it from their
 //! workstation when the board has no screen. The disks' and arrays'
-//! routine care (self-tests, scrubs) is read in `care`, USB bridges and the
+//! routine checks (self-tests, scrubs) are read in `checks`, USB bridges and the
 //! board's power in `usb`.
 
-mod care;
+mod checks;
 mod usb;
 pub mod zfs;
 
-pub use care::{Scrub, SelfTest, SelfTestLog};
+pub use checks::{Scrub, SelfTest, SelfTestLog};
 pub use usb::{PowerStatus, UsbDiskStatus};
 pub use zfs::PoolStatus;
 
@@ -175,7 +175,7 @@ pub fn parse_smartctl(disk: &str, device: &str, json: &str) -> DiskHealth {
         passed: v.pointer("/smart_status/passed").and_then(|p| p.as_bool()),
         temperature_c: v.pointer("/temperature/current").and_then(|t| t.as_i64()),
         power_on_hours: v.pointer("/power_on_time/hours").and_then(|h| h.as_i64()),
-        self_test: care::last_self_test(&v),
+        self_test: checks::last_self_test(&v),
     }
 }
 
@@ -220,7 +220,7 @@ pub fn read_arrays(host: &Host) -> Vec<ArrayStatus> {
             .collect();
         let redundant = !matches!(a.level.as_deref(), Some("raid0" | "linear"));
         a.scrub = redundant
-            .then(|| care::read_scrub(host, &a.device))
+            .then(|| checks::read_scrub(host, &a.device))
             .flatten();
     }
     arrays

@@ -3,11 +3,11 @@
 //! returned; planning, setup and status live in the engine, so first boot
 //! and the wizard share them.
 
-mod alert;
-mod apply;
+mod cli;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use cli::{alert, apply, care};
 use nasforge_engine::executor::{self, Event};
 use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
@@ -19,8 +19,6 @@ use nasforge_engine::status::{self, Setup};
 use nasforge_setup::wizard::{self, Exit};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-mod care;
 
 /// First-boot storage setup for a nasforge NAS image.
 ///
@@ -215,8 +213,8 @@ fn alert_if_an_operation_failed(host: &Host, error: &anyhow::Error) {
 
 fn wizard(host: &Host, dry_run: bool) -> anyhow::Result<()> {
     // On a NAS already set up, the wizard opens its manage view instead.
-    let mut care = wizard::manage::engine::EngineCare::new(host);
-    let handoff = match wizard::run_with(host, dry_run, Some(&mut care))? {
+    let mut backend = nasforge_setup::manage::engine::EngineBackend::new(host);
+    let handoff = match wizard::run_with(host, dry_run, Some(&mut backend))? {
         Exit::Quit => return Ok(()),
         Exit::DryRun(handoff) => handoff,
     };

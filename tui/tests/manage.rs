@@ -9,14 +9,12 @@ use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::size::Size;
 use nasforge_engine::spec::{Level, Share, Smb};
 use nasforge_engine::steps::{Action, Cmd, Guard, Step};
-use nasforge_setup::wizard::manage::model::{
-    ArrayView, Candidate, DiskView, FilesystemView, Overview,
-};
-use nasforge_setup::wizard::manage::{
+use nasforge_setup::manage::model::{ArrayView, Candidate, DiskView, FilesystemView, Overview};
+use nasforge_setup::manage::{
     self, Effect, Erases, ManageAction, ManageScreen, Manager, Msg, Planned, StepEvent,
 };
+use nasforge_setup::ui::theme::Theme;
 use nasforge_setup::wizard::screens::alerts::Field;
-use nasforge_setup::wizard::theme::Theme;
 use nasforge_setup::wizard::{self, Screen, Settings, Wizard, facts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

@@ -5,7 +5,7 @@
 use nasforge_testkit::board as common;
 
 use nasforge_engine::runner::RecordingRunner;
-use nasforge_setup::wizard::theme::Theme;
+use nasforge_setup::ui::theme::Theme;
 use nasforge_setup::wizard::{self, Msg, Screen, Settings, Wizard, facts};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

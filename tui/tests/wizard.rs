@@ -15,9 +15,9 @@ use nasforge_engine::spec::{
     Storage,
 };
 use nasforge_engine::{image_files, shares::samba, shares::smbpasswd};
+use nasforge_setup::ui::theme::Theme;
 use nasforge_setup::wizard::choices::LevelChoice;
 use nasforge_setup::wizard::screens::shares::Field;
-use nasforge_setup::wizard::theme::Theme;
 use nasforge_setup::wizard::{
     self, Effect, Handoff, Msg, Screen, Settings, Wizard, facts, service,
 };

@@ -9,9 +9,9 @@
 
 mod action;
 pub mod alerts;
-mod care;
 mod guard;
 mod shares;
+mod spindown;
 mod storage;
 pub mod usb;
 mod zfs;
@@ -149,7 +149,7 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     if !plan.arrays.is_empty() {
         steps.push(alerts::smartd_step(crate::spec::DEFAULT_TEMPERATURE));
     }
-    steps.extend(care::spin_down_step(plan));
+    steps.extend(spindown::spin_down_step(plan));
     steps
 }
 

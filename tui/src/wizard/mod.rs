@@ -16,16 +16,15 @@ pub mod alerts;
 pub mod choices;
 pub mod facts;
 pub mod hardware;
-pub mod input;
 pub mod kept;
-pub mod manage;
 pub mod screens;
-pub mod scroll;
 pub mod service;
-pub mod theme;
 
+use crate::manage;
+use crate::ui::input::is_quit;
+use crate::ui::theme::Theme;
+use crate::ui::{self, Notice, scroll};
 use facts::Facts;
-use input::is_quit;
 use nasforge_engine::machine::disks::{Disk, Host};
 use nasforge_engine::planner::Plan;
 use nasforge_engine::runner::{self, Runner};
@@ -33,15 +32,13 @@ use nasforge_engine::spec::{DeviceRecipe, Filesystem, Level, Share, Storage};
 use nasforge_engine::steps::{self, Context, Step};
 use nasforge_engine::{journal, shares::smbpasswd};
 use ratatui::Frame;
-use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Padding, Paragraph};
+use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
+use ratatui::layout::Rect;
+use ratatui::text::Line;
 use screens::{alerts as alerts_screen, disks, done, layout, progress, review, shares, welcome};
 use service::{Snapshot, StartError};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
-use theme::Theme;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Screen {
@@ -144,12 +141,6 @@ pub struct Settings {
     pub now: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
-    pub text: String,
-    pub error: bool,
-}
-
 pub struct Wizard {
     pub facts: Facts,
     pub settings: Settings,
@@ -232,17 +223,11 @@ impl Wizard {
     }
 
     pub fn error(&mut self, text: impl Into<String>) {
-        self.notice = Some(Notice {
-            text: text.into(),
-            error: true,
-        });
+        self.notice = Some(Notice::error(text));
     }
 
     pub fn info(&mut self, text: impl Into<String>) {
-        self.notice = Some(Notice {
-            text: text.into(),
-            error: false,
-        });
+        self.notice = Some(Notice::info(text));
     }
 
     /// The chosen disks, in discovery order.
@@ -395,60 +380,30 @@ impl Wizard {
 }
 
 pub fn draw(frame: &mut Frame, w: &Wizard) {
-    let theme = w.settings.theme;
-    // A notice gets the rows it needs, up to three, so no reason is cut off.
-    let notice_lines: Vec<String> = w.notice.as_ref().map_or(vec![String::new()], |n| {
-        scroll::wrap_hanging(&format!(" {}", n.text), frame.area().width as usize, 1)
-            .into_iter()
-            .take(3)
-            .collect()
+    let theme = &w.settings.theme;
+    ui::draw_frame(frame, title(w), w.notice.as_ref(), theme, |frame, area| {
+        draw_screen(frame, area, w)
     });
-    let [body, notice, help] = Layout::vertical([
-        Constraint::Fill(1),
-        Constraint::Length(notice_lines.len() as u16),
-        Constraint::Length(1),
-    ])
-    .areas(frame.area());
-    let block = Block::bordered()
-        .title(title(w))
-        .padding(Padding::horizontal(1));
-    let inner = block.inner(body);
-    frame.render_widget(block, body);
-    let keys = draw_screen(frame, inner, w);
-    if let Some(n) = &w.notice {
-        let style = if n.error { theme.error() } else { theme.good() };
-        let lines: Vec<Line> = notice_lines.into_iter().map(Line::raw).collect();
-        frame.render_widget(Paragraph::new(lines).style(style), notice);
-    }
-    frame.render_widget(Paragraph::new(help_bar(&keys, &theme)), help);
-    if theme.ascii {
-        theme::asciify(frame.buffer_mut());
-    }
 }
 
 /// The frame's title: the host, and which step of how many this is.
 fn title(w: &Wizard) -> Line<'static> {
-    let theme = &w.settings.theme;
     let step = match Screen::ALL.iter().position(|s| *s == w.screen) {
         Some(at) => format!("{}/{} {}", at + 1, Screen::ALL.len(), w.screen.title()),
         None => w.screen.title().to_string(),
     };
-    let mut title = vec![
-        Span::raw(" nasforge setup · "),
-        Span::raw(w.facts.hostname.clone()),
-        Span::raw(" · "),
-        Span::styled(step, theme.title()),
-        Span::raw(" "),
-    ];
-    if w.settings.dry_run {
-        title.push(Span::styled(" dry run ", theme.warning()));
-    }
-    Line::from(title)
+    ui::title(
+        "nasforge setup",
+        &w.facts.hostname,
+        step,
+        w.settings.dry_run,
+        &w.settings.theme,
+    )
 }
 
 /// Draws the current screen inside the frame; the keys it takes, for the
 /// help bar.
-fn draw_screen(frame: &mut Frame, area: Rect, w: &Wizard) -> screens::Help {
+fn draw_screen(frame: &mut Frame, area: Rect, w: &Wizard) -> ui::Help {
     match w.screen {
         Screen::Welcome => {
             welcome::draw(frame, area, w);
@@ -485,18 +440,6 @@ fn draw_screen(frame: &mut Frame, area: Rect, w: &Wizard) -> screens::Help {
     }
 }
 
-pub(crate) fn help_bar(keys: &screens::Help, theme: &Theme) -> Line<'static> {
-    let mut spans = Vec::new();
-    for (i, (key, what)) in keys.iter().enumerate() {
-        if i > 0 {
-            spans.push(Span::raw("  "));
-        }
-        spans.push(Span::styled(*key, theme.key()));
-        spans.push(Span::raw(format!(" {what}")));
-    }
-    Line::from(spans)
-}
-
 /// How the wizard ended.
 pub enum Exit {
     Quit,
@@ -509,12 +452,12 @@ pub fn run(host: &Host, dry_run: bool) -> anyhow::Result<Exit> {
     run_with(host, dry_run, None)
 }
 
-/// As [`run`]; on a NAS whose setup finished, `care` opens the manage view
+/// As [`run`]; on a NAS whose setup finished, `backend` opens the manage view
 /// instead of the setup's last screen.
 pub fn run_with(
     host: &Host,
     dry_run: bool,
-    care: Option<&mut dyn manage::Care>,
+    backend: Option<&mut dyn manage::Backend>,
 ) -> anyhow::Result<Exit> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         anyhow::bail!(
@@ -537,16 +480,17 @@ pub fn run_with(
     if journal::path(host).exists() {
         let snapshot = service::snapshot(host, runner.as_mut());
         let complete = matches!(&snapshot.journal, Ok(Some(j)) if j.is_complete());
-        if let (true, Some(care)) = (complete, care) {
-            manage::run(care, wizard.facts.hostname.clone(), wizard.settings.dry_run)?;
+        if let (true, Some(backend)) = (complete, backend) {
+            manage::run(
+                backend,
+                wizard.facts.hostname.clone(),
+                wizard.settings.dry_run,
+            )?;
             return Ok(Exit::Quit);
         }
         wizard.attach(snapshot);
     }
-    let mut terminal = ratatui::try_init()?;
-    let result = event_loop(&mut terminal, &mut wizard, host, runner.as_mut());
-    ratatui::restore();
-    result
+    ui::on_terminal(|terminal| event_loop(terminal, &mut wizard, host, runner.as_mut()))
 }
 
 fn event_loop(
@@ -563,12 +507,7 @@ fn event_loop(
             last_reading = Some(Instant::now());
         }
         terminal.draw(|frame| draw(frame, wizard))?;
-        // Wake up now and then to re-read the progress; a resize redraws
-        // at the new size on the next pass.
-        if !event::poll(Duration::from_millis(250))? {
-            continue;
-        }
-        let Event::Key(key) = event::read()? else {
+        let Some(key) = ui::next_key()? else {
             continue;
         };
         match wizard.update(Msg::Key(key)) {

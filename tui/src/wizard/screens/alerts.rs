@@ -3,8 +3,8 @@
 //! them, or none (Enter on an empty form skips it).
 
 use super::Help;
+use crate::ui::input::{Nav, TextField, nav};
 use crate::wizard::alerts::{AlertChoices, Smtp, Tls, address_problem, url_problem};
-use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;

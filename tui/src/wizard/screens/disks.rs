@@ -10,8 +10,8 @@
 mod groups;
 
 use super::Help;
+use crate::ui::input::{Nav, nav};
 use crate::wizard::choices;
-use crate::wizard::input::{Nav, nav};
 use crate::wizard::kept::{self, Kept};
 use crate::wizard::{Effect, Screen, Wizard};
 use groups::Row as ListRow;

@@ -8,7 +8,7 @@
 //! would need a DNS entry nobody made.
 
 use super::Help;
-use crate::wizard::input::{Nav, nav};
+use crate::ui::input::{Nav, nav};
 use crate::wizard::{Effect, Wizard};
 use nasforge_engine::planner::{ArrayPlan, Plan};
 use nasforge_engine::spec::{Level, Share};

@@ -17,8 +17,8 @@
 //! that does not split evenly how many spares would split it.
 
 use super::Help;
+use crate::ui::input::{Nav, TextField, nav};
 use crate::wizard::choices::{self, DEFAULT_POOL, LevelChoice, LevelOption};
-use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::planner::ArrayPlan;

@@ -11,5 +11,4 @@ pub mod review;
 pub mod shares;
 pub mod welcome;
 
-/// A help-bar entry: the key and what it does.
-pub type Help = Vec<(&'static str, &'static str)>;
+pub use crate::ui::Help;

@@ -3,7 +3,7 @@
 //! leaving this screen leaves the setup running.
 
 use super::Help;
-use crate::wizard::input::{Nav, nav};
+use crate::ui::input::{Nav, nav};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::image_files::SETUP_SERVICE;
 use nasforge_engine::journal::Journal;

@@ -4,8 +4,8 @@
 //! confirmed by typing its name or serial.
 
 use super::Help;
-use crate::wizard::input::{Nav, TextField, nav};
-use crate::wizard::scroll::{Scroll, wrap_hanging};
+use crate::ui::input::{Nav, TextField, nav};
+use crate::ui::scroll::{Scroll, wrap_hanging};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::executor;
 use nasforge_engine::machine::disks::Disk;

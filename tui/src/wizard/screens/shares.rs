@@ -5,8 +5,8 @@
 //! disk has a share of its own, read by guests, which can be turned off.
 
 use super::Help;
+use crate::ui::input::{Nav, TextField, nav};
 use crate::wizard::facts::Facts;
-use crate::wizard::input::{Nav, TextField, nav};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::shares::smbpasswd;
 use nasforge_engine::size::Size;

@@ -2,11 +2,11 @@
 //! HBA (or why it sees none), and where it is on the network.
 
 use super::Help;
+use crate::ui::input::{Nav, nav};
+use crate::ui::scroll::wrap_hanging;
+use crate::ui::theme::Theme;
 use crate::wizard::choices;
 use crate::wizard::hardware::StorageController;
-use crate::wizard::input::{Nav, nav};
-use crate::wizard::scroll::wrap_hanging;
-use crate::wizard::theme::Theme;
 use crate::wizard::{Effect, Screen, Wizard};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;

@@ -3,7 +3,7 @@
 //! controller; how the cursor moves over them (never onto a header) and
 //! how far the table is scrolled.
 
-use crate::wizard::input::Nav;
+use crate::ui::input::Nav;
 use nasforge_engine::machine::disks::Disk;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! password. The password is typed twice, masked.
 
 use super::{Effect, ManageAction, ManageScreen, Manager, Secret};
-use crate::wizard::input::{Nav, TextField, nav};
-use crate::wizard::screens::Help;
+use crate::ui::Help;
+use crate::ui::input::{Nav, TextField, nav};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -4,8 +4,8 @@
 //! recipe; the review shows the difference.
 
 use super::{Effect, ManageAction, ManageScreen, Manager};
-use crate::wizard::input::{Nav, TextField, nav};
-use crate::wizard::screens::Help;
+use crate::ui::Help;
+use crate::ui::input::{Nav, TextField, nav};
 use nasforge_engine::spec::{Share, Smb};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;

@@ -4,8 +4,8 @@
 
 use super::pick::{self, array};
 use super::{Effect, ManageAction, ManageScreen, Manager};
-use crate::wizard::input::{Nav, nav};
-use crate::wizard::screens::Help;
+use crate::ui::Help;
+use crate::ui::input::{Nav, nav};
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;

@@ -1,4 +1,4 @@
-//! The disks' routine care beyond smartd: spinning idle hard disks down.
+//! Spinning idle hard disks down (hd-idle), beside smartd's self-tests.
 
 use super::{Action, Guard, Step, enable, run};
 use crate::planner::Plan;

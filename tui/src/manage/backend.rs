@@ -1,6 +1,6 @@
 //! The manage view's whole interface to the engine: what it asks for
 //! ([`ManageAction`]) and what it gets back ([`Planned`]), through the
-//! [`Care`] trait. The screens never touch the machine; an implementation
+//! [`Backend`] trait. The screens never touch the machine; an implementation
 //! over `care::survey`, the replace/grow/apply planners and
 //! `operation::start` is handed to [`super::run`].
 
@@ -78,7 +78,7 @@ pub enum StepEvent {
 
 /// The engine, as the manage view needs it. `Send` because the operation
 /// runs on its own thread while the screen follows it.
-pub trait Care: Send {
+pub trait Backend: Send {
     /// The NAS as it is now (`care::survey` and `status`).
     fn overview(&mut self) -> Result<Overview, String>;
     /// The plan for `action`, or why it is refused (a disk too small, a

@@ -1,4 +1,4 @@
-//! The disks' and arrays' routine care as status shows it: the last SMART
+//! The disks' and arrays' routine checks as status shows them: the last SMART
 //! self-test of each disk (from smartctl's JSON) and the last scrub of each
 //! md array (from md's sysfs attributes).
 

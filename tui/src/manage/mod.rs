@@ -6,10 +6,11 @@
 //! disk holding data is erased), then a screen following its steps.
 //!
 //! Built like the wizard: [`Manager::update`] turns a message into state
-//! and an [`Effect`], [`draw`] renders, and only [`run`] touches the
-//! terminal and, through [`Care`], the engine.
+//! and an [`Effect`], [`draw`] renders in the frame the wizard uses
+//! ([`crate::ui`]), and only [`run`] touches the terminal and, through
+//! [`Backend`], the engine.
 
-pub mod care;
+pub mod backend;
 pub mod engine;
 pub mod grow;
 pub mod model;
@@ -21,18 +22,15 @@ pub mod review;
 pub mod shares;
 pub mod users;
 
-pub use care::{Care, Erases, ManageAction, Planned, Secret, StepEvent};
+pub use backend::{Backend, Erases, ManageAction, Planned, Secret, StepEvent};
 use model::Overview;
 
-use super::input::is_quit;
-use super::theme::{self, Theme};
-use super::{Notice, help_bar, screens::Help, scroll};
+use crate::ui::input::is_quit;
+use crate::ui::theme::Theme;
+use crate::ui::{self, Help, Notice};
 use ratatui::Frame;
-use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Padding, Paragraph};
-use std::time::Duration;
+use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
+use ratatui::layout::Rect;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ManageScreen {
@@ -169,59 +167,25 @@ impl Manager {
     }
 
     pub fn error(&mut self, text: impl Into<String>) {
-        self.notice = Some(Notice {
-            text: text.into(),
-            error: true,
-        });
+        self.notice = Some(Notice::error(text));
     }
 
     pub fn info(&mut self, text: impl Into<String>) {
-        self.notice = Some(Notice {
-            text: text.into(),
-            error: false,
-        });
+        self.notice = Some(Notice::info(text));
     }
 }
 
 pub fn draw(frame: &mut Frame, m: &Manager) {
-    let theme = m.theme;
-    let notice_lines: Vec<String> = m.notice.as_ref().map_or(vec![String::new()], |n| {
-        scroll::wrap_hanging(&format!(" {}", n.text), frame.area().width as usize, 1)
-            .into_iter()
-            .take(3)
-            .collect()
+    let title = ui::title(
+        "nasforge",
+        &m.hostname,
+        m.screen.title().to_string(),
+        m.dry_run,
+        &m.theme,
+    );
+    ui::draw_frame(frame, title, m.notice.as_ref(), &m.theme, |frame, area| {
+        draw_screen(frame, area, m)
     });
-    let [body, notice, help] = Layout::vertical([
-        Constraint::Fill(1),
-        Constraint::Length(notice_lines.len() as u16),
-        Constraint::Length(1),
-    ])
-    .areas(frame.area());
-    let mut title = vec![
-        Span::raw(" nasforge · "),
-        Span::raw(m.hostname.clone()),
-        Span::raw(" · "),
-        Span::styled(m.screen.title(), theme.title()),
-        Span::raw(" "),
-    ];
-    if m.dry_run {
-        title.push(Span::styled(" dry run ", theme.warning()));
-    }
-    let block = Block::bordered()
-        .title(Line::from(title))
-        .padding(Padding::horizontal(1));
-    let inner = block.inner(body);
-    frame.render_widget(block, body);
-    let keys = draw_screen(frame, inner, m);
-    if let Some(n) = &m.notice {
-        let style = if n.error { theme.error() } else { theme.good() };
-        let lines: Vec<Line> = notice_lines.into_iter().map(Line::raw).collect();
-        frame.render_widget(Paragraph::new(lines).style(style), notice);
-    }
-    frame.render_widget(Paragraph::new(help_bar(&keys, &theme)), help);
-    if theme.ascii {
-        theme::asciify(frame.buffer_mut());
-    }
 }
 
 fn draw_screen(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
@@ -237,48 +201,34 @@ fn draw_screen(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
 }
 
 /// Runs the manage view on the terminal until the user leaves.
-pub fn run(care: &mut dyn Care, hostname: String, dry_run: bool) -> anyhow::Result<()> {
-    let overview = care.overview().map_err(anyhow::Error::msg)?;
+pub fn run(backend: &mut dyn Backend, hostname: String, dry_run: bool) -> anyhow::Result<()> {
+    let overview = backend.overview().map_err(anyhow::Error::msg)?;
     let mut manager = Manager::new(overview, hostname, Theme::from_env(), dry_run);
-    let mut terminal = ratatui::try_init()?;
-    let result = event_loop(&mut terminal, &mut manager, care);
-    ratatui::restore();
-    result
-}
-
-/// The next key pressed, waiting at most a quarter second.
-fn next_key() -> anyhow::Result<Option<KeyEvent>> {
-    if !event::poll(Duration::from_millis(250))? {
-        return Ok(None);
-    }
-    Ok(match event::read()? {
-        Event::Key(key) => Some(key),
-        _ => None,
-    })
+    ui::on_terminal(|terminal| event_loop(terminal, &mut manager, backend))
 }
 
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     m: &mut Manager,
-    care: &mut dyn Care,
+    backend: &mut dyn Backend,
 ) -> anyhow::Result<()> {
     loop {
         terminal.draw(|frame| draw(frame, m))?;
-        let Some(key) = next_key()? else {
+        let Some(key) = ui::next_key()? else {
             continue;
         };
         match m.update(Msg::Key(key)) {
             Effect::None => {}
             Effect::Quit => return Ok(()),
             Effect::Refresh => {
-                let overview = care.overview();
+                let overview = backend.overview();
                 m.update(Msg::Overview(overview));
             }
             Effect::Plan(action) => {
-                let planned = care.plan(&action);
+                let planned = backend.plan(&action);
                 m.update(Msg::Planned(action, planned));
             }
-            Effect::Run => follow(terminal, m, care)?,
+            Effect::Run => follow(terminal, m, backend)?,
         }
     }
 }
@@ -288,7 +238,7 @@ fn event_loop(
 fn follow(
     terminal: &mut ratatui::DefaultTerminal,
     m: &mut Manager,
-    care: &mut dyn Care,
+    backend: &mut dyn Backend,
 ) -> anyhow::Result<()> {
     let Some(review) = m.review.as_ref() else {
         return Ok(());
@@ -297,7 +247,7 @@ fn follow(
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
         let worker = scope.spawn(move || {
-            care.run(&action, &planned, &mut |event| {
+            backend.run(&action, &planned, &mut |event| {
                 // The screen may already be gone; the journal keeps the place.
                 let _ = tx.send(event);
             })
@@ -317,7 +267,7 @@ fn follow(
                 return Ok(());
             }
             terminal.draw(|frame| draw(frame, m))?;
-            if let Some(key) = next_key()? {
+            if let Some(key) = ui::next_key()? {
                 m.update(Msg::Key(key));
             }
         }

@@ -2,11 +2,11 @@
 //! changes. As in setup, a disk that holds data is not erased until its
 //! name or serial is typed.
 
-use super::care::Erases;
+use super::backend::Erases;
 use super::{Effect, ManageAction, ManageScreen, Manager, Planned};
-use crate::wizard::input::{Nav, TextField, nav};
-use crate::wizard::screens::Help;
-use crate::wizard::scroll::Scroll;
+use crate::ui::Help;
+use crate::ui::input::{Nav, TextField, nav};
+use crate::ui::scroll::Scroll;
 use nasforge_engine::executor;
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;

@@ -3,8 +3,8 @@
 //! the overview shows it with an estimate.
 
 use super::{Effect, ManageScreen, Manager, StepEvent};
-use crate::wizard::input::{Nav, nav};
-use crate::wizard::screens::Help;
+use crate::ui::Help;
+use crate::ui::input::{Nav, nav};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};

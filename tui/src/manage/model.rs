@@ -1,6 +1,6 @@
 //! What the manage view shows, as plain data: the NAS as the engine's
 //! survey (`care::survey`) sees it. Its fields mirror the survey's, so the
-//! one place that builds it, [`super::Care::overview`], is a field-by-field
+//! one place that builds it, [`super::Backend::overview`], is a field-by-field
 //! copy; the screens only read it.
 
 use nasforge_engine::machine::md::SyncProgress;

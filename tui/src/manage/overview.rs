@@ -4,8 +4,8 @@
 
 use super::model::Tone;
 use super::{Effect, ManageAction, ManageScreen, Manager};
-use crate::wizard::input::{Nav, nav};
-use crate::wizard::screens::Help;
+use crate::ui::Help;
+use crate::ui::input::{Nav, nav};
 use nasforge_engine::spec::Share;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};

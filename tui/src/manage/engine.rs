@@ -1,9 +1,9 @@
-//! The manage view's [`Care`] over the engine: the survey and status for
+//! The manage view's [`Backend`] over the engine: the survey and status for
 //! the overview, care's replace and grow planners, apply's share and user
 //! plans, and the alert channels, each run through the operation journal
 //! as `nasforge-setup replace|grow|apply|user|alert` run them.
 
-use super::care::{Care, ManageAction, Planned, StepEvent};
+use super::backend::{Backend, ManageAction, Planned, StepEvent};
 use super::model::{ArrayView, Candidate, DiskView, FilesystemView, Overview};
 use nasforge_engine::alerts::{self, Event as Alert, Kind as AlertKind};
 use nasforge_engine::apply::{self, ApplyPlan, users};
@@ -15,13 +15,13 @@ use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::spec::Share;
 use nasforge_engine::{atomic_file, setup, status};
 
-pub struct EngineCare {
+pub struct EngineBackend {
     host: Host,
 }
 
-impl EngineCare {
-    pub fn new(host: &Host) -> EngineCare {
-        EngineCare { host: host.clone() }
+impl EngineBackend {
+    pub fn new(host: &Host) -> EngineBackend {
+        EngineBackend { host: host.clone() }
     }
 
     fn runner(&self) -> Result<Box<dyn Runner>, String> {
@@ -102,7 +102,7 @@ fn step_event(event: Event) -> StepEvent {
     }
 }
 
-impl Care for EngineCare {
+impl Backend for EngineBackend {
     fn overview(&mut self) -> Result<Overview, String> {
         let journal = care::setup_journal(&self.host).map_err(|e| e.to_string())?;
         let survey = care::survey(&self.host, &journal).map_err(|e| e.to_string())?;
