@@ -21,7 +21,7 @@ pub fn path(host: &crate::machine::disks::Host) -> std::path::PathBuf {
 /// setup and `apply` start from.
 pub fn finished(host: &crate::machine::disks::Host) -> Result<Journal, Unfinished> {
     match Journal::load(&path(host))? {
-        None => Err(Unfinished::NeverRun),
+        None => Err(Unfinished::NeverRun(path(host))),
         Some(j) if !j.is_complete() => Err(Unfinished::Stopped {
             done: j.done.len(),
             total: j.steps.len(),
@@ -30,18 +30,18 @@ pub fn finished(host: &crate::machine::disks::Host) -> Result<Journal, Unfinishe
     }
 }
 
-/// Why [`finished`] found no finished setup.
-#[derive(Debug)]
+/// Why [`finished`] found no finished setup: the one wording of it for
+/// every command that starts from a finished setup.
+#[derive(Debug, thiserror::Error)]
 pub enum Unfinished {
-    NeverRun,
+    #[error("{} does not exist: this NAS was never set up, so there is nothing to change or look after. Run `sudo nasforge-setup` (or `--unattended`) to set it up", .0.display())]
+    NeverRun(std::path::PathBuf),
+    #[error(
+        "setup has not finished ({done} of {total} steps done): run `sudo nasforge-setup --unattended` to finish it first"
+    )]
     Stopped { done: usize, total: usize },
-    Journal(JournalError),
-}
-
-impl From<JournalError> for Unfinished {
-    fn from(e: JournalError) -> Unfinished {
-        Unfinished::Journal(e)
-    }
+    #[error(transparent)]
+    Journal(#[from] JournalError),
 }
 /// 2: guards name the planned disk and the array's members.
 const VERSION: u32 = 2;

@@ -317,6 +317,19 @@ fn apply_before_setup_finished_says_what_to_run() {
     let board = common::writable_copy("pi5-jmb585");
     let err = apply::prepare(&board.host, &recipe(SET_UP), &[]).unwrap_err();
     assert!(err.to_string().contains("was never set up"), "{err}");
+
+    let mut journal = finished::setup(&board.host, &recipe(SET_UP));
+    journal.done.truncate(2);
+    journal.finished = None;
+    journal.save(&journal::path(&board.host)).unwrap();
+    let stopped = format!(
+        "setup has not finished (2 of {} steps done): run `sudo nasforge-setup --unattended` to finish it first",
+        journal.steps.len()
+    );
+    let err = apply::prepare(&board.host, &recipe(SET_UP), &[]).unwrap_err();
+    assert_eq!(err.to_string(), stopped);
+    let err: nasforge_engine::care::CareError = journal::finished(&board.host).unwrap_err().into();
+    assert_eq!(err.to_string(), stopped, "care words it as apply does");
 }
 
 const PASSWORD: &str = "correct horse battery";

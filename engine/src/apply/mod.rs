@@ -17,7 +17,7 @@ mod withdraw;
 
 pub use diff::{Board, diff};
 
-use crate::journal::{Journal, JournalError, Unfinished};
+use crate::journal::{JournalError, Unfinished};
 use crate::machine::disks::{self, DiscoveryError, Host};
 use crate::operation::{self, Kind, Operation, OperationError};
 use crate::planner::{ArrayPlan, Plan};
@@ -95,12 +95,8 @@ impl ApplyPlan {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    #[error("{} does not exist: this NAS was never set up, so there is nothing to change. Run `sudo nasforge-setup` (or `--unattended`) to set it up", .0.display())]
-    NotSetUp(PathBuf),
-    #[error(
-        "setup has not finished ({done} of {total} steps done): run `sudo nasforge-setup --unattended` to finish it, then apply"
-    )]
-    SetupUnfinished { done: usize, total: usize },
+    #[error(transparent)]
+    NotSetUp(#[from] Unfinished),
     #[error(transparent)]
     Journal(#[from] JournalError),
     #[error(transparent)]
@@ -121,15 +117,6 @@ pub enum ApplyError {
     },
 }
 
-/// The finished setup's journal, or why there is none to change.
-pub fn setup_journal(host: &Host) -> Result<Journal, ApplyError> {
-    crate::journal::finished(host).map_err(|why| match why {
-        Unfinished::NeverRun => ApplyError::NotSetUp(crate::journal::path(host)),
-        Unfinished::Stopped { done, total } => ApplyError::SetupUnfinished { done, total },
-        Unfinished::Journal(e) => ApplyError::Journal(e),
-    })
-}
-
 /// Compares `recipe` (already loaded with [`DeviceRecipe::load`], so its
 /// errors carry file:line:col) with the set-up state on this board.
 /// `erase` holds the disks named with `--erase`.
@@ -138,7 +125,7 @@ pub fn prepare(
     recipe: &DeviceRecipe,
     erase: &[String],
 ) -> Result<ApplyPlan, ApplyError> {
-    let journal = setup_journal(host)?;
+    let journal = crate::journal::finished(host)?;
     let inventory = disks::discover(host)?;
     let accounts = users::accounts(host)?;
     let names: Vec<String> = accounts.iter().map(|a| a.name.clone()).collect();

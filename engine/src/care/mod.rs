@@ -33,10 +33,8 @@ pub fn survey(host: &Host, journal: &Journal) -> Result<Survey, CareError> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CareError {
-    #[error(
-        "there is no finished setup to look after ({path} is missing or unfinished): run `sudo nasforge-setup` first"
-    )]
-    NotSetUp { path: String },
+    #[error(transparent)]
+    NotSetUp(#[from] journal::Unfinished),
     #[error(transparent)]
     Journal(#[from] JournalError),
     #[error(transparent)]
@@ -48,18 +46,6 @@ pub enum CareError {
 
 fn refuse<T>(why: impl Into<String>) -> Result<T, CareError> {
     Err(CareError::Refused(why.into()))
-}
-
-/// The finished setup journal, which records each array's members.
-pub fn setup_journal(host: &Host) -> Result<Journal, CareError> {
-    journal::finished(host).map_err(|why| match why {
-        journal::Unfinished::Journal(e) => CareError::Journal(e),
-        journal::Unfinished::NeverRun | journal::Unfinished::Stopped { .. } => {
-            CareError::NotSetUp {
-                path: journal::PATH.into(),
-            }
-        }
-    })
 }
 
 /// A replace or grow as it is shown before anything runs, and its steps.

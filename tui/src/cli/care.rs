@@ -7,13 +7,13 @@ use anyhow::{Context as _, bail};
 use nasforge_engine::care::{self, CarePlan, GrowRequest, ReplaceRequest};
 use nasforge_engine::executor::Event;
 use nasforge_engine::machine::disks::{self, Host};
-use nasforge_engine::operation;
 use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::setup;
+use nasforge_engine::{journal, operation};
 use std::io::BufRead;
 
 pub fn replace(host: &Host, request: &ReplaceRequest, yes: bool) -> anyhow::Result<()> {
-    let journal = care::setup_journal(host)?;
+    let journal = journal::finished(host)?;
     let survey = care::survey(host, &journal)?;
     print!("{survey}");
     let inventory = disks::discover(host)?;
@@ -22,7 +22,7 @@ pub fn replace(host: &Host, request: &ReplaceRequest, yes: bool) -> anyhow::Resu
 }
 
 pub fn grow(host: &Host, request: &GrowRequest, yes: bool) -> anyhow::Result<()> {
-    let journal = care::setup_journal(host)?;
+    let journal = journal::finished(host)?;
     let survey = care::survey(host, &journal)?;
     print!("{survey}");
     let inventory = disks::discover(host)?;

@@ -13,7 +13,7 @@ use nasforge_engine::machine::disks::{self, Host};
 use nasforge_engine::operation::{self, Kind, Operation};
 use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::spec::Share;
-use nasforge_engine::{atomic_file, setup, status};
+use nasforge_engine::{atomic_file, journal, setup, status};
 
 pub struct EngineBackend {
     host: Host,
@@ -30,7 +30,7 @@ impl EngineBackend {
     }
 
     fn apply_plan(&self, shares: &[nasforge_engine::spec::Share]) -> Result<ApplyPlan, String> {
-        let journal = apply::setup_journal(&self.host).map_err(|e| e.to_string())?;
+        let journal = journal::finished(&self.host).map_err(|e| e.to_string())?;
         let mut recipe = journal.recipe.clone();
         recipe.shares = shares.to_vec();
         let plan = apply::prepare(&self.host, &recipe, &[]).map_err(|e| e.to_string())?;
@@ -104,7 +104,7 @@ fn step_event(event: Event) -> StepEvent {
 
 impl Backend for EngineBackend {
     fn overview(&mut self) -> Result<Overview, String> {
-        let journal = care::setup_journal(&self.host).map_err(|e| e.to_string())?;
+        let journal = journal::finished(&self.host).map_err(|e| e.to_string())?;
         let survey = care::survey(&self.host, &journal).map_err(|e| e.to_string())?;
         let mut runner = self.runner()?;
         let now = status::collect(&self.host, Some(&journal), runner.as_mut());
@@ -146,7 +146,7 @@ impl Backend for EngineBackend {
                 Err("choose at least one disk to add".into())
             }
             ManageAction::Replace { array, .. } | ManageAction::Grow { array, .. } => {
-                let journal = care::setup_journal(host).map_err(|e| e.to_string())?;
+                let journal = journal::finished(host).map_err(|e| e.to_string())?;
                 let survey = care::survey(host, &journal).map_err(|e| e.to_string())?;
                 let inventory = disks::discover(host).map_err(|e| e.to_string())?;
                 let plan = match action {
