@@ -383,14 +383,11 @@ fn the_alerts_screen_refuses_email_without_a_relay_and_says_so() {
     let choices = w.alerts.choices().unwrap().unwrap();
     let smtp = choices.smtp.as_ref().unwrap();
     assert_eq!(
-        (smtp.port, smtp.tls.word()),
+        (smtp.port(), smtp.tls.word()),
         (465, "tls"),
         "the port follows TLS"
     );
-    assert_eq!(
-        choices.to_alerts().webhook.as_deref(),
-        Some("https://example.com/hook")
-    );
+    assert_eq!(choices.webhook.as_deref(), Some("https://example.com/hook"));
     wkey(&mut w, Esc);
     assert_eq!(w.screen, Screen::Alerts);
 }

@@ -30,7 +30,7 @@ pub struct Alerts {
     pub smtp: Option<Smtp>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Smtp {
     pub host: String,
@@ -62,12 +62,36 @@ pub enum Tls {
     Off,
 }
 
+/// Never prints the password, so a debug line, a log or a panic cannot
+/// leak it.
+impl std::fmt::Debug for Smtp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Smtp")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("from", &self.from)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "(set)"))
+            .finish()
+    }
+}
+
 impl Tls {
     pub fn default_port(self) -> u16 {
         match self {
             Tls::Starttls => 587,
             Tls::Tls => 465,
             Tls::Off => 25,
+        }
+    }
+
+    /// The mode as a recipe writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Tls::Starttls => "starttls",
+            Tls::Tls => "tls",
+            Tls::Off => "off",
         }
     }
 }
@@ -84,6 +108,31 @@ impl Smtp {
 impl Alerts {
     pub fn temperature(&self) -> i64 {
         self.temperature.unwrap_or(DEFAULT_TEMPERATURE)
+    }
+
+    /// Where alerts go, one line per channel: what a review shows.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (Some(email), Some(smtp)) = (&self.email, &self.smtp) {
+            let login = smtp
+                .user
+                .as_ref()
+                .map(|u| format!(", logging in as {u}"))
+                .unwrap_or_default();
+            out.push(format!(
+                "Alerts by email to {email} through {}:{} ({}){login}",
+                smtp.host,
+                smtp.port(),
+                smtp.tls.word()
+            ));
+        }
+        if let Some(url) = &self.webhook {
+            out.push(format!("Alerts posted as JSON to {url}"));
+        }
+        if let Some(url) = &self.ntfy {
+            out.push(format!("Alerts pushed to ntfy at {url}"));
+        }
+        out
     }
 
     /// The section as the board may see it: without the SMTP password,
@@ -242,6 +291,19 @@ mod tests {
         assert_eq!(alerts.without_password().smtp.unwrap().password, None);
         let plain: Alerts = toml::from_str("ntfy = \"https://ntfy.sh/x\"").unwrap();
         assert_eq!(plain.temperature(), DEFAULT_TEMPERATURE);
+        assert_eq!(
+            alerts.describe(),
+            [
+                "Alerts by email to me@example.com through smtp.example.com:465 (tls), logging in as me@example.com",
+                "Alerts posted as JSON to https://example.com/h",
+                "Alerts pushed to ntfy at http://ntfy.lan/nas",
+            ]
+        );
+        let shown = format!("{alerts:?}");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("password: Some(\"(set)\")"),
+            "{shown}"
+        );
     }
 
     #[test]

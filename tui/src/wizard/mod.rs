@@ -28,7 +28,7 @@ use facts::Facts;
 use nasforge_engine::machine::disks::{Disk, Host};
 use nasforge_engine::planner::Plan;
 use nasforge_engine::runner::{self, Runner};
-use nasforge_engine::spec::{DeviceRecipe, Filesystem, Level, Share, Storage};
+use nasforge_engine::spec::{Alerts, DeviceRecipe, Filesystem, Level, Share, Storage};
 use nasforge_engine::steps::{self, Context, Step};
 use nasforge_engine::{journal, shares::smbpasswd};
 use ratatui::Frame;
@@ -112,7 +112,7 @@ pub struct Handoff {
     pub smbpasswd: Vec<String>,
     /// The alerts screen's choices; None when no alerts were chosen. The
     /// recipe carries them as `[alerts]` without the password.
-    pub alerts: Option<alerts::AlertChoices>,
+    pub alerts: Option<Alerts>,
     /// The SMTP relay's password, written root-only to
     /// `/etc/nasforge/smtp-password` when setup is handed over.
     pub smtp_password: Option<String>,
@@ -338,20 +338,19 @@ impl Wizard {
             fs_uuids: vec![self.settings.fs_uuid.clone()],
         };
         let mut steps = steps::generate(&plan, &context);
-        // The screen's choices as the recipe's [alerts], checked as a
-        // recipe's are; the password travels beside it, never in it.
-        let spec_alerts = alerts.as_ref().map(|choices| choices.to_alerts());
-        if let Some(spec_alerts) = &spec_alerts {
+        // The screen's [alerts], checked as a recipe's are; the password
+        // travels beside it, never in it.
+        if let Some(spec_alerts) = &alerts {
             let problems = nasforge_engine::spec::alerts::problems(spec_alerts);
             if !problems.is_empty() {
                 return Err(problems.iter().map(|p| p.to_string()).collect());
             }
         }
-        let smtp_password = spec_alerts
+        let smtp_password = alerts
             .as_ref()
             .and_then(|a| a.smtp.as_ref())
             .and_then(|s| s.password.clone());
-        let board_alerts = spec_alerts.as_ref().map(|a| a.without_password());
+        let board_alerts = alerts.as_ref().map(|a| a.without_password());
         nasforge_engine::steps::alerts::add_steps(
             &mut steps,
             board_alerts.as_ref(),

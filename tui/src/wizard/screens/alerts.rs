@@ -4,8 +4,9 @@
 
 use super::Help;
 use crate::ui::input::{Nav, TextField, nav};
-use crate::wizard::alerts::{AlertChoices, Smtp, Tls, address_problem, url_problem};
+use crate::wizard::alerts::{address_problem, url_problem};
 use crate::wizard::{Effect, Screen, Wizard};
+use nasforge_engine::spec::{Alerts, Smtp, Tls};
 use ratatui::Frame;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -91,7 +92,7 @@ impl AlertForm {
 
     /// The choices, None when the form is empty (no alerts); or what is
     /// wrong and the field to fix.
-    pub fn choices(&self) -> Result<Option<AlertChoices>, (String, Field)> {
+    pub fn choices(&self) -> Result<Option<Alerts>, (String, Field)> {
         let email = typed(&self.email);
         let smtp = self.smtp(email.is_some())?;
         let webhook = typed(&self.webhook);
@@ -105,10 +106,11 @@ impl AlertForm {
         if let Some(p) = ntfy.as_deref().and_then(|u| url_problem("ntfy", u)) {
             return Err((p, Field::Ntfy));
         }
-        let choices = AlertChoices {
+        let choices = Alerts {
             email,
             webhook,
             ntfy,
+            temperature: None,
             smtp,
         };
         Ok(
@@ -165,12 +167,21 @@ impl AlertForm {
             (!self.password.value().is_empty()).then(|| self.password.value().to_string());
         Ok(Some(Smtp {
             host,
-            port,
+            port: Some(i64::from(port)),
             tls: self.tls,
             from,
             user: typed(&self.user),
             password,
         }))
+    }
+}
+
+/// The TLS mode after `tls`, as Space steps through them.
+fn next_tls(tls: Tls) -> Tls {
+    match tls {
+        Tls::Starttls => Tls::Tls,
+        Tls::Tls => Tls::Off,
+        Tls::Off => Tls::Starttls,
     }
 }
 
@@ -183,7 +194,7 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
     }
     let at = FIELDS.iter().position(|f| *f == focus).unwrap_or(0);
     match nav(key) {
-        Some(Nav::Toggle) if focus == Field::Tls => w.alerts.tls = w.alerts.tls.next(),
+        Some(Nav::Toggle) if focus == Field::Tls => w.alerts.tls = next_tls(w.alerts.tls),
         Some(Nav::Down | Nav::NextField) => w.alerts.focus = FIELDS[(at + 1).min(FIELDS.len() - 1)],
         Some(Nav::Up | Nav::PrevField) => w.alerts.focus = FIELDS[at.saturating_sub(1)],
         Some(Nav::Next) => match w.alerts.choices() {
