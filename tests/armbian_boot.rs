@@ -67,6 +67,7 @@ overlays = []
 hostname = "rocknas"
 [[system.users]]
 name = "admin"
+sudo = true
 password = "{PASSWORD}"
 ssh_authorized_keys = ["{}"]
 [storage]

@@ -95,6 +95,7 @@ require = ["sata", "md"]
 hostname = "e2enas"
 [[system.users]]
 name = "admin"
+sudo = true
 password = "{PASSWORD}"
 ssh_authorized_keys = ["{}"]
 [storage]

@@ -43,6 +43,7 @@ model = "pi4"
 hostname = "pinas"
 [[system.users]]
 name = "admin"
+sudo = true
 password = "offline test password"
 [storage]
 mode = "unattended"
@@ -134,6 +135,65 @@ path = "out/nas.img"
         .args(["--bind", "/dev"])
         .arg(mnt.join("dev")));
     mounted.0.push(mnt.join("dev"));
+
+    // A first boot that fails while the install holds update-initramfs and
+    // byte-compiling back (dpkg finds a package it cannot configure) puts
+    // both back: a board left with update-initramfs diverted to /bin/true
+    // would not boot its next kernel.
+    let broken = dir.path().join("broken");
+    std::fs::create_dir_all(broken.join("DEBIAN")).unwrap();
+    std::fs::write(
+        broken.join("DEBIAN/control"),
+        "Package: nasforge-broken\nVersion: 1\nArchitecture: all\nMaintainer: nasforge tests <tests@invalid>\nDescription: a package whose configuration fails\n",
+    )
+    .unwrap();
+    std::fs::write(broken.join("DEBIAN/postinst"), "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(
+        broken.join("DEBIAN/postinst"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    run(Command::new("dpkg-deb")
+        .args(["--build", "--root-owner-group"])
+        .arg(&broken)
+        .arg(mnt.join("tmp/nasforge-broken.deb")));
+    let unconfigured = Command::new("chroot")
+        .arg(&mnt)
+        .args(["dpkg", "-i", "/tmp/nasforge-broken.deb"])
+        .output()
+        .unwrap();
+    assert!(!unconfigured.status.success(), "its postinst fails");
+    let failed = Command::new("unshare")
+        .args(["--net", "chroot"])
+        .arg(&mnt)
+        .args(["/usr/lib/nasforge/firstboot", "packages"])
+        .output()
+        .unwrap();
+    let failed_log = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        !failed.status.success()
+            && failed_log.contains("finishing an interrupted package installation failed"),
+        "{failed_log}"
+    );
+    let diversions = stdout(
+        Command::new("chroot")
+            .arg(&mnt)
+            .args(["dpkg-divert", "--list"]),
+    );
+    assert!(
+        !diversions.contains("local diversion"),
+        "a failed first boot left diversions:\n{diversions}\n{failed_log}"
+    );
+    assert!(
+        !mnt.join("usr/sbin/update-initramfs").is_symlink()
+            && std::fs::read_to_string(mnt.join("usr/sbin/update-initramfs"))
+                .unwrap()
+                .contains("initramfs"),
+        "update-initramfs is the packaged script again"
+    );
+    run(Command::new("chroot")
+        .arg(&mnt)
+        .args(["dpkg", "--purge", "nasforge-broken"]));
 
     let started = std::time::Instant::now();
     let out = Command::new("unshare")

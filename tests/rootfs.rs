@@ -191,6 +191,7 @@ hostname = "pinas"
 timezone = "Europe/Berlin"
 [[system.users]]
 name = "admin"
+sudo = true
 password = "{PASSWORD}"
 ssh_authorized_keys = ["{KEY}"]
 [storage]
@@ -678,6 +679,7 @@ fn a_wizard_recipe_without_a_sudo_user_is_refused() {
     for users in [
         "",
         "[[system.users]]\nname = \"backup\"\npassword = \"pw\"\nsudo = false\n",
+        "[[system.users]]\nname = \"backup\"\npassword = \"pw\"\n",
     ] {
         write_recipe(dir.path(), "r.toml", &format!("{base}{users}"));
         let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
@@ -692,7 +694,9 @@ fn a_wizard_recipe_without_a_sudo_user_is_refused() {
     write_recipe(
         dir.path(),
         "r.toml",
-        &format!("{base}[[system.users]]\nname = \"admin\"\nssh_authorized_keys = [\"{KEY}\"]\n"),
+        &format!(
+            "{base}[[system.users]]\nname = \"admin\"\nsudo = true\nssh_authorized_keys = [\"{KEY}\"]\n"
+        ),
     );
     let r = nasforge(&["check", "r.toml"], dir.path(), dir.path());
     assert!(!r.stderr.contains("storage.mode"), "{}", r.stderr);

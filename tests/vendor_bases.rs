@@ -194,7 +194,7 @@ fn members(group_file: &str, group: &str) -> Vec<String> {
 #[test]
 fn raspberry_pi_os_key_only_first_user_gets_userconf_its_groups_and_sudo() {
     let b = build_pios(&format!(
-        "[[system.users]]\nname = \"admin\"\nssh_authorized_keys = [\"{KEY}\"]\ngroups = [\"dialout\", \"gpio\"]\n"
+        "[[system.users]]\nname = \"admin\"\nsudo = true\nssh_authorized_keys = [\"{KEY}\"]\ngroups = [\"dialout\", \"gpio\"]\n"
     ));
     let boot = sfdisk_parts(&b.img)[0].0 * 512;
     let line = mtype(&b.img, boot, "userconf.txt");
@@ -405,7 +405,7 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
     rock_recipe(
         dir.path(),
         &format!(
-            "[[system.users]]\nname = \"admin\"\npassword = \"{PASSWORD}\"\n[[system.users]]\nname = \"keys\"\nssh_authorized_keys = [\"{KEY}\"]\n"
+            "[[system.users]]\nname = \"admin\"\nsudo = true\npassword = \"{PASSWORD}\"\n[[system.users]]\nname = \"keys\"\nsudo = true\nssh_authorized_keys = [\"{KEY}\"]\n[[system.users]]\nname = \"robot\"\nssh_authorized_keys = [\"{KEY}\"]\n"
         ),
         "out/rock.img",
     );
@@ -454,13 +454,18 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
         )
         .contains("TTYVTDisallocate=no")
     );
-    // Armbian has no passwordless sudo: the key-only user gets it, the one
-    // with a password does not.
+    // Armbian has no passwordless sudo: the key-only user given sudo gets
+    // it, the one with a password does not, and a key-only user the recipe
+    // did not give sudo (a backup robot) gets neither the rule nor the group.
     let sudoers = debugfs_cat(&out, root, "/etc/sudoers.d/nasforge");
     assert!(
-        sudoers.contains("\nkeys ALL=(ALL:ALL) NOPASSWD: ALL\n") && !sudoers.contains("admin"),
+        sudoers.contains("\nkeys ALL=(ALL:ALL) NOPASSWD: ALL\n")
+            && !sudoers.contains("admin")
+            && !sudoers.contains("robot"),
         "{sudoers}"
     );
+    let group = debugfs_cat(&out, root, "/etc/group");
+    assert_eq!(members(&group, "sudo"), ["admin", "keys"], "{group}");
     visudo_accepts(dir.path(), &sudoers);
 
     // A root password of the recipe's own is kept; a known one is refused.

@@ -369,8 +369,15 @@ fn a_user_added_gets_an_account_and_a_samba_password_that_no_journal_or_command_
     users::run(host, &p, PASSWORD, &mut runner, &mut |_| {}).unwrap();
     let lines = runner.lines.join("\n");
     assert!(
-        lines.contains("useradd --create-home --user-group --uid 1001 --shell /bin/bash bob"),
-        "{lines}"
+        lines.contains(
+            "useradd --create-home --user-group --uid 1001 --shell /usr/sbin/nologin bob"
+        ),
+        "a share user gets no shell: an SMB password change syncs to Unix: {lines}"
+    );
+    assert!(
+        p.describe().contains("no shell, no login password"),
+        "{}",
+        p.describe()
     );
     assert!(
         lines.contains("pdbedit -i smbpasswd:/var/lib/nasforge/smbpasswd"),
@@ -469,5 +476,79 @@ fn alerts_changed_rewrite_smartd_and_the_routing_and_a_password_on_the_card_is_r
         ),
         "{:?}",
         p.refusals
+    );
+}
+
+#[test]
+fn a_share_off_the_arrays_is_refused_also_on_a_card_in_wizard_mode() {
+    let board = set_up("dev.txt");
+    // What the card of a NAS the wizard set up says: no arrays.
+    let card = SET_UP
+        .split("[[shares]]")
+        .nth(1)
+        .map(|shares| format!("[storage]\nmode = \"wizard\"\n\n[[shares]]{shares}"))
+        .unwrap();
+    assert!(plan(&board, &card, &[]).refusals.is_empty());
+    for (path, nfs) in [
+        ("/", "*"),
+        ("/etc", "192.168.1.0/24"),
+        ("/srv", "*"),
+        ("/srv/database", "*"),
+    ] {
+        let hostile = format!(
+            "{card}\n[[shares]]\nname = \"x\"\npath = \"{path}\"\nsmb = {{ users = [\"admin\"] }}\nnfs = {{ clients = \"{nfs}\" }}\n"
+        );
+        let p = plan(&board, &hostile, &[]);
+        assert!(p.steps.is_empty(), "{path}: {}", p.describe());
+        assert!(
+            p.refusals.iter().any(|r| r.starts_with(&format!(
+                "share 'x': {path} is on none of the arrays, pools or kept disks setup made (/srv/data)"
+            ))),
+            "{path}: {:?}",
+            p.refusals
+        );
+    }
+}
+
+#[test]
+fn the_review_shows_alerts_changes_and_where_the_stored_password_would_go() {
+    let board = set_up("dev.txt");
+    let mine = "\n[alerts]\nemail = \"me@example.com\"\n[alerts.smtp]\nhost = \"smtp.example.com\"\nuser = \"me\"\n";
+    run(&board, &plan(&board, &format!("{SET_UP}{mine}"), &[]));
+    let password = board.host.path("/etc/nasforge/smtp-password");
+    std::fs::create_dir_all(password.parent().unwrap()).unwrap();
+    std::fs::write(&password, "hunter2\n").unwrap();
+
+    // Someone with the card points the relay at their own host, unencrypted.
+    let theirs = mine.replace(
+        "host = \"smtp.example.com\"",
+        "host = \"mail.attacker.example\"\ntls = \"off\"",
+    );
+    let p = plan(&board, &format!("{SET_UP}{theirs}"), &[]);
+    let text = p.describe();
+    assert!(
+        text.contains("- Alerts by email to me@example.com through smtp.example.com:587 (starttls), logging in as me")
+            && text.contains("+ Alerts by email to me@example.com through mail.attacker.example:25 (off), logging in as me")
+            && text.contains("! the SMTP password kept in /etc/nasforge/smtp-password will be sent to mail.attacker.example:25, in clear text (tls = \"off\")"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("nothing to change") && !text.contains("hunter2"),
+        "{text}"
+    );
+
+    let webhook = format!(
+        "{SET_UP}{}",
+        mine.replace(
+            "[alerts.smtp]",
+            "webhook = \"https://hooks.example/nas\"\ntemperature = 45\n[alerts.smtp]"
+        )
+    );
+    let text = plan(&board, &webhook, &[]).describe();
+    assert!(
+        text.contains("+ Alerts posted as JSON to https://hooks.example/nas")
+            && text.contains("~ disks warn over 45 °C (was 50 °C)")
+            && !text.contains("SMTP password"),
+        "the relay is unchanged: {text}"
     );
 }

@@ -267,6 +267,78 @@ fn a_disk_with_data_is_used_only_when_named_with_erase() {
 }
 
 #[test]
+fn a_label_cannot_fake_a_line_in_the_erase_plan() {
+    let (board, journal) = set_up("raid5", 3, "ext4", "dev-with-data.txt");
+    // ext4's s_volume_name, 16 bytes at 0x78 of the superblock: a newline,
+    // a line of its own and a terminal escape that clears the screen.
+    let label = b"a\n+ keep sda\x1b[2J";
+    assert_eq!(label.len(), 16);
+    let node = std::fs::OpenOptions::new()
+        .write(true)
+        .open(board.node("sdd"))
+        .unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&node, label, 1024 + 0x78).unwrap();
+    pull(&board, "sdc");
+    let plan = replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("sdd".into()),
+            erase: vec!["sdd".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        plan.text
+            .contains("labelled 'a\\n+ keep sda\\u{1b}[2J': it is ERASED"),
+        "{}",
+        plan.text
+    );
+    assert!(
+        !plan.text.contains('\x1b') && !plan.text.lines().any(|l| l.starts_with("+ keep")),
+        "{}",
+        plan.text
+    );
+}
+
+#[test]
+fn a_kept_disk_is_never_offered_nor_taken_even_named_with_erase() {
+    let text = care_support::recipe("raid5", 3, "ext4")
+        + "[[storage.disks]]\nname = \"photos\"\nmatch = { serial = \"WD-WCC7K0000004\" }\nkeep = true\nmount = \"/srv/photos\"\n";
+    let (board, journal) = care_support::set_up_from(&text, "raid5", 3, "dev-with-data.txt");
+    assert_eq!(journal.plan.kept[0].disk.name, "sdd");
+    let kept = "sdd is the disk the recipe keeps as 'photos', with its files: it never joins an array, even named with --erase";
+    assert!(
+        refusal(grow(&board, &journal, &["sdd"], &["sdd"])).contains(kept),
+        "grow"
+    );
+    pull(&board, "sdc");
+    let s = survey(&board, &journal);
+    let sdd = s.arrays[0]
+        .candidates
+        .iter()
+        .find(|c| c.disk == "sdd")
+        .unwrap();
+    assert_eq!(
+        sdd.fit.to_string(),
+        "kept as 'photos' by the recipe: never used"
+    );
+    let err = refusal(replace(
+        &board,
+        &journal,
+        ReplaceRequest {
+            disk: Some("sdd".into()),
+            erase: vec!["sdd".into()],
+            ..Default::default()
+        },
+    ));
+    assert!(err.contains(kept), "{err}");
+    let err = refusal(replace(&board, &journal, ReplaceRequest::default()));
+    assert!(err.contains("no attached blank disk fits"), "{err}");
+}
+
+#[test]
 fn a_disk_in_use_or_already_a_member_is_refused() {
     let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
     pull(&board, "sdc");

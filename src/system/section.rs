@@ -32,16 +32,13 @@ pub struct UserSpec {
     pub password: Option<String>,
     #[serde(default)]
     pub ssh_authorized_keys: Vec<String>,
-    /// Member of `sudo` (default true).
-    #[serde(default = "yes")]
+    /// Member of `sudo`, so it may run anything as root. Off unless the
+    /// recipe says so: a backup robot's key must not become root.
+    #[serde(default)]
     pub sudo: bool,
     /// Further groups, when the image has them.
     #[serde(default)]
     pub groups: Vec<String>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 impl SystemSection {
@@ -233,7 +230,7 @@ fn wizard_problem(
     }
     Some(at.at_path(
         "storage.mode",
-        "the wizard runs only after a login, as `sudo nasforge-setup`, and no [[system.users]] entry may use sudo: add your user with `sudo = true` (the default) and a `password` (console and SSH) or `ssh_authorized_keys` (SSH)",
+        "the wizard runs only after a login, as `sudo nasforge-setup`, and no [[system.users]] entry may use sudo: add your user with `sudo = true` and a `password` (console and SSH) or `ssh_authorized_keys` (SSH)",
     ))
 }
 

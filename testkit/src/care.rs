@@ -32,12 +32,14 @@ mount = "/srv/data"
 /// The pi5 board with array `data` built by a finished setup from the first
 /// `count` SATA disks, healthy, and its journal saved.
 pub fn set_up(level: &str, count: usize, filesystem: &str, nodes: &str) -> (Board, Journal) {
+    set_up_from(&recipe(level, count, filesystem), level, count, nodes)
+}
+
+/// As [`set_up`], from `text`: [`recipe`]'s array `data` of `level` over
+/// `count` disks, and whatever else the test adds (a kept disk).
+pub fn set_up_from(text: &str, level: &str, count: usize, nodes: &str) -> (Board, Journal) {
     let board = common::writable_copy_with_nodes("pi5-jmb585", nodes);
-    let recipe = DeviceRecipe::parse(
-        &recipe(level, count, filesystem),
-        Path::new("nasforge.toml"),
-    )
-    .unwrap();
+    let recipe = DeviceRecipe::parse(text, Path::new("nasforge.toml")).unwrap();
     let plan = planner::plan(
         recipe.storage.as_ref().unwrap(),
         &recipe.shares,

@@ -44,6 +44,10 @@ impl ApplyPlan {
                 "+ user '{user}' opens a share now (set a Samba password with `nasforge-setup user passwd {user}` if it has none)\n"
             );
         }
+        for line in &self.alerts_changed {
+            out += line;
+            out += "\n";
+        }
         for refusal in &self.refusals {
             out += &format!("! refused: {refusal}\n");
         }
@@ -52,6 +56,7 @@ impl ApplyPlan {
             && self.shares_added.is_empty()
             && self.shares_removed.is_empty()
             && self.shares_changed.is_empty()
+            && self.alerts_changed.is_empty()
         {
             out += "= no array or share changes; nasforge.toml is recorded as what is set up\n";
         }

@@ -5,7 +5,7 @@ use super::{ApplyPlan, ShareChange, withdraw};
 use crate::journal::{self, Journal};
 use crate::machine::disks::Inventory;
 use crate::planner::{self, ArrayPlan, Plan};
-use crate::spec::{Array, DeviceRecipe, Mode, Share, Storage};
+use crate::spec::{Alerts, Array, DEFAULT_TEMPERATURE, DeviceRecipe, Mode, Share, Storage, Tls};
 use crate::steps::{self, Action, Context, Guard, Step};
 
 /// What apply needs to know about the board besides the journal.
@@ -67,6 +67,11 @@ pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
     let mut plan = setup.plan.clone();
     plan.arrays.extend(arrays_added.iter().cloned());
     plan.shares = new.shares.clone();
+    refusals.extend(
+        new.shares
+            .iter()
+            .filter_map(|s| Some(format!("share '{}': {}", s.name, plan.homeless(&s.path)?))),
+    );
     let mut context = setup.context.clone();
     context.fs_uuids.extend(
         arrays_added
@@ -98,6 +103,11 @@ pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
         steps.push(record_step(setup, new, &plan, &context));
     }
     ApplyPlan {
+        alerts_changed: alerts_changes(
+            old.alerts.as_ref(),
+            new.alerts.as_ref(),
+            board.smtp_password,
+        ),
         shares_added,
         shares_removed,
         shares_changed,
@@ -109,6 +119,61 @@ pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
         context,
         steps,
     }
+}
+
+/// `[alerts]` as it was against as it is, a line per channel gone (`-`)
+/// or come (`+`) and the temperature limit; and, when the relay's password
+/// is stored on the board, a warning that a relay it was not given to
+/// before would receive it (in clear text with `tls = "off"`): a changed
+/// line in nasforge.toml on the card must not send it elsewhere unseen.
+fn alerts_changes(old: Option<&Alerts>, new: Option<&Alerts>, has_password: bool) -> Vec<String> {
+    if old == new {
+        return Vec::new();
+    }
+    let lines = |a: Option<&Alerts>| a.map(Alerts::describe).unwrap_or_default();
+    let (was, now) = (lines(old), lines(new));
+    let mut out: Vec<String> = was
+        .iter()
+        .filter(|l| !now.contains(l))
+        .map(|l| format!("- {l}"))
+        .collect();
+    out.extend(
+        now.iter()
+            .filter(|l| !was.contains(l))
+            .map(|l| format!("+ {l}")),
+    );
+    let temperature = |a: Option<&Alerts>| a.map_or(DEFAULT_TEMPERATURE, Alerts::temperature);
+    if temperature(old) != temperature(new) {
+        out.push(format!(
+            "~ disks warn over {} °C (was {} °C)",
+            temperature(new),
+            temperature(old)
+        ));
+    }
+    let relay = |a: Option<&Alerts>| {
+        a.and_then(|a| a.smtp.as_ref())
+            .map(|s| (s.host.clone(), s.port()))
+    };
+    if let Some(smtp) = new.and_then(|a| a.smtp.as_ref())
+        && has_password
+        && relay(old) != relay(new)
+    {
+        let clear = if smtp.tls == Tls::Off {
+            ", in clear text (tls = \"off\")"
+        } else {
+            ""
+        };
+        out.push(format!(
+            "! the SMTP password kept in {} will be sent to {}:{}{clear}: check that this relay is yours",
+            crate::paths::PASSWORD_FILE,
+            smtp.host,
+            smtp.port()
+        ));
+    }
+    if out.is_empty() {
+        out.push("~ alerts: the SMTP sender or login changed".into());
+    }
+    out
 }
 
 /// Arrays removed or changed, and other `[storage]` settings changed: none

@@ -39,6 +39,9 @@ pub struct ApplyPlan {
     pub users_added: Vec<String>,
     /// New arrays, planned on the disks no set-up array uses.
     pub arrays_added: Vec<ArrayPlan>,
+    /// `[alerts]` changes in words ("+ Alerts posted as JSON to ..."), and
+    /// a warning when the relay's stored password would go somewhere new.
+    pub alerts_changed: Vec<String>,
     /// What apply will not do, each with its reason and what to do instead.
     /// Any refusal stops the whole apply: nothing runs.
     pub refusals: Vec<String>,

@@ -1,7 +1,9 @@
-//! Accounts after setup: `user add` makes a Linux account as the image
-//! builder makes a recipe's users (own group, home from /etc/skel,
-//! /bin/bash, the same number for uid and group) and gives it a Samba
-//! password; `user passwd` changes that password.
+//! Accounts after setup: `user add` makes a Linux account for the shares
+//! (own group, home from /etc/skel, the same number for uid and group, and
+//! `/usr/sbin/nologin`: Debian's smb.conf has `unix password sync = yes`,
+//! so the Samba password it gets would otherwise become a way to log in
+//! over SSH) and gives it a Samba password; `user passwd` changes that
+//! password.
 //!
 //! The password is staged exactly as the builder stages one: an NT hash in
 //! smbpasswd format in a root-only file, which the operation's step imports
@@ -71,7 +73,7 @@ impl UserPlan {
     pub fn describe(&self) -> String {
         if self.new_account {
             format!(
-                "+ user '{}' (uid {}, group '{}', home /home/{}, shell /bin/bash, no login password) with a Samba password\n",
+                "+ user '{}' (uid {}, group '{}', home /home/{}, no shell, no login password) with a Samba password\n",
                 self.name, self.uid, self.name, self.name
             )
         } else {
@@ -106,7 +108,7 @@ pub fn plan_add(host: &Host, name: &str) -> Result<UserPlan, ApplyError> {
         .ok_or_else(|| ApplyError::User("no free user id between 1000 and 60000".into()))?;
     // `id` first: a resumed step finds the account it already made.
     let useradd = format!(
-        "id -u {name} >/dev/null 2>&1 || useradd --create-home --user-group --uid {uid} --shell /bin/bash {name}"
+        "id -u {name} >/dev/null 2>&1 || useradd --create-home --user-group --uid {uid} --shell /usr/sbin/nologin {name}"
     );
     let account = Step {
         id: format!("useradd:{name}"),

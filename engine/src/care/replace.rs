@@ -222,6 +222,10 @@ pub(super) fn usable(
             "{} is in use ({why}) and is never written",
             disk.name
         )),
+        Fit::Kept { name } => refuse(format!(
+            "{} is the disk the recipe keeps as '{name}', with its files: it never joins an array, even named with --erase. Attach a blank disk, or another disk that may be erased",
+            disk.name
+        )),
     }
 }
 

@@ -112,6 +112,9 @@ pub enum Fit {
     HoldsData { what: String },
     /// The running system uses it (`why`): never used.
     InUse { why: String },
+    /// A disk the recipe keeps as it is (`[[storage.disks]]` `name`):
+    /// never used, mounted or not, whatever `--erase` says.
+    Kept { name: String },
 }
 
 impl ArraySurvey {
@@ -185,13 +188,21 @@ pub fn survey_of(
         .iter()
         .flat_map(|a| a.members.iter().map(|m| &m.disk))
         .collect();
-    let free: Vec<&Disk> = inventory
+    let free: Vec<Free> = inventory
         .disks
         .iter()
         .filter(|d| {
             !members
                 .iter()
                 .any(|m| m.identity().same_disk(&d.identity()))
+        })
+        .map(|disk| Free {
+            disk,
+            kept: plan
+                .kept
+                .iter()
+                .find(|k| k.disk.identity().same_disk(&disk.identity()))
+                .map(|k| k.spec.name.clone()),
         })
         .collect();
     Survey {
@@ -201,6 +212,13 @@ pub fn survey_of(
             .flat_map(|a| array_surveys(a, inventory, &free, md))
             .collect(),
     }
+}
+
+/// A disk no array has, and the name the recipe keeps it under, if it
+/// does.
+struct Free<'a> {
+    disk: &'a Disk,
+    kept: Option<String>,
 }
 
 /// What is surveyed of one md array (or single disk): its name and md
@@ -218,7 +236,7 @@ struct Unit<'a> {
 fn array_surveys(
     array: &ArrayPlan,
     inventory: &Inventory,
-    free: &[&Disk],
+    free: &[Free],
     md: &dyn Fn(&str) -> Option<MdState>,
 ) -> Vec<ArraySurvey> {
     let spec = &array.spec;
@@ -303,7 +321,7 @@ fn unit_survey(
     unit: Unit,
     member_size: Size,
     inventory: &Inventory,
-    free: &[&Disk],
+    free: &[Free],
 ) -> ArraySurvey {
     let spec = &array.spec;
     let state = unit.state;
@@ -340,7 +358,7 @@ fn unit_survey(
         sync: state.as_ref().and_then(|s| s.sync.clone()),
         members,
         member_size,
-        candidates: free.iter().map(|d| candidate(d, member_size)).collect(),
+        candidates: free.iter().map(|f| candidate(f, member_size)).collect(),
     }
 }
 
@@ -422,9 +440,12 @@ fn unrecorded<'a>(
     })
 }
 
-fn candidate(disk: &Disk, needed: Size) -> Candidate {
+fn candidate(free: &Free, needed: Size) -> Candidate {
+    let disk = free.disk;
     let have = partition_bytes(disk.size, disk.logical_block_size);
-    let fit = if !disk.in_use.is_empty() {
+    let fit = if let Some(name) = &free.kept {
+        Fit::Kept { name: name.clone() }
+    } else if !disk.in_use.is_empty() {
         Fit::InUse {
             why: disk
                 .in_use
@@ -462,6 +483,7 @@ impl fmt::Display for Fit {
                 write!(f, "holds {what}: usable only with --erase")
             }
             Fit::InUse { why } => write!(f, "in use: {why}"),
+            Fit::Kept { name } => write!(f, "kept as '{name}' by the recipe: never used"),
         }
     }
 }

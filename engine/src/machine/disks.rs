@@ -391,17 +391,25 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
 
     let node = host.dev.join(name);
     let contents = match signature::whole_disk(&node, udev_contents(&db)) {
-        Ok(found) => found,
+        Ok(found) => found.into_iter().map(Signature::printable).collect(),
         Err(error) => {
             in_use.push(InUse::Unreadable { error });
             Vec::new()
         }
     };
-    let partitions = probe_partitions(&node, &udev_data, found);
+    let mut partitions = probe_partitions(&node, &udev_data, found);
+    for p in &mut partitions {
+        p.contents = std::mem::take(&mut p.contents)
+            .into_iter()
+            .map(Signature::printable)
+            .collect();
+    }
 
     let transport = hardware::transport(name, &sys, &db);
     let (rotational, rotational_from) = hardware::rotational(&sys, &db);
     let (model, serial, wwn) = hardware::names(&sys, &db);
+    let printable = |s: Option<String>| s.map(|s| super::printable(&s));
+    let (model, serial, wwn) = (printable(model), printable(serial), printable(wwn));
     Some(Disk {
         name: name.to_string(),
         major,

@@ -22,6 +22,23 @@ pub mod usb_quirk;
 pub mod zfs;
 pub mod zfs_report;
 
+/// Text a disk carries about itself (a filesystem label, an md name, a
+/// model or serial) with its control characters escaped (`\n`,
+/// `\u{1b}`): whoever formatted the disk chose it, and a newline or a
+/// terminal escape in it must not fake a line in an erase plan or move the
+/// cursor on a review screen.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The board's name, as md records it for the arrays' home host and the
 /// alerts sign their messages.
 pub fn hostname(host: &disks::Host) -> String {

@@ -104,6 +104,35 @@ impl fmt::Display for Signature {
 }
 
 impl Signature {
+    /// The signature with the text the disk chose escaped by
+    /// [`super::printable`].
+    pub fn printable(self) -> Signature {
+        let text = |s: Option<String>| s.map(|s| super::printable(&s));
+        match self {
+            Signature::PartitionTable { scheme } => Signature::PartitionTable {
+                scheme: super::printable(&scheme),
+            },
+            Signature::Filesystem {
+                fstype,
+                label,
+                uuid,
+            } => Signature::Filesystem {
+                fstype: super::printable(&fstype),
+                label: text(label),
+                uuid: text(uuid),
+            },
+            Signature::MdMember { version, name } => Signature::MdMember {
+                version: super::printable(&version),
+                name: text(name),
+            },
+            Signature::Probed { blkid_type, usage } => Signature::Probed {
+                blkid_type: super::printable(&blkid_type),
+                usage: text(usage),
+            },
+            other => other,
+        }
+    }
+
     /// What libblkid (through wipefs, or udev's ID_FS_* properties) reports,
     /// in this module's terms: `kind` is its TYPE, `usage` its USAGE.
     pub fn from_blkid(

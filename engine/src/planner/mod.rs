@@ -236,6 +236,32 @@ impl Plan {
         })
     }
 
+    /// Why a share at `path` may not be served on this plan: it is on none
+    /// of its arrays, pools or kept disks, so root would make a system
+    /// directory the share's (`/` chowned to a share user, exported to the
+    /// network). Asked of the plan setup made, never of the card's recipe
+    /// alone: a NAS the wizard set up keeps `mode = "wizard"` and no
+    /// arrays there.
+    pub fn homeless(&self, path: &str) -> Option<String> {
+        if self.array_of(path).is_some() || self.kept_of(path).is_some() {
+            return None;
+        }
+        let mounts: Vec<&str> = self
+            .arrays
+            .iter()
+            .map(|a| a.spec.mount.as_str())
+            .chain(self.kept.iter().map(|k| k.spec.mount.as_str()))
+            .collect();
+        Some(format!(
+            "{path} is on none of the arrays, pools or kept disks setup made ({}), so nasforge would hand a system directory to the share; put it under one of them",
+            if mounts.is_empty() {
+                "there are none".to_string()
+            } else {
+                mounts.join(", ")
+            }
+        ))
+    }
+
     /// How much a Time Machine share lets each of its users fill: the
     /// recipe's limit, or half the array shared among the users (Samba
     /// applies the limit to each user's folder); none for a share that is
