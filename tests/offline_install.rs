@@ -175,15 +175,7 @@ path = "out/nas.img"
             && failed_log.contains("finishing an interrupted package installation failed"),
         "{failed_log}"
     );
-    let diversions = stdout(
-        Command::new("chroot")
-            .arg(&mnt)
-            .args(["dpkg-divert", "--list"]),
-    );
-    assert!(
-        !diversions.contains("local diversion"),
-        "a failed first boot left diversions:\n{diversions}\n{failed_log}"
-    );
+    assert_no_local_diversions(&mnt, &format!("a failed first boot: {failed_log}"));
     assert!(
         !mnt.join("usr/sbin/update-initramfs").is_symlink()
             && std::fs::read_to_string(mnt.join("usr/sbin/update-initramfs"))
@@ -254,15 +246,7 @@ path = "out/nas.img"
     );
     // Byte-compiling was held back by diverting py3compile and py_compile.py:
     // no diversion is left, and py_compile.py is the packaged file again.
-    let diversions = stdout(
-        Command::new("chroot")
-            .arg(&mnt)
-            .args(["dpkg-divert", "--list"]),
-    );
-    assert!(
-        !diversions.contains("local diversion"),
-        "the first boot left diversions:\n{diversions}"
-    );
+    assert_no_local_diversions(&mnt, "the first boot");
     let py_compile = mnt.join("usr/lib/python3.11/py_compile.py");
     assert!(
         std::fs::read_to_string(&py_compile)
@@ -282,4 +266,17 @@ path = "out/nas.img"
         "py_compile.py differs from libpython3.11-minimal's: {verify}"
     );
     drop(mounted);
+}
+
+/// Nothing the first boot held back with dpkg-divert is left in `mnt`.
+fn assert_no_local_diversions(mnt: &Path, after: &str) {
+    let diversions = stdout(
+        Command::new("chroot")
+            .arg(mnt)
+            .args(["dpkg-divert", "--list"]),
+    );
+    assert!(
+        !diversions.contains("local diversion"),
+        "{after} left diversions:\n{diversions}"
+    );
 }
