@@ -166,8 +166,10 @@ fn hand_over(host: &Host, handoff: &Handoff) -> Result<(), String> {
         atomic_file::write(&file, password.as_bytes(), 0o600)
             .map_err(|e| format!("writing {}: {e}", file.display()))?;
     }
+    // Root only as well: a webhook or ntfy URL in its [alerts] carries the
+    // token that lets anyone post as the NAS.
     let recipe_path = host.path(WIZARD_RECIPE);
-    atomic_file::write(&recipe_path, recipe.as_bytes(), 0o644)
+    atomic_file::write(&recipe_path, recipe.as_bytes(), 0o600)
         .map_err(|e| format!("writing {}: {e}", recipe_path.display()))?;
     // The journal is what the service executes: the plan and steps exactly
     // as reviewed, with the filesystem UUIDs the review showed.
