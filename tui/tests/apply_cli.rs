@@ -150,3 +150,37 @@ fn share_add_shows_the_plan_and_leaves_the_recipe_alone_on_a_fake_root() {
         "{err}"
     );
 }
+
+/// A NAS the wizard set up keeps `mode = "wizard"` and no arrays on its
+/// card; the share's path is still checked, against what setup made.
+#[test]
+fn share_add_refuses_a_system_directory_on_a_nas_the_wizard_set_up() {
+    let card = "[storage]\nmode = \"wizard\"\n\n[[shares]]\nname = \"data\"\npath = \"/srv/data\"\nsmb = { users = [\"admin\"] }\n";
+    let board = set_up(card);
+    let file = board.host.path("/boot/firmware/nasforge.toml");
+    let out = nasforge_setup(
+        &board,
+        &[
+            "share",
+            "add",
+            "x",
+            "--path",
+            "/",
+            "--smb-users",
+            "admin",
+            "--nfs",
+            "*",
+            "--yes",
+        ],
+    );
+    let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        shown.contains(
+            "share 'x': / is on none of the arrays, pools or kept disks setup made (/srv/data)"
+        ),
+        "{shown}"
+    );
+    assert!(!shown.contains("chown"), "nothing would run: {shown}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), card);
+}

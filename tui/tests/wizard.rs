@@ -808,7 +808,11 @@ fn the_service_runs_the_reviewed_journal_from_the_recipe_it_is_given() {
     let recipe_file = host.path(image_files::WIZARD_RECIPE);
     assert_eq!(DeviceRecipe::load(&recipe_file).unwrap(), handoff.recipe);
     assert_eq!(
-        std::fs::metadata(&recipe_file).unwrap().permissions().mode() & 0o777,
+        std::fs::metadata(&recipe_file)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
         0o600,
         "its [alerts] URLs carry tokens"
     );
