@@ -265,8 +265,11 @@ fn board_recipe(
                     path: "/boot/nasforge.toml".into(),
                 });
             }
+            // Root only: its [alerts] URLs carry tokens, and nasforge-setup,
+            // its one reader, runs as root. (The Raspberry Pi's copy is on
+            // FAT, which holds no modes: docs/recipe.md says so.)
             w.ops
-                .push(Op::root_file("/boot/nasforge.toml", copy, 0o644));
+                .push(Op::root_file("/boot/nasforge.toml", copy, 0o600));
         }
     }
     w.changes.push(Change {

@@ -72,6 +72,8 @@ password = "{PASSWORD}"
 ssh_authorized_keys = ["{}"]
 [storage]
 mode = "wizard"
+[alerts]
+ntfy = "https://ntfy.example/rocknas-secret-topic"
 [output]
 path = "out/rock.img"
 "#,
@@ -84,6 +86,13 @@ path = "out/rock.img"
     let root = sfdisk_parts(&image)[0].0 * 512;
     let built_key = debugfs_cat(&image, root, "/etc/ssh/ssh_host_ed25519_key.pub");
     assert!(built_key.starts_with("ssh-ed25519 "), "{built_key}");
+    // The board's copy of the recipe carries the ntfy topic, a token:
+    // root only.
+    let copy = debugfs_stat(&image, root, "/boot/nasforge.toml");
+    assert!(
+        copy.contains("Mode:  0600") && copy.contains("User:     0"),
+        "{copy}"
+    );
     t.lap("build the NAS image");
 
     let mut board = Board::boot(d, &image, &[], "armbian.log");
