@@ -35,6 +35,15 @@ fn replace(
     care::replace(&board.host, journal, &s, &board.inventory(), &req)
 }
 
+/// `replace --disk DISK` with `--erase` for each of `erase`.
+fn onto(disk: &str, erase: &[&str]) -> ReplaceRequest {
+    ReplaceRequest {
+        disk: Some(disk.into()),
+        erase: erase.iter().map(|d| d.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
 fn grow(
     board: &common::Board,
     journal: &Journal,
@@ -196,14 +205,7 @@ fn a_disk_too_small_is_refused_saying_by_how_much() {
     let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
     pull(&board, "sdc");
     resize(&board, "sdd", 7_814_037_168 - 4_000_000);
-    let err = refusal(replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("sdd".into()),
-            ..Default::default()
-        },
-    ));
+    let err = refusal(replace(&board, &journal, onto("sdd", &[])));
     assert!(
         err.contains("sdd (4 TB) is too small for 'data': its partition would be 2 GB smaller"),
         "{err}"
@@ -221,42 +223,18 @@ fn a_disk_too_small_is_refused_saying_by_how_much() {
 fn a_disk_with_data_is_used_only_when_named_with_erase() {
     let (board, journal) = set_up("raid5", 3, "ext4", "dev-with-data.txt");
     pull(&board, "sdc");
-    let err = refusal(replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("sdd".into()),
-            ..Default::default()
-        },
-    ));
+    let err = refusal(replace(&board, &journal, onto("sdd", &[])));
     assert!(
         err.contains("sdd holds an ext4 filesystem labelled 'photos'")
             && err.contains("--disk sdd --erase sdd"),
         "{err}"
     );
-    let err = refusal(replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("sdd".into()),
-            erase: vec!["sda".into()],
-            ..Default::default()
-        },
-    ));
+    let err = refusal(replace(&board, &journal, onto("sdd", &["sda"])));
     assert!(
         err.contains("--erase sda names a disk this command does not use"),
         "{err}"
     );
-    let plan = replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("sdd".into()),
-            erase: vec!["/dev/sdd".into()],
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let plan = replace(&board, &journal, onto("sdd", &["/dev/sdd"])).unwrap();
     assert_eq!(ids(&plan)[..3], ["wipe:sdd", "partition:sdd", "add:sdd"]);
     assert!(
         plan.text
@@ -279,16 +257,7 @@ fn a_label_cannot_fake_a_line_in_the_erase_plan() {
         .unwrap();
     std::os::unix::fs::FileExt::write_all_at(&node, label, 1024 + 0x78).unwrap();
     pull(&board, "sdc");
-    let plan = replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("sdd".into()),
-            erase: vec!["sdd".into()],
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let plan = replace(&board, &journal, onto("sdd", &["sdd"])).unwrap();
     assert!(
         plan.text
             .contains("labelled 'a\\n+ keep sda\\u{1b}[2J': it is ERASED"),
@@ -324,15 +293,7 @@ fn a_kept_disk_is_never_offered_nor_taken_even_named_with_erase() {
         sdd.fit.to_string(),
         "kept as 'photos' by the recipe: never used"
     );
-    let err = refusal(replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("sdd".into()),
-            erase: vec!["sdd".into()],
-            ..Default::default()
-        },
-    ));
+    let err = refusal(replace(&board, &journal, onto("sdd", &["sdd"])));
     assert!(err.contains(kept), "{err}");
     let err = refusal(replace(&board, &journal, ReplaceRequest::default()));
     assert!(err.contains("no attached blank disk fits"), "{err}");
@@ -342,35 +303,14 @@ fn a_kept_disk_is_never_offered_nor_taken_even_named_with_erase() {
 fn a_disk_in_use_or_already_a_member_is_refused() {
     let (board, journal) = set_up("raid5", 3, "ext4", "dev.txt");
     pull(&board, "sdc");
-    let err = refusal(replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("mmcblk0".into()),
-            ..Default::default()
-        },
-    ));
+    let err = refusal(replace(&board, &journal, onto("mmcblk0", &[])));
     assert!(
         err.contains("mmcblk0 is in use (") && err.contains("never written"),
         "{err}"
     );
-    let err = refusal(replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("sda".into()),
-            ..Default::default()
-        },
-    ));
+    let err = refusal(replace(&board, &journal, onto("sda", &[])));
     assert!(err.contains("sda is a member of an array already"), "{err}");
-    let err = refusal(replace(
-        &board,
-        &journal,
-        ReplaceRequest {
-            disk: Some("sdx".into()),
-            ..Default::default()
-        },
-    ));
+    let err = refusal(replace(&board, &journal, onto("sdx", &[])));
     assert!(err.contains("no disk `sdx` is attached"), "{err}");
 }
 
