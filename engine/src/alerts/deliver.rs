@@ -65,9 +65,13 @@ pub fn send(runner: &mut dyn Runner, argv: Vec<String>, stdin: Vec<u8>) -> Resul
 }
 
 /// curl, quiet but for errors, failing on an HTTP error status, within
-/// time limits; `-q` first so no user's ~/.curlrc changes it.
-fn curl(url: &str, headers: &[String]) -> Vec<String> {
-    let mut argv: Vec<String> = [
+/// time limits; `-q` first so no user's ~/.curlrc changes it. Everything
+/// else comes on stdin as curl's own config (`--config -`): a webhook or
+/// ntfy URL carries a token, and a command line is readable by every user
+/// of the board (`ps`), stdin is not. The body goes as `data-raw`, which
+/// never reads a file, even when the message starts with `@`.
+fn curl(url: &str, headers: &[String], body: &[u8]) -> (Vec<String>, Vec<u8>) {
+    let argv = [
         "curl",
         "-q",
         "--silent",
@@ -77,18 +81,37 @@ fn curl(url: &str, headers: &[String]) -> Vec<String> {
         "10",
         "--max-time",
         "30",
-        "--data-binary",
-        "@-",
+        "--config",
+        "-",
     ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    .map(String::from)
+    .to_vec();
+    let mut config = format!("url = {}\n", quoted(url));
     for h in headers {
-        argv.push("-H".into());
-        argv.push(h.clone());
+        config += &format!("header = {}\n", quoted(h));
     }
-    argv.push(url.to_string());
-    argv
+    config += &format!("data-raw = {}\n", quoted(&String::from_utf8_lossy(body)));
+    (argv, config.into_bytes())
+}
+
+/// A string as curl's config file quotes it: inside double quotes, with
+/// the escapes curl reads back (`\\`, `\"`, `\n`, `\r`, `\t`, `\v`).
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{0b}' => out.push_str("\\v"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The command that sends `event` by `channel`, and its stdin; None when
@@ -107,7 +130,7 @@ pub fn command(
         Channel::Webhook => {
             let url = routing.webhook.as_ref()?;
             let body = serde_json::to_vec(event).expect("plain data");
-            Some((curl(url, &["Content-Type: application/json".into()]), body))
+            Some(curl(url, &["Content-Type: application/json".into()], &body))
         }
         Channel::Ntfy => {
             let url = routing.ntfy.as_ref()?;
@@ -130,7 +153,7 @@ pub fn command(
                     }
                 ),
             ];
-            Some((curl(url, &headers), event.message.clone().into_bytes()))
+            Some(curl(url, &headers, event.message.as_bytes()))
         }
     }
 }
@@ -234,18 +257,82 @@ mod tests {
     #[test]
     fn webhook_posts_json_and_ntfy_posts_text_with_headers() {
         let (argv, stdin) = command(Channel::Webhook, &routing(), &event()).unwrap();
-        assert_eq!(argv.last().unwrap(), "https://example.com/h");
-        assert!(argv.contains(&"--max-time".to_string()) && argv[1] == "-q");
-        let json: serde_json::Value = serde_json::from_slice(&stdin).unwrap();
-        assert_eq!(json["event"], "degraded");
-        assert_eq!(json["host"], "nas");
-        assert_eq!(json["time"], 0);
-        let (argv, stdin) = command(Channel::Ntfy, &routing(), &event()).unwrap();
-        assert!(argv.contains(&"Priority: high".to_string()), "{argv:?}");
+        assert_eq!(argv[..2], ["curl", "-q"]);
+        assert_eq!(argv[argv.len() - 2..], ["--config", "-"]);
+        assert!(argv.contains(&"--max-time".to_string()));
         assert!(
-            argv.contains(&"Title: [nas] Array data is degraded Bcc: evil@example.com".to_string())
+            !argv.iter().any(|a| a.contains("example.com")),
+            "no URL on the command line: {argv:?}"
         );
-        assert_eq!(stdin, b"md127 lost sdb1.");
+        let config = String::from_utf8(stdin).unwrap();
+        assert!(
+            config.starts_with("url = \"https://example.com/h\"\nheader = \"Content-Type: application/json\"\ndata-raw = \"{\\\"event\\\":\\\"degraded\\\""),
+            "{config}"
+        );
+        let (argv, stdin) = command(Channel::Ntfy, &routing(), &event()).unwrap();
+        assert!(!argv.iter().any(|a| a.contains("ntfy.sh")), "{argv:?}");
+        let config = String::from_utf8(stdin).unwrap();
+        assert!(config.contains("header = \"Priority: high\"\n"), "{config}");
+        assert!(
+            config.contains(
+                "header = \"Title: [nas] Array data is degraded Bcc: evil@example.com\"\n"
+            ),
+            "{config}"
+        );
+        assert!(
+            config.ends_with("data-raw = \"md127 lost sdb1.\"\n"),
+            "{config}"
+        );
         assert!(command(Channel::Ntfy, &Routing::default(), &event()).is_none());
+    }
+
+    /// The real curl reads the config back: URL, headers and a body with
+    /// quotes, backslashes, newlines and a leading `@` arrive byte for byte
+    /// at a local HTTP server.
+    #[test]
+    fn curl_reads_the_url_headers_and_body_from_its_stdin_config() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = Vec::new();
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = n.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+                head.push(line.trim_end().to_string());
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let mut stream = stream;
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            (head, body)
+        });
+        let body = "@/etc/shadow \"quoted\" back\\slash\nline two\ttab";
+        let (argv, stdin) = curl(
+            &format!("http://127.0.0.1:{port}/hook/s3cret-token?x=1"),
+            &["Title: a \"title\"".to_string()],
+            body.as_bytes(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut runner =
+            crate::runner::SystemRunner::new(crate::machine::disks::Host::new(dir.path()), None)
+                .unwrap();
+        runner.echo = false;
+        send(&mut runner, argv, stdin).unwrap();
+        let (head, got) = server.join().unwrap();
+        assert_eq!(head[0], "POST /hook/s3cret-token?x=1 HTTP/1.1", "{head:?}");
+        assert!(head.contains(&"Title: a \"title\"".to_string()), "{head:?}");
+        assert_eq!(String::from_utf8(got).unwrap(), body);
     }
 }
