@@ -171,7 +171,7 @@ fn alerts_changes(old: Option<&Alerts>, new: Option<&Alerts>, has_password: bool
         ));
     }
     if out.is_empty() {
-        out.push("~ alerts: the SMTP sender or login changed".into());
+        out.push("~ [alerts.smtp]: the sender or how the port is written changed".into());
     }
     out
 }
