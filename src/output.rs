@@ -125,15 +125,17 @@ impl Paths {
 /// from the signal handler instead.
 static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Deletes every temporary output file; for an interrupted build.
+/// Deletes every temporary output file; for an interrupted build, which
+/// exits right after. The list stays locked from here on, so a file the
+/// build was about to start is never created behind the handler's back.
 pub fn remove_unfinished() {
-    let paths = UNFINISHED
-        .lock()
-        .map(|mut v| std::mem::take(&mut *v))
-        .unwrap_or_default();
-    for p in paths {
+    let Ok(mut paths) = UNFINISHED.lock() else {
+        return;
+    };
+    for p in paths.drain(..) {
         let _ = fs::remove_file(p);
     }
+    std::mem::forget(paths);
 }
 
 fn persist(file: NamedTempFile, to: &Path) -> Result<File> {
@@ -156,15 +158,25 @@ pub fn temp_beside(paths: &Paths, what: &str) -> Result<NamedTempFile> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("image");
-    let f = tempfile::Builder::new()
+    // The name is listed before the file exists: a Ctrl-C between creating
+    // and listing it would otherwise leave it behind.
+    tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(&format!(".{what}"))
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    if let Ok(mut v) = UNFINISHED.lock() {
-        v.push(f.path().to_path_buf());
-    }
-    Ok(f)
+        .make_in(dir, |path| {
+            UNFINISHED
+                .lock()
+                .map_err(|_| io::Error::other("interrupted"))?
+                .push(path.to_path_buf());
+            use std::os::unix::fs::OpenOptionsExt;
+            File::options()
+                .mode(0o600)
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(path)
+        })
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))
 }
 
 /// Digests of what `finish_image` wrote.
@@ -350,7 +362,7 @@ pub fn publish(
         }
     }
     let image = persist(written.file, &paths.image)?;
-    // NamedTempFile is created 0600; an image is an ordinary file to share,
+    // The temporary files are created 0600; an image is an ordinary file to share,
     // unless it holds password equivalents. The digest and the manifest
     // never hold one.
     use std::os::unix::fs::PermissionsExt;
