@@ -225,11 +225,11 @@ pub fn apply(
     let family = recipe.board.info().family;
     // Armbian's first login forces a new root password and user unless this
     // marker is gone; the recipe's users are the answer to those questions.
-    if family == Family::Armbian
-        && !recipe.system.users.is_empty()
-        && root.owner("/root/.not_logged_in_yet")?.is_some()
-    {
-        skip_armbian_first_login(&root, &mut w)?;
+    if family == Family::Armbian {
+        if !recipe.system.users.is_empty() && root.owner("/root/.not_logged_in_yet")?.is_some() {
+            skip_armbian_first_login(&mut w);
+        }
+        no_armbian_autologin(&root, &mut w)?;
     }
     let mut boot_files = prepared.system.boot_files;
     if let Some(copy) = prepared.recipe_copy {
@@ -384,9 +384,8 @@ fn wizard_files(root: &Ext4, w: &mut Writes) -> Result<()> {
     Ok(())
 }
 
-/// Armbian's first-login marker removed, and with it the console autologin
-/// as root its first-login script would have removed.
-fn skip_armbian_first_login(root: &Ext4, w: &mut Writes) -> Result<()> {
+/// Armbian's first-login marker removed.
+fn skip_armbian_first_login(w: &mut Writes) {
     w.ops.push(Op::Remove {
         path: "/root/.not_logged_in_yet".into(),
     });
@@ -397,11 +396,16 @@ fn skip_armbian_first_login(root: &Ext4, w: &mut Writes) -> Result<()> {
         why: "removed: the recipe's users replace Armbian's first-login questions".into(),
         details: vec![],
     });
-    // Armbian logs root in on every console without a password until its
-    // first-login script removes these drop-ins (armbian/build
-    // lib/functions/rootfs/distro-agnostic.sh writes them when
-    // CONSOLE_AUTOLOGIN=yes; armbian-firstlogin deletes these same four
-    // paths). With that script skipped, they would stay for good.
+}
+
+/// Armbian logs root in on every console without a password until its
+/// first-login script removes these drop-ins (armbian/build
+/// lib/functions/rootfs/distro-agnostic.sh writes them when
+/// CONSOLE_AUTOLOGIN=yes; armbian-firstlogin deletes these same four
+/// paths). Until that first login anyone at the keyboard or the serial
+/// port is root, so they go from every build, with the recipe's users or
+/// without: the first login then takes root's password, as on any system.
+fn no_armbian_autologin(root: &Ext4, w: &mut Writes) -> Result<()> {
     let paths: Vec<String> = ARMBIAN_AUTOLOGIN.iter().map(|p| p.to_string()).collect();
     for (path, data) in paths.iter().zip(root.read_many(&paths)?) {
         if data.is_some_and(|d| String::from_utf8_lossy(&d).contains("--autologin")) {
@@ -410,7 +414,7 @@ fn skip_armbian_first_login(root: &Ext4, w: &mut Writes) -> Result<()> {
                 file: format!("root:{path}"),
                 before_sha256: None,
                 after_sha256: None,
-                why: "removed: Armbian's console autologin as root, which its skipped first-login script would have removed".into(),
+                why: "removed: Armbian's console autologin as root, a root shell for anyone at the console until the first login".into(),
                 details: vec![],
             });
         }

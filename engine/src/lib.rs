@@ -27,6 +27,7 @@ pub mod paths;
 pub mod planner;
 pub mod runner;
 pub mod setup;
+pub mod share_dir;
 pub mod shares;
 pub mod size;
 pub mod spec;

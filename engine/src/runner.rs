@@ -6,7 +6,7 @@ use crate::command::{Ask, Query, SpawnError, System};
 use crate::machine::disks::Host;
 use crate::steps::{Action, Cmd};
 use crate::storage::partition::{self, PartitionError};
-use crate::{atomic_file, machine::signature, managed};
+use crate::{atomic_file, machine::signature, managed, share_dir};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -41,6 +41,8 @@ pub enum RunError {
     },
     #[error(transparent)]
     Partition(#[from] PartitionError),
+    #[error(transparent)]
+    ShareDir(#[from] crate::share_dir::ShareDirError),
     #[error("interrupted before `{0}` (simulated power cut)")]
     Interrupted(String),
 }
@@ -141,6 +143,30 @@ impl SystemRunner {
                 source,
             }
         })
+    }
+
+    fn share_dir(
+        &mut self,
+        mount: &str,
+        path: &str,
+        owner: Option<&str>,
+        mode: Option<u32>,
+    ) -> Result<(), RunError> {
+        let shown = Action::ShareDir {
+            mount: mount.into(),
+            path: path.into(),
+            owner: owner.map(String::from),
+            mode,
+        }
+        .to_string();
+        if self.echo {
+            eprintln!("$ {shown}");
+        }
+        self.log(&format!("{shown}\n"));
+        let owner = owner.map(share_dir::owner_of).transpose()?;
+        let fd = share_dir::open_mount(&self.host.root, mount)?;
+        share_dir::make_below(&fd, mount, path, owner, mode)?;
+        Ok(())
     }
 
     /// A command on a device an interrupted run already removed is noted,
@@ -394,6 +420,12 @@ impl Runner for SystemRunner {
             Action::RebuildInitramfs => self.rebuild_initramfs(),
             Action::Reboot => self.exec(&crate::steps::reboot_cmd()).map(drop),
             Action::EnableUnits { units, now } => self.enable_units(units, *now),
+            Action::ShareDir {
+                mount,
+                path,
+                owner,
+                mode,
+            } => self.share_dir(mount, path, owner.as_deref(), *mode),
             Action::ZfsDataset { dataset, quota } => self.zfs_dataset(dataset, *quota),
         }
     }

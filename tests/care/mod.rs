@@ -2,7 +2,8 @@
 //! boot where a member disk is missing: the degraded array's alerts reach a
 //! mail and a web hook sink on the host, a blank disk replaces the missing
 //! member, the array grows onto a second blank disk through a power cut in
-//! its reshape, and a share added to nasforge.toml is applied.
+//! its reshape, and a share added to nasforge.toml is applied, once a link
+//! a share's user planted where its folder goes has stopped the apply.
 
 mod board;
 mod sinks;
@@ -140,7 +141,7 @@ pub fn after_a_member_went_missing(c: &Care, mut board: Board, mark: Mark, t: &m
     grow_resumed(c, &mut board, before);
     t.lap("the grow resumed at boot: raid5 of 4, filesystem larger, file intact");
     apply_added_share(c, &mut board);
-    t.lap("a share added to nasforge.toml, applied, served");
+    t.lap("a share added to nasforge.toml: a planted link refused, applied, served");
     board.poweroff(c.key);
     t.lap("power off");
 }
@@ -401,12 +402,14 @@ fn apply_added_share(c: &Care, board: &mut Board) {
     let (_, toml) = board.ssh(c.key, "sudo -S cat /boot/firmware/nasforge.toml");
     assert!(toml.contains("name = \"added\""), "{toml}");
     let apply = "sudo -S nasforge-setup apply --yes";
-    let (ok, out) = ssh_run(board, c.key, apply, Duration::from_secs(600));
-    if !(ok && out.contains("apply complete")) {
+    planted_link_refused(c, board, apply);
+    let resume = "sudo -S nasforge-setup resume";
+    let (ok, out) = ssh_run(board, c.key, resume, Duration::from_secs(600));
+    if !(ok && out.contains("resume complete")) {
         fail(
             board,
             c.key,
-            &format!("`{apply}`:\n{out}"),
+            &format!("`{resume}`:\n{out}"),
             "nasforge|smbd|samba",
         );
     }
@@ -416,6 +419,24 @@ fn apply_added_share(c: &Care, board: &mut Board) {
         ok && again.to_lowercase().contains("nothing to change"),
         "a second apply:\n{again}"
     );
+}
+
+/// admin owns /srv/data, as any user of its share may write there, and
+/// puts a link to /etc where the new share's folder goes: apply stops at
+/// the link, /etc keeps its owner and mode, and once the link is gone the
+/// pending apply is resumed.
+fn planted_link_refused(c: &Care, board: &mut Board, apply: &str) {
+    let (ok, out) = board.ssh(c.key, "ln -s /etc /srv/data/added");
+    assert!(ok, "planting the link as admin: {out}");
+    let (ok, out) = ssh_run(board, c.key, apply, Duration::from_secs(600));
+    assert!(
+        !ok && out.contains("/srv/data/added is a symbolic link to /etc"),
+        "`{apply}` with a link to /etc where the share goes:\n{out}"
+    );
+    let (_, etc) = board.ssh(c.key, "stat -c '%U:%G %a' /etc");
+    assert_eq!(etc.trim(), "root:root 755", "/etc after the refused apply");
+    let (ok, out) = board.ssh(c.key, "rm /srv/data/added");
+    assert!(ok, "removing the link: {out}");
 }
 
 /// smbclient lists the new share and a file put there comes back the same.

@@ -116,6 +116,17 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         now: bool,
     },
+    /// A share's folder made below the mount of its array, pool, dataset
+    /// or kept disk without following a link, then owned by `owner`'s
+    /// login (`chown owner:`) and given `mode` (see [`crate::share_dir`]).
+    ShareDir {
+        mount: String,
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<u32>,
+    },
     /// A share's ZFS dataset with its quota: `zfs create` when it is not
     /// there, else `zfs set quota=` (a quota changed by `apply`).
     ZfsDataset {
@@ -215,6 +226,24 @@ impl fmt::Display for Action {
                     argv.insert(3, "--now".into());
                 }
                 write!(f, "{}  # unless enabled already", Cmd::new(&argv))
+            }
+            Action::ShareDir {
+                mount,
+                path,
+                owner,
+                mode,
+            } => {
+                write!(f, "mkdir -p {}", shell_quote(path))?;
+                if let Some(o) = owner {
+                    write!(f, " && chown {} {}", shell_quote(&format!("{o}:")), shell_quote(path))?;
+                }
+                if let Some(m) = mode {
+                    write!(f, " && chmod {m:04o} {}", shell_quote(path))?;
+                }
+                write!(
+                    f,
+                    "\n    # each part below {mount} opened without following a link, on {mount}'s filesystem"
+                )
             }
             Action::ZfsDataset { dataset, quota } => write!(
                 f,

@@ -32,27 +32,48 @@ pub(super) fn share_steps(plan: &Plan, steps: &mut Vec<Step>) {
 }
 
 /// Each share's directory, owned by its first user; Time Machine gives
-/// every user a folder of their own.
+/// every user a folder of their own. None is reached through a link a
+/// client could have planted (see [`Action::ShareDir`]).
 fn dirs_step(plan: &Plan) -> Step {
+    let datasets = crate::storage::zpool::share_datasets(plan);
     let mut dirs = Vec::new();
     for share in &plan.shares {
-        dirs.push(run(&["mkdir", "-p", &share.path]));
-        let Some(smb) = &share.smb else { continue };
+        // A dataset is a filesystem of its own, mounted at the share's
+        // path; a share with no home is refused as not mounted.
+        let mount = if datasets.iter().any(|(s, _)| s.path == share.path) {
+            share.path.clone()
+        } else {
+            plan.array_of(&share.path)
+                .map(|a| a.spec.mount.clone())
+                .or_else(|| plan.kept_of(&share.path).map(|k| k.spec.mount.clone()))
+                .unwrap_or_else(|| share.path.clone())
+        };
+        let folder = |path: &str, owner: Option<&str>, mode: Option<u32>| Action::ShareDir {
+            mount: mount.clone(),
+            path: path.to_string(),
+            owner: owner.map(String::from),
+            mode,
+        };
+        let owner = share.smb.as_ref().and_then(|smb| smb.users.first());
         // A kept disk's files keep their owners and modes.
+        match owner {
+            Some(o) if plan.kept_of(&share.path).is_none() => {
+                dirs.push(folder(&share.path, Some(o), Some(0o2775)));
+            }
+            _ => dirs.push(folder(&share.path, None, None)),
+        }
+        let Some(smb) = share.smb.as_ref().filter(|s| s.timemachine) else {
+            continue;
+        };
         if plan.kept_of(&share.path).is_some() {
             continue;
         }
-        if let Some(owner) = smb.users.first() {
-            dirs.push(run(&["chown", &format!("{owner}:"), &share.path]));
-            dirs.push(run(&["chmod", "2775", &share.path]));
-        }
-        if smb.timemachine {
-            for user in &smb.users {
-                let own = format!("{}/{user}", share.path);
-                dirs.push(run(&["mkdir", "-p", &own]));
-                dirs.push(run(&["chown", &format!("{user}:"), &own]));
-                dirs.push(run(&["chmod", "0700", &own]));
-            }
+        for user in &smb.users {
+            dirs.push(folder(
+                &format!("{}/{user}", share.path),
+                Some(user),
+                Some(0o700),
+            ));
         }
     }
     Step {
