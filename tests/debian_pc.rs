@@ -34,6 +34,72 @@ fn pe_machine(bytes: &[u8]) -> u16 {
     u16::from_le_bytes([bytes[pe + 4], bytes[pe + 5]])
 }
 
+/// The base booted on qemu's q35 with Debian's OVMF, `e` pressed on the
+/// serial port until GRUB answers: editing the entry (where `init=/bin/sh`
+/// would go) asks for a superuser, and none has a password.
+fn grub_refuses_editing(base: &Path, scratch: &Path) {
+    use std::io::{Read, Write};
+    let vars = scratch.join("OVMF_VARS.fd");
+    std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars).unwrap();
+    let mut qemu = Command::new("qemu-system-x86_64")
+        .args(["-machine", "q35", "-accel", "tcg", "-m", "512"])
+        .args(["-display", "none", "-monitor", "none", "-serial", "stdio"])
+        .args(["-snapshot", "-net", "none"])
+        .arg("-drive")
+        .arg("if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd")
+        .arg("-drive")
+        .arg(format!("if=pflash,format=raw,file={}", vars.display()))
+        .arg("-drive")
+        .arg(format!("file={},format=raw,if=virtio", base.display()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let mut out = qemu.stdout.take().unwrap();
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let mut keys = qemu.stdin.take().unwrap();
+    let text = || String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    let started = std::time::Instant::now();
+    // Pressed until GRUB's menu, which waits one second, takes one.
+    while !text().contains("Enter username:")
+        && !text().contains("setparams")
+        && !text().contains("Linux version")
+        && started.elapsed() < std::time::Duration::from_secs(300)
+    {
+        let _ = keys.write_all(b"e");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let _ = qemu.kill();
+    let _ = qemu.wait();
+    drop(keys);
+    reader.join().unwrap();
+    let said = text();
+    assert!(
+        said.contains("Enter username:") && !said.contains("setparams"),
+        "GRUB let its entry be edited, or never showed its menu:\n{}",
+        said.chars()
+            .rev()
+            .take(3000)
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect::<String>()
+    );
+}
+
 #[test]
 fn a_bookworm_amd64_base_is_a_uefi_disk_that_nasforge_builds_on() {
     if !slow_tests_enabled("a_bookworm_amd64_base_is_a_uefi_disk_that_nasforge_builds_on") {
@@ -72,7 +138,13 @@ fn a_bookworm_amd64_base_is_a_uefi_disk_that_nasforge_builds_on() {
 
     // grub.cfg and fstab name the filesystems this image holds.
     let (root_uuid, esp_uuid) = (blkid_uuid(&base, root), blkid_uuid(&base, esp));
+    grub_refuses_editing(&base, dir.path());
     let grub = mtype(&base, esp, "EFI/BOOT/grub.cfg");
+    assert!(
+        grub.contains("set superusers=\"locked\"")
+            && grub.contains("menuentry 'Debian GNU/Linux (nasforge)' --unrestricted {"),
+        "{grub}"
+    );
     assert!(
         grub.contains(&format!(
             "search --no-floppy --fs-uuid --set=root {root_uuid}"

@@ -489,7 +489,11 @@ fn armbian_root_1234_is_reported_locked_and_kept_from_ssh() {
     assert_ne!(debugfs_stat(&rock2, root, "/root/.not_logged_in_yet"), "");
     for unit in ["getty@", "serial-getty@"] {
         let path = format!("/etc/systemd/system/{unit}.service.d/override.conf");
-        assert_eq!(debugfs_stat(&rock2, root, &path), "", "{path} without users");
+        assert_eq!(
+            debugfs_stat(&rock2, root, &path),
+            "",
+            "{path} without users"
+        );
     }
     rock_recipe(
         dir.path(),

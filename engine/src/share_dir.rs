@@ -15,21 +15,21 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 pub enum ShareDirError {
     #[error(
-        "{mount} is not mounted (it is on the system's filesystem); nasforge makes no share folder on the system disk: mount it (`nasforge-setup status` says why it is not) and apply again"
+        "{mount} is not mounted (it is on the system's filesystem); nasforge makes no share folder on the system disk: mount it (`nasforge-setup status` says why it is not) and try again"
     )]
     NotMounted { mount: String },
     #[error(
-        "{path} is a symbolic link{}; a share's folder is never reached through one, as anyone who can write the share can plant it: remove the link and apply again",
+        "{path} is a symbolic link{}; a share's folder is never reached through one, as anyone who can write the share can plant it: remove the link and try again",
         target.as_ref().map(|t| format!(" to {t}")).unwrap_or_default()
     )]
     Link {
         path: String,
         target: Option<String>,
     },
-    #[error("{path} is not a folder: move it away and apply again")]
+    #[error("{path} is not a folder: move it away and try again")]
     NotFolder { path: String },
     #[error(
-        "{path} is on another filesystem than {mount}; nasforge does not follow a share into another mount: unmount it and apply again"
+        "{path} is on another filesystem than {mount}; nasforge does not follow a share into another mount: unmount it and try again"
     )]
     OtherFilesystem { path: String, mount: String },
     #[error("{path} is not below {mount}")]
@@ -80,13 +80,12 @@ pub fn owner_of(user: &str) -> Result<Owner, ShareDirError> {
 /// mount, or a path on no array.
 pub fn open_mount(root: &Path, mount: &str) -> Result<OwnedFd, ShareDirError> {
     let at = root.join(mount.trim_start_matches('/'));
-    let fd = open(libc::AT_FDCWD, at.as_os_str().as_bytes(), 0).map_err(|source| {
-        ShareDirError::Io {
+    let fd =
+        open(libc::AT_FDCWD, at.as_os_str().as_bytes(), 0).map_err(|source| ShareDirError::Io {
             what: "opening",
             path: mount.into(),
             source,
-        }
-    })?;
+        })?;
     let system = open(libc::AT_FDCWD, root.as_os_str().as_bytes(), 0).map_err(|source| {
         ShareDirError::Io {
             what: "opening",
@@ -315,13 +314,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let m = t.path().to_str().unwrap();
         std::fs::write(t.path().join("media"), "x").unwrap();
-        let e = make_below(&mount_of(t.path()), m, &format!("{m}/media/a"), None, None)
-            .unwrap_err();
+        let e =
+            make_below(&mount_of(t.path()), m, &format!("{m}/media/a"), None, None).unwrap_err();
         assert!(matches!(e, ShareDirError::NotFolder { .. }), "{e}");
         let e = make_below(&mount_of(t.path()), m, "/etc", None, Some(0o777)).unwrap_err();
         assert!(matches!(e, ShareDirError::NotBelow { .. }), "{e}");
-        let e = make_below(&mount_of(t.path()), m, &format!("{m}/../x"), None, None)
-            .unwrap_err();
+        let e = make_below(&mount_of(t.path()), m, &format!("{m}/../x"), None, None).unwrap_err();
         assert!(matches!(e, ShareDirError::NotBelow { .. }), "{e}");
     }
 
@@ -333,8 +331,8 @@ mod tests {
         assert!(e.to_string().contains("is not mounted"), "{e}");
         // /proc is a filesystem of its own on every Linux system.
         open_mount(Path::new("/"), "/proc").unwrap();
-        let e = make_below(&mount_of(Path::new("/")), "/", "/proc/nasforge", None, None)
-            .unwrap_err();
+        let e =
+            make_below(&mount_of(Path::new("/")), "/", "/proc/nasforge", None, None).unwrap_err();
         assert!(
             matches!(&e, ShareDirError::OtherFilesystem { path, .. } if path == "/proc"),
             "{e}"

@@ -78,7 +78,10 @@ fn a_link_planted_in_a_share_is_refused_and_what_it_points_to_keeps_its_owner_an
         .unwrap();
     let made = std::fs::metadata(t.path().join("srv/data/media")).unwrap();
     assert_eq!(made.mode() & 0o7777, 0o2775);
-    assert_eq!(made.uid(), nasforge_engine::share_dir::owner_of("nobody").unwrap().uid);
+    assert_eq!(
+        made.uid(),
+        nasforge_engine::share_dir::owner_of("nobody").unwrap().uid
+    );
 
     // A client that can write /srv/data swaps the folder for a link to
     // the system's /etc, and a Time Machine user's folder for one too.
@@ -112,7 +115,7 @@ fn a_share_whose_array_is_not_mounted_gets_no_folder_on_the_system_disk() {
         .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "/srv/data is not mounted (it is on the system's filesystem); nasforge makes no share folder on the system disk: mount it (`nasforge-setup status` says why it is not) and apply again"
+        "/srv/data is not mounted (it is on the system's filesystem); nasforge makes no share folder on the system disk: mount it (`nasforge-setup status` says why it is not) and try again"
     );
     assert!(!t.path().join("srv/data/media").exists());
 }

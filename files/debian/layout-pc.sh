@@ -64,8 +64,13 @@ serial --unit=0 --speed=115200
 terminal_input console serial
 terminal_output console serial
 set timeout=1
+# Editing an entry and GRUB's command line are for superusers, and this one
+# has no password: nobody gets them. Otherwise `init=/bin/sh`, typed at the
+# keyboard or the serial port, boots into a root shell. The entry itself
+# boots for anyone.
+set superusers="locked"
 search --no-floppy --fs-uuid --set=root $root_uuid
-menuentry 'Debian GNU/Linux (nasforge)' {
+menuentry 'Debian GNU/Linux (nasforge)' --unrestricted {
 	linux /vmlinuz root=UUID=$root_uuid ro console=tty0 console=ttyS0,115200n8
 	initrd /initrd.img
 }

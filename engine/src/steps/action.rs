@@ -235,7 +235,12 @@ impl fmt::Display for Action {
             } => {
                 write!(f, "mkdir -p {}", shell_quote(path))?;
                 if let Some(o) = owner {
-                    write!(f, " && chown {} {}", shell_quote(&format!("{o}:")), shell_quote(path))?;
+                    write!(
+                        f,
+                        " && chown {} {}",
+                        shell_quote(&format!("{o}:")),
+                        shell_quote(path)
+                    )?;
                 }
                 if let Some(m) = mode {
                     write!(f, " && chmod {m:04o} {}", shell_quote(path))?;
