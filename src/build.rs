@@ -144,6 +144,20 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         install_kernel(&image, recipe, b, &mut edits)?;
     }
     edit_rootfs(&image, recipe, prepared, &mut edits)?;
+    for c in crate::root_uuid::renew(&image)? {
+        say(
+            "changed",
+            format!(
+                "{}{}",
+                c.file,
+                match c.details.first() {
+                    Some(d) => format!(": {d}"),
+                    None => String::new(),
+                }
+            ),
+        );
+        edits.changes.push(c);
+    }
     image.reload().context("re-reading the customised image")?;
     let secrets = scan_secrets(&image, &paths)?;
     timer.lap("customise");

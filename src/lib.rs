@@ -27,6 +27,7 @@ pub mod manifest;
 pub mod output;
 pub mod packages;
 pub mod recipe;
+pub mod root_uuid;
 pub mod rootfs;
 pub mod section;
 pub mod size;

@@ -72,6 +72,9 @@ pub enum SecretKind {
     /// The SMTP relay's password from `[alerts.smtp]`, in clear: msmtp
     /// must send it.
     SmtpPassword,
+    /// A web hook's or ntfy's URL from `[alerts]`: its token (an ntfy
+    /// topic's name) is all it takes to post or read the NAS's alerts.
+    AlertToken,
 }
 
 impl SecretKind {
@@ -80,6 +83,7 @@ impl SecretKind {
             SecretKind::CryptHash => "password hashes",
             SecretKind::NtHash => "Samba NT hashes (each enough to log in over SMB)",
             SecretKind::SmtpPassword => "the SMTP relay's password",
+            SecretKind::AlertToken => "the alerts' web hook or ntfy URL with its token",
         }
     }
 }

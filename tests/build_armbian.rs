@@ -13,6 +13,17 @@ fn sgdisk_verify(img: &std::path::Path) {
     assert!(out.contains("No problems found"), "{out}");
 }
 
+fn root_uuid(img: &std::path::Path) -> String {
+    stdout(
+        Command::new("blkid")
+            .args(["-p", "-s", "UUID", "-o", "value", "--offset"])
+            .arg((16 * MIB).to_string())
+            .arg(img),
+    )
+    .trim()
+    .to_string()
+}
+
 #[test]
 fn rock5b_gains_its_sata_overlay_and_keeps_the_rest() {
     let dir = tempfile::tempdir().unwrap();
@@ -38,10 +49,33 @@ fn rock5b_gains_its_sata_overlay_and_keeps_the_rest() {
     sgdisk_verify(&out);
     e2fsck(&out, 16 * MIB);
     let env = debugfs_cat(&out, 16 * MIB, "/boot/armbianEnv.txt");
+    // The build's root filesystem has a UUID of its own, which the boot
+    // script's rootdev= and fstab follow.
+    let uuid = root_uuid(&out);
+    assert!(uuid.len() == 36 && uuid != ARMBIAN_ROOT_UUID, "{uuid}");
     assert_eq!(
         env,
-        ARMBIAN_ENV.replace("overlays=uart7-m2\n", "overlays=uart7-m2 sata1\n")
+        ARMBIAN_ENV
+            .replace("overlays=uart7-m2\n", "overlays=uart7-m2 sata1\n")
+            .replace(ARMBIAN_ROOT_UUID, &uuid)
     );
+    assert_eq!(
+        debugfs_cat(&out, 16 * MIB, "/etc/fstab"),
+        ARMBIAN_FSTAB.replace(ARMBIAN_ROOT_UUID, &uuid)
+    );
+    assert!(
+        r.stderr.contains(&format!(
+            "root filesystem: UUID {ARMBIAN_ROOT_UUID} -> {uuid}"
+        )),
+        "{}",
+        r.stderr
+    );
+    // Built again from the same base: another UUID.
+    let again = nasforge(&["build", "rock.toml", "--force"], dir.path(), cache.path());
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    let second = root_uuid(&out);
+    assert!(second != uuid && second != ARMBIAN_ROOT_UUID, "{second}");
+    e2fsck(&out, 16 * MIB);
     // The root filesystem changed after the copy was hashed: the digest is
     // completed from a checkpoint and must still be right.
     run(Command::new("sha256sum")

@@ -212,6 +212,19 @@ fn a_bookworm_amd64_base_is_a_uefi_disk_that_nasforge_builds_on() {
         "{}",
         r.stderr
     );
+    // Its root filesystem has a UUID of its own, which GRUB and fstab follow;
+    // the base keeps its own.
+    let built = dir.path().join("out/pc.img");
+    let uuid = blkid_uuid(&built, root);
+    assert!(uuid.len() == 36 && uuid != root_uuid, "{uuid}");
+    assert_eq!(blkid_uuid(&base, root), root_uuid);
+    let grub_built = mtype(&built, esp, "EFI/BOOT/grub.cfg");
+    assert_eq!(grub_built, grub.replace(&root_uuid, &uuid));
+    assert_eq!(
+        debugfs_cat(&built, root, "/etc/fstab"),
+        fstab.replace(&root_uuid, &uuid)
+    );
+    e2fsck(&built, root);
     let r = nasforge(
         &["inspect", "--json", "out/pc.img"],
         dir.path(),

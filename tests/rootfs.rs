@@ -13,6 +13,8 @@ use std::process::Command;
 const PASSWORD: &str = "correct horse battery staple";
 /// The SMTP relay's password: kept in clear, but only root may read it.
 const SMTP_PASSWORD: &str = "relay pass 8e1f";
+/// The ntfy topic is its token: whoever knows it reads the alerts.
+const NTFY_TOPIC: &str = "nas-alerts-5c7d1e";
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVaNxqK0P7lyC3Ue1dDnrrIqdBgPjs0Lh6D3bhKkn8u me@laptop";
 
@@ -209,6 +211,7 @@ smb = {{ users = ["admin"] }}
 nfs = {{ clients = "192.168.1.0/24" }}
 [alerts]
 email = "me@example.com"
+ntfy = "https://ntfy.sh/{NTFY_TOPIC}"
 [alerts.smtp]
 host = "smtp.example.com"
 user = "me@example.com"
@@ -263,7 +266,8 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("+ 10 packages (")
+        r.stderr.contains("+ 11 packages (")
+            && r.stderr.contains("curl 7.88.1-10")
             && r.stderr.contains("samba 2:4.17.12")
             && r.stderr.contains("wsdd2 1.8.7"),
         "{}",
@@ -325,7 +329,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     );
     // The first-boot service, enabled, and what it will do.
     let env_file = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
-    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server avahi-daemon wsdd2 smartmontools msmtp ca-certificates\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
+    assert!(env_file.contains("NASFORGE_PACKAGES=\"mdadm e2fsprogs samba samba-vfs-modules nfs-kernel-server avahi-daemon wsdd2 smartmontools msmtp curl ca-certificates\"") && env_file.contains("NASFORGE_MODE=unattended"), "{env_file}");
     assert!(
         stat(
             &img,
@@ -443,7 +447,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     assert_eq!(mode(&out.join("nas.manifest.json")), 0o644);
     assert!(
         r.stderr.contains("out/nas.img is written readable only by you (mode 0600): it holds password hashes and Samba NT hashes")
-            && r.stderr.contains("and the SMTP relay's password; the manifest lists where"),
+            && r.stderr.contains("and the SMTP relay's password and the alerts' web hook or ntfy URL with its token; the manifest lists where"),
         "{}",
         r.stderr
     );
@@ -455,6 +459,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
             {"file": "root:/etc/shadow", "kind": "crypt-hash", "accounts": ["admin"]},
             {"file": "root:/var/lib/nasforge/smbpasswd", "kind": "nt-hash", "accounts": ["admin"]},
             {"file": "root:/etc/nasforge/smtp-password", "kind": "smtp-password", "accounts": ["smtp"]},
+            {"file": "boot:/nasforge.toml", "kind": "alert-token", "accounts": ["ntfy"]},
         ]),
         "{manifest:#}"
     );
@@ -462,7 +467,8 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     assert!(
         !manifest_text.contains(&hash)
             && !manifest_text.contains(&nt[..12])
-            && !manifest_text.contains(SMTP_PASSWORD),
+            && !manifest_text.contains(SMTP_PASSWORD)
+            && !manifest_text.contains(NTFY_TOPIC),
         "no secret value in the manifest"
     );
 

@@ -541,12 +541,13 @@ fn the_review_shows_alerts_changes_and_where_the_stored_password_would_go() {
         "{SET_UP}{}",
         mine.replace(
             "[alerts.smtp]",
-            "webhook = \"https://hooks.example/nas\"\ntemperature = 45\n[alerts.smtp]"
+            "webhook = \"https://hooks.example/nas-token-123\"\ntemperature = 45\n[alerts.smtp]"
         )
     );
     let text = plan(&board, &webhook, &[]).describe();
     assert!(
-        text.contains("+ Alerts posted as JSON to https://hooks.example/nas")
+        text.contains("+ Alerts posted as JSON to https://hooks.example/… (token hidden, URL #")
+            && !text.contains("nas-token-123")
             && text.contains("~ disks warn over 45 °C (was 50 °C)")
             && !text.contains("SMTP password"),
         "the relay is unchanged: {text}"

@@ -89,7 +89,7 @@ fn a_link_planted_in_a_share_is_refused_and_what_it_points_to_keeps_its_owner_an
     symlink(&system, t.path().join("srv/data/media")).unwrap();
     for action in [
         share_dir("/srv/data/media", "nobody", 0o2775),
-        share_dir("/srv/data/media/nobody", "nobody", 0o700),
+        share_dir("/srv/data/media/nobody", "nobody", 0o2700),
     ] {
         let e = r.apply(&action).unwrap_err();
         assert!(matches!(e, RunError::ShareDir(_)), "{e:?}");

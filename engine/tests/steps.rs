@@ -905,7 +905,7 @@ fn rendered_files_read_back_as_the_recipe_meant() {
                     mount: "/srv/data".into(),
                     path: own.clone(),
                     owner: Some(user.into()),
-                    mode: Some(0o700),
+                    mode: Some(0o2700),
                 }),
             "{user}'s Time Machine folder"
         );

@@ -456,11 +456,12 @@ impl Ext4 {
         Ok(ops)
     }
 
-    /// Free space, from the superblock.
-    pub fn free_bytes(&self) -> Result<u64> {
+    /// The superblock as `dumpe2fs -h` prints it.
+    fn superblock(&self) -> Result<String> {
         let out = super::seccomp::e2fsprogs("dumpe2fs")
             .arg("-h")
             .arg(self.device())
+            .stdin(Stdio::null())
             .output()
             .context("running dumpe2fs")?;
         if !out.status.success() {
@@ -470,13 +471,77 @@ impl Ext4 {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
-        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Free space, from the superblock.
+    pub fn free_bytes(&self) -> Result<u64> {
+        let text = self.superblock()?;
         let field = |name: &str| -> Result<u64> {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().parse().ok())
-                .with_context(|| format!("dumpe2fs printed no `{name}`"))
+            superblock_field(&text, name)?
+                .parse()
+                .with_context(|| format!("dumpe2fs printed no number for `{name}`"))
         };
         Ok(field("Free blocks:")? * field("Block size:")?)
     }
+
+    /// The filesystem's UUID.
+    pub fn uuid(&self) -> Result<String> {
+        Ok(superblock_field(&self.superblock()?, "Filesystem UUID:")?.to_string())
+    }
+
+    /// `e2fsck -fp`: what resize2fs and tune2fs -U need before they change a
+    /// filesystem that was mounted since its last check, and what makes
+    /// their change safe.
+    pub fn check(&self) -> Result<()> {
+        let out = super::seccomp::e2fsprogs("e2fsck")
+            .args(["-fp"])
+            .arg(self.device())
+            .stdin(Stdio::null())
+            .output()
+            .context("running e2fsck")?;
+        // 0: clean, 1: errors corrected. Anything else means the image is damaged.
+        if !matches!(out.status.code(), Some(0 | 1)) {
+            bail!(
+                "the root filesystem has errors e2fsck cannot fix unattended; check the base image:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
+    }
+
+    /// A new random UUID for the filesystem (`tune2fs -U random`, which
+    /// also rewrites the metadata checksums that depend on it). Returns the
+    /// old and the new one.
+    pub fn renew_uuid(&self) -> Result<(String, String)> {
+        self.check()?;
+        let old = self.uuid()?;
+        let out = super::seccomp::e2fsprogs("tune2fs")
+            .args(["-U", "random"])
+            .arg(self.device())
+            .stdin(Stdio::null())
+            .output()
+            .context("running tune2fs")?;
+        if !out.status.success() {
+            bail!(
+                "tune2fs -U random failed on {}: {}{}",
+                self.device(),
+                String::from_utf8_lossy(&out.stdout).trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let new = self.uuid()?;
+        if new == old {
+            bail!("tune2fs left the root filesystem's UUID {old} as it was");
+        }
+        Ok((old, new))
+    }
+}
+
+fn superblock_field<'a>(text: &'a str, name: &str) -> Result<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(str::trim)
+        .with_context(|| format!("dumpe2fs printed no `{name}`"))
 }

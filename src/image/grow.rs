@@ -100,20 +100,9 @@ fn grow_gpt(f: &mut File, root_number: u32, old_size: u64, new_size: u64) -> Res
 /// e2fsck first: resize2fs refuses a filesystem that was not checked since
 /// its last mount, and a check is what makes the resize safe.
 fn resize_ext4(image: &Path, offset: u64, size: u64) -> Result<()> {
-    let dev = format!("{}?offset={offset}", image.display());
-    let out = super::seccomp::e2fsprogs("e2fsck")
-        .args(["-fp"])
-        .arg(&dev)
-        .output()
-        .context("running e2fsck")?;
-    // 0: clean, 1: errors corrected. Anything else means the image is damaged.
-    if !matches!(out.status.code(), Some(0 | 1)) {
-        bail!(
-            "the root filesystem has errors e2fsck cannot fix unattended; check the base image:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let fs = super::ext4::Ext4::new(image, offset);
+    fs.check()?;
+    let dev = fs.device();
     let kib = size / 1024;
     let image_len = std::fs::metadata(image)?.len();
     let mut cmd = super::seccomp::e2fsprogs("resize2fs");

@@ -274,6 +274,28 @@ fn hashed_accounts(text: &str, field: usize) -> Vec<String> {
         .collect()
 }
 
+/// The board's copy of the recipe, on the root (Armbian, PC) or the FAT
+/// boot partition (Raspberry Pi).
+const BOARD_RECIPE_ROOT: &str = "/boot/nasforge.toml";
+const BOARD_RECIPE_FAT: &str = "nasforge.toml";
+
+/// Which of `[alerts]`' URLs, each carrying its token, a recipe sets.
+fn alert_urls(recipe: &[u8]) -> Vec<String> {
+    let Ok(value) = String::from_utf8_lossy(recipe).parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    ["webhook", "ntfy"]
+        .into_iter()
+        .filter(|k| {
+            value
+                .get("alerts")
+                .and_then(|a| a.get(*k))
+                .is_some_and(|u| u.is_str())
+        })
+        .map(String::from)
+        .collect()
+}
+
 /// Every password equivalent in the finished image, read from the image
 /// itself so nothing that wrote one is missed.
 pub fn scan(image: &Image) -> Result<Vec<Secret>> {
@@ -307,6 +329,13 @@ pub fn scan(image: &Image) -> Result<Vec<Secret>> {
             };
             add(format!("root:{path}"), kind, hashed_accounts(&text, field));
         }
+        if let Some(data) = root.read(BOARD_RECIPE_ROOT)? {
+            add(
+                format!("root:{BOARD_RECIPE_ROOT}"),
+                SecretKind::AlertToken,
+                alert_urls(&data),
+            );
+        }
         if root.owner(nasforge_engine::paths::PASSWORD_FILE)?.is_some() {
             add(
                 format!("root:{}", nasforge_engine::paths::PASSWORD_FILE),
@@ -314,6 +343,15 @@ pub fn scan(image: &Image) -> Result<Vec<Secret>> {
                 vec!["smtp".into()],
             );
         }
+    }
+    if let Some(fat) = image.fat(false)?
+        && let Some(data) = fat.read(BOARD_RECIPE_FAT)?
+    {
+        add(
+            format!("boot:/{BOARD_RECIPE_FAT}"),
+            SecretKind::AlertToken,
+            alert_urls(&data),
+        );
     }
     if let Some(fat) = image.fat(false)?
         && let Some(data) = fat.read("userconf.txt")?

@@ -374,6 +374,12 @@ pub fn raspi_firmware(maintainer: &str) -> Vec<(String, Vec<u8>)> {
 pub const ARMBIAN_VERSION: &str = "6.1.115-vendor-rk35xx";
 
 pub const ARMBIAN_ENV: &str = "verbosity=1\nbootlogo=false\nconsole=both\nextraargs=cma=256M\noverlay_prefix=rockchip-rk3588\nfdtfile=rockchip/rk3588-rock-5b.dtb\noverlays=uart7-m2\nrootdev=UUID=4b1c0e42-05c4-4c0f-a55e-0e9b1ea9e2e7\nrootfstype=ext4\nusbstoragequirks=0x2537:0x1066:u,0x2537:0x1068:u\n";
+/// The root filesystem's UUID in `armbian_image`, which armbianEnv.txt's
+/// `rootdev=` and fstab name, as in Armbian's own images.
+pub const ARMBIAN_ROOT_UUID: &str = "4b1c0e42-05c4-4c0f-a55e-0e9b1ea9e2e7";
+/// Armbian's fstab line for the root (armbian/build
+/// lib/functions/image/partitioning.sh).
+pub const ARMBIAN_FSTAB: &str = "UUID=4b1c0e42-05c4-4c0f-a55e-0e9b1ea9e2e7 / ext4 defaults,noatime,commit=120,errors=remount-ro 0 1\ntmpfs /tmp tmpfs defaults,nosuid 0 0\n";
 
 /// An Armbian Rockchip image: GPT, one ext4 `armbi_root` at 16 MiB with
 /// /boot inside, U-Boot bytes at 32 KiB.
@@ -406,6 +412,7 @@ pub fn armbian_image_with(dir: &Path, overlays: &[&str], files: &[(String, Vec<u
         BOARD_DRIVERS,
     );
     fs::write(tree.join("boot/armbianEnv.txt"), ARMBIAN_ENV).unwrap();
+    fs::write(tree.join("etc/fstab"), ARMBIAN_FSTAB).unwrap();
     fs::write(
         tree.join(format!("boot/vmlinuz-{ARMBIAN_VERSION}")),
         b"kernel",
@@ -437,7 +444,16 @@ pub fn armbian_image_with(dir: &Path, overlays: &[&str], files: &[(String, Vec<u
         .parse()
         .unwrap();
     run(Command::new("mke2fs")
-        .args(["-q", "-t", "ext4", "-L", "armbi_root", "-d"])
+        .args([
+            "-q",
+            "-t",
+            "ext4",
+            "-L",
+            "armbi_root",
+            "-U",
+            ARMBIAN_ROOT_UUID,
+            "-d",
+        ])
         .arg(&tree)
         .arg("-E")
         .arg(format!("offset={start}"))

@@ -127,10 +127,10 @@ impl Alerts {
             ));
         }
         if let Some(url) = &self.webhook {
-            out.push(format!("Alerts posted as JSON to {url}"));
+            out.push(format!("Alerts posted as JSON to {}", masked_url(url)));
         }
         if let Some(url) = &self.ntfy {
-            out.push(format!("Alerts pushed to ntfy at {url}"));
+            out.push(format!("Alerts pushed to ntfy at {}", masked_url(url)));
         }
         out
     }
@@ -232,6 +232,24 @@ fn check_smtp(smtp: &Smtp, out: &mut Vec<SpecProblem>) {
     }
 }
 
+/// A webhook's or ntfy's URL as reviews and logs show it: its host, not
+/// the path, query or login where its token is (an ntfy topic's name is
+/// all it takes to read its alerts). A checksum of the whole URL still
+/// tells two URLs apart, so a changed token shows as a change.
+pub fn masked_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    if !authority.contains('@') && tail.trim_start_matches('/').is_empty() {
+        return url.to_string();
+    }
+    format!(
+        "{scheme}://{host}/… (token hidden, URL #{:08x})",
+        crc32fast::hash(url.as_bytes())
+    )
+}
+
 /// Problems with a webhook or ntfy URL, which goes to curl as it is.
 pub fn url_problem(url: &str) -> Option<String> {
     let rest = url
@@ -294,9 +312,15 @@ mod tests {
         assert_eq!(
             alerts.describe(),
             [
-                "Alerts by email to me@example.com through smtp.example.com:465 (tls), logging in as me@example.com",
-                "Alerts posted as JSON to https://example.com/h",
-                "Alerts pushed to ntfy at http://ntfy.lan/nas",
+                "Alerts by email to me@example.com through smtp.example.com:465 (tls), logging in as me@example.com".to_string(),
+                format!(
+                    "Alerts posted as JSON to https://example.com/… (token hidden, URL #{:08x})",
+                    crc32fast::hash(b"https://example.com/h")
+                ),
+                format!(
+                    "Alerts pushed to ntfy at http://ntfy.lan/… (token hidden, URL #{:08x})",
+                    crc32fast::hash(b"http://ntfy.lan/nas")
+                ),
             ]
         );
         let shown = format!("{alerts:?}");
@@ -304,6 +328,36 @@ mod tests {
             !shown.contains("s3cret") && shown.contains("password: Some(\"(set)\")"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn a_urls_token_is_never_shown_but_a_changed_one_shows_as_a_change() {
+        for (url, shown) in [
+            ("https://ntfy.sh/my-secret-topic", "https://ntfy.sh/…"),
+            (
+                "https://hooks.example/services/T0/B0/XyZ",
+                "https://hooks.example/…",
+            ),
+            (
+                "http://nas:s3cret@10.0.0.2:8080/hook",
+                "http://10.0.0.2:8080/…",
+            ),
+            ("https://hooks.example?token=abc", "https://hooks.example/…"),
+        ] {
+            let masked = masked_url(url);
+            assert!(
+                masked.starts_with(&format!("{shown} (token hidden, URL #")),
+                "{masked}"
+            );
+            for secret in ["my-secret-topic", "XyZ", "s3cret", "abc", "nas:"] {
+                assert!(!masked.contains(secret), "{masked}");
+            }
+        }
+        assert_ne!(
+            masked_url("https://ntfy.sh/topic-a"),
+            masked_url("https://ntfy.sh/topic-b")
+        );
+        assert_eq!(masked_url("http://10.0.0.2:8080/"), "http://10.0.0.2:8080/");
     }
 
     #[test]

@@ -68,11 +68,13 @@ fn dirs_step(plan: &Plan) -> Step {
         if plan.kept_of(&share.path).is_some() {
             continue;
         }
+        // Setgid as the share's folder above, which `chmod 0700` used to
+        // leave on: what a user writes there keeps that user's group.
         for user in &smb.users {
             dirs.push(folder(
                 &format!("{}/{user}", share.path),
                 Some(user),
-                Some(0o700),
+                Some(0o2700),
             ));
         }
     }
