@@ -456,14 +456,19 @@ impl Ext4 {
         Ok(ops)
     }
 
-    /// The superblock as `dumpe2fs -h` prints it.
-    fn superblock(&self) -> Result<String> {
-        let out = super::seccomp::e2fsprogs("dumpe2fs")
-            .arg("-h")
+    /// An e2fsprogs tool run on this filesystem, its status left to the caller.
+    fn tool(&self, name: &str, args: &[&str]) -> Result<std::process::Output> {
+        super::seccomp::e2fsprogs(name)
+            .args(args)
             .arg(self.device())
             .stdin(Stdio::null())
             .output()
-            .context("running dumpe2fs")?;
+            .with_context(|| format!("running {name}"))
+    }
+
+    /// The superblock as `dumpe2fs -h` prints it.
+    fn superblock(&self) -> Result<String> {
+        let out = self.tool("dumpe2fs", &["-h"])?;
         if !out.status.success() {
             bail!(
                 "dumpe2fs failed on {}: {}",
@@ -494,12 +499,7 @@ impl Ext4 {
     /// filesystem that was mounted since its last check, and what makes
     /// their change safe.
     pub fn check(&self) -> Result<()> {
-        let out = super::seccomp::e2fsprogs("e2fsck")
-            .args(["-fp"])
-            .arg(self.device())
-            .stdin(Stdio::null())
-            .output()
-            .context("running e2fsck")?;
+        let out = self.tool("e2fsck", &["-fp"])?;
         // 0: clean, 1: errors corrected. Anything else means the image is damaged.
         if !matches!(out.status.code(), Some(0 | 1)) {
             bail!(
@@ -517,12 +517,7 @@ impl Ext4 {
     pub fn renew_uuid(&self) -> Result<(String, String)> {
         self.check()?;
         let old = self.uuid()?;
-        let out = super::seccomp::e2fsprogs("tune2fs")
-            .args(["-U", "random"])
-            .arg(self.device())
-            .stdin(Stdio::null())
-            .output()
-            .context("running tune2fs")?;
+        let out = self.tool("tune2fs", &["-U", "random"])?;
         if !out.status.success() {
             bail!(
                 "tune2fs -U random failed on {}: {}{}",
