@@ -181,6 +181,13 @@ fn share_add_refuses_a_system_directory_on_a_nas_the_wizard_set_up() {
         ),
         "{shown}"
     );
+    assert!(
+        shown.contains(&format!(
+            "nothing was changed and {} is as it was: change the command as said above",
+            file.display()
+        )),
+        "{shown}"
+    );
     assert!(!shown.contains("chown"), "nothing would run: {shown}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), card);
 }

@@ -95,10 +95,18 @@ fn review_and_run(
         return Ok(());
     }
     if !plan.refusals.is_empty() {
-        bail!(
-            "nothing was changed: fix {} as said above",
-            recipe_file.display()
-        );
+        // `share add|remove` wrote nothing yet: the fix is in its own
+        // arguments, unless the file already held what is refused.
+        match edited {
+            None => bail!(
+                "nothing was changed: fix {} as said above",
+                recipe_file.display()
+            ),
+            Some(_) => bail!(
+                "nothing was changed and {} is as it was: change the command as said above",
+                recipe_file.display()
+            ),
+        }
     }
     refuse_fake_root(host)?;
     ask(confirm.yes)?;
