@@ -145,17 +145,7 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
     }
     edit_rootfs(&image, recipe, prepared, &mut edits)?;
     for c in crate::root_uuid::renew(&image)? {
-        say(
-            "changed",
-            format!(
-                "{}{}",
-                c.file,
-                match c.details.first() {
-                    Some(d) => format!(": {d}"),
-                    None => String::new(),
-                }
-            ),
-        );
+        say_changed(&c);
         edits.changes.push(c);
     }
     image.reload().context("re-reading the customised image")?;
@@ -425,23 +415,21 @@ fn edit_boot(image: &Image, recipe: &Recipe, edits: &mut Edits) -> Result<()> {
     Ok(())
 }
 
+/// A change as the build prints it: the file, then what changed in it.
+fn say_changed(c: &Change) {
+    if c.details.is_empty() {
+        say("changed", &c.file);
+    } else {
+        say("changed", format!("{}: {}", c.file, c.details.join("; ")));
+    }
+}
+
 /// Installs the `[kernel] build` kernel, which then is the one the board boots.
 fn install_kernel(image: &Image, recipe: &Recipe, built: &Built, edits: &mut Edits) -> Result<()> {
     let (installed, now, summary) =
         kernel::install::install_checked(image, recipe.board, built, &recipe.kernel.require)?;
     for c in &installed.changes {
-        say(
-            "changed",
-            format!(
-                "{}{}",
-                c.file,
-                if c.details.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", c.details.join("; "))
-                }
-            ),
-        );
+        say_changed(c);
     }
     edits.warn(installed.warnings);
     let kernels = kernel::installed(image)?;

@@ -147,18 +147,13 @@ impl SystemRunner {
 
     fn share_dir(
         &mut self,
+        action: &Action,
         mount: &str,
         path: &str,
         owner: Option<&str>,
         mode: Option<u32>,
     ) -> Result<(), RunError> {
-        let shown = Action::ShareDir {
-            mount: mount.into(),
-            path: path.into(),
-            owner: owner.map(String::from),
-            mode,
-        }
-        .to_string();
+        let shown = action.to_string();
         if self.echo {
             eprintln!("$ {shown}");
         }
@@ -425,7 +420,7 @@ impl Runner for SystemRunner {
                 path,
                 owner,
                 mode,
-            } => self.share_dir(mount, path, owner.as_deref(), *mode),
+            } => self.share_dir(action, mount, path, owner.as_deref(), *mode),
             Action::ZfsDataset { dataset, quota } => self.zfs_dataset(dataset, *quota),
         }
     }

@@ -6,7 +6,7 @@
 //! above, must stay on the mount's filesystem, and the ownership and mode
 //! are set on the opened folder itself (`fchown`, `fchmod`).
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -216,7 +216,7 @@ fn open(dir: libc::c_int, name: &[u8], extra: libc::c_int) -> io::Result<OwnedFd
     let fd = unsafe {
         libc::openat(
             dir,
-            CStr::as_ptr(&c),
+            c.as_ptr(),
             libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | extra,
         )
     };

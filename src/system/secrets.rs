@@ -344,24 +344,22 @@ pub fn scan(image: &Image) -> Result<Vec<Secret>> {
             );
         }
     }
-    if let Some(fat) = image.fat(false)?
-        && let Some(data) = fat.read(BOARD_RECIPE_FAT)?
-    {
-        add(
-            format!("boot:/{BOARD_RECIPE_FAT}"),
-            SecretKind::AlertToken,
-            alert_urls(&data),
-        );
-    }
-    if let Some(fat) = image.fat(false)?
-        && let Some(data) = fat.read("userconf.txt")?
-    {
-        let text = String::from_utf8_lossy(&data);
-        add(
-            "boot:/userconf.txt".into(),
-            SecretKind::CryptHash,
-            hashed_accounts(&text, 1),
-        );
+    if let Some(fat) = image.fat(false)? {
+        if let Some(data) = fat.read(BOARD_RECIPE_FAT)? {
+            add(
+                format!("boot:/{BOARD_RECIPE_FAT}"),
+                SecretKind::AlertToken,
+                alert_urls(&data),
+            );
+        }
+        if let Some(data) = fat.read("userconf.txt")? {
+            let text = String::from_utf8_lossy(&data);
+            add(
+                "boot:/userconf.txt".into(),
+                SecretKind::CryptHash,
+                hashed_accounts(&text, 1),
+            );
+        }
     }
     Ok(out)
 }

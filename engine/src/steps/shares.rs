@@ -54,20 +54,20 @@ fn dirs_step(plan: &Plan) -> Step {
             owner: owner.map(String::from),
             mode,
         };
-        let owner = share.smb.as_ref().and_then(|smb| smb.users.first());
         // A kept disk's files keep their owners and modes.
-        match owner {
-            Some(o) if plan.kept_of(&share.path).is_none() => {
-                dirs.push(folder(&share.path, Some(o), Some(0o2775)));
-            }
-            _ => dirs.push(folder(&share.path, None, None)),
-        }
+        let owner = share
+            .smb
+            .as_ref()
+            .and_then(|smb| smb.users.first())
+            .filter(|_| plan.kept_of(&share.path).is_none());
+        let Some(owner) = owner else {
+            dirs.push(folder(&share.path, None, None));
+            continue;
+        };
+        dirs.push(folder(&share.path, Some(owner), Some(0o2775)));
         let Some(smb) = share.smb.as_ref().filter(|s| s.timemachine) else {
             continue;
         };
-        if plan.kept_of(&share.path).is_some() {
-            continue;
-        }
         // Setgid as the share's folder above, which `chmod 0700` used to
         // leave on: what a user writes there keeps that user's group.
         for user in &smb.users {
