@@ -82,6 +82,8 @@ fn storage(disks: Vec<KeptDisk>) -> Storage {
         arrays: vec![Array {
             vdevs: None,
             spares: 0,
+            parity: None,
+            keep: Vec::new(),
             name: "docs".into(),
             level: Level::Raid1,
             disks: DiskMatch {

@@ -57,6 +57,8 @@ fn array(name: &str, level: Level, rules: DiskMatch) -> Array {
     Array {
         vdevs: None,
         spares: 0,
+        parity: None,
+        keep: Vec::new(),
         name: name.into(),
         level,
         disks: rules,

@@ -293,3 +293,78 @@ mount = "/srv/data"
         "{e}"
     );
 }
+
+const POOL: &str = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "pool"
+level = "pool"
+parity = 1
+disks = { transport = "usb", count = 3 }
+filesystem = "ext4"
+mount = "/srv/pool"
+keep = ["photos"]
+[[storage.disks]]
+name = "photos"
+match = { model = "Elements*" }
+keep = true
+mount = "/srv/photos"
+"#;
+
+#[test]
+fn the_seed_pool_recipe_parses() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/pi4-usb-pool.toml"),
+    )
+    .unwrap();
+    let a = &parse(&text).unwrap().storage.unwrap().arrays[0];
+    assert_eq!((a.level, a.parity), (Level::Pool, Some(1)));
+    assert_eq!(a.keep, ["photos"]);
+    let r = parse(POOL).unwrap();
+    assert_eq!(r.storage.unwrap().arrays[0].keep, ["photos"]);
+}
+
+#[test]
+fn a_pool_is_refused_where_it_cannot_work_with_the_line_and_the_fix() {
+    let e = error_text(&POOL.replace("count = 3", "count = 1").replace("keep = [\"photos\"]\n", ""));
+    assert!(
+        e.starts_with("recipe.toml:8:38: storage.arrays[0].disks.count: a pool of 1 disk joins nothing"),
+        "{e}"
+    );
+    let e = error_text(&POOL.replace("parity = 1", "parity = 2").replace("count = 3", "count = 1"));
+    assert!(
+        e.starts_with("recipe.toml:7:10: storage.arrays[0].parity: parity = 2 needs 2 blank disk(s) to hold it, but count = 1; kept disks hold files and never parity"),
+        "{e}"
+    );
+    let e = error_text(&POOL.replace("parity = 1", "parity = 3"));
+    assert!(
+        e.starts_with("recipe.toml:7:10: storage.arrays[0].parity: parity = 3 is more than"),
+        "{e}"
+    );
+    let e = error_text(&POOL.replace("keep = [\"photos\"]", "keep = [\"photo\"]"));
+    assert!(
+        e.starts_with("recipe.toml:11:9: storage.arrays[0].keep[0]: no kept disk is named `photo`; the kept disks are: photos"),
+        "{e}"
+    );
+    let e = error_text(&POOL.replace("parity = 1\n", ""));
+    assert!(
+        e.contains("storage.arrays[0]: a pool needs parity = 1"),
+        "{e}"
+    );
+    let e = error_text(&POOL.replace("filesystem = \"ext4\"", "filesystem = \"btrfs\""));
+    assert!(
+        e.starts_with("recipe.toml:9:14: storage.arrays[0].filesystem: each disk of a pool gets a filesystem of its own, ext4 or xfs"),
+        "{e}"
+    );
+    let e = error_text(&POOL.replace("level = \"pool\"\nparity = 1", "level = \"raid5\"\nparity = 1"));
+    assert!(
+        e.starts_with("recipe.toml:7:10: storage.arrays[0].parity: parity is a pool's setting"),
+        "{e}"
+    );
+    let e = error_text(&POOL.replace("mount = \"/srv/photos\"", "mount = \"/mnt/pool/photos\""));
+    assert!(
+        e.contains("storage.arrays[0].name: the pool's own disks are mounted under /mnt/pool, where /mnt/pool/photos is mounted too"),
+        "{e}"
+    );
+}

@@ -181,6 +181,8 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
             arrays: vec![Array {
                 vdevs: None,
                 spares: 0,
+                parity: None,
+                keep: Vec::new(),
                 name: "tank".into(),
                 level: Level::Raid6,
                 disks: DiskMatch {
@@ -1848,6 +1850,8 @@ fn a_pool_is_specified_as_a_recipe_would_and_passes_its_checks() {
         [Array {
             vdevs: None,
             spares: 0,
+            parity: None,
+            keep: Vec::new(),
             name: "tank".into(),
             level: Level::Raidz1,
             disks: DiskMatch {

@@ -186,6 +186,7 @@ fn steps(journal: &Journal, array: &ArraySurvey, new: &[(&Disk, bool)], count: u
             disk: (*disk).clone(),
             erase: *erase,
             spare: false,
+            parity: false,
         }));
     }
     steps.push(record_step(&recorded, &array.name));

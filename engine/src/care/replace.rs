@@ -280,6 +280,7 @@ fn steps(
             disk: new.clone(),
             erase,
             spare: false,
+            parity: false,
         };
         // The new disk takes the old one's place in the record, spare or
         // not, so the record keeps the shape setup gave the array.
@@ -289,6 +290,7 @@ fn steps(
         }) {
             Some(i) => {
                 member.spare = plan.members[i].spare;
+                member.parity = plan.members[i].parity;
                 plan.members[i] = member;
             }
             None => plan.members.push(member),

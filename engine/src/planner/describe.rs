@@ -35,6 +35,9 @@ impl Plan {
 /// An array's lines: its members, capacity, redundancy, bottleneck,
 /// warnings and the disks it left out.
 fn describe_array(a: &ArrayPlan) -> String {
+    if a.spec.level == Level::Pool {
+        return describe_pool(a);
+    }
     let mut out = String::new();
     let s = &a.spec;
     if s.is_zfs() {
@@ -101,6 +104,76 @@ fn describe_array(a: &ArrayPlan) -> String {
         out += &format!(" (also: {})", others.join("; "));
     }
     out += "\n";
+    for w in &a.warnings {
+        out += &format!("  warning: {w}\n");
+    }
+    for s in &a.skipped {
+        out += &format!("  skipped {s}\n");
+    }
+    out
+}
+
+/// A pool's lines: each disk with its role and where it mounts, what the
+/// pool holds, what a lost disk costs, its speed.
+fn describe_pool(a: &ArrayPlan) -> String {
+    let s = &a.spec;
+    let parity = s.parity.unwrap_or(0);
+    let data = a.members.len() - parity + a.joined.len();
+    let mut out = format!(
+        "Pool '{}': {data} data disk(s) joined by mergerfs at {}, {} (SnapRAID), each disk its own {} filesystem under {}\n",
+        s.name,
+        s.mount,
+        match parity {
+            0 => "no parity".to_string(),
+            1 => "1 parity disk".to_string(),
+            p => format!("{p} parity disks"),
+        },
+        s.filesystem,
+        crate::storage::pool::disks_dir(&s.name)
+    );
+    for m in a.members.iter().filter(|m| m.parity) {
+        out += &format!("  parity: {}", &member_line(m)[4..]);
+    }
+    for m in a.members.iter().filter(|m| !m.parity) {
+        out += &format!("  data: {}", &member_line(m)[4..]);
+    }
+    for k in &a.joined {
+        out += &format!(
+            "  data, kept as it is: {} ({}, {} at {}; its files stay and are served in the pool)\n",
+            k.disk.name,
+            k.disk.summary(),
+            k.filesystem,
+            k.spec.mount
+        );
+    }
+    let largest = a
+        .members
+        .iter()
+        .filter(|m| !m.parity)
+        .map(|m| m.disk.size)
+        .chain(a.joined.iter().map(|k| k.disk.size))
+        .max()
+        .unwrap_or(crate::size::Size(0));
+    out += &format!(
+        "  capacity: about {} (the data disks' sum, before filesystem overhead)",
+        a.capacity
+    );
+    if a.lost_to_mixed_sizes.0 > 0 {
+        out += &format!(
+            ", {} of the parity disks beyond the largest data disk unused",
+            a.lost_to_mixed_sizes
+        );
+    }
+    out += "\n";
+    out += &format!(
+        "  survives: {}\n",
+        crate::storage::pool::describe_loss(parity, largest)
+    );
+    let b = a.throughput.bottleneck();
+    out += &format!(
+        "  speed: one disk's, as each file lies whole on one disk; expected bottleneck: {} at ≈{} MB/s\n",
+        b.what, b.mb_s
+    );
     for w in &a.warnings {
         out += &format!("  warning: {w}\n");
     }

@@ -23,6 +23,9 @@ pub(super) fn data_disks(level: Level, n: usize, vdevs: usize) -> usize {
         Level::Raid6 | Level::Raidz2 => width.saturating_sub(2),
         Level::Raidz3 => width.saturating_sub(3),
         Level::Raid10 => width / 2,
+        // Each file lies whole on one disk: reading or writing it moves
+        // one disk.
+        Level::Pool => 1,
     };
     per_vdev * vdevs.max(1)
 }
@@ -48,7 +51,8 @@ pub fn capacity_in(level: Level, sizes: &[u64], vdevs: usize) -> (Size, Size) {
         let data = data_disks(level, group.len(), 1) as u64;
         // md raid0 stripes unequal members in zones, and ZFS stripes every
         // byte of each disk: nothing is lost to mixed sizes.
-        if matches!(level, Level::Raid0 | Level::Stripe) {
+        // A pool's callers pass its data disks alone: each holds its own.
+        if matches!(level, Level::Raid0 | Level::Stripe | Level::Pool) {
             usable += total;
             continue;
         }
@@ -74,7 +78,8 @@ pub fn tolerance_in(level: Level, n: usize, vdevs: usize) -> Tolerance {
     let vdevs = vdevs.max(1);
     let width = n / vdevs;
     let per_vdev = match level {
-        Level::Raid0 | Level::Single | Level::Stripe => 0,
+        // A pool's tolerance is its parity, which the level alone does not say.
+        Level::Raid0 | Level::Single | Level::Stripe | Level::Pool => 0,
         Level::Raid1 | Level::Mirror => width.saturating_sub(1),
         Level::Raid5 | Level::Raidz1 => 1,
         Level::Raid6 | Level::Raidz2 => 2,

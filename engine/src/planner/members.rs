@@ -12,7 +12,7 @@ use crate::matching;
 use crate::size::Size;
 use crate::spec::{Array, Count, Level, Transport};
 
-fn refuse(spec: &Array, disk: Option<&str>, reason: String) -> Refusal {
+pub(super) fn refuse(spec: &Array, disk: Option<&str>, reason: String) -> Refusal {
     Refusal {
         array: spec.name.clone(),
         kept: false,
@@ -93,7 +93,7 @@ pub(super) fn plan_array(
 
 /// The disks not taken by an earlier array, sorted by what they hold, and
 /// the ones the rules do not match, with the rule each fails.
-fn candidates<'a>(
+pub(super) fn candidates<'a>(
     spec: &Array,
     inventory: &'a Inventory,
     taken: &[String],
@@ -122,7 +122,7 @@ fn candidates<'a>(
 }
 
 /// The candidates that may be taken, and whether each is to be erased.
-fn usable<'c, 'a>(candidates: &'c [Candidate<'a>]) -> impl Iterator<Item = (&'a Disk, bool)> + 'c {
+pub(super) fn usable<'c, 'a>(candidates: &'c [Candidate<'a>]) -> impl Iterator<Item = (&'a Disk, bool)> + 'c {
     candidates.iter().filter_map(|c| match c {
         Candidate::Usable { disk, erase } => Some((*disk, *erase)),
         _ => None,
@@ -225,7 +225,7 @@ fn group(spec: &Array) -> &'static str {
 
 /// The first `wanted` usable disks, as members in discovery order; the
 /// usable ones left over are noted in `skipped`.
-fn choose<'a>(
+pub(super) fn choose<'a>(
     usable: Vec<(&'a Disk, bool)>,
     wanted: usize,
     candidates: &[Candidate<'a>],
@@ -273,6 +273,7 @@ fn array_plan(
                 disk: (*d).clone(),
                 erase: *erase,
                 spare: i >= active_count,
+                parity: false,
             })
             .collect(),
         capacity,
@@ -282,6 +283,7 @@ fn array_plan(
         warnings,
         skipped,
         ashift: spec.is_zfs().then(|| ashift(&all)),
+        joined: Vec::new(),
     }
 }
 
@@ -316,7 +318,7 @@ fn group_warnings(spec: &Array, active: &[(&Disk, bool)], spares: &[(&Disk, bool
     out
 }
 
-fn warnings(spec: &Array, chosen: &[(&Disk, bool)], lost: Size) -> Vec<String> {
+pub(super) fn warnings(spec: &Array, chosen: &[(&Disk, bool)], lost: Size) -> Vec<String> {
     let mut out = Vec::new();
     let level = spec.level;
     if level == Level::Raid0 {

@@ -10,6 +10,7 @@ mod describe;
 mod estimates;
 mod kept;
 mod members;
+mod pool;
 mod refusals;
 
 pub use estimates::{
@@ -70,6 +71,9 @@ pub struct ArrayPlan {
     /// creation for every vdev, so it is chosen for the largest sector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ashift: Option<u8>,
+    /// Pools only: the kept disks that join as data disks, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub joined: Vec<KeptPlan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +85,9 @@ pub struct Member {
     /// member onto it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spare: bool,
+    /// A pool's parity disk: it holds SnapRAID's parity, not files.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parity: bool,
 }
 
 /// How many members may fail without losing data: `guaranteed` whichever
@@ -190,7 +197,12 @@ pub fn plan(
         }
     }
     for (index, spec) in storage.arrays.iter().enumerate() {
-        match members::plan_array(index, spec, inventory, &taken) {
+        let planned = if spec.level == crate::spec::Level::Pool {
+            pool::plan_pool(index, spec, inventory, &taken, &kept)
+        } else {
+            members::plan_array(index, spec, inventory, &taken)
+        };
+        match planned {
             Ok(array) => {
                 taken.extend(array.members.iter().map(|m| m.disk.name.clone()));
                 arrays.push(array);

@@ -14,6 +14,7 @@ pub mod alerts;
 pub mod glob;
 mod kept;
 mod paths;
+pub mod pool;
 mod position;
 mod shares;
 mod storage;
@@ -173,6 +174,8 @@ pub fn required_packages(
     alerts: Option<&Alerts>,
 ) -> Vec<&'static str> {
     let wizard = storage.is_some_and(|s| s.mode == Mode::Wizard);
+    let pools = wizard
+        || storage.is_some_and(|s| s.arrays.iter().any(|a| a.level == Level::Pool));
     let uses = |fs: Filesystem| {
         wizard || storage.is_some_and(|s| s.arrays.iter().any(|a| a.filesystem == fs))
     };
@@ -198,6 +201,10 @@ pub fn required_packages(
         ("avahi-daemon", wizard || !shares.is_empty()),
         ("wsdd2", wizard || shares.iter().any(|s| s.smb.is_some())),
         ("smartmontools", storage.is_some()),
+        // A pool's join and its parity (Debian packs no unit or config
+        // for either; setup writes them).
+        ("mergerfs", pools),
+        ("snapraid", pools),
         // Kept ntfs disks where the kernel has no ntfs3 (Raspberry Pi OS
         // kernels differ in it): setup prefers ntfs3 when it is there.
         (

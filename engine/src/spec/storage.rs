@@ -69,6 +69,14 @@ pub struct Array {
     /// member's place at once. Counted in `disks.count`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spares: usize,
+    /// A pool's disks of parity (0, 1 or 2): the largest of its blank disks
+    /// hold SnapRAID's parity instead of files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parity: Option<usize>,
+    /// Kept disks (`[[storage.disks]]` names) that join a pool as data
+    /// disks, their files untouched and served through the pool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -130,6 +138,9 @@ pub enum Level {
     Raidz3,
     Mirror,
     Stripe,
+    /// Disks of any size, each with its own filesystem, joined at the mount
+    /// by mergerfs, with SnapRAID's parity on the largest (`parity`).
+    Pool,
 }
 
 impl Level {
@@ -140,7 +151,7 @@ impl Level {
     pub fn min_disks(self) -> usize {
         match self {
             Level::Single | Level::Stripe => 1,
-            Level::Raid0 | Level::Raid1 | Level::Raid10 | Level::Mirror => 2,
+            Level::Raid0 | Level::Raid1 | Level::Raid10 | Level::Mirror | Level::Pool => 2,
             Level::Raid5 | Level::Raidz1 => 3,
             Level::Raid6 | Level::Raidz2 => 4,
             Level::Raidz3 => 5,
@@ -154,7 +165,10 @@ impl Level {
     /// Survives a failed member, so there is something to rebuild onto a
     /// hot spare.
     pub fn is_redundant(self) -> bool {
-        !matches!(self, Level::Raid0 | Level::Single | Level::Stripe)
+        !matches!(
+            self,
+            Level::Raid0 | Level::Single | Level::Stripe | Level::Pool
+        )
     }
 
     /// What a raid0 of legs of this level is called (raid50, raid60); None
@@ -223,6 +237,7 @@ impl fmt::Display for Level {
             Level::Raidz3 => "raidz3",
             Level::Mirror => "mirror",
             Level::Stripe => "stripe",
+            Level::Pool => "pool",
         })
     }
 }
@@ -459,6 +474,7 @@ pub(super) fn check_storage(storage: &Storage, out: &mut Vec<SpecProblem>) {
         out.push(problem("storage.alert_program", format!("`{}` must be an absolute path to a program, made of letters, digits and . _ - / (without spaces or control characters), e.g. \"/usr/local/bin/nas-alert\"", program.escape_debug())));
     }
     for (i, array) in storage.arrays.iter().enumerate() {
+        super::pool::check_pool(&format!("storage.arrays[{i}]"), array, storage, out);
         check_array(&format!("storage.arrays[{i}]"), array, out);
         check_against_earlier(i, array, &storage.arrays[..i], out);
     }
@@ -542,7 +558,7 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
         ));
     }
     check_mount(at, &array.mount, name, out);
-    if check_kind(at, array, out) {
+    if array.level != Level::Pool && check_kind(at, array, out) {
         check_groups(at, array, out);
     }
     if let (Some(min), Some(max)) = (array.disks.min_size, array.disks.max_size)

@@ -7,6 +7,8 @@ fn array(level: Level, filesystem: Filesystem) -> Array {
     Array {
         vdevs: None,
         spares: 0,
+        parity: None,
+        keep: Vec::new(),
         name: "a".into(),
         level,
         disks: DiskMatch::default(),

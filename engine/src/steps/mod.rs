@@ -10,6 +10,7 @@
 mod action;
 pub mod alerts;
 mod guard;
+mod pool;
 mod shares;
 mod spindown;
 mod storage;
@@ -83,9 +84,13 @@ pub(crate) fn enable<S: AsRef<str>>(units: &[S], now: bool) -> Action {
 }
 
 /// An md array (mdadm.conf, the initramfs, mdmonitor): not `single`, not
-/// a ZFS pool.
+/// a ZFS pool or a pool of disks.
 fn is_md(array: &ArrayPlan) -> bool {
-    array.spec.level != Level::Single && !array.spec.is_zfs()
+    !matches!(array.spec.level, Level::Single | Level::Pool) && !array.spec.is_zfs()
+}
+
+fn is_pool(array: &ArrayPlan) -> bool {
+    array.spec.level == Level::Pool
 }
 
 /// The arrays at `indices` built: each md array's or single disk's
@@ -98,6 +103,8 @@ fn build_steps(plan: &Plan, ctx: &Context, indices: &[usize], steps: &mut Vec<St
         let array = &plan.arrays[i];
         if array.spec.is_zfs() {
             zfs::pool_steps(array, steps);
+        } else if is_pool(array) {
+            pool::disk_steps(array, &ctx.fs_uuids[i], steps);
         } else {
             storage::array_steps(array, &ctx.fs_uuids[i], &ctx.hostname, steps);
         }
@@ -107,12 +114,15 @@ fn build_steps(plan: &Plan, ctx: &Context, indices: &[usize], steps: &mut Vec<St
     }
 }
 
-/// The mount step of an md array, single disk or pool.
-fn mount_step(array: &ArrayPlan) -> Step {
+/// The mount steps of an md array, single disk, ZFS pool or pool of
+/// disks.
+fn mount_steps(array: &ArrayPlan, uuid: &str, steps: &mut Vec<Step>) {
     if array.spec.is_zfs() {
-        zfs::mount_step(array)
+        steps.push(zfs::mount_step(array));
+    } else if is_pool(array) {
+        pool::mount_steps(array, uuid, steps);
     } else {
-        storage::mount_step(array)
+        steps.push(storage::mount_step(array));
     }
 }
 
@@ -133,11 +143,19 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     if needs_fstab(plan) {
         steps.push(storage::fstab_step(plan, ctx));
     }
-    for array in &plan.arrays {
-        steps.push(mount_step(array));
+    // A pool joins kept disks: they are mounted before it.
+    for (array, uuid) in plan.arrays.iter().zip(&ctx.fs_uuids) {
+        if !is_pool(array) {
+            mount_steps(array, uuid, &mut steps);
+        }
     }
     for kept in &plan.kept {
         steps.push(storage::kept_mount_step(kept));
+    }
+    for (array, uuid) in plan.arrays.iter().zip(&ctx.fs_uuids) {
+        if is_pool(array) {
+            mount_steps(array, uuid, &mut steps);
+        }
     }
     shares::share_steps(plan, &mut steps);
     if md {
@@ -176,7 +194,7 @@ pub fn added_array_steps(plan: &Plan, ctx: &Context, added: &[usize]) -> Vec<Ste
         steps.push(storage::fstab_step(plan, ctx));
     }
     for &i in added {
-        steps.push(mount_step(&plan.arrays[i]));
+        mount_steps(&plan.arrays[i], &ctx.fs_uuids[i], &mut steps);
     }
     if md {
         steps.push(storage::monitoring_step());

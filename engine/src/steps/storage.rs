@@ -339,7 +339,13 @@ pub(super) fn fstab_step(plan: &Plan, ctx: &Context) -> Step {
         .iter()
         .zip(&ctx.fs_uuids)
         .filter(|(a, _)| !a.spec.is_zfs())
-        .map(|(a, uuid)| fstab::line(uuid, &a.spec.mount, a.spec.filesystem))
+        .flat_map(|(a, uuid)| {
+            if a.spec.level == Level::Pool {
+                super::pool::fstab_lines(a, uuid)
+            } else {
+                vec![fstab::line(uuid, &a.spec.mount, a.spec.filesystem)]
+            }
+        })
         .chain(
             plan.kept
                 .iter()
@@ -397,7 +403,7 @@ pub(super) fn kept_mount_step(kept: &KeptPlan) -> Step {
     )
 }
 
-fn mount_by_systemd(name: &str, title: String, mount: &str, device: &str) -> Step {
+pub(super) fn mount_by_systemd(name: &str, title: String, mount: &str, device: &str) -> Step {
     let [trigger, settle] = udev_reprobe(device);
     Step {
         id: format!("mount:{name}"),

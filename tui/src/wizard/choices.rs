@@ -271,6 +271,8 @@ pub fn storage(
         filesystem,
         mount: mount.to_string(),
         wipe: chosen.iter().any(|d| !d.is_blank()),
+        parity: None,
+        keep: Vec::new(),
     });
     Storage {
         mode: Mode::Unattended,

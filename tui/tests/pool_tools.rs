@@ -1,0 +1,306 @@
+//! A pool's files as setup writes them, run with the real mergerfs and
+//! SnapRAID over tmpfs "disks" (a mount namespace of the test's own): the
+//! service's `nasforge-setup mount-pool` joins the mounted disks and leaves
+//! a missing one out, new files land on the disk with most free space,
+//! and after a sync a lost disk's files come back with `snapraid fix`,
+//! byte for byte.
+
+use nasforge_engine::machine::disks::{Disk, Inventory, Partition, RotationalSource};
+use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::planner;
+use nasforge_engine::size::Size;
+use nasforge_engine::spec::{DeviceRecipe, Transport};
+use nasforge_engine::steps::{self, Action, Context};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MB: u64 = 1 << 20;
+
+const RECIPE: &str = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "pool"
+level = "pool"
+parity = 1
+disks = { transport = "usb", model = "Blank*" }
+filesystem = "ext4"
+mount = "/srv/pool"
+keep = ["photos"]
+[[storage.disks]]
+name = "photos"
+match = { model = "Elements*" }
+keep = true
+mount = "/srv/photos"
+"#;
+
+fn usb_disk(name: &str, size: u64, model: &str) -> Disk {
+    Disk {
+        name: name.into(),
+        major: 8,
+        minor: 0,
+        size: Size(size),
+        logical_block_size: 512,
+        physical_block_size: None,
+        model: Some(model.into()),
+        serial: Some(format!("SN-{name}")),
+        wwn: None,
+        transport: Some(Transport::Usb),
+        rotational: true,
+        rotational_from: RotationalSource::Sysfs,
+        removable: false,
+        controller: None,
+        usb_mbit: Some(5000),
+        usb: None,
+        by_id: Some(format!("/dev/disk/by-id/usb-TEST_{name}")),
+        partitions: vec![],
+        contents: vec![],
+        in_use: vec![],
+    }
+}
+
+/// The plan's snapraid.conf and the pool service's mergerfs options and
+/// branches, for disks of 16, 32 and 64 MiB and a kept one of 24 MiB.
+fn setup_files() -> (String, String, Vec<String>) {
+    let mut photos = usb_disk("sdd", 24 * MB, "Elements");
+    photos.contents = vec![Signature::PartitionTable {
+        scheme: "gpt".into(),
+    }];
+    photos.partitions = vec![Partition {
+        name: "sdd1".into(),
+        number: 1,
+        start: MB,
+        size: Size(23 * MB),
+        contents: vec![Signature::Filesystem {
+            fstype: "ext4".into(),
+            label: Some("photos".into()),
+            uuid: Some("0b6d3c9e-1111-4222-8333-444455556666".into()),
+        }],
+    }];
+    let inventory = Inventory {
+        disks: vec![
+            usb_disk("sda", 16 * MB, "Blank"),
+            usb_disk("sdb", 64 * MB, "Blank"),
+            usb_disk("sdc", 32 * MB, "Blank"),
+            photos,
+        ],
+        network: None,
+        arrays: vec![],
+        zfs: Default::default(),
+    };
+    let recipe = DeviceRecipe::parse(RECIPE, Path::new("recipe.toml")).unwrap();
+    let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();
+    let ctx = Context {
+        hostname: "pinas".into(),
+        fs_uuids: vec!["0b6d3c9e-2222-4222-8333-444455556666".into()],
+    };
+    let written = |suffix: &str| {
+        steps::generate(&plan, &ctx)
+            .iter()
+            .flat_map(|s| s.actions.clone())
+            .find_map(|a| match a {
+                Action::WriteFile { path, contents, .. } if path.ends_with(suffix) => {
+                    Some(contents)
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no step writes {suffix}"))
+    };
+    let conf = written("/etc/snapraid.conf");
+    let unit = written(".service");
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("the unit has ExecStart");
+    let argv: Vec<String> = exec.split(' ').map(str::to_string).collect();
+    assert_eq!(
+        argv[..3],
+        ["/usr/local/sbin/nasforge-setup", "mount-pool", "--options"]
+    );
+    (conf, argv[3].clone(), argv[5..].to_vec())
+}
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+fn mount_tmpfs(at: &Path, mib: u64) {
+    std::fs::create_dir_all(at).unwrap();
+    let opts = c(&format!("size={mib}m"));
+    let rc = unsafe {
+        libc::mount(
+            c("nasforge-test").as_ptr(),
+            c(at.to_str().unwrap()).as_ptr(),
+            c("tmpfs").as_ptr(),
+            0,
+            opts.as_ptr().cast(),
+        )
+    };
+    assert_eq!(rc, 0, "mount {}: {}", at.display(), std::io::Error::last_os_error());
+}
+
+fn umount(at: &Path) {
+    let rc = unsafe { libc::umount(c(at.to_str().unwrap()).as_ptr()) };
+    assert_eq!(rc, 0, "umount {}: {}", at.display(), std::io::Error::last_os_error());
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn sha256(path: &Path) -> String {
+    let out = run(Command::new("sha256sum").arg(path));
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("file"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+#[ignore = "needs root to mount: scripts/test runs it as root, as CI does"]
+fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
+    assert!(unsafe { libc::geteuid() } == 0, "needs root");
+    let (conf, options, branches) = setup_files();
+    assert_eq!(branches, ["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let at = |p: &str| -> PathBuf { root.join(p.trim_start_matches('/')) };
+    // The files name the board's paths; here they live under the test's root.
+    let conf = conf
+        .replace(" /mnt/", &format!(" {}/mnt/", root.display()))
+        .replace(" /srv/", &format!(" {}/srv/", root.display()))
+        .replace(" /var/", &format!(" {}/var/", root.display()));
+    unsafe {
+        assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0);
+        assert_eq!(
+            libc::mount(
+                std::ptr::null(),
+                c("/").as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ),
+            0
+        );
+    }
+    mount_tmpfs(&at("/mnt/pool/parity1"), 64);
+    mount_tmpfs(&at("/mnt/pool/d1"), 16);
+    mount_tmpfs(&at("/srv/photos"), 24);
+    std::fs::create_dir_all(at("/mnt/pool/d2")).unwrap();
+    std::fs::create_dir_all(at("/var/lib/snapraid")).unwrap();
+    std::fs::create_dir_all(at("/srv/pool")).unwrap();
+    // The kept disk's own file, there before the pool.
+    std::fs::write(at("/srv/photos/file-kept.jpg"), vec![7u8; 3 * MB as usize]).unwrap();
+    let conf_path = at("/snapraid.conf");
+    std::fs::write(&conf_path, &conf).unwrap();
+    let setup = env!("CARGO_BIN_EXE_nasforge-setup");
+    let mount_pool = |branches: &[&str]| {
+        let mut cmd = Command::new(setup);
+        cmd.args(["mount-pool", "--options", &options]);
+        cmd.arg(at("/srv/pool"));
+        cmd.args(branches.iter().map(|b| at(b)));
+        cmd.output().unwrap()
+    };
+
+    // d2's disk is missing: its empty mount point on the system disk is
+    // left out and named.
+    let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} is not mounted", at("/mnt/pool/d2").display())),
+        "{stderr}"
+    );
+    std::fs::write(at("/srv/pool/file-early"), b"early").unwrap();
+    assert!(files(&at("/mnt/pool/d2")).is_empty(), "a file landed on the system disk");
+    assert!(at("/srv/pool/file-kept.jpg").exists(), "the kept disk's file is in the pool");
+    umount(&at("/srv/pool"));
+
+    mount_tmpfs(&at("/mnt/pool/d2"), 32);
+    let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut written = Vec::new();
+    for i in 0..20 {
+        let name = format!("file-{i:02}");
+        let data: Vec<u8> = (0..2 * MB as usize).map(|b| (b * 31 + i * 7) as u8).collect();
+        std::fs::write(at("/srv/pool").join(&name), &data).unwrap();
+        written.push(name);
+    }
+    // Most free space first: d2 (32 MiB) until it has less free than the
+    // others, then the others in turn.
+    let (d1, d2, kept) = (
+        files(&at("/mnt/pool/d1")),
+        files(&at("/mnt/pool/d2")),
+        files(&at("/srv/photos")),
+    );
+    assert!(d2.len() > d1.len() && !d1.is_empty() && kept.len() > 1, "d1 {d1:?} d2 {d2:?} kept {kept:?}");
+    let lost: Vec<(String, String)> = d2
+        .iter()
+        .map(|n| (n.clone(), sha256(&at("/mnt/pool/d2").join(n))))
+        .collect();
+
+    let snapraid = |args: &[&str]| {
+        let mut cmd = Command::new("snapraid");
+        cmd.arg("-c").arg(&conf_path).args(args);
+        cmd
+    };
+    run(&mut snapraid(&["sync"]));
+    let diff = snapraid(&["diff"]).output().unwrap();
+    assert_eq!(diff.status.code(), Some(0), "{}", String::from_utf8_lossy(&diff.stdout));
+
+    // d2 is lost; a blank disk takes its place under its name.
+    umount(&at("/srv/pool"));
+    umount(&at("/mnt/pool/d2"));
+    mount_tmpfs(&at("/mnt/pool/d2"), 32);
+    run(&mut snapraid(&["-d", "d2", "-l"]).arg(at("/fix.log")).arg("fix"));
+    run(&mut snapraid(&["-d", "d2", "-a", "check"]));
+    for (name, sum) in &lost {
+        assert_eq!(&sha256(&at("/mnt/pool/d2").join(name)), sum, "{name}");
+    }
+    let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut served = files(&at("/srv/pool"));
+    served.retain(|n| n != "file-kept.jpg" && n != "file-early");
+    assert_eq!(served, written);
+    umount(&at("/srv/pool"));
+}
+
+#[test]
+fn with_no_disk_mounted_the_pool_is_not_mounted_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let branch = tmp.path().join("d1");
+    std::fs::create_dir_all(&branch).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nasforge-setup"))
+        .args(["mount-pool", "--options", "fsname=pool"])
+        .arg(tmp.path().join("pool"))
+        .arg(&branch)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("none of the pool's disks is mounted"),
+        "{stderr}"
+    );
+    assert!(!tmp.path().join("pool").exists());
+}
