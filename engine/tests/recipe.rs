@@ -327,12 +327,22 @@ fn the_seed_pool_recipe_parses() {
 
 #[test]
 fn a_pool_is_refused_where_it_cannot_work_with_the_line_and_the_fix() {
-    let e = error_text(&POOL.replace("count = 3", "count = 1").replace("keep = [\"photos\"]\n", ""));
+    let e = error_text(
+        &POOL
+            .replace("count = 3", "count = 1")
+            .replace("keep = [\"photos\"]\n", ""),
+    );
     assert!(
-        e.starts_with("recipe.toml:8:38: storage.arrays[0].disks.count: a pool of 1 disk joins nothing"),
+        e.starts_with(
+            "recipe.toml:8:38: storage.arrays[0].disks.count: a pool of 1 disk joins nothing"
+        ),
         "{e}"
     );
-    let e = error_text(&POOL.replace("parity = 1", "parity = 2").replace("count = 3", "count = 1"));
+    let e = error_text(
+        &POOL
+            .replace("parity = 1", "parity = 2")
+            .replace("count = 3", "count = 1"),
+    );
     assert!(
         e.starts_with("recipe.toml:7:10: storage.arrays[0].parity: parity = 2 needs 2 blank disk(s) to hold it, but count = 1; kept disks hold files and never parity"),
         "{e}"
@@ -357,7 +367,10 @@ fn a_pool_is_refused_where_it_cannot_work_with_the_line_and_the_fix() {
         e.starts_with("recipe.toml:9:14: storage.arrays[0].filesystem: each disk of a pool gets a filesystem of its own, ext4 or xfs"),
         "{e}"
     );
-    let e = error_text(&POOL.replace("level = \"pool\"\nparity = 1", "level = \"raid5\"\nparity = 1"));
+    let e = error_text(&POOL.replace(
+        "level = \"pool\"\nparity = 1",
+        "level = \"raid5\"\nparity = 1",
+    ));
     assert!(
         e.starts_with("recipe.toml:7:10: storage.arrays[0].parity: parity is a pool's setting"),
         "{e}"

@@ -7,7 +7,7 @@ mod cli;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use cli::{alert, apply, care};
+use cli::{alert, apply, care, pool};
 use nasforge_engine::executor::{self, Event};
 use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
@@ -128,19 +128,10 @@ enum Command {
     Resume,
     /// Raise, test or retry alerts (mdadm, smartd and the timers run this).
     Alert(alert::AlertArgs),
-    /// Join a pool's mounted disks with mergerfs at its mount (its systemd
-    /// service runs this at boot); a disk that is not mounted is left out
-    /// and named, so a lost disk's empty mount point never takes files.
-    MountPool {
-        /// mergerfs's options (-o).
-        #[arg(long)]
-        options: String,
-        /// The pool's mount point.
-        mount: String,
-        /// The data disks' mount points.
-        #[arg(required = true)]
-        branches: Vec<String>,
-    },
+    /// A pool's care: join its disks at boot, the nightly parity sync and
+    /// the weekly scrub (its systemd units run these).
+    #[command(subcommand)]
+    Pool(pool::PoolCommand),
 }
 
 fn main() -> ExitCode {
@@ -190,14 +181,7 @@ fn main() -> ExitCode {
         (Some(Command::Share(command)), _) => apply::share(&host, &recipe, command),
         (Some(Command::User(command)), _) => apply::user(&host, command),
         (Some(Command::Alert(args)), _) => alert::run(&host, args),
-        (
-            Some(Command::MountPool {
-                options,
-                mount,
-                branches,
-            }),
-            _,
-        ) => mount_pool(&host, options, mount, branches),
+        (Some(Command::Pool(command)), _) => pool::run(&host, command),
         (None, true) => unattended(&host, &recipe),
         (None, false) => wizard(&host, cli.dry_run),
     };
@@ -230,27 +214,6 @@ fn alert_if_an_operation_failed(host: &Host, error: &anyhow::Error) {
             ),
         );
     }
-}
-
-fn mount_pool(host: &Host, options: &str, mount: &str, branches: &[String]) -> anyhow::Result<()> {
-    use nasforge_engine::storage::pool;
-    use std::os::unix::process::CommandExt;
-    let mounts = nasforge_engine::machine::mounts::Mounts::read(&host.root);
-    let joining = pool::joining(&mounts, branches);
-    for missing in &joining.missing {
-        eprintln!(
-            "{missing} is not mounted (its disk is missing or failed to mount): {mount} serves the other disks without its files; `nasforge-setup status` names the disk"
-        );
-    }
-    if joining.present.is_empty() {
-        anyhow::bail!(
-            "none of the pool's disks is mounted ({}), so {mount} is not mounted; check the disks' cables and power and `nasforge-setup status`",
-            branches.join(", ")
-        );
-    }
-    let argv = pool::mergerfs_argv(options, &joining.present, mount);
-    let error = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
-    anyhow::bail!("cannot run mergerfs: {error}; is the mergerfs package installed?")
 }
 
 fn wizard(host: &Host, dry_run: bool) -> anyhow::Result<()> {

@@ -1,6 +1,6 @@
 //! A pool's files as setup writes them, run with the real mergerfs and
 //! SnapRAID over tmpfs "disks" (a mount namespace of the test's own): the
-//! service's `nasforge-setup mount-pool` joins the mounted disks and leaves
+//! service's `nasforge-setup pool mount` joins the mounted disks and leaves
 //! a missing one out, new files land on the disk with most free space,
 //! and after a sync a lost disk's files come back with `snapraid fix`,
 //! byte for byte.
@@ -108,17 +108,22 @@ fn setup_files() -> (String, String, Vec<String>) {
             .unwrap_or_else(|| panic!("no step writes {suffix}"))
     };
     let conf = written("/etc/snapraid.conf");
-    let unit = written(".service");
+    let unit = written("/nasforge-pool-pool.service");
     let exec = unit
         .lines()
         .find_map(|l| l.strip_prefix("ExecStart="))
         .expect("the unit has ExecStart");
     let argv: Vec<String> = exec.split(' ').map(str::to_string).collect();
     assert_eq!(
-        argv[..3],
-        ["/usr/local/sbin/nasforge-setup", "mount-pool", "--options"]
+        argv[..4],
+        [
+            "/usr/local/sbin/nasforge-setup",
+            "pool",
+            "mount",
+            "--options"
+        ]
     );
-    (conf, argv[3].clone(), argv[5..].to_vec())
+    (conf, argv[4].clone(), argv[6..].to_vec())
 }
 
 fn c(s: &str) -> CString {
@@ -137,12 +142,24 @@ fn mount_tmpfs(at: &Path, mib: u64) {
             opts.as_ptr().cast(),
         )
     };
-    assert_eq!(rc, 0, "mount {}: {}", at.display(), std::io::Error::last_os_error());
+    assert_eq!(
+        rc,
+        0,
+        "mount {}: {}",
+        at.display(),
+        std::io::Error::last_os_error()
+    );
 }
 
 fn umount(at: &Path) {
     let rc = unsafe { libc::umount(c(at.to_str().unwrap()).as_ptr()) };
-    assert_eq!(rc, 0, "umount {}: {}", at.display(), std::io::Error::last_os_error());
+    assert_eq!(
+        rc,
+        0,
+        "umount {}: {}",
+        at.display(),
+        std::io::Error::last_os_error()
+    );
 }
 
 fn run(cmd: &mut Command) -> std::process::Output {
@@ -216,7 +233,7 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
     let setup = env!("CARGO_BIN_EXE_nasforge-setup");
     let mount_pool = |branches: &[&str]| {
         let mut cmd = Command::new(setup);
-        cmd.args(["mount-pool", "--options", &options]);
+        cmd.args(["pool", "mount", "--options", &options]);
         cmd.arg(at("/srv/pool"));
         cmd.args(branches.iter().map(|b| at(b)));
         cmd.output().unwrap()
@@ -232,17 +249,29 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
         "{stderr}"
     );
     std::fs::write(at("/srv/pool/file-early"), b"early").unwrap();
-    assert!(files(&at("/mnt/pool/d2")).is_empty(), "a file landed on the system disk");
-    assert!(at("/srv/pool/file-kept.jpg").exists(), "the kept disk's file is in the pool");
+    assert!(
+        files(&at("/mnt/pool/d2")).is_empty(),
+        "a file landed on the system disk"
+    );
+    assert!(
+        at("/srv/pool/file-kept.jpg").exists(),
+        "the kept disk's file is in the pool"
+    );
     umount(&at("/srv/pool"));
 
     mount_tmpfs(&at("/mnt/pool/d2"), 32);
     let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut written = Vec::new();
     for i in 0..20 {
         let name = format!("file-{i:02}");
-        let data: Vec<u8> = (0..2 * MB as usize).map(|b| (b * 31 + i * 7) as u8).collect();
+        let data: Vec<u8> = (0..2 * MB as usize)
+            .map(|b| (b * 31 + i * 7) as u8)
+            .collect();
         std::fs::write(at("/srv/pool").join(&name), &data).unwrap();
         written.push(name);
     }
@@ -253,7 +282,10 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
         files(&at("/mnt/pool/d2")),
         files(&at("/srv/photos")),
     );
-    assert!(d2.len() > d1.len() && !d1.is_empty() && kept.len() > 1, "d1 {d1:?} d2 {d2:?} kept {kept:?}");
+    assert!(
+        d2.len() > d1.len() && !d1.is_empty() && kept.len() > 1,
+        "d1 {d1:?} d2 {d2:?} kept {kept:?}"
+    );
     let lost: Vec<(String, String)> = d2
         .iter()
         .map(|n| (n.clone(), sha256(&at("/mnt/pool/d2").join(n))))
@@ -264,9 +296,50 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
         cmd.arg("-c").arg(&conf_path).args(args);
         cmd
     };
-    run(&mut snapraid(&["sync"]));
+    let pool_sync = |extra: &[&str]| {
+        let mut cmd = Command::new(setup);
+        cmd.args(["pool", "sync", "--config"]).arg(&conf_path);
+        cmd.arg("--root").arg(root).args(extra);
+        cmd.output().unwrap()
+    };
+    let out = pool_sync(&[]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success()
+            && said.contains("The pool's parity is up to date (22 added, 0 removed"),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 20 new files, the early one and the kept disk's own. Then many
+    // files removed at once: the sync waits for a person.
+    for i in 0..45 {
+        std::fs::write(at("/srv/pool").join(format!("tiny-{i}")), [i as u8; 100]).unwrap();
+    }
+    assert!(pool_sync(&[]).status.success());
+    for i in 0..45 {
+        std::fs::remove_file(at("/srv/pool").join(format!("tiny-{i}"))).unwrap();
+    }
+    let out = pool_sync(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("45 files were removed since the last sync (more than 40)")
+            && stderr.contains("nasforge-setup pool sync --allow-deletes"),
+        "{stderr}"
+    );
+    let record = std::fs::read_to_string(at("/var/lib/nasforge/pool-care.json")).unwrap();
+    assert!(
+        record.contains("held back: 0 added, 45 removed"),
+        "{record}"
+    );
+    assert!(pool_sync(&["--allow-deletes"]).status.success());
     let diff = snapraid(&["diff"]).output().unwrap();
-    assert_eq!(diff.status.code(), Some(0), "{}", String::from_utf8_lossy(&diff.stdout));
+    assert_eq!(
+        diff.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&diff.stdout)
+    );
 
     // d2 is lost; a blank disk takes its place under its name.
     umount(&at("/srv/pool"));
@@ -278,7 +351,11 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
         assert_eq!(&sha256(&at("/mnt/pool/d2").join(name)), sum, "{name}");
     }
     let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut served = files(&at("/srv/pool"));
     served.retain(|n| n != "file-kept.jpg" && n != "file-early");
     assert_eq!(served, written);
@@ -291,7 +368,7 @@ fn with_no_disk_mounted_the_pool_is_not_mounted_and_says_why() {
     let branch = tmp.path().join("d1");
     std::fs::create_dir_all(&branch).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_nasforge-setup"))
-        .args(["mount-pool", "--options", "fsname=pool"])
+        .args(["pool", "mount", "--options", "fsname=pool"])
         .arg(tmp.path().join("pool"))
         .arg(&branch)
         .output()

@@ -44,10 +44,13 @@ pub enum Kind {
     /// ZFS found blocks that did not match their checksum, or could not
     /// read them, in a scrub or in use.
     DataErrors,
+    /// A pool's parity was not brought up to date: a sync failed or was
+    /// held back.
+    ParityStale,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Degraded,
         Kind::MemberFailed,
         Kind::RebuildStarted,
@@ -60,6 +63,7 @@ impl Kind {
         Kind::ApplyFailed,
         Kind::Test,
         Kind::DataErrors,
+        Kind::ParityStale,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +80,7 @@ impl Kind {
             Kind::ApplyFailed => "apply-failed",
             Kind::Test => "test",
             Kind::DataErrors => "data-errors",
+            Kind::ParityStale => "parity-stale",
         }
     }
 
@@ -106,6 +111,7 @@ impl Kind {
             Kind::ApplyFailed => "Applying nasforge.toml failed",
             Kind::Test => "Test alert",
             Kind::DataErrors => "A pool found damaged data",
+            Kind::ParityStale => "The pool's parity was not updated",
         }
     }
 }

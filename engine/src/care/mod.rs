@@ -7,6 +7,7 @@
 //! setup journal, so the next survey names them.
 
 mod grow;
+pub mod parity;
 mod replace;
 mod survey;
 

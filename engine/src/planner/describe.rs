@@ -129,7 +129,7 @@ fn describe_pool(a: &ArrayPlan) -> String {
             p => format!("{p} parity disks"),
         },
         s.filesystem,
-        crate::storage::pool::disks_dir(&s.name)
+        crate::spec::pool::disks_dir(&s.name)
     );
     for m in a.members.iter().filter(|m| m.parity) {
         out += &format!("  parity: {}", &member_line(m)[4..]);
@@ -165,10 +165,7 @@ fn describe_pool(a: &ArrayPlan) -> String {
         );
     }
     out += "\n";
-    out += &format!(
-        "  survives: {}\n",
-        crate::storage::pool::describe_loss(parity, largest)
-    );
+    out += &format!("  survives: {}\n", describe_loss(parity, largest));
     let b = a.throughput.bottleneck();
     out += &format!(
         "  speed: one disk's, as each file lies whole on one disk; expected bottleneck: {} at ≈{} MB/s\n",
@@ -181,6 +178,16 @@ fn describe_pool(a: &ArrayPlan) -> String {
         out += &format!("  skipped {s}\n");
     }
     out
+}
+
+/// What a pool's capacity and protection come to, in words for the plan.
+fn describe_loss(parity: usize, largest_data: crate::size::Size) -> String {
+    match parity {
+        0 => "a lost disk loses the files on it; the other disks' files stay".to_string(),
+        p => format!(
+            "{p} lost disk(s): their files are restored from parity as of the last sync (nightly); files changed since are lost. Parity covers data disks up to {largest_data}"
+        ),
+    }
 }
 
 /// An md array's first line: its layout (legs, spares), its device, its

@@ -122,7 +122,9 @@ pub(super) fn candidates<'a>(
 }
 
 /// The candidates that may be taken, and whether each is to be erased.
-pub(super) fn usable<'c, 'a>(candidates: &'c [Candidate<'a>]) -> impl Iterator<Item = (&'a Disk, bool)> + 'c {
+pub(super) fn usable<'c, 'a>(
+    candidates: &'c [Candidate<'a>],
+) -> impl Iterator<Item = (&'a Disk, bool)> + 'c {
     candidates.iter().filter_map(|c| match c {
         Candidate::Usable { disk, erase } => Some((*disk, *erase)),
         _ => None,

@@ -44,13 +44,22 @@ pub(super) fn plan_pool(
         Count::Exactly(n) => n,
         Count::All => usable.len(),
     };
-    let needed = parity.max(2usize.saturating_sub(spec.keep.len())).max(1);
+    // Two disks at least, one of them for files: kept disks count, parity
+    // takes blank ones.
+    let needed =
+        (parity + usize::from(spec.keep.is_empty())).max(2usize.saturating_sub(spec.keep.len()));
     if refused.is_empty() && (usable.len() < wanted || wanted < needed) {
         let rules = refusals::describe_rules(spec);
         refused.push(refuse(
             spec,
             None,
-            refusals::shortfall(wanted.max(needed), usable.len(), &rules, &candidates, &mismatched),
+            refusals::shortfall(
+                wanted.max(needed),
+                usable.len(),
+                &rules,
+                &candidates,
+                &mismatched,
+            ),
         ));
     }
     if !refused.is_empty() {
@@ -131,8 +140,14 @@ fn holds_data(index: usize, d: &Disk) -> String {
 /// SnapRAID's parity must be as large as the largest data disk; parity is
 /// the largest blank disks, so only a kept disk can be larger.
 fn parity_too_small(at: &str, members: &[Member], joined: &[KeptPlan]) -> Option<String> {
-    let smallest_parity = members.iter().filter(|m| m.parity).min_by_key(|m| m.disk.size)?;
-    let blank_data = members.iter().filter(|m| !m.parity).map(|m| (&m.disk, None));
+    let smallest_parity = members
+        .iter()
+        .filter(|m| m.parity)
+        .min_by_key(|m| m.disk.size)?;
+    let blank_data = members
+        .iter()
+        .filter(|m| !m.parity)
+        .map(|m| (&m.disk, None));
     let kept_data = joined.iter().map(|k| (&k.disk, Some(k.spec.name.as_str())));
     let (largest, kept) = blank_data.chain(kept_data).max_by_key(|(d, _)| d.size)?;
     if largest.size <= smallest_parity.disk.size {
@@ -180,8 +195,8 @@ fn better_as_array(
     };
     (array >= pool).then(|| {
         format!(
-            "these {n} disks are all {}, so {level} holds as much as the pool ({}), survives {parity} lost disk(s) with every file current rather than as of the last sync, and reads with more than one disk; write level = \"{level}\" and remove parity in {at}. A pool is for disks of different sizes, or disks that keep their files",
-            Size(smallest),
+            "{level} over these {n} disks holds {}, as much as the pool ({}), survives {parity} lost disk(s) with every file current rather than as of the last sync, and reads with more than one disk; write level = \"{level}\" and remove parity in {at}. A pool is for disks of different sizes, or disks that keep their files",
+            Size(array),
             Size(pool)
         )
     })

@@ -159,6 +159,9 @@ fn problem(path: impl Into<String>, message: impl Into<String>) -> SpecProblem {
 pub fn validate(storage: &Storage, shares: &[Share]) -> Vec<SpecProblem> {
     let mut out = Vec::new();
     check_storage(storage, &mut out);
+    for (i, array) in storage.arrays.iter().enumerate() {
+        pool::check_pool(&format!("storage.arrays[{i}]"), array, storage, &mut out);
+    }
     kept::check_kept(storage, &mut out);
     check_shares(storage, shares, &mut out);
     out
@@ -174,8 +177,7 @@ pub fn required_packages(
     alerts: Option<&Alerts>,
 ) -> Vec<&'static str> {
     let wizard = storage.is_some_and(|s| s.mode == Mode::Wizard);
-    let pools = wizard
-        || storage.is_some_and(|s| s.arrays.iter().any(|a| a.level == Level::Pool));
+    let pools = storage.is_some_and(|s| s.arrays.iter().any(|a| a.level == Level::Pool));
     let uses = |fs: Filesystem| {
         wizard || storage.is_some_and(|s| s.arrays.iter().any(|a| a.filesystem == fs))
     };

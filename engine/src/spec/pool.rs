@@ -2,9 +2,14 @@
 //! own filesystem, joined by mergerfs, with SnapRAID's parity on the
 //! largest blank ones, and kept disks joining as data disks.
 
-use super::storage::{Array, Count, Filesystem, Level, Storage};
 use super::paths::is_under;
+use super::storage::{Array, Count, Filesystem, Level, Storage};
 use super::{SpecProblem, problem};
+
+/// The directory under which a pool's own disks are mounted.
+pub fn disks_dir(pool: &str) -> String {
+    format!("/mnt/{pool}")
+}
 
 /// SnapRAID takes up to six levels of parity; two already survive any two
 /// disks lost together, which is more than a pool of a home's disks needs
@@ -97,7 +102,7 @@ fn check_place(at: &str, array: &Array, storage: &Storage, out: &mut Vec<SpecPro
             format!("storage.arrays[{j}] is a pool already, and nasforge sets up one pool (SnapRAID's /etc/snapraid.conf is its); add these disks to that pool"),
         ));
     }
-    let dir = crate::storage::pool::disks_dir(&array.name);
+    let dir = disks_dir(&array.name);
     let mounts = storage
         .arrays
         .iter()
@@ -125,7 +130,8 @@ fn check_kept_members(at: &str, array: &Array, storage: &Storage, out: &mut Vec<
                     "no kept disk is named `{}`; {}",
                     name.escape_debug(),
                     if known.is_empty() {
-                        "describe the disk in a [[storage.disks]] with keep = true and its name".to_string()
+                        "describe the disk in a [[storage.disks]] with keep = true and its name"
+                            .to_string()
                     } else {
                         format!("the kept disks are: {}", known.join(", "))
                     }
@@ -143,7 +149,9 @@ fn check_kept_members(at: &str, array: &Array, storage: &Storage, out: &mut Vec<
         {
             out.push(problem(
                 format!("{at}.keep[{k}]"),
-                format!("`{name}` is already a disk of storage.arrays[{j}]; a disk belongs to one pool"),
+                format!(
+                    "`{name}` is already a disk of storage.arrays[{j}]; a disk belongs to one pool"
+                ),
             ));
         }
     }

@@ -474,7 +474,6 @@ pub(super) fn check_storage(storage: &Storage, out: &mut Vec<SpecProblem>) {
         out.push(problem("storage.alert_program", format!("`{}` must be an absolute path to a program, made of letters, digits and . _ - / (without spaces or control characters), e.g. \"/usr/local/bin/nas-alert\"", program.escape_debug())));
     }
     for (i, array) in storage.arrays.iter().enumerate() {
-        super::pool::check_pool(&format!("storage.arrays[{i}]"), array, storage, out);
         check_array(&format!("storage.arrays[{i}]"), array, out);
         check_against_earlier(i, array, &storage.arrays[..i], out);
     }

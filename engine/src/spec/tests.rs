@@ -68,6 +68,19 @@ fn required_packages_follow_the_plan() {
             "smartmontools"
         ]
     );
+    let mut pool = array(Level::Pool, Filesystem::Ext4);
+    pool.parity = Some(1);
+    let pool = storage(Mode::Unattended, vec![pool]);
+    assert_eq!(
+        required_packages(Some(&pool), &[], None),
+        [
+            "mdadm",
+            "e2fsprogs",
+            "smartmontools",
+            "mergerfs",
+            "snapraid"
+        ]
+    );
     let two = storage(
         Mode::Unattended,
         vec![

@@ -93,6 +93,15 @@ fn is_pool(array: &ArrayPlan) -> bool {
     array.spec.level == Level::Pool
 }
 
+fn pool_fstab_lines(plan: &Plan, ctx: &Context) -> Vec<String> {
+    plan.arrays
+        .iter()
+        .zip(&ctx.fs_uuids)
+        .filter(|(a, _)| is_pool(a))
+        .flat_map(|(a, uuid)| pool::fstab_lines(a, uuid))
+        .collect()
+}
+
 /// The arrays at `indices` built: each md array's or single disk's
 /// steps, and the ZFS module, the pools, and their import at boot.
 fn build_steps(plan: &Plan, ctx: &Context, indices: &[usize], steps: &mut Vec<Step>) {
@@ -141,7 +150,7 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
         steps.extend(storage::mdadm_conf_steps(plan, &ctx.hostname));
     }
     if needs_fstab(plan) {
-        steps.push(storage::fstab_step(plan, ctx));
+        steps.push(storage::fstab_step(plan, ctx, pool_fstab_lines(plan, ctx)));
     }
     // A pool joins kept disks: they are mounted before it.
     for (array, uuid) in plan.arrays.iter().zip(&ctx.fs_uuids) {
@@ -191,7 +200,7 @@ pub fn added_array_steps(plan: &Plan, ctx: &Context, added: &[usize]) -> Vec<Ste
         steps.extend(storage::mdadm_conf_steps(plan, &ctx.hostname));
     }
     if added.iter().any(|&i| !plan.arrays[i].spec.is_zfs()) {
-        steps.push(storage::fstab_step(plan, ctx));
+        steps.push(storage::fstab_step(plan, ctx, pool_fstab_lines(plan, ctx)));
     }
     for &i in added {
         mount_steps(&plan.arrays[i], &ctx.fs_uuids[i], &mut steps);

@@ -333,19 +333,16 @@ pub(super) fn mdadm_conf_steps(plan: &Plan, hostname: &str) -> [Step; 2] {
     ]
 }
 
-pub(super) fn fstab_step(plan: &Plan, ctx: &Context) -> Step {
+/// `pool_lines`: the lines of the pools' own disks.
+pub(super) fn fstab_step(plan: &Plan, ctx: &Context, pool_lines: Vec<String>) -> Step {
     let lines: Vec<String> = plan
         .arrays
         .iter()
         .zip(&ctx.fs_uuids)
         .filter(|(a, _)| !a.spec.is_zfs())
-        .flat_map(|(a, uuid)| {
-            if a.spec.level == Level::Pool {
-                super::pool::fstab_lines(a, uuid)
-            } else {
-                vec![fstab::line(uuid, &a.spec.mount, a.spec.filesystem)]
-            }
-        })
+        .filter(|(a, _)| a.spec.level != Level::Pool)
+        .map(|(a, uuid)| fstab::line(uuid, &a.spec.mount, a.spec.filesystem))
+        .chain(pool_lines)
         .chain(
             plan.kept
                 .iter()

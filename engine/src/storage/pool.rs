@@ -4,8 +4,8 @@
 //! Pure: the steps write what this module renders.
 
 use crate::planner::ArrayPlan;
-use crate::size::Size;
 use crate::spec::Filesystem;
+use crate::spec::pool::disks_dir;
 use crate::storage::partition;
 
 /// Where `snapraid` looks when given no `-c`: a person typing
@@ -14,7 +14,7 @@ pub const SNAPRAID_CONF: &str = "/etc/snapraid.conf";
 /// The content file's copy on the system disk; the others are on the
 /// data disks nasforge formats (a kept disk gets no file of nasforge's).
 pub const OS_CONTENT: &str = "/var/lib/snapraid/snapraid.content";
-pub const MOUNT_POOL: &str = "/usr/local/sbin/nasforge-setup";
+pub const SETUP_BIN: &str = "/usr/local/sbin/nasforge-setup";
 
 /// One disk of a pool: a data disk (files, a mergerfs branch) or a parity
 /// disk (SnapRAID's parity file only).
@@ -39,13 +39,9 @@ pub struct Branch {
 impl Branch {
     /// Where SnapRAID keeps the parity on a parity disk.
     pub fn parity_file(&self) -> Option<String> {
-        self.parity.map(|_| format!("{}/snapraid.parity", self.mount))
+        self.parity
+            .map(|_| format!("{}/snapraid.parity", self.mount))
     }
-}
-
-/// The directory under which the pool's own disks are mounted.
-pub fn disks_dir(pool: &str) -> String {
-    format!("/mnt/{pool}")
 }
 
 /// The UUID of a formatted member's filesystem: derived from the pool's
@@ -78,7 +74,12 @@ pub fn branches(array: &ArrayPlan, pool_uuid: &str) -> Vec<Branch> {
         } else {
             format!("{level}-parity")
         };
-        out.push(formatted(slot, format!("{dir}/parity{level}"), m, Some(level)));
+        out.push(formatted(
+            slot,
+            format!("{dir}/parity{level}"),
+            m,
+            Some(level),
+        ));
     }
     for (i, m) in array.members.iter().filter(|m| !m.parity).enumerate() {
         let slot = format!("d{}", i + 1);
@@ -190,7 +191,12 @@ pub fn content_files(array: &ArrayPlan, branches: &[Branch]) -> Vec<String> {
 /// leaves room for a parity file as large as a data disk of the same size.
 pub fn mkfs(fs: Filesystem, branch: &Branch, label: &str) -> Vec<String> {
     let mut argv: Vec<String> = match fs {
-        Filesystem::Xfs => vec!["mkfs.xfs".into(), "-f".into(), "-m".into(), format!("uuid={}", branch.uuid)],
+        Filesystem::Xfs => vec![
+            "mkfs.xfs".into(),
+            "-f".into(),
+            "-m".into(),
+            format!("uuid={}", branch.uuid),
+        ],
         _ => {
             let mut a: Vec<String> = vec!["mkfs.ext4".into(), "-F".into(), "-m".into(), "0".into()];
             if branch.parity.is_some() {
@@ -208,43 +214,7 @@ pub fn mkfs(fs: Filesystem, branch: &Branch, label: &str) -> Vec<String> {
     argv
 }
 
-/// The systemd service that mounts the pool: `nasforge-setup mount-pool`
-/// joins the branches that are mounted (a lost disk's empty mount point
-/// on the system disk must never take files) and runs mergerfs, which
-/// forks once the mount is there, so Samba and NFS start after it.
-pub fn unit_name(pool: &str) -> String {
-    format!("nasforge-pool-{pool}.service")
-}
-
-pub fn unit(array: &ArrayPlan, branches: &[Branch]) -> String {
-    let data: Vec<&Branch> = branches.iter().filter(|b| b.parity.is_none()).collect();
-    let mounts: Vec<String> = data
-        .iter()
-        .map(|b| crate::steps::mount_unit(&b.mount))
-        .collect();
-    let paths: Vec<&str> = data.iter().map(|b| b.mount.as_str()).collect();
-    format!(
-        "# Written by nasforge-setup.\n[Unit]\nDescription=nasforge pool '{name}': mergerfs over its disks at {mount}\n# Wanted, not required: a lost disk's mount fails and the pool\n# serves the other disks' files.\nWants={units}\nAfter={units}\nBefore=smbd.service nfs-server.service\n\n[Service]\nType=forking\nExecStart={bin} mount-pool --options {opts} {mount} {paths}\nExecStop=/bin/umount {mount}\n\n[Install]\nWantedBy=multi-user.target\n",
-        name = array.spec.name,
-        mount = array.spec.mount,
-        units = mounts.join(" "),
-        bin = MOUNT_POOL,
-        opts = mergerfs_options(array),
-        paths = paths.join(" "),
-    )
-}
-
-/// What a pool's capacity and protection come to, in words for the plan.
-pub fn describe_loss(parity: usize, largest_data: Size) -> String {
-    match parity {
-        0 => "a lost disk loses the files on it; the other disks' files stay".to_string(),
-        p => format!(
-            "{p} lost disk(s): their files are restored from parity as of the last sync (nightly); files changed since are lost. Parity covers data disks up to {largest_data}"
-        ),
-    }
-}
-
-/// The branches `mount-pool` joins: those mounted now. A branch that is
+/// The branches `pool mount` joins: those mounted now. A branch that is
 /// not is a lost or late disk whose empty mount point lies on the system
 /// disk, where mergerfs would put new files (it has the most free space).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,13 +251,23 @@ mod tests {
         );
         let j = joining(
             &mounts,
-            &["/mnt/pool/d1".into(), "/mnt/pool/d2".into(), "/srv/photos".into()],
+            &[
+                "/mnt/pool/d1".into(),
+                "/mnt/pool/d2".into(),
+                "/srv/photos".into(),
+            ],
         );
         assert_eq!(j.present, ["/mnt/pool/d1", "/srv/photos"]);
         assert_eq!(j.missing, ["/mnt/pool/d2"]);
         assert_eq!(
             mergerfs_argv("fsname=p", &j.present, "/srv/pool"),
-            ["mergerfs", "-o", "fsname=p", "/mnt/pool/d1:/srv/photos", "/srv/pool"]
+            [
+                "mergerfs",
+                "-o",
+                "fsname=p",
+                "/mnt/pool/d1:/srv/photos",
+                "/srv/pool"
+            ]
         );
     }
 
