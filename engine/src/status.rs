@@ -7,6 +7,7 @@
 //! board's power in `usb`.
 
 mod checks;
+pub mod disk_pool;
 mod usb;
 pub mod zfs;
 
@@ -53,6 +54,9 @@ pub struct Status {
     /// The ZFS pools setup made, as zpool and zfs report them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pools: Vec<PoolStatus>,
+    /// The pools of disks (mergerfs and SnapRAID) setup made.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disk_pools: Vec<disk_pool::DiskPoolStatus>,
     pub filesystems: Vec<FilesystemStatus>,
     pub shares: Vec<ShareStatus>,
     pub disks: Vec<DiskHealth>,
@@ -314,12 +318,14 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
         }
     }
     let pools = journal.map_or_else(Vec::new, |j| zfs::read(&j.plan, runner));
+    let disk_pools = journal.map_or_else(Vec::new, |j| disk_pool::read(host, &j.plan, runner));
     let inventory = crate::machine::disks::discover(host).unwrap_or_default();
     let (usb_disks, power) = usb::read(host, &inventory, runner);
     Status {
         setup,
         arrays,
         pools,
+        disk_pools,
         filesystems,
         shares,
         disks,
@@ -334,6 +340,12 @@ impl Status {
         out += &self.setup.render();
         section(&mut out, "Arrays", &self.arrays, ArrayStatus::render);
         section(&mut out, "ZFS pools", &self.pools, PoolStatus::render);
+        section(
+            &mut out,
+            "Pools of disks",
+            &self.disk_pools,
+            disk_pool::DiskPoolStatus::render,
+        );
         section(
             &mut out,
             "Filesystems",
@@ -566,6 +578,7 @@ mod tests {
                 .remove(0)
             }],
             pools: vec![],
+            disk_pools: vec![],
             filesystems: vec![],
             shares: vec![],
             disks: vec![],

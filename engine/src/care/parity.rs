@@ -5,6 +5,7 @@
 
 use crate::command::{Ask, Cmd, Query, SpawnError};
 use crate::machine::disks::Host;
+pub use crate::machine::parity_record::{RECORD, Record, Run};
 use serde::{Deserialize, Serialize};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,9 +14,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// snapraid-runner's default (`deletethreshold = 40`,
 /// snapraid-runner.conf.example).
 pub const DELETE_THRESHOLD: u32 = 40;
-
-/// Where the last sync and scrub are recorded.
-pub const RECORD: &str = "/var/lib/nasforge/pool-care.json";
 
 /// `snapraid diff`'s summary (cmdline/scan.c prints one `%8u <word>` line
 /// for each).
@@ -74,44 +72,6 @@ impl std::fmt::Display for Diff {
     }
 }
 
-/// One run of sync or scrub, as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Run {
-    /// Seconds since the epoch.
-    pub time: u64,
-    pub ok: bool,
-    pub summary: String,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sync: Option<Run>,
-    /// The last sync that finished: what a restore brings back is as of it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub synced: Option<Run>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scrub: Option<Run>,
-}
-
-impl Record {
-    pub fn read(host: &Host) -> Record {
-        std::fs::read_to_string(host.path(RECORD))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
-    }
-
-    fn write(&self, host: &Host) -> std::io::Result<()> {
-        let path = host.path(RECORD);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        crate::atomic_file::write(&path, text.as_bytes(), 0o644)
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SyncOutcome {
     UpToDate,
@@ -134,6 +94,15 @@ pub enum ParityError {
     Unreadable(String),
     #[error("cannot record the run in {RECORD}: {0}")]
     Record(#[from] std::io::Error),
+}
+
+fn write_record(record: &Record, host: &Host) -> std::io::Result<()> {
+    let path = host.path(RECORD);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let text = serde_json::to_string_pretty(record).map_err(std::io::Error::other)?;
+    crate::atomic_file::write(&path, text.as_bytes(), 0o644)
 }
 
 fn now() -> u64 {
@@ -189,7 +158,7 @@ pub fn sync(
         record.synced = Some(run.clone());
     }
     record.sync = Some(run);
-    record.write(host)?;
+    write_record(&record, host)?;
     result
 }
 
@@ -241,7 +210,7 @@ pub fn scrub(host: &Host, ask: &mut dyn Ask, conf: Conf) -> Result<(), ParityErr
             tail(&q)
         },
     });
-    record.write(host)?;
+    write_record(&record, host)?;
     if ok {
         Ok(())
     } else {

@@ -206,9 +206,12 @@ pub fn survey_of(
         })
         .collect();
     Survey {
+        // A pool of disks has no md array to survey: its status says what
+        // is missing.
         arrays: plan
             .arrays
             .iter()
+            .filter(|a| a.spec.level != Level::Pool)
             .flat_map(|a| array_surveys(a, inventory, &free, md))
             .collect(),
     }

@@ -11,6 +11,7 @@ pub mod hardware;
 pub mod host;
 pub mod md;
 pub mod mounts;
+pub mod parity_record;
 pub mod power;
 pub mod resync;
 pub mod signature;
