@@ -7,8 +7,8 @@
 //! user of its own), boot it with `nasforge emulate` (its userland on the
 //! Debian stand-in kernel, as every Raspberry Pi OS image boots there) on
 //! qemu's virt machine with an AHCI controller and four SATA disks, and
-//! three USB disks (tests/usb: a raid1 and a disk kept as it is, a UAS
-//! quirk), and check the NAS from the host the way a user would:
+//! six USB disks (tests/usb: a raid1, a disk kept as it is, a UAS quirk,
+//! and a pool of three disks of 1, 2 and 3 GiB that the kept disk joins), and check the NAS from the host the way a user would:
 //! smbclient, an NFS client, SSH as the renamed user. A ZFS raidz1 on three
 //! more SATA disks (tests/zfs) shares every boot. Then a power cut during
 //! setup, and a reboot with a member disk missing from the md array and one
@@ -368,6 +368,8 @@ path = "out/nas.img"
     t.lap("NFS: listed and read back");
     usb.check_board(&board, &key, d);
     t.lap("USB: transport, quirk active, uas driver, raid1, kept disk shared as it is");
+    let pooled = usb.check_pool(&board, &key, d);
+    t.lap("USB pool: mergerfs over d1, d2 and the kept disk, files spread, nightly sync run");
     home_network::found_by_name(&board, &key, "e2enas", "backup");
     t.lap("found by name: avahi-resolve, avahi-browse, wsdd2");
     home_network::time_machine_and_guests(&board, &key, d, 1536);
@@ -433,7 +435,8 @@ path = "out/nas.img"
     let mut degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone()];
     degraded.extend(care::blank_disks(d));
     degraded.extend([pool[0].clone(), pool[2].clone(), old.clone()]);
-    degraded.extend(usb.disks.iter().cloned());
+    // And the pool's d1 (1 GiB) is gone.
+    degraded.extend(usb.disks.iter().filter(|p| **p != usb.pool[0]).cloned());
     let mark = sinks.mark();
     let mut board = Board::boot(d, &image, &degraded, "boot4.log");
     board.wait_for_ssh(&key, Duration::from_secs(600));
@@ -464,7 +467,8 @@ path = "out/nas.img"
     let (_, status) = board.ssh(&key, "sudo -S nasforge-setup status");
     assert!(status.to_lowercase().contains("degraded"), "{status}");
     zfs::check_degraded(&board, &key, d, &want);
-    t.lap("next boot, a disk missing from the array and the pool: same array, pool imported and mounted, degraded, files intact, scrub clean, status says so");
+    usb.pool_without_d1(&board, &key, d, &pooled);
+    t.lap("next boot, a disk missing from the array, the ZFS pool and the USB pool: same array, pools imported and mounted, degraded, files intact, scrub clean, status says so");
     let care = care::Care {
         dir: d,
         image: &image,

@@ -3,7 +3,11 @@
 //! bulk-only `usb-storage`, one `usb-uas`) and a third, `usb-storage`, that
 //! already holds someone's files and is kept (`keep = true`). The recipe
 //! names a UAS quirk for qemu's usb-storage id (46f4:0001), which must be on
-//! the kernel command line and active on the board.
+//! the kernel command line and active on the board. Three more, of 1, 2
+//! and 3 GiB, make a pool (mergerfs and SnapRAID) that the kept disk joins
+//! as it is: files written over SMB spread over its disks, and with one
+//! disk lost the pool serves the others' files and status names the lost
+//! disk's.
 
 use super::{Board, PASSWORD};
 use crate::common::*;
@@ -21,7 +25,13 @@ pub struct Usb {
     pub disks: Vec<PathBuf>,
     pub media: PathBuf,
     files: Vec<(String, String)>,
+    /// The pool's blank disks, 1, 2 and 3 GiB: d1, d2 and the parity.
+    pub pool: Vec<PathBuf>,
 }
+
+/// Files written to the pool over SMB, by the disk each landed on (its
+/// SnapRAID name), with their sha256.
+pub struct PoolFiles(Vec<(String, String, String)>);
 
 /// The recipe's lines for `[storage]` (before its first array).
 pub fn storage_keys() -> String {
@@ -39,10 +49,24 @@ filesystem = "ext4"
 mount = "/srv/docs"
 [[storage.disks]]
 name = "photos"
-match = { transport = "usb", min_size = "900MiB" }
+match = { transport = "usb", serial = "usb-photos" }
 keep = true
 filesystem = "ext4"
 mount = "/srv/photos"
+[[storage.arrays]]
+name = "pool"
+level = "pool"
+parity = 1
+# The 1, 2 and 3 GiB disks usb-pool*: the 3 GiB one holds the parity, the
+# kept photos disk joins as it is.
+disks = { transport = "usb", serial = "usb-pool*" }
+filesystem = "ext4"
+mount = "/srv/pool"
+keep = ["photos"]
+[[shares]]
+name = "pool"
+path = "/srv/pool"
+smb = { users = ["admin"] }
 [[shares]]
 name = "docs"
 path = "/srv/docs"
@@ -93,10 +117,23 @@ impl Usb {
             .arg(&tree)
             .arg(&media));
         disks.push(media.clone());
+        let pool: Vec<PathBuf> = [1, 2, 3]
+            .iter()
+            .map(|gib| {
+                let p = dir.join(format!("usb-pool{gib}.img"));
+                std::fs::File::create(&p)
+                    .unwrap()
+                    .set_len(gib * 1024 * MIB)
+                    .unwrap();
+                p
+            })
+            .collect();
+        disks.extend(pool.iter().cloned());
         Usb {
             disks,
             media,
             files,
+            pool,
         }
     }
 
@@ -194,6 +231,134 @@ impl Usb {
                 .arg(format!("cat \"/{name}\""))
                 .arg(&self.media));
             assert_eq!(&sha256_bytes(&out.stdout), sha, "{name} on the kept disk");
+        }
+    }
+
+    /// The pool after setup: mergerfs at /srv/pool over d1, d2 and the kept
+    /// disk, SnapRAID's configuration and timers. Its disks are filled to
+    /// just below the kept disk's free space (in /tmp/, which SnapRAID
+    /// leaves out), so that six 4 MiB files put over SMB land on each disk
+    /// in turn, as mergerfs's most-free-space policy puts them; then the
+    /// nightly sync's service runs and status records it.
+    pub fn check_pool(&self, board: &Board, key: &Path, dir: &Path) -> PoolFiles {
+        let (ok, mnt) = board.ssh(key, "findmnt -no FSTYPE /srv/pool; systemctl is-enabled nasforge-pool-sync.timer nasforge-pool-scrub.timer; cat /etc/snapraid.conf");
+        assert!(
+            ok && mnt.contains("fuse.mergerfs")
+                && mnt.contains("data d1 /mnt/pool/d1/")
+                && mnt.contains("data photos /srv/photos/")
+                && mnt.contains("parity /mnt/pool/parity1/snapraid.parity"),
+            "{mnt}"
+        );
+        let (ok, df) = board.ssh(
+            key,
+            "sudo -S sh -c 'p=$(df --output=avail -BM /srv/photos | tail -1 | tr -dc 0-9); \
+             for d in d1 d2; do a=$(df --output=avail -BM /mnt/pool/$d | tail -1 | tr -dc 0-9); \
+             mkdir -p /mnt/pool/$d/tmp; fallocate -l $((a - p + 2))M /mnt/pool/$d/tmp/filler || exit 1; done; \
+             df -BM /mnt/pool/d1 /mnt/pool/d2 /srv/photos'",
+        );
+        assert!(ok, "filling the pool's disks:\n{df}");
+        let mut files = Vec::new();
+        for i in 0..6u64 {
+            let name = format!("pooled-{i}.bin");
+            let local = dir.join(&name);
+            let mut x = 0x2545F4914F6CDD1Du64 ^ (i + 1);
+            let data: Vec<u8> = (0..4 * MIB)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            std::fs::write(&local, &data).unwrap();
+            let out = Command::new("smbclient")
+                .arg("//127.0.0.1/pool")
+                .args(["-p", &board.smb.to_string(), "-U", &format!("admin%{PASSWORD}"), "-c"])
+                .arg(format!("put {} {name}", local.display()))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "put {name} to the pool:\n{}", printed(&out));
+            files.push((name, sha256_bytes(&data)));
+        }
+        let (ok, listing) = board.ssh(
+            key,
+            "for b in /mnt/pool/d1 /mnt/pool/d2 /srv/photos; do for f in $b/pooled-*; do echo \"$b $f\"; done; done",
+        );
+        assert!(ok, "{listing}");
+        let mut placed = Vec::new();
+        for (name, sha) in files {
+            let disk = match listing.lines().find(|l| l.ends_with(&format!("/{name}"))) {
+                Some(l) if l.starts_with("/mnt/pool/d1 ") => "d1",
+                Some(l) if l.starts_with("/mnt/pool/d2 ") => "d2",
+                Some(l) if l.starts_with("/srv/photos ") => "photos",
+                _ => panic!("{name} is on none of the pool's disks:\n{listing}\n{df}"),
+            };
+            placed.push((disk.to_string(), name, sha));
+        }
+        for disk in ["d1", "d2", "photos"] {
+            assert!(
+                placed.iter().any(|(d, _, _)| d == disk),
+                "no file landed on {disk}: the most-free-space policy spreads them:\n{listing}\n{df}"
+            );
+        }
+        let (ok, sync) = board.ssh(
+            key,
+            "sudo -S sh -c 'systemctl start nasforge-pool-sync.service && nasforge-setup status'",
+        );
+        assert!(
+            ok && sync.contains("Pools of disks:") && sync.contains(" ok: synced: 8 added, 0 removed"),
+            "the nightly sync's service, run now:\n{sync}"
+        );
+        PoolFiles(placed)
+    }
+
+    /// The board without d1's disk: the pool is still mounted and serves
+    /// the other disks' files unchanged, d1's are gone from it, and status
+    /// names the disk and each of its files.
+    pub fn pool_without_d1(&self, board: &Board, key: &Path, dir: &Path, files: &PoolFiles) {
+        let start = std::time::Instant::now();
+        loop {
+            let (_, mnt) = board.ssh(key, "findmnt -no FSTYPE /srv/pool");
+            if mnt.contains("fuse.mergerfs") {
+                break;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(300),
+                "the pool was not mounted without d1:\n{mnt}"
+            );
+            std::thread::sleep(std::time::Duration::from_secs(5));
+        }
+        for (disk, name, sha) in &files.0 {
+            let back = dir.join(format!("{name}.get"));
+            let _ = std::fs::remove_file(&back);
+            let out = Command::new("smbclient")
+                .arg("//127.0.0.1/pool")
+                .args(["-p", &board.smb.to_string(), "-U", &format!("admin%{PASSWORD}"), "-c"])
+                .arg(format!("get {name} {}", back.display()))
+                .output()
+                .unwrap();
+            if disk == "d1" {
+                assert!(!out.status.success(), "{name} was on the lost disk:\n{}", printed(&out));
+            } else {
+                assert!(out.status.success(), "get {name}:\n{}", printed(&out));
+                assert_eq!(&sha256_file(&back), sha, "{name} from the pool without d1");
+            }
+        }
+        let (ok, status) = board.ssh(
+            key,
+            "sudo -S sh -c 'nasforge-setup status; journalctl -b -u nasforge-pool-pool --no-pager | tail -5'",
+        );
+        assert!(
+            ok && status.contains("at /mnt/pool/d1: NOT MOUNTED")
+                && status.contains("/mnt/pool/d1 is not mounted (its disk is missing"),
+            "{status}"
+        );
+        for (disk, name, _) in &files.0 {
+            assert_eq!(
+                status.contains(name.as_str()),
+                disk == "d1",
+                "status names exactly the lost disk's files:\n{status}"
+            );
         }
     }
 }
