@@ -435,8 +435,10 @@ path = "out/nas.img"
     let mut degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone()];
     degraded.extend(care::blank_disks(d));
     degraded.extend([pool[0].clone(), pool[2].clone(), old.clone()]);
-    // And the pool's d1 (1 GiB) is gone.
+    // And the pool's d1 (1 GiB) is gone; a blank USB disk is there to
+    // replace it.
     degraded.extend(usb.disks.iter().filter(|p| **p != usb.pool[0]).cloned());
+    degraded.push(usb.spare.clone());
     let mark = sinks.mark();
     let mut board = Board::boot(d, &image, &degraded, "boot4.log");
     board.wait_for_ssh(&key, Duration::from_secs(600));

@@ -27,6 +27,8 @@ pub struct Usb {
     files: Vec<(String, String)>,
     /// The pool's blank disks, 1, 2 and 3 GiB: d1, d2 and the parity.
     pub pool: Vec<PathBuf>,
+    /// A blank 1 GiB disk, attached when d1 is gone, to replace it.
+    pub spare: PathBuf,
 }
 
 /// Files written to the pool over SMB, by the disk each landed on (its
@@ -129,11 +131,17 @@ impl Usb {
             })
             .collect();
         disks.extend(pool.iter().cloned());
+        let spare = dir.join("usb-spare1.img");
+        std::fs::File::create(&spare)
+            .unwrap()
+            .set_len(1024 * MIB)
+            .unwrap();
         Usb {
             disks,
             media,
             files,
             pool,
+            spare,
         }
     }
 
@@ -273,11 +281,21 @@ impl Usb {
             std::fs::write(&local, &data).unwrap();
             let out = Command::new("smbclient")
                 .arg("//127.0.0.1/pool")
-                .args(["-p", &board.smb.to_string(), "-U", &format!("admin%{PASSWORD}"), "-c"])
+                .args([
+                    "-p",
+                    &board.smb.to_string(),
+                    "-U",
+                    &format!("admin%{PASSWORD}"),
+                    "-c",
+                ])
                 .arg(format!("put {} {name}", local.display()))
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "put {name} to the pool:\n{}", printed(&out));
+            assert!(
+                out.status.success(),
+                "put {name} to the pool:\n{}",
+                printed(&out)
+            );
             files.push((name, sha256_bytes(&data)));
         }
         let (ok, listing) = board.ssh(
@@ -306,7 +324,8 @@ impl Usb {
             "sudo -S sh -c 'systemctl start nasforge-pool-sync.service && nasforge-setup status'",
         );
         assert!(
-            ok && sync.contains("Pools of disks:") && sync.contains(" ok: synced: 8 added, 0 removed"),
+            ok && sync.contains("Pools of disks:")
+                && sync.contains(" ok: synced: 8 added, 0 removed"),
             "the nightly sync's service, run now:\n{sync}"
         );
         PoolFiles(placed)
@@ -314,7 +333,8 @@ impl Usb {
 
     /// The board without d1's disk: the pool is still mounted and serves
     /// the other disks' files unchanged, d1's are gone from it, and status
-    /// names the disk and each of its files.
+    /// names the disk and each of its files. Then `replace` restores d1
+    /// onto the spare and every file is served again, byte for byte.
     pub fn pool_without_d1(&self, board: &Board, key: &Path, dir: &Path, files: &PoolFiles) {
         let start = std::time::Instant::now();
         loop {
@@ -333,12 +353,22 @@ impl Usb {
             let _ = std::fs::remove_file(&back);
             let out = Command::new("smbclient")
                 .arg("//127.0.0.1/pool")
-                .args(["-p", &board.smb.to_string(), "-U", &format!("admin%{PASSWORD}"), "-c"])
+                .args([
+                    "-p",
+                    &board.smb.to_string(),
+                    "-U",
+                    &format!("admin%{PASSWORD}"),
+                    "-c",
+                ])
                 .arg(format!("get {name} {}", back.display()))
                 .output()
                 .unwrap();
             if disk == "d1" {
-                assert!(!out.status.success(), "{name} was on the lost disk:\n{}", printed(&out));
+                assert!(
+                    !out.status.success(),
+                    "{name} was on the lost disk:\n{}",
+                    printed(&out)
+                );
             } else {
                 assert!(out.status.success(), "get {name}:\n{}", printed(&out));
                 assert_eq!(&sha256_file(&back), sha, "{name} from the pool without d1");
@@ -360,5 +390,43 @@ impl Usb {
                 "status names exactly the lost disk's files:\n{status}"
             );
         }
+        // The blank spare takes d1's place: partitioned, formatted, its
+        // files restored from parity and checked, joined to the pool.
+        let (ok, replaced) = board.ssh(key, "sudo -S nasforge-setup replace --array pool --yes");
+        assert!(
+            ok && replaced.contains("Replace the lost data disk 'd1' of the pool 'pool'")
+                && replaced.contains("snapraid -d d1 fix"),
+            "{replaced}"
+        );
+        for (_, name, sha) in &files.0 {
+            let back = dir.join(format!("{name}.restored"));
+            let _ = std::fs::remove_file(&back);
+            let out = Command::new("smbclient")
+                .arg("//127.0.0.1/pool")
+                .args([
+                    "-p",
+                    &board.smb.to_string(),
+                    "-U",
+                    &format!("admin%{PASSWORD}"),
+                    "-c",
+                ])
+                .arg(format!("get {name} {}", back.display()))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "get {name} after replace:\n{}",
+                printed(&out)
+            );
+            assert_eq!(&sha256_file(&back), sha, "{name} after replace");
+        }
+        let (ok, status) = board.ssh(key, "sudo -S nasforge-setup status");
+        let d1 = status
+            .lines()
+            .find(|l| l.trim_start().starts_with("d1 (data, "));
+        assert!(
+            ok && d1.is_some_and(|l| l.contains(" used of ")),
+            "d1 is mounted again:\n{status}"
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! service's `nasforge-setup pool mount` joins the mounted disks and leaves
 //! a missing one out, new files land on the disk with most free space,
 //! and after a sync a lost disk's files come back with `snapraid fix`,
-//! byte for byte.
+//! byte for byte, and the disk joins the running pool (`pool join`).
 
 use nasforge_engine::machine::disks::{Disk, Inventory, Partition, RotationalSource};
 use nasforge_engine::machine::signature::Signature;
@@ -341,20 +341,41 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
         String::from_utf8_lossy(&diff.stdout)
     );
 
-    // d2 is lost; a blank disk takes its place under its name.
+    // d2 is lost: the board comes up without it.
     umount(&at("/srv/pool"));
     umount(&at("/mnt/pool/d2"));
+    let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!at("/srv/pool").join(&lost[0].0).exists());
+    // A blank disk takes its place under its name, as `replace` does it.
     mount_tmpfs(&at("/mnt/pool/d2"), 32);
     run(&mut snapraid(&["-d", "d2", "-l"]).arg(at("/fix.log")).arg("fix"));
     run(&mut snapraid(&["-d", "d2", "-a", "check"]));
     for (name, sum) in &lost {
         assert_eq!(&sha256(&at("/mnt/pool/d2").join(name)), sum, "{name}");
     }
-    let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
+    let join = || {
+        let out = Command::new(setup)
+            .args(["pool", "join"])
+            .arg(at("/srv/pool"))
+            .arg(at("/mnt/pool/d2"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(join().contains("joined the pool"));
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        join().contains("in the pool at"),
+        "a second join adds nothing"
     );
     let mut served = files(&at("/srv/pool"));
     served.retain(|n| n != "file-kept.jpg" && n != "file-early");

@@ -8,6 +8,7 @@
 
 mod grow;
 pub mod parity;
+mod pool_replace;
 mod replace;
 mod survey;
 

@@ -34,6 +34,19 @@ pub fn replace(
     inventory: &Inventory,
     request: &ReplaceRequest,
 ) -> Result<CarePlan, CareError> {
+    let md_needs_one = survey.arrays.iter().any(|a| !a.to_replace().is_empty());
+    if let Some(pool) =
+        super::pool_replace::wanted(host, journal, request.array.as_deref(), md_needs_one)
+    {
+        return super::pool_replace::replace(
+            host,
+            journal,
+            pool,
+            inventory,
+            request.disk.as_deref(),
+            &request.erase,
+        );
+    }
     let array = pick_array(survey, request.array.as_deref())?;
     if array.level.is_zfs() {
         return refuse(format!(

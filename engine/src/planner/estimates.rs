@@ -163,10 +163,12 @@ pub(super) fn throughput(
     let slowest = members.iter().map(|d| disk_mb_s(d)).min().unwrap_or(0);
     let n = members.len();
     let disks = slowest * data_disks(level, n, vdevs).max(1) as u32;
-    let mut limits = vec![Limit {
-        what: format!("the disks ({n} × ≈{slowest} MB/s, {level})"),
-        mb_s: disks,
-    }];
+    let what = if level == Level::Pool {
+        format!("one disk (the slowest of the pool's, ≈{slowest} MB/s)")
+    } else {
+        format!("the disks ({n} × ≈{slowest} MB/s, {level})")
+    };
+    let mut limits = vec![Limit { what, mb_s: disks }];
     let mut seen: Vec<&str> = Vec::new();
     for disk in members {
         let Some(c) = &disk.controller else { continue };

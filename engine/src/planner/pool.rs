@@ -105,8 +105,19 @@ pub(super) fn plan_pool(
     );
     let mut warnings: Vec<String> = warnings(spec, &chosen, Size(0))
         .into_iter()
-        .filter(|w| !w.starts_with("members differ in size"))
+        .filter(|w| !w.starts_with("members differ in size") && !w.contains("UAS link resets"))
         .collect();
+    let usb: Vec<&str> = chosen
+        .iter()
+        .filter(|(d, _)| d.transport == Some(crate::spec::Transport::Usb))
+        .map(|(d, _)| d.name.as_str())
+        .collect();
+    if !usb.is_empty() {
+        warnings.push(format!(
+            "{} on USB: a disk whose USB link resets (UAS trouble, too little power) stops serving its files until it is back, while the others' stay served; give the disks a powered hub",
+            usb.join(", ")
+        ));
+    }
     if parity == 0 {
         warnings.push(format!(
             "parity = 0: a lost disk's files are lost with it (the other disks' files stay); parity = 1 keeps them restorable from the last sync, on a disk at least as large as the largest ({largest_data})"

@@ -21,6 +21,7 @@ pub use action::{
     Action, Cmd, enable_argv, needs_no_enabling, reboot_cmd, shell_quote, start_argv,
 };
 pub use guard::{CareGuard, Check, Guard, PoolMember};
+pub(crate) use storage::mount_by_systemd;
 pub use storage::{filesystem_device, mkfs, mount_unit};
 pub(crate) use storage::{partition_step, wipe_step};
 

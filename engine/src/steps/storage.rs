@@ -400,7 +400,7 @@ pub(super) fn kept_mount_step(kept: &KeptPlan) -> Step {
     )
 }
 
-pub(super) fn mount_by_systemd(name: &str, title: String, mount: &str, device: &str) -> Step {
+pub(crate) fn mount_by_systemd(name: &str, title: String, mount: &str, device: &str) -> Step {
     let [trigger, settle] = udev_reprobe(device);
     Step {
         id: format!("mount:{name}"),

@@ -42,6 +42,14 @@ pub enum PoolCommand {
     /// Check a part of the pool's files against their parity (`snapraid
     /// scrub`: about 8% each run, none scrubbed in the last 10 days); the
     /// weekly timer runs this.
+    /// Add a mounted disk to the running pool (`replace` runs this once the
+    /// disk's files are restored); nothing when it is in the pool already.
+    Join {
+        /// The pool's mount point.
+        mount: String,
+        /// The disk's mount point.
+        branch: String,
+    },
     Scrub {
         /// SnapRAID's configuration [default: /etc/snapraid.conf, setup's]
         #[arg(long, value_name = "FILE")]
@@ -61,6 +69,7 @@ pub fn run(host: &Host, command: &PoolCommand) -> anyhow::Result<()> {
             config,
         } => sync(host, Conf(config.as_deref()), *allow_deletes),
         PoolCommand::Scrub { config } => scrub(host, Conf(config.as_deref())),
+        PoolCommand::Join { mount, branch } => join(host, mount, branch),
     }
 }
 
@@ -82,6 +91,63 @@ fn mount_pool(host: &Host, options: &str, mount: &str, branches: &[String]) -> a
     let argv = pool::mergerfs_argv(options, &joining.present, mount);
     let error = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
     anyhow::bail!("cannot run mergerfs: {error}; is the mergerfs package installed?")
+}
+
+/// mergerfs's runtime configuration: the `user.mergerfs.branches` xattr
+/// of `<mount>/.mergerfs`, where `+>PATH` appends a branch (mergerfs(1),
+/// "RUNTIME CONFIG", in 2.33 and 2.40 alike).
+fn join(host: &Host, mount: &str, branch: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let control = host.path(mount).join(".mergerfs");
+    let current = xattr_get(&control, "user.mergerfs.branches").with_context(|| {
+        format!(
+            "cannot read {}'s branches; is the pool mounted?",
+            control.display()
+        )
+    })?;
+    if current
+        .split(':')
+        .any(|b| b.split('=').next() == Some(branch))
+    {
+        println!("{branch} is in the pool at {mount} already.");
+        return Ok(());
+    }
+    xattr_set(&control, "user.mergerfs.branches", &format!("+>{branch}"))
+        .with_context(|| format!("cannot add {branch} to the pool at {mount}"))?;
+    println!("{branch} joined the pool at {mount}.");
+    Ok(())
+}
+
+fn xattr_get(path: &std::path::Path, name: &str) -> std::io::Result<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let p = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    let n = std::ffi::CString::new(name)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let len = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if len < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    buf.truncate(len as usize);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn xattr_set(path: &std::path::Path, name: &str, value: &str) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let p = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    let n = std::ffi::CString::new(name)?;
+    let rc = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn sync(host: &Host, conf: Conf, allow_deletes: bool) -> anyhow::Result<()> {
