@@ -143,6 +143,16 @@ fn env(userconf: bool) -> Env {
                 fields: &[],
             },
             Pkg {
+                name: "mergerfs",
+                version: "2.33.5-1",
+                fields: &[],
+            },
+            Pkg {
+                name: "snapraid",
+                version: "12.2-1",
+                fields: &[],
+            },
+            Pkg {
                 name: "ca-certificates",
                 version: "20230311",
                 fields: &[],

@@ -1696,7 +1696,8 @@ fn zfs_pools_are_a_filesystem_choice_with_their_own_levels_and_figures() {
         w.level_choice(),
         LevelChoice {
             level: Level::Mirror,
-            vdevs: 2
+            vdevs: 2,
+            parity: 0,
         }
     );
     let array = w.storage().arrays.remove(0);
@@ -2244,6 +2245,7 @@ fn fifteen_disks_get_raid6_two_legs_and_hot_spares_at_80x24() {
     let two_legs = LevelChoice {
         level: Level::Raid6,
         vdevs: 2,
+        parity: 0,
     };
     assert_eq!(w.level_choice(), two_legs);
     let shown = fitting_screen(&w);
@@ -2340,7 +2342,8 @@ fn fifteen_disks_as_a_pool_get_two_raidz2_vdevs_and_a_hot_spare_at_80x24() {
         w.level_choice(),
         LevelChoice {
             level: Level::Raidz2,
-            vdevs: 2
+            vdevs: 2,
+            parity: 0,
         }
     );
     let shown = fitting_screen(&w);

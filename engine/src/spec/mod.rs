@@ -177,7 +177,7 @@ pub fn required_packages(
     alerts: Option<&Alerts>,
 ) -> Vec<&'static str> {
     let wizard = storage.is_some_and(|s| s.mode == Mode::Wizard);
-    let pools = storage.is_some_and(|s| s.arrays.iter().any(|a| a.level == Level::Pool));
+    let pools = wizard || storage.is_some_and(|s| s.arrays.iter().any(|a| a.level == Level::Pool));
     let uses = |fs: Filesystem| {
         wizard || storage.is_some_and(|s| s.arrays.iter().any(|a| a.filesystem == fs))
     };

@@ -139,6 +139,8 @@ fn required_packages_follow_the_plan() {
             "avahi-daemon",
             "wsdd2",
             "smartmontools",
+            "mergerfs",
+            "snapraid",
             "hd-idle",
             "msmtp",
             "curl",

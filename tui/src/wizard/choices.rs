@@ -53,17 +53,35 @@ pub fn filesystems(zfs_available: bool) -> Vec<Filesystem> {
 pub struct LevelChoice {
     pub level: Level,
     pub vdevs: usize,
+    /// A pool's disks of parity; 0 for every other level.
+    pub parity: usize,
 }
 
 impl LevelChoice {
     pub fn one(level: Level) -> LevelChoice {
-        LevelChoice { level, vdevs: 1 }
+        LevelChoice {
+            level,
+            vdevs: 1,
+            parity: 0,
+        }
+    }
+
+    /// A pool of disks (mergerfs and SnapRAID) with `parity` disks of parity.
+    pub fn pool(parity: usize) -> LevelChoice {
+        LevelChoice {
+            level: Level::Pool,
+            vdevs: 1,
+            parity,
+        }
     }
 
     /// Whether `active` disks (the chosen ones less the hot spares) make
     /// this: enough in each group, and every group of the same width
     /// (what the spec's check asks).
     pub fn fits(self, active: usize) -> bool {
+        if self.level == Level::Pool {
+            return active >= 2 && active > self.parity;
+        }
         active.is_multiple_of(self.vdevs)
             && active / self.vdevs >= self.level.min_disks()
             && self.level.max_disks().is_none_or(|max| active <= max)
@@ -88,6 +106,10 @@ impl LevelChoice {
 impl fmt::Display for LevelChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.vdevs {
+            _ if self.level == Level::Pool => match self.parity {
+                0 => f.write_str("pool, no parity"),
+                p => write!(f, "pool, {p} parity"),
+            },
             1 => write!(f, "{}", self.level),
             n => write!(f, "{n} × {}", self.level),
         }
@@ -117,7 +139,11 @@ pub fn offered(filesystem: Filesystem, n: usize, spares: usize) -> Vec<LevelChoi
         if !large || level.max_disks().is_none_or(|max| n <= max) {
             out.push(one);
         }
-        let two = LevelChoice { level, vdevs: 2 };
+        let two = LevelChoice {
+            level,
+            vdevs: 2,
+            parity: 0,
+        };
         let splits = match zfs {
             true => level != Level::Stripe,
             false => large && level.nested_name().is_some(),
@@ -126,6 +152,19 @@ pub fn offered(filesystem: Filesystem, n: usize, spares: usize) -> Vec<LevelChoi
         if splits && (two.fits(active) || (large && active / 2 >= level.min_disks())) {
             out.push(two);
         }
+    }
+    out
+}
+
+/// The rows of the layout screen for the chosen disks: [`offered`]'s,
+/// and where the disks differ in size and each gets a filesystem the pool
+/// takes (ext4, xfs), a pool with one disk of parity and one without, so
+/// the person sees beside raid5 what mixed sizes cost it.
+pub fn offered_for(filesystem: Filesystem, chosen: &[&Disk], spares: usize) -> Vec<LevelChoice> {
+    let mut out = offered(filesystem, chosen.len(), spares);
+    let mixed = chosen.windows(2).any(|w| w[0].size != w[1].size);
+    if mixed && matches!(filesystem, Filesystem::Ext4 | Filesystem::Xfs) {
+        out.extend([LevelChoice::pool(1), LevelChoice::pool(0)]);
     }
     out
 }
@@ -271,7 +310,7 @@ pub fn storage(
         filesystem,
         mount: mount.to_string(),
         wipe: chosen.iter().any(|d| !d.is_blank()),
-        parity: None,
+        parity: (choice.level == Level::Pool).then_some(choice.parity),
         keep: Vec::new(),
     });
     Storage {
@@ -342,7 +381,7 @@ pub fn level_options(
     name: &str,
 ) -> Vec<LevelOption> {
     let n = chosen.len();
-    offered(filesystem, n, spares)
+    offered_for(filesystem, chosen, spares)
         .into_iter()
         .map(|choice| {
             let level = choice.level;
@@ -431,6 +470,57 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    #[test]
+    fn mixed_sizes_offer_the_pool_beside_raid5_with_what_each_holds() {
+        let mut d = disks(3, true);
+        for (disk, tb) in d.iter_mut().zip([1, 2, 3]) {
+            disk.size = Size(tb * TB);
+        }
+        let chosen: Vec<&Disk> = d.iter().collect();
+        let inventory = Inventory {
+            disks: d.clone(),
+            network: None,
+            arrays: vec![],
+            zfs: Default::default(),
+        };
+        let rows = level_options(
+            &inventory,
+            &chosen,
+            0,
+            Filesystem::Ext4,
+            "/srv/data",
+            "data",
+        );
+        let held = |label: &str| {
+            rows.iter()
+                .find(|o| o.choice.to_string() == label)
+                .unwrap_or_else(|| panic!("no row {label}"))
+                .outcome
+                .as_ref()
+                .map(|p| p.capacity)
+        };
+        assert_eq!(held("raid5"), Ok(Size(2 * TB)));
+        assert_eq!(held("pool, 1 parity"), Ok(Size(3 * TB)));
+        assert_eq!(held("pool, no parity"), Ok(Size(6 * TB)));
+        let pool = storage(
+            &chosen,
+            LevelChoice::pool(1),
+            0,
+            Filesystem::Ext4,
+            "/srv/data",
+            "data",
+        );
+        assert_eq!(
+            (pool.arrays[0].level, pool.arrays[0].parity),
+            (Level::Pool, Some(1))
+        );
+        // Disks of one size, or btrfs and zfs, get no pool row.
+        let same = disks(3, true);
+        let same: Vec<&Disk> = same.iter().collect();
+        assert!(!offered_for(Filesystem::Ext4, &same, 0).contains(&LevelChoice::pool(1)));
+        assert!(!offered_for(Filesystem::Btrfs, &chosen, 0).contains(&LevelChoice::pool(1)));
     }
 
     #[test]
@@ -547,6 +637,7 @@ mod tests {
         let two = LevelChoice {
             level: Level::Raid6,
             vdevs: 2,
+            parity: 0,
         };
         assert_eq!((raid6.max_spares(15), two.max_spares(15)), (11, 7));
         assert_eq!(LevelChoice::one(Level::Raid0).max_spares(15), 0);
@@ -634,6 +725,7 @@ mod tests {
         let choice = LevelChoice {
             level: Level::Raidz1,
             vdevs: 2,
+            parity: 0,
         };
         let pool_spec = storage(
             &chosen,

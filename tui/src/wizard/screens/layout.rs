@@ -87,7 +87,7 @@ pub fn choice(w: &Wizard) -> LevelChoice {
     let n = chosen.len();
     let filesystem = w.layout.filesystem;
     let wanted = w.layout.spares;
-    let offered = choices::offered(filesystem, n, wanted);
+    let offered = choices::offered_for(filesystem, &chosen, wanted);
     let fits = |c: &LevelChoice| c.fits(n - c.spares(n, wanted));
     let shown = |c: &LevelChoice| offered.contains(c) && fits(c);
     let (recommended, _) = choices::recommend(&chosen, filesystem);
