@@ -162,8 +162,8 @@ pub fn prepare(
             .unwrap_or_default();
         on_note(&format!("  {}: {}{never}", d.name, d.summary()));
     }
-    let mut plan =
-        planner::plan(storage, &recipe.shares, &inventory).map_err(SetupError::Refused)?;
+    let mut plan = planner::plan(storage, &recipe.shares, &inventory)
+        .map_err(|refused| SetupError::Refused(located(recipe_file, refused)))?;
     check_kept_mountable(host, &mut plan)?;
     let context = Context::random(&crate::machine::hostname(host), &plan);
     let mut steps = steps::generate(&plan, &context);
@@ -184,6 +184,29 @@ pub fn prepare(
     })
 }
 
+/// Refusals that name a recipe key, with the file, line and column of it
+/// before the reason, as the recipe's own checks give them.
+fn located(recipe_file: &Path, refused: Vec<Refusal>) -> Vec<Refusal> {
+    let text = std::fs::read_to_string(recipe_file).unwrap_or_default();
+    refused
+        .into_iter()
+        .map(|mut r| {
+            if let Some(at) = &r.at
+                && let Some(loc) = crate::spec::locate(&text, at)
+            {
+                r.reason = format!(
+                    "{}:{}:{}: {at}: {}",
+                    recipe_file.display(),
+                    loc.line,
+                    loc.column,
+                    r.reason
+                );
+            }
+            r
+        })
+        .collect()
+}
+
 /// Each kept disk's filesystem against what the running board can mount,
 /// before anything is written; the mount type found goes into the plan.
 pub fn check_kept_mountable(host: &Host, plan: &mut Plan) -> Result<(), SetupError> {
@@ -196,6 +219,7 @@ pub fn check_kept_mountable(host: &Host, plan: &mut Plan) -> Result<(), SetupErr
                 kept: true,
                 disk: Some(kept.device.clone()),
                 reason,
+                at: None,
             }),
         }
     }
@@ -302,5 +326,43 @@ fn refuse_fake_root(host: &Host) -> Result<(), SetupError> {
         Ok(())
     } else {
         Err(SetupError::NotTheRealRoot(host.root.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_about_one_key_points_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("nasforge.toml");
+        std::fs::write(
+            &file,
+            "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"pool\"\nlevel = \"pool\"\nparity = 1\n",
+        )
+        .unwrap();
+        let refusal = |at: Option<&str>| Refusal {
+            array: "pool".into(),
+            kept: false,
+            disk: None,
+            reason: "the kept disk 'photos' is larger".into(),
+            at: at.map(str::to_string),
+        };
+        let out = located(
+            &file,
+            vec![refusal(Some("storage.arrays[0].parity")), refusal(None)],
+        );
+        assert_eq!(
+            out[0].to_string(),
+            format!(
+                "array 'pool': {}:6:10: storage.arrays[0].parity: the kept disk 'photos' is larger",
+                file.display()
+            )
+        );
+        assert_eq!(
+            out[1].to_string(),
+            "array 'pool': the kept disk 'photos' is larger"
+        );
     }
 }

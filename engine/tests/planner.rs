@@ -211,7 +211,8 @@ fn a_disk_with_data_is_refused_by_name_unless_wipe_is_set() {
             array: "data".into(),
             kept: false,
             disk: Some("sda".into()),
-            reason: "holds an ext4 filesystem labelled 'photos' and the recipe does not allow erasing it; back it up and set wipe = true in storage.arrays[0], or take the disk out".into()
+            reason: "holds an ext4 filesystem labelled 'photos' and the recipe does not allow erasing it; back it up and set wipe = true in storage.arrays[0], or take the disk out".into(),
+            at: None
         }
     );
 

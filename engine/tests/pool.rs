@@ -220,6 +220,12 @@ fn no_step_writes_to_the_kept_disk_and_each_blank_disk_gets_its_own_filesystem()
 fn a_kept_disk_larger_than_every_blank_disk_cannot_hold_parity() {
     let mut disks = seed_disks();
     disks[3] = photos("sdd", 4000 * GB);
+    let refused = plan(RECIPE, disks.clone()).unwrap_err();
+    assert_eq!(
+        refused[0].at.as_deref(),
+        Some("storage.arrays[0].parity"),
+        "setup points at its line"
+    );
     let e = refusal(plan(RECIPE, disks));
     assert!(
         e.contains("array 'pool': the kept disk 'photos' (sdd, 4 TB) is larger than sdb (3 TB), the largest blank disk, which would hold the parity")

@@ -29,6 +29,7 @@ fn refuse(spec: &KeptDisk, disk: Option<&str>, reason: String) -> Refusal {
         kept: true,
         disk: disk.map(str::to_string),
         reason,
+        at: None,
     }
 }
 

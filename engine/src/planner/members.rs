@@ -18,6 +18,7 @@ pub(super) fn refuse(spec: &Array, disk: Option<&str>, reason: String) -> Refusa
         kept: false,
         disk: disk.map(str::to_string),
         reason,
+        at: None,
     }
 }
 

@@ -127,6 +127,10 @@ pub struct Refusal {
     /// The disk the refusal is about; None when it is about the array as a whole.
     pub disk: Option<String>,
     pub reason: String,
+    /// The recipe key to change (`storage.arrays[0].parity`), when one
+    /// value is the cause: setup points at its line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
 }
 
 impl fmt::Display for Refusal {

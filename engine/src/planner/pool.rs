@@ -88,11 +88,16 @@ pub(super) fn plan_pool(
         .chain(joined.iter().map(|k| k.disk.clone()))
         .collect();
     let data: Vec<&Disk> = data.iter().collect();
+    let refuse_at = |key: &str, why: String| {
+        let mut r = refuse(spec, None, why);
+        r.at = Some(format!("{at}.{key}"));
+        vec![r]
+    };
     if let Some(why) = parity_too_small(&at, &members, &joined) {
-        return Err(vec![refuse(spec, None, why)]);
+        return Err(refuse_at("parity", why));
     }
     if let Some(why) = better_as_array(&at, parity, &chosen, &joined) {
-        return Err(vec![refuse(spec, None, why)]);
+        return Err(refuse_at("level", why));
     }
     let capacity = Size(data.iter().map(|d| d.size.0).sum());
     let largest_data = data.iter().map(|d| d.size).max().unwrap_or(Size(0));

@@ -188,6 +188,9 @@ impl DiskPoolStatus {
             out += &run_line("finished sync", &self.synced);
         }
         out += &run_line("scrub", &self.last_scrub);
+        // diff reads every disk's folders (and wakes them): status, which
+        // every alert refreshes, leaves it to the person.
+        out += "  files changed since the last sync: `sudo snapraid diff` lists them\n";
         out
     }
 }
