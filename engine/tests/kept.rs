@@ -2,7 +2,7 @@
 //! and filesystem the planner takes, what it refuses, and that no step
 //! ever writes to such a disk.
 
-use nasforge_engine::machine::disks::{Disk, InUse, Inventory, Partition, RotationalSource};
+use nasforge_engine::machine::disks::{Disk, InUse, Inventory, Partition};
 use nasforge_engine::machine::signature::Signature;
 use nasforge_engine::planner;
 use nasforge_engine::size::Size;
@@ -11,41 +11,17 @@ use nasforge_engine::spec::{
     SpinDown, Storage, Transport,
 };
 use nasforge_engine::steps::{self, Action, Context};
+use nasforge_testkit::disks;
 use std::path::Path;
 
 const GB: u64 = 1_000_000_000;
 
 fn usb_disk(name: &str, size: u64) -> Disk {
-    Disk {
-        name: name.into(),
-        major: 8,
-        minor: 0,
-        size: Size(size),
-        logical_block_size: 512,
-        physical_block_size: None,
-        model: Some("Elements 25A3".into()),
-        serial: Some(format!("SN-{name}")),
-        wwn: None,
-        transport: Some(Transport::Usb),
-        rotational: true,
-        rotational_from: RotationalSource::Sysfs,
-        removable: false,
-        controller: None,
-        usb_mbit: Some(5000),
-        usb: None,
-        by_id: Some(format!("/dev/disk/by-id/usb-TEST_{name}")),
-        partitions: vec![],
-        contents: vec![],
-        in_use: vec![],
-    }
+    disks::usb(name, size, "Elements 25A3")
 }
 
 fn ext4(label: &str, uuid: &str) -> Signature {
-    Signature::Filesystem {
-        fstype: "ext4".into(),
-        label: Some(label.into()),
-        uuid: Some(uuid.into()),
-    }
+    disks::ext4(label, uuid)
 }
 
 /// A media disk: a GPT with one ext4 partition labelled "photos".

@@ -2,12 +2,12 @@
 //! what the plan says it holds and costs, what it refuses, and the steps:
 //! a kept disk is never written, each blank disk gets its own filesystem.
 
-use nasforge_engine::machine::disks::{Disk, Inventory, Partition, RotationalSource};
-use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::machine::disks::{Disk, Inventory};
 use nasforge_engine::planner::{self, Plan, Refusal};
 use nasforge_engine::size::Size;
-use nasforge_engine::spec::{DeviceRecipe, Transport};
+use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::{self, Action, Context};
+use nasforge_testkit::disks;
 use std::path::Path;
 
 const GB: u64 = 1_000_000_000;
@@ -31,48 +31,11 @@ mount = "/srv/photos"
 "#;
 
 fn usb_disk(name: &str, size: u64, model: &str) -> Disk {
-    Disk {
-        name: name.into(),
-        major: 8,
-        minor: 0,
-        size: Size(size),
-        logical_block_size: 512,
-        physical_block_size: None,
-        model: Some(model.into()),
-        serial: Some(format!("SN-{name}")),
-        wwn: None,
-        transport: Some(Transport::Usb),
-        rotational: true,
-        rotational_from: RotationalSource::Sysfs,
-        removable: false,
-        controller: None,
-        usb_mbit: Some(5000),
-        usb: None,
-        by_id: Some(format!("/dev/disk/by-id/usb-TEST_{name}")),
-        partitions: vec![],
-        contents: vec![],
-        in_use: vec![],
-    }
+    disks::usb(name, size, model)
 }
 
-/// The family's photo disk: one ext4 partition.
 fn photos(name: &str, size: u64) -> Disk {
-    let mut d = usb_disk(name, size, "Elements");
-    d.contents = vec![Signature::PartitionTable {
-        scheme: "gpt".into(),
-    }];
-    d.partitions = vec![Partition {
-        name: format!("{name}1"),
-        number: 1,
-        start: 1 << 20,
-        size: Size(size - (2 << 20)),
-        contents: vec![Signature::Filesystem {
-            fstype: "ext4".into(),
-            label: Some("photos".into()),
-            uuid: Some("0b6d3c9e-1111-4222-8333-444455556666".into()),
-        }],
-    }];
-    d
+    disks::photos(name, size, "Elements")
 }
 
 fn inventory(disks: Vec<Disk>) -> Inventory {

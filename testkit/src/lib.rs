@@ -1,10 +1,11 @@
 //! Test helpers shared by the workspace's crates: the engine's fake boards
 //! (`board`, `finished` for a board whose setup finished, and `care` for
-//! an array already set up), the property tests' inputs, a child fed its
-//! stdin, and the floors check.
+//! an array already set up), disks as discovery reports them, the
+//! property tests' inputs, a child fed its stdin, and the floors check.
 
 pub mod board;
 pub mod care;
+pub mod disks;
 pub mod finished;
 pub mod floors;
 pub mod proptest_support;

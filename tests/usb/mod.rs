@@ -279,18 +279,7 @@ impl Usb {
                 })
                 .collect();
             std::fs::write(&local, &data).unwrap();
-            let out = Command::new("smbclient")
-                .arg("//127.0.0.1/pool")
-                .args([
-                    "-p",
-                    &board.smb.to_string(),
-                    "-U",
-                    &format!("admin%{PASSWORD}"),
-                    "-c",
-                ])
-                .arg(format!("put {} {name}", local.display()))
-                .output()
-                .unwrap();
+            let out = pool_smb(board, &format!("put {} {name}", local.display()));
             assert!(
                 out.status.success(),
                 "put {name} to the pool:\n{}",
@@ -351,18 +340,7 @@ impl Usb {
         for (disk, name, sha) in &files.0 {
             let back = dir.join(format!("{name}.get"));
             let _ = std::fs::remove_file(&back);
-            let out = Command::new("smbclient")
-                .arg("//127.0.0.1/pool")
-                .args([
-                    "-p",
-                    &board.smb.to_string(),
-                    "-U",
-                    &format!("admin%{PASSWORD}"),
-                    "-c",
-                ])
-                .arg(format!("get {name} {}", back.display()))
-                .output()
-                .unwrap();
+            let out = pool_smb(board, &format!("get {name} {}", back.display()));
             if disk == "d1" {
                 assert!(
                     !out.status.success(),
@@ -401,18 +379,7 @@ impl Usb {
         for (_, name, sha) in &files.0 {
             let back = dir.join(format!("{name}.restored"));
             let _ = std::fs::remove_file(&back);
-            let out = Command::new("smbclient")
-                .arg("//127.0.0.1/pool")
-                .args([
-                    "-p",
-                    &board.smb.to_string(),
-                    "-U",
-                    &format!("admin%{PASSWORD}"),
-                    "-c",
-                ])
-                .arg(format!("get {name} {}", back.display()))
-                .output()
-                .unwrap();
+            let out = pool_smb(board, &format!("get {name} {}", back.display()));
             assert!(
                 out.status.success(),
                 "get {name} after replace:\n{}",
@@ -429,4 +396,20 @@ impl Usb {
             "d1 is mounted again:\n{status}"
         );
     }
+}
+
+/// smbclient as admin on the pool's share, running `command`.
+fn pool_smb(board: &Board, command: &str) -> std::process::Output {
+    Command::new("smbclient")
+        .arg("//127.0.0.1/pool")
+        .args([
+            "-p",
+            &board.smb.to_string(),
+            "-U",
+            &format!("admin%{PASSWORD}"),
+            "-c",
+            command,
+        ])
+        .output()
+        .unwrap()
 }

@@ -5,12 +5,11 @@
 //! and after a sync a lost disk's files come back with `snapraid fix`,
 //! byte for byte, and the disk joins the running pool (`pool join`).
 
-use nasforge_engine::machine::disks::{Disk, Inventory, Partition, RotationalSource};
-use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::machine::disks::Inventory;
 use nasforge_engine::planner;
-use nasforge_engine::size::Size;
-use nasforge_engine::spec::{DeviceRecipe, Transport};
+use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::{self, Action, Context};
+use nasforge_testkit::disks;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,54 +34,15 @@ keep = true
 mount = "/srv/photos"
 "#;
 
-fn usb_disk(name: &str, size: u64, model: &str) -> Disk {
-    Disk {
-        name: name.into(),
-        major: 8,
-        minor: 0,
-        size: Size(size),
-        logical_block_size: 512,
-        physical_block_size: None,
-        model: Some(model.into()),
-        serial: Some(format!("SN-{name}")),
-        wwn: None,
-        transport: Some(Transport::Usb),
-        rotational: true,
-        rotational_from: RotationalSource::Sysfs,
-        removable: false,
-        controller: None,
-        usb_mbit: Some(5000),
-        usb: None,
-        by_id: Some(format!("/dev/disk/by-id/usb-TEST_{name}")),
-        partitions: vec![],
-        contents: vec![],
-        in_use: vec![],
-    }
-}
-
 /// The plan's snapraid.conf and the pool service's mergerfs options and
 /// branches, for disks of 16, 32 and 64 MiB and a kept one of 24 MiB.
 fn setup_files() -> (String, String, Vec<String>) {
-    let mut photos = usb_disk("sdd", 24 * MB, "Elements");
-    photos.contents = vec![Signature::PartitionTable {
-        scheme: "gpt".into(),
-    }];
-    photos.partitions = vec![Partition {
-        name: "sdd1".into(),
-        number: 1,
-        start: MB,
-        size: Size(23 * MB),
-        contents: vec![Signature::Filesystem {
-            fstype: "ext4".into(),
-            label: Some("photos".into()),
-            uuid: Some("0b6d3c9e-1111-4222-8333-444455556666".into()),
-        }],
-    }];
+    let photos = disks::photos("sdd", 24 * MB, "Elements");
     let inventory = Inventory {
         disks: vec![
-            usb_disk("sda", 16 * MB, "Blank"),
-            usb_disk("sdb", 64 * MB, "Blank"),
-            usb_disk("sdc", 32 * MB, "Blank"),
+            disks::usb("sda", 16 * MB, "Blank"),
+            disks::usb("sdb", 64 * MB, "Blank"),
+            disks::usb("sdc", 32 * MB, "Blank"),
             photos,
         ],
         network: None,

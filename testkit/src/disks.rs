@@ -1,0 +1,58 @@
+//! Disks as discovery reports them, for planner tests: a blank USB hard
+//! disk, and one holding an ext4 filesystem of someone's files.
+
+use nasforge_engine::machine::disks::{Disk, Partition, RotationalSource};
+use nasforge_engine::machine::signature::Signature;
+use nasforge_engine::size::Size;
+use nasforge_engine::spec::Transport;
+
+/// A blank USB hard disk behind a 5 Gbit/s bridge, with a by-id link.
+pub fn usb(name: &str, size: u64, model: &str) -> Disk {
+    Disk {
+        name: name.into(),
+        major: 8,
+        minor: 0,
+        size: Size(size),
+        logical_block_size: 512,
+        physical_block_size: None,
+        model: Some(model.into()),
+        serial: Some(format!("SN-{name}")),
+        wwn: None,
+        transport: Some(Transport::Usb),
+        rotational: true,
+        rotational_from: RotationalSource::Sysfs,
+        removable: false,
+        controller: None,
+        usb_mbit: Some(5000),
+        usb: None,
+        by_id: Some(format!("/dev/disk/by-id/usb-TEST_{name}")),
+        partitions: vec![],
+        contents: vec![],
+        in_use: vec![],
+    }
+}
+
+pub fn ext4(label: &str, uuid: &str) -> Signature {
+    Signature::Filesystem {
+        fstype: "ext4".into(),
+        label: Some(label.into()),
+        uuid: Some(uuid.into()),
+    }
+}
+
+/// A USB disk of `model` with a GPT and one ext4 partition labelled
+/// "photos" filling it.
+pub fn photos(name: &str, size: u64, model: &str) -> Disk {
+    let mut d = usb(name, size, model);
+    d.contents = vec![Signature::PartitionTable {
+        scheme: "gpt".into(),
+    }];
+    d.partitions = vec![Partition {
+        name: format!("{name}1"),
+        number: 1,
+        start: 1 << 20,
+        size: Size(size - (2 << 20)),
+        contents: vec![ext4("photos", "0b6d3c9e-1111-4222-8333-444455556666")],
+    }];
+    d
+}
