@@ -12,23 +12,7 @@ use std::path::Path;
 
 const GB: u64 = 1_000_000_000;
 
-const RECIPE: &str = r#"
-[storage]
-mode = "unattended"
-[[storage.arrays]]
-name = "pool"
-level = "pool"
-parity = 1
-disks = { transport = "usb", model = "Blank*" }
-filesystem = "ext4"
-mount = "/srv/pool"
-keep = ["photos"]
-[[storage.disks]]
-name = "photos"
-match = { model = "Elements*" }
-keep = true
-mount = "/srv/photos"
-"#;
+const RECIPE: &str = disks::POOL_RECIPE;
 
 fn usb_disk(name: &str, size: u64, model: &str) -> Disk {
     disks::usb(name, size, model)

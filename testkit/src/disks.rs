@@ -56,3 +56,23 @@ pub fn photos(name: &str, size: u64, model: &str) -> Disk {
     }];
     d
 }
+
+/// A recipe's pool over the blank disks of model "Blank*" (the largest
+/// holds the parity), joined by the kept disk of model "Elements*".
+pub const POOL_RECIPE: &str = r#"
+[storage]
+mode = "unattended"
+[[storage.arrays]]
+name = "pool"
+level = "pool"
+parity = 1
+disks = { transport = "usb", model = "Blank*" }
+filesystem = "ext4"
+mount = "/srv/pool"
+keep = ["photos"]
+[[storage.disks]]
+name = "photos"
+match = { model = "Elements*" }
+keep = true
+mount = "/srv/photos"
+"#;

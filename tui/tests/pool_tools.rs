@@ -16,23 +16,7 @@ use std::process::Command;
 
 const MB: u64 = 1 << 20;
 
-const RECIPE: &str = r#"
-[storage]
-mode = "unattended"
-[[storage.arrays]]
-name = "pool"
-level = "pool"
-parity = 1
-disks = { transport = "usb", model = "Blank*" }
-filesystem = "ext4"
-mount = "/srv/pool"
-keep = ["photos"]
-[[storage.disks]]
-name = "photos"
-match = { model = "Elements*" }
-keep = true
-mount = "/srv/photos"
-"#;
+const RECIPE: &str = disks::POOL_RECIPE;
 
 /// The plan's snapraid.conf and the pool service's mergerfs options and
 /// branches, for disks of 16, 32 and 64 MiB and a kept one of 24 MiB.
