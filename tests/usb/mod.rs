@@ -369,8 +369,13 @@ impl Usb {
             );
         }
         // The blank spare takes d1's place: partitioned, formatted, its
-        // files restored from parity and checked, joined to the pool.
-        let (ok, replaced) = board.ssh(key, "sudo -S nasforge-setup replace --array pool --yes");
+        // files restored from parity and checked, joined to the pool. The
+        // SATA blanks kept for the array's care fit too, so the spare is
+        // named by the serial on its label, as a person would.
+        let (ok, replaced) = board.ssh(
+            key,
+            "sudo -S nasforge-setup replace --array pool --disk usb-spare1 --yes",
+        );
         assert!(
             ok && replaced.contains("Replace the lost data disk 'd1' of the pool 'pool'")
                 && replaced.contains("snapraid -d d1 fix"),
