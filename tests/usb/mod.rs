@@ -294,7 +294,12 @@ impl Usb {
         assert!(ok, "{listing}");
         let mut placed = Vec::new();
         for (name, sha) in files {
-            let disk = match listing.lines().find(|l| l.ends_with(&format!("/{name}"))) {
+            let on: Vec<&str> = listing
+                .lines()
+                .filter(|l| l.ends_with(&format!("/{name}")))
+                .collect();
+            assert_eq!(on.len(), 1, "{name} is on one disk:\n{listing}\n{df}");
+            let disk = match on.first() {
                 Some(l) if l.starts_with("/mnt/pool/d1 ") => "d1",
                 Some(l) if l.starts_with("/mnt/pool/d2 ") => "d2",
                 Some(l) if l.starts_with("/srv/photos ") => "photos",
@@ -341,13 +346,18 @@ impl Usb {
             let back = dir.join(format!("{name}.get"));
             let _ = std::fs::remove_file(&back);
             let out = pool_smb(board, &format!("get {name} {}", back.display()));
-            if disk == "d1" {
-                assert!(
-                    !out.status.success(),
-                    "{name} was on the lost disk:\n{}",
+            if disk == "d1" && out.status.success() {
+                let (_, board_state) = board.ssh(
+                    key,
+                    "sudo -S sh -c 'findmnt -o TARGET,SOURCE,FSTYPE,OPTIONS /srv/pool /mnt/pool/d1 /mnt/pool/d2 /srv/photos; \
+                     ls -la /mnt/pool/d1 /mnt/pool/d2 /srv/photos; \
+                     journalctl -b --no-pager -u nasforge-pool-pool -u mnt-pool-d1.mount | tail -30'",
+                );
+                panic!(
+                    "{name} was on the lost disk d1 but is served:\n{}\non the board:\n{board_state}",
                     printed(&out)
                 );
-            } else {
+            } else if disk != "d1" {
                 assert!(out.status.success(), "get {name}:\n{}", printed(&out));
                 assert_eq!(&sha256_file(&back), sha, "{name} from the pool without d1");
             }
