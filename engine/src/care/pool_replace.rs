@@ -302,6 +302,33 @@ fn restore_steps(array: &ArrayPlan, branch: &Branch, new: &Disk) -> Vec<Step> {
             ]))],
             always: vec![],
         });
+        // SnapRAID saves no owners or modes (snapraid(1), LIMITATIONS): it
+        // restores files as root, mode 0600, which no share user may read.
+        // They take the pool's folder's owner and group, writable by both,
+        // as files written through the shares are.
+        steps.push(Step {
+            id: format!("owners:{pool}-{slot}"),
+            title: format!(
+                "Give {slot}'s restored files the owner and group of {}, readable and writable by both",
+                array.spec.mount
+            ),
+            guard: Guard::Always,
+            actions: vec![
+                Action::Run(Cmd::new(&[
+                    "chown",
+                    "-R",
+                    &format!("--reference={}", array.spec.mount),
+                    &branch.mount,
+                ])),
+                Action::Run(Cmd::new(&["chmod", "-R", "ug+rwX", &branch.mount])),
+                Action::Run(Cmd::new(&[
+                    "chmod",
+                    &format!("--reference={}", array.spec.mount),
+                    &branch.mount,
+                ])),
+            ],
+            always: vec![],
+        });
         steps.push(Step {
             id: format!("join:{pool}-{slot}"),
             title: format!(
