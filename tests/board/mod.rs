@@ -258,10 +258,10 @@ pub fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// smbclient against the board's `data` share as the recipe's user.
-pub fn smbclient(board: &Board, commands: &str) -> std::process::Output {
+/// smbclient against one of the board's shares as the recipe's user.
+pub fn smbclient(board: &Board, share: &str, commands: &str) -> std::process::Output {
     Command::new("smbclient")
-        .arg("//127.0.0.1/data")
+        .arg(format!("//127.0.0.1/{share}"))
         .args([
             "-p",
             &board.smb.to_string(),
@@ -279,6 +279,7 @@ pub fn smb_roundtrip(board: &Board, dir: &Path, payload: &Path, name: &str) -> S
     let _ = std::fs::remove_file(&back);
     let out = smbclient(
         board,
+        "data",
         &format!(
             "put {} {name}; get {name} {}",
             payload.display(),
@@ -297,7 +298,7 @@ pub fn smb_get(board: &Board, dir: &Path, name: &str) -> String {
     let start = Instant::now();
     loop {
         let _ = std::fs::remove_file(&back);
-        let out = smbclient(board, &format!("get {name} {}", back.display()));
+        let out = smbclient(board, "data", &format!("get {name} {}", back.display()));
         let text = printed(&out);
         if out.status.success() {
             return sha256_file(&back);

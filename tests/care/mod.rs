@@ -9,11 +9,10 @@ mod board;
 mod sinks;
 
 use super::common::printed;
-use super::{Board, GIB, PASSWORD, Phases, boot_file_now, smb_get};
+use super::{Board, GIB, Phases, boot_file_now, smb_get, smbclient};
 use board::{by_id, fail, poll, ssh_run};
 use sinks::{Http, Request, Smtp};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 pub const SMTP_USER: &str = "nas";
@@ -446,22 +445,15 @@ fn write_to_added(c: &Care, board: &Board) {
     let start = Instant::now();
     loop {
         let _ = std::fs::remove_file(&back);
-        let out = Command::new("smbclient")
-            .arg("//127.0.0.1/added")
-            .args([
-                "-p",
-                &board.smb.to_string(),
-                "-U",
-                &format!("admin%{PASSWORD}"),
-                "-c",
-            ])
-            .arg(format!(
+        let out = smbclient(
+            board,
+            "added",
+            &format!(
                 "put {} added.txt; ls; get added.txt {}",
                 local.display(),
                 back.display()
-            ))
-            .output()
-            .unwrap();
+            ),
+        );
         let text = printed(&out);
         if out.status.success() && text.contains("added.txt") {
             assert_eq!(

@@ -9,7 +9,7 @@
 //! disk lost the pool serves the others' files and status names the lost
 //! disk's.
 
-use super::{Board, PASSWORD};
+use super::{Board, smbclient};
 use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -210,18 +210,7 @@ impl Usb {
         }
         let note = dir.join("guest-note.txt");
         std::fs::write(&note, "no\n").unwrap();
-        let out = Command::new("smbclient")
-            .arg("//127.0.0.1/photos")
-            .args([
-                "-p",
-                &board.smb.to_string(),
-                "-U",
-                &format!("admin%{PASSWORD}"),
-                "-c",
-            ])
-            .arg(format!("put {} note.txt", note.display()))
-            .output()
-            .unwrap();
+        let out = smbclient(board, "photos", &format!("put {} note.txt", note.display()));
         assert!(
             !out.status.success(),
             "the kept disk is shared read-only:\n{}",
@@ -279,7 +268,7 @@ impl Usb {
                 })
                 .collect();
             std::fs::write(&local, &data).unwrap();
-            let out = pool_smb(board, &format!("put {} {name}", local.display()));
+            let out = smbclient(board, "pool", &format!("put {} {name}", local.display()));
             assert!(
                 out.status.success(),
                 "put {name} to the pool:\n{}",
@@ -343,23 +332,24 @@ impl Usb {
             std::thread::sleep(std::time::Duration::from_secs(5));
         }
         for (disk, name, sha) in &files.0 {
-            let back = dir.join(format!("{name}.get"));
-            let _ = std::fs::remove_file(&back);
-            let out = pool_smb(board, &format!("get {name} {}", back.display()));
-            if disk == "d1" && out.status.success() {
-                let (_, board_state) = board.ssh(
-                    key,
-                    "sudo -S sh -c 'findmnt -o TARGET,SOURCE,FSTYPE,OPTIONS /srv/pool /mnt/pool/d1 /mnt/pool/d2 /srv/photos; \
-                     ls -la /mnt/pool/d1 /mnt/pool/d2 /srv/photos; \
-                     journalctl -b --no-pager -u nasforge-pool-pool -u mnt-pool-d1.mount | tail -30'",
-                );
-                panic!(
-                    "{name} was on the lost disk d1 but is served:\n{}\non the board:\n{board_state}",
-                    printed(&out)
-                );
-            } else if disk != "d1" {
-                assert!(out.status.success(), "get {name}:\n{}", printed(&out));
-                assert_eq!(&sha256_file(&back), sha, "{name} from the pool without d1");
+            match (disk == "d1", pool_sha(board, dir, name)) {
+                (true, Ok(_)) => {
+                    let (_, board_state) = board.ssh(
+                        key,
+                        "sudo -S sh -c 'findmnt -o TARGET,SOURCE,FSTYPE,OPTIONS /srv/pool /mnt/pool/d1 /mnt/pool/d2 /srv/photos; \
+                         ls -la /mnt/pool/d1 /mnt/pool/d2 /srv/photos; \
+                         journalctl -b --no-pager -u nasforge-pool-pool -u mnt-pool-d1.mount | tail -30'",
+                    );
+                    panic!(
+                        "{name} was on the lost disk d1 but is served; on the board:\n{board_state}"
+                    );
+                }
+                (true, Err(_)) => {}
+                (false, got) => assert_eq!(
+                    got.as_deref(),
+                    Ok(sha.as_str()),
+                    "{name} from the pool without d1"
+                ),
             }
         }
         let (ok, status) = board.ssh(
@@ -392,15 +382,11 @@ impl Usb {
             "{replaced}"
         );
         for (_, name, sha) in &files.0 {
-            let back = dir.join(format!("{name}.restored"));
-            let _ = std::fs::remove_file(&back);
-            let out = pool_smb(board, &format!("get {name} {}", back.display()));
-            assert!(
-                out.status.success(),
-                "get {name} after replace:\n{}",
-                printed(&out)
+            assert_eq!(
+                pool_sha(board, dir, name).as_deref(),
+                Ok(sha.as_str()),
+                "{name} after replace"
             );
-            assert_eq!(&sha256_file(&back), sha, "{name} after replace");
         }
         let (ok, status) = board.ssh(key, "sudo -S nasforge-setup status");
         let d1 = status
@@ -413,18 +399,15 @@ impl Usb {
     }
 }
 
-/// smbclient as admin on the pool's share, running `command`.
-fn pool_smb(board: &Board, command: &str) -> std::process::Output {
-    Command::new("smbclient")
-        .arg("//127.0.0.1/pool")
-        .args([
-            "-p",
-            &board.smb.to_string(),
-            "-U",
-            &format!("admin%{PASSWORD}"),
-            "-c",
-            command,
-        ])
-        .output()
-        .unwrap()
+/// The sha256 of `name` as the pool's share serves it, or what smbclient
+/// said when it could not get it.
+fn pool_sha(board: &Board, dir: &Path, name: &str) -> Result<String, String> {
+    let back = dir.join(format!("{name}.get"));
+    let _ = std::fs::remove_file(&back);
+    let out = smbclient(board, "pool", &format!("get {name} {}", back.display()));
+    if out.status.success() {
+        Ok(sha256_file(&back))
+    } else {
+        Err(printed(&out))
+    }
 }

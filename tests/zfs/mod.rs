@@ -7,10 +7,9 @@
 //! member missing (DEGRADED, file intact, status says so). Beside the md
 //! raid5 of the same disks, the same 64 MiB over SMB is timed both ways.
 
-use super::{Board, PASSWORD};
+use super::{Board, smbclient};
 use crate::common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 const GIB: u64 = 1 << 30;
@@ -46,21 +45,6 @@ pub fn disks(dir: &Path) -> Vec<PathBuf> {
             p
         })
         .collect()
-}
-
-fn smbclient(board: &Board, share: &str, commands: &str) -> std::process::Output {
-    Command::new("smbclient")
-        .arg(format!("//127.0.0.1/{share}"))
-        .args([
-            "-p",
-            &board.smb.to_string(),
-            "-U",
-            &format!("admin%{PASSWORD}"),
-            "-c",
-            commands,
-        ])
-        .output()
-        .unwrap()
 }
 
 /// Puts `payload` on `share` and gets it back: the seconds each way and
