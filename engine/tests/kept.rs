@@ -2,7 +2,7 @@
 //! and filesystem the planner takes, what it refuses, and that no step
 //! ever writes to such a disk.
 
-use nasforge_engine::machine::disks::{Disk, InUse, Inventory, Partition};
+use nasforge_engine::machine::disks::{Disk, InUse, Partition};
 use nasforge_engine::machine::signature::Signature;
 use nasforge_engine::planner;
 use nasforge_engine::size::Size;
@@ -11,7 +11,7 @@ use nasforge_engine::spec::{
     SpinDown, Storage, Transport,
 };
 use nasforge_engine::steps::{self, Action, Context};
-use nasforge_testkit::disks;
+use nasforge_testkit::disks::{self, inventory};
 use std::path::Path;
 
 const GB: u64 = 1_000_000_000;
@@ -76,15 +76,6 @@ fn storage(disks: Vec<KeptDisk>) -> Storage {
         spin_down: SpinDown::After(1200),
         disks,
         usb_quirks: vec![],
-    }
-}
-
-fn inventory(disks: Vec<Disk>) -> Inventory {
-    Inventory {
-        disks,
-        network: None,
-        arrays: vec![],
-        zfs: Default::default(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! expected capacities worked out by hand; then the refusal rules.
 
 use nasforge_testkit::board as common;
+use nasforge_testkit::disks::inventory;
 
 use nasforge_engine::machine::disks::{
     Controller, Disk, InUse, Inventory, MdArray, NetworkLink, RotationalSource,
@@ -77,15 +78,6 @@ fn storage(arrays: Vec<Array>) -> Storage {
         spin_down: nasforge_engine::spec::SpinDown::Off,
         disks: Vec::new(),
         usb_quirks: Vec::new(),
-    }
-}
-
-fn inventory(disks: Vec<Disk>) -> Inventory {
-    Inventory {
-        disks,
-        network: None,
-        arrays: vec![],
-        zfs: Default::default(),
     }
 }
 

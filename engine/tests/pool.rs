@@ -2,12 +2,12 @@
 //! what the plan says it holds and costs, what it refuses, and the steps:
 //! a kept disk is never written, each blank disk gets its own filesystem.
 
-use nasforge_engine::machine::disks::{Disk, Inventory};
+use nasforge_engine::machine::disks::Disk;
 use nasforge_engine::planner::{self, Plan, Refusal};
 use nasforge_engine::size::Size;
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::{self, Action, Context};
-use nasforge_testkit::disks;
+use nasforge_testkit::disks::{self, inventory};
 use std::path::Path;
 
 const GB: u64 = 1_000_000_000;
@@ -20,15 +20,6 @@ fn usb_disk(name: &str, size: u64, model: &str) -> Disk {
 
 fn photos(name: &str, size: u64) -> Disk {
     disks::photos(name, size, "Elements")
-}
-
-fn inventory(disks: Vec<Disk>) -> Inventory {
-    Inventory {
-        disks,
-        network: None,
-        arrays: vec![],
-        zfs: Default::default(),
-    }
 }
 
 fn plan(recipe: &str, disks: Vec<Disk>) -> Result<Plan, Vec<Refusal>> {

@@ -1,7 +1,7 @@
 //! Disks as discovery reports them, for planner tests: a blank USB hard
 //! disk, and one holding an ext4 filesystem of someone's files.
 
-use nasforge_engine::machine::disks::{Disk, Partition, RotationalSource};
+use nasforge_engine::machine::disks::{Disk, Inventory, Partition, RotationalSource};
 use nasforge_engine::machine::signature::Signature;
 use nasforge_engine::size::Size;
 use nasforge_engine::spec::Transport;
@@ -29,6 +29,14 @@ pub fn usb(name: &str, size: u64, model: &str) -> Disk {
         partitions: vec![],
         contents: vec![],
         in_use: vec![],
+    }
+}
+
+/// A machine with these disks and nothing else known about it.
+pub fn inventory(disks: Vec<Disk>) -> Inventory {
+    Inventory {
+        disks,
+        ..Inventory::default()
     }
 }
 

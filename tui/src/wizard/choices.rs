@@ -481,9 +481,7 @@ mod tests {
         let chosen: Vec<&Disk> = d.iter().collect();
         let inventory = Inventory {
             disks: d.clone(),
-            network: None,
-            arrays: vec![],
-            zfs: Default::default(),
+            ..Inventory::default()
         };
         let rows = level_options(
             &inventory,
@@ -647,9 +645,7 @@ mod tests {
         let chosen: Vec<&Disk> = d.iter().collect();
         let inventory = Inventory {
             disks: d.clone(),
-            network: None,
-            arrays: vec![],
-            zfs: Default::default(),
+            ..Inventory::default()
         };
         let row = |spares: usize| {
             level_options(
