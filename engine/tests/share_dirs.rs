@@ -6,7 +6,7 @@
 use nasforge_engine::machine::disks::Host;
 use nasforge_engine::runner::{RunError, Runner, SystemRunner};
 use nasforge_engine::steps::Action;
-use std::ffi::CString;
+use nasforge_testkit::mounts;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::Path;
 
@@ -25,42 +25,10 @@ fn runner(root: &Path) -> SystemRunner {
     r
 }
 
-/// A tmpfs at `<root>/srv/data`, in a mount namespace of this test's own
-/// (nextest runs each test in a process of its own).
+/// A tmpfs where the array would be mounted, `<root>/srv/data`.
 fn mount_array(root: &Path) {
-    assert!(
-        unsafe { libc::geteuid() } == 0,
-        "needs root to mount: scripts/test runs it as root, as CI does"
-    );
-    let dir = root.join("srv/data");
-    std::fs::create_dir_all(&dir).unwrap();
-    let c = |s: &str| CString::new(s).unwrap();
-    let target = c(dir.to_str().unwrap());
-    unsafe {
-        assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0);
-        assert_eq!(
-            libc::mount(
-                std::ptr::null(),
-                c("/").as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ),
-            0
-        );
-        assert_eq!(
-            libc::mount(
-                c("nasforge-test").as_ptr(),
-                target.as_ptr(),
-                c("tmpfs").as_ptr(),
-                0,
-                std::ptr::null(),
-            ),
-            0,
-            "{}",
-            std::io::Error::last_os_error()
-        );
-    }
+    mounts::private_namespace();
+    mounts::tmpfs(&root.join("srv/data"), None);
 }
 
 #[test]

@@ -8,5 +8,6 @@ pub mod care;
 pub mod disks;
 pub mod finished;
 pub mod floors;
+pub mod mounts;
 pub mod proptest_support;
 pub mod stdin;

@@ -9,8 +9,7 @@ use nasforge_engine::machine::disks::Inventory;
 use nasforge_engine::planner;
 use nasforge_engine::spec::DeviceRecipe;
 use nasforge_engine::steps::{self, Action, Context};
-use nasforge_testkit::disks;
-use std::ffi::CString;
+use nasforge_testkit::{disks, mounts};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -70,42 +69,6 @@ fn setup_files() -> (String, String, Vec<String>) {
     (conf, argv[4].clone(), argv[6..].to_vec())
 }
 
-fn c(s: &str) -> CString {
-    CString::new(s).unwrap()
-}
-
-fn mount_tmpfs(at: &Path, mib: u64) {
-    std::fs::create_dir_all(at).unwrap();
-    let opts = c(&format!("size={mib}m"));
-    let rc = unsafe {
-        libc::mount(
-            c("nasforge-test").as_ptr(),
-            c(at.to_str().unwrap()).as_ptr(),
-            c("tmpfs").as_ptr(),
-            0,
-            opts.as_ptr().cast(),
-        )
-    };
-    assert_eq!(
-        rc,
-        0,
-        "mount {}: {}",
-        at.display(),
-        std::io::Error::last_os_error()
-    );
-}
-
-fn umount(at: &Path) {
-    let rc = unsafe { libc::umount(c(at.to_str().unwrap()).as_ptr()) };
-    assert_eq!(
-        rc,
-        0,
-        "umount {}: {}",
-        at.display(),
-        std::io::Error::last_os_error()
-    );
-}
-
 fn run(cmd: &mut Command) -> std::process::Output {
     let out = cmd.output().unwrap();
     assert!(
@@ -140,7 +103,6 @@ fn files(dir: &Path) -> Vec<String> {
 #[test]
 #[ignore = "needs root to mount: scripts/test runs it as root, as CI does"]
 fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
-    assert!(unsafe { libc::geteuid() } == 0, "needs root");
     let (conf, options, branches) = setup_files();
     assert_eq!(branches, ["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
     let tmp = tempfile::tempdir().unwrap();
@@ -151,22 +113,10 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
         .replace(" /mnt/", &format!(" {}/mnt/", root.display()))
         .replace(" /srv/", &format!(" {}/srv/", root.display()))
         .replace(" /var/", &format!(" {}/var/", root.display()));
-    unsafe {
-        assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0);
-        assert_eq!(
-            libc::mount(
-                std::ptr::null(),
-                c("/").as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ),
-            0
-        );
-    }
-    mount_tmpfs(&at("/mnt/pool/parity1"), 64);
-    mount_tmpfs(&at("/mnt/pool/d1"), 16);
-    mount_tmpfs(&at("/srv/photos"), 24);
+    mounts::private_namespace();
+    mounts::tmpfs(&at("/mnt/pool/parity1"), Some(64));
+    mounts::tmpfs(&at("/mnt/pool/d1"), Some(16));
+    mounts::tmpfs(&at("/srv/photos"), Some(24));
     std::fs::create_dir_all(at("/mnt/pool/d2")).unwrap();
     std::fs::create_dir_all(at("/var/lib/snapraid")).unwrap();
     std::fs::create_dir_all(at("/srv/pool")).unwrap();
@@ -201,9 +151,9 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
         at("/srv/pool/file-kept.jpg").exists(),
         "the kept disk's file is in the pool"
     );
-    umount(&at("/srv/pool"));
+    mounts::umount(&at("/srv/pool"));
 
-    mount_tmpfs(&at("/mnt/pool/d2"), 32);
+    mounts::tmpfs(&at("/mnt/pool/d2"), Some(32));
     let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
     assert!(
         out.status.success(),
@@ -286,8 +236,8 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
     );
 
     // d2 is lost: the board comes up without it.
-    umount(&at("/srv/pool"));
-    umount(&at("/mnt/pool/d2"));
+    mounts::umount(&at("/srv/pool"));
+    mounts::umount(&at("/mnt/pool/d2"));
     let out = mount_pool(&["/mnt/pool/d1", "/mnt/pool/d2", "/srv/photos"]);
     assert!(
         out.status.success(),
@@ -296,8 +246,8 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
     );
     assert!(!at("/srv/pool").join(&lost[0].0).exists());
     // A blank disk takes its place under its name, as `replace` does it.
-    mount_tmpfs(&at("/mnt/pool/d2"), 32);
-    run(&mut snapraid(&["-d", "d2", "-l"]).arg(at("/fix.log")).arg("fix"));
+    mounts::tmpfs(&at("/mnt/pool/d2"), Some(32));
+    run(snapraid(&["-d", "d2", "-l"]).arg(at("/fix.log")).arg("fix"));
     run(&mut snapraid(&["-d", "d2", "-a", "check"]));
     for (name, sum) in &lost {
         assert_eq!(&sha256(&at("/mnt/pool/d2").join(name)), sum, "{name}");
@@ -324,7 +274,7 @@ fn the_pool_joins_the_mounted_disks_and_snapraid_restores_a_lost_one() {
     let mut served = files(&at("/srv/pool"));
     served.retain(|n| n != "file-kept.jpg" && n != "file-early");
     assert_eq!(served, written);
-    umount(&at("/srv/pool"));
+    mounts::umount(&at("/srv/pool"));
 }
 
 #[test]
