@@ -294,23 +294,11 @@ mount = "/srv/data"
     );
 }
 
-const POOL: &str = r#"
-[storage]
-mode = "unattended"
-[[storage.arrays]]
-name = "pool"
-level = "pool"
-parity = 1
-disks = { transport = "usb", count = 3 }
-filesystem = "ext4"
-mount = "/srv/pool"
-keep = ["photos"]
-[[storage.disks]]
-name = "photos"
-match = { model = "Elements*" }
-keep = true
-mount = "/srv/photos"
-"#;
+/// The tests' pool with a count of disks in place of their model: the
+/// positions the errors name are those of this text.
+fn pool() -> String {
+    nasforge_testkit::disks::POOL_RECIPE.replace(r#"model = "Blank*""#, "count = 3")
+}
 
 #[test]
 fn the_seed_pool_recipe_parses() {
@@ -321,14 +309,14 @@ fn the_seed_pool_recipe_parses() {
     let a = &parse(&text).unwrap().storage.unwrap().arrays[0];
     assert_eq!((a.level, a.parity), (Level::Pool, Some(1)));
     assert_eq!(a.keep, ["photos"]);
-    let r = parse(POOL).unwrap();
+    let r = parse(&pool()).unwrap();
     assert_eq!(r.storage.unwrap().arrays[0].keep, ["photos"]);
 }
 
 #[test]
 fn a_pool_is_refused_where_it_cannot_work_with_the_line_and_the_fix() {
     let e = error_text(
-        &POOL
+        &pool()
             .replace("count = 3", "count = 1")
             .replace("keep = [\"photos\"]\n", ""),
     );
@@ -339,7 +327,7 @@ fn a_pool_is_refused_where_it_cannot_work_with_the_line_and_the_fix() {
         "{e}"
     );
     let e = error_text(
-        &POOL
+        &pool()
             .replace("parity = 1", "parity = 2")
             .replace("count = 3", "count = 1"),
     );
@@ -347,27 +335,27 @@ fn a_pool_is_refused_where_it_cannot_work_with_the_line_and_the_fix() {
         e.starts_with("recipe.toml:7:10: storage.arrays[0].parity: parity = 2 needs 2 blank disk(s) to hold it, but count = 1; kept disks hold files and never parity"),
         "{e}"
     );
-    let e = error_text(&POOL.replace("parity = 1", "parity = 3"));
+    let e = error_text(&pool().replace("parity = 1", "parity = 3"));
     assert!(
         e.starts_with("recipe.toml:7:10: storage.arrays[0].parity: parity = 3 is more than"),
         "{e}"
     );
-    let e = error_text(&POOL.replace("keep = [\"photos\"]", "keep = [\"photo\"]"));
+    let e = error_text(&pool().replace("keep = [\"photos\"]", "keep = [\"photo\"]"));
     assert!(
         e.starts_with("recipe.toml:11:9: storage.arrays[0].keep[0]: no kept disk is named `photo`; the kept disks are: photos"),
         "{e}"
     );
-    let e = error_text(&POOL.replace("parity = 1\n", ""));
+    let e = error_text(&pool().replace("parity = 1\n", ""));
     assert!(
         e.contains("storage.arrays[0]: a pool needs parity = 1"),
         "{e}"
     );
-    let e = error_text(&POOL.replace("filesystem = \"ext4\"", "filesystem = \"btrfs\""));
+    let e = error_text(&pool().replace("filesystem = \"ext4\"", "filesystem = \"btrfs\""));
     assert!(
         e.starts_with("recipe.toml:9:14: storage.arrays[0].filesystem: each disk of a pool gets a filesystem of its own, ext4 or xfs"),
         "{e}"
     );
-    let e = error_text(&POOL.replace(
+    let e = error_text(&pool().replace(
         "level = \"pool\"\nparity = 1",
         "level = \"raid5\"\nparity = 1",
     ));
@@ -375,7 +363,7 @@ fn a_pool_is_refused_where_it_cannot_work_with_the_line_and_the_fix() {
         e.starts_with("recipe.toml:7:10: storage.arrays[0].parity: parity is a pool's setting"),
         "{e}"
     );
-    let e = error_text(&POOL.replace("mount = \"/srv/photos\"", "mount = \"/mnt/pool/photos\""));
+    let e = error_text(&pool().replace("mount = \"/srv/photos\"", "mount = \"/mnt/pool/photos\""));
     assert!(
         e.contains("storage.arrays[0].name: the pool's own disks are mounted under /mnt/pool, where /mnt/pool/photos is mounted too"),
         "{e}"
