@@ -24,9 +24,9 @@ fn fix_log(slot: &str) -> String {
 
 /// The pool `replace` is about: the one named, or the one that lost a
 /// disk when no array was named and no md array lacks a member.
-pub(super) fn wanted<'a>(
+pub(super) fn wanted(
     host: &Host,
-    journal: &'a Journal,
+    journal: &Journal,
     named: Option<&str>,
     md_needs_one: bool,
 ) -> Option<usize> {
