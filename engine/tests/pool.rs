@@ -79,6 +79,36 @@ fn the_largest_blank_disk_holds_parity_and_the_pool_holds_the_sum_of_the_others(
     assert!(!text.contains("unused because members differ"), "{text}");
 }
 
+/// USB disks enumerate in whichever order their bridges answer: the same
+/// disks under other device names, listed in another order, get the same
+/// slots, the smallest data disk first.
+#[test]
+fn the_same_disks_get_the_same_slots_whatever_order_they_enumerate_in() {
+    let slots = |disks: Vec<Disk>| -> Vec<(bool, Option<String>)> {
+        plan(RECIPE, disks).unwrap().arrays[0]
+            .members
+            .iter()
+            .map(|m| (m.parity, m.disk.serial.clone()))
+            .collect()
+    };
+    let first = slots(seed_disks());
+    let mut other = seed_disks();
+    other.reverse();
+    for (d, name) in other.iter_mut().zip(["sde", "sdf", "sdg", "sdh"]) {
+        d.name = name.into();
+    }
+    assert_eq!(slots(other), first);
+    let serial = |s: &str| Some(s.to_string());
+    assert_eq!(
+        first,
+        [
+            (false, serial("SN-sda")),
+            (false, serial("SN-sdc")),
+            (true, serial("SN-sdb"))
+        ]
+    );
+}
+
 #[test]
 fn no_step_writes_to_the_kept_disk_and_each_blank_disk_gets_its_own_filesystem() {
     let plan = plan(RECIPE, seed_disks()).unwrap();

@@ -246,6 +246,17 @@ impl Usb {
                 && mnt.contains("parity /mnt/pool/parity1/snapraid.parity"),
             "{mnt}"
         );
+        // The slots follow size, whatever order the disks enumerated in:
+        // the boot without d1 leaves out usb-pool1.
+        let (ok, d1) = board.ssh(
+            key,
+            "findmnt -no SOURCE /mnt/pool/d1; readlink -f /dev/disk/by-id/*usb-pool1*-part1",
+        );
+        let d1: Vec<&str> = d1.lines().filter(|l| l.starts_with("/dev/")).collect();
+        assert!(
+            ok && d1.len() == 2 && d1[0] == d1[1],
+            "d1 is the 1 GiB disk usb-pool1 (mounted source, then usb-pool1's partition):\n{d1:?}"
+        );
         let (ok, df) = board.ssh(
             key,
             "sudo -S sh -c 'p=$(df --output=avail -BM /srv/photos | tail -1 | tr -dc 0-9); \

@@ -65,9 +65,14 @@ pub(super) fn plan_pool(
     if !refused.is_empty() {
         return Err(refused);
     }
-    let chosen = choose(usable, wanted, &candidates, inventory, &mut skipped);
+    let mut chosen = choose(usable, wanted, &candidates, inventory, &mut skipped);
+    // The slots (d1, d2, parity) follow size, then serial: USB disks
+    // enumerate in whichever order their bridges answer, and the same
+    // disks must get the same slots on every run.
+    chosen
+        .sort_by(|(a, _), (b, _)| (a.size, &a.serial, &a.name).cmp(&(b.size, &b.serial, &b.name)));
     // The largest disks hold parity: SnapRAID's parity grows as large as
-    // the largest data disk's files. Ties go to discovery order.
+    // the largest data disk's files.
     let mut by_size: Vec<usize> = (0..chosen.len()).collect();
     by_size.sort_by_key(|&i| std::cmp::Reverse(chosen[i].0.size));
     let parity_at: Vec<usize> = by_size.into_iter().take(parity).collect();
