@@ -434,7 +434,9 @@ path = "out/nas.img"
     // member and to grow onto.
     let mut degraded: Vec<PathBuf> = vec![disks[0].clone(), disks[2].clone()];
     degraded.extend(care::blank_disks(d));
-    degraded.extend([pool[0].clone(), pool[2].clone(), old.clone()]);
+    // The disk holding data stayed untouched above; its USB port takes a
+    // blank disk for the ZFS pool's replace (the xHCI has seven).
+    degraded.extend([pool[0].clone(), pool[2].clone(), zfs::spare(d)]);
     // And the pool's d1 (1 GiB) is gone; a blank USB disk is there to
     // replace it.
     degraded.extend(usb.disks.iter().filter(|p| **p != usb.pool[0]).cloned());
@@ -469,8 +471,9 @@ path = "out/nas.img"
     let (_, status) = board.ssh(&key, "sudo -S nasforge-setup status");
     assert!(status.to_lowercase().contains("degraded"), "{status}");
     zfs::check_degraded(&board, &key, d, &want);
+    zfs::replace_lost(&board, &key, d, &want);
     usb.pool_without_d1(&board, &key, d, &pooled);
-    t.lap("next boot, a disk missing from the array, the ZFS pool and the USB pool: same array, pools imported and mounted, degraded, files intact, scrub clean, status says so");
+    t.lap("next boot, a disk missing from the array, the ZFS pool and the USB pool: same array, pools imported and mounted, degraded, files intact, scrub clean, status says so; the ZFS pool's and the USB pool's lost disks replaced");
     let care = care::Care {
         dir: d,
         image: &image,

@@ -258,19 +258,36 @@ impl SystemRunner {
         self.log(&format!("{action}\n"));
         let echo = self.echo;
         let log = &mut self.log;
-        let mut say = |line: &str| {
-            if echo {
-                eprintln!("nasforge-setup:   {line}");
-            }
-            if let Some(log) = log {
-                let _ = writeln!(log, "{line}");
-            }
-        };
+        let mut say = |line: &str| progress_line(echo, log, line);
         crate::machine::resync::follow_sync(&self.host, device, &mut std::thread::sleep, &mut say)
             .map_err(|why| RunError::Io {
                 what: format!("following {device}"),
                 source: std::io::Error::other(why),
             })
+    }
+
+    fn follow_resilver(&mut self, action: &Action, pool: &str) -> Result<(), RunError> {
+        self.log(&format!("{action}\n"));
+        let echo = self.echo;
+        let host = &self.host;
+        let log = &mut self.log;
+        let mut say = |line: &str| progress_line(echo, log, line);
+        let mut status =
+            || match crate::machine::zfs::read(host, "zpool", &["status", "-P", "-p", pool]) {
+                Ok(Some(text)) => Ok(text),
+                Ok(None) => Err("zpool is not installed (zfsutils-linux)".to_string()),
+                Err(why) => Err(why),
+            };
+        crate::machine::resilver::follow_resilver(
+            pool,
+            &mut status,
+            &mut std::thread::sleep,
+            &mut say,
+        )
+        .map_err(|why| RunError::Io {
+            what: format!("following the resilver of {pool}"),
+            source: std::io::Error::other(why),
+        })
     }
 
     fn refresh_mdadm_conf(&mut self) -> Result<(), RunError> {
@@ -344,6 +361,17 @@ impl SystemRunner {
     }
 }
 
+/// A line of a long step's progress, on the terminal (when echoing) and
+/// in the log.
+fn progress_line(echo: bool, log: &mut Option<File>, line: &str) {
+    if echo {
+        eprintln!("nasforge-setup:   {line}");
+    }
+    if let Some(log) = log {
+        let _ = writeln!(log, "{line}");
+    }
+}
+
 impl SystemRunner {
     fn enable_units(&mut self, units: &[String], now: bool) -> Result<(), RunError> {
         use crate::steps::{enable_argv, needs_no_enabling, start_argv};
@@ -411,6 +439,7 @@ impl Runner for SystemRunner {
             Action::RereadPartitions { device } => self.reread_partitions(action, device),
             Action::ZeroEnds { device } => self.zero_ends(action, device),
             Action::FollowSync { device } => self.follow_sync(action, device),
+            Action::FollowResilver { pool } => self.follow_resilver(action, pool),
             Action::RefreshMdadmConf => self.refresh_mdadm_conf(),
             Action::RebuildInitramfs => self.rebuild_initramfs(),
             Action::Reboot => self.exec(&crate::steps::reboot_cmd()).map(drop),

@@ -403,7 +403,12 @@ fn raid6_is_reshaped_and_xfs_grown_at_its_mount() {
     fifth.partitions.clear();
     inventory.disks.push(fifth);
     let host: &Host = &board.host;
-    let s = survey_of(&journal.plan, &inventory, &|d| MdState::read(host, d));
+    let s = survey_of(
+        &journal.plan,
+        &inventory,
+        &|d| MdState::read(host, d),
+        &|_| None,
+    );
     let req = GrowRequest {
         array: "data".into(),
         disks: vec!["sde".into()],
@@ -668,7 +673,7 @@ fn a_nested_array_is_surveyed_per_leg_wherever_md_moved_the_spare() {
         }
         _ => None,
     };
-    let s = survey_of(&journal.plan, &inventory, &md);
+    let s = survey_of(&journal.plan, &inventory, &md, &|_| None);
     let legs: Vec<(&str, Option<&str>, &str, usize)> = s
         .arrays
         .iter()
@@ -721,7 +726,7 @@ fn a_nested_array_is_surveyed_per_leg_wherever_md_moved_the_spare() {
         )),
         _ => None,
     };
-    let s = survey_of(&journal.plan, &inventory, &md);
+    let s = survey_of(&journal.plan, &inventory, &md, &|_| None);
     let states = |i: usize| -> Vec<(Option<&str>, MemberState)> {
         s.arrays[i]
             .members
@@ -844,7 +849,7 @@ fn a_spare_is_a_spare_while_md_resyncs_the_array() {
             m
         })
     };
-    let s = survey_of(&single, &inventory, &md);
+    let s = survey_of(&single, &inventory, &md, &|_| None);
     assert_eq!(s.arrays.len(), 1);
     assert_eq!(s.arrays[0].members[14].state, MemberState::Spare);
     assert!(s.arrays[0].to_replace().is_empty());

@@ -603,10 +603,122 @@ fn set_up(text: &str) -> (Board, Journal) {
     (board, j)
 }
 
+/// `disk` is gone from the board, as when it is pulled.
+fn pull(board: &Board, disk: &str) {
+    std::fs::remove_file(board.host.path("/sys/block").join(disk)).unwrap();
+    std::fs::remove_file(board.host.dev.join(disk)).unwrap();
+}
+
 #[test]
-fn replace_and_grow_name_the_zpool_command_instead() {
+fn a_lost_pool_disk_is_replaced_by_zpool_replace_and_the_resilver_followed() {
+    let (board, j) = set_up(&admin_only());
+    pull(&board, "sdb");
+    zfs_answer(
+        &board,
+        "zpool status -P -p tank",
+        &zfs_output("status-raidz1-degraded-scrubbing.txt"),
+    );
+    let survey = care::survey(&board.host, &j).unwrap();
+    let tank = &survey.arrays[0];
+    let states: Vec<String> = tank.members.iter().map(|m| m.state.to_string()).collect();
+    assert_eq!(states, ["working", "MISSING", "working"]);
+    let text = survey.to_string();
+    assert!(
+        text.starts_with(
+            "Array 'tank' (raidz1, ZFS pool, zfs at /srv/tank): DEGRADED, 2 of 3 disks working\n  scrubbing 22%\n"
+        ) && text.contains("  was sdb  WDC WD40EFRX-68N32N0 (WD-WCC7K0000002), 4 TB: MISSING\n")
+            && text.contains("    sdd      "),
+        "{text}"
+    );
+    let inventory = board.inventory();
+    let request = care::ReplaceRequest {
+        array: Some("tank".into()),
+        ..Default::default()
+    };
+    let plan = care::replace(&board.host, &j, &survey, &inventory, &request).unwrap();
+    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["zpool-replace:sdd", "follow:tank", "record-members:tank"]
+    );
+    // The missing disk by the GUID zpool shows for it, the new one by id.
+    assert_eq!(
+        lines(&plan.steps[0]),
+        [
+            "udevadm settle",
+            "zpool replace tank 9876543210987654321 /dev/disk/by-id/wwn-0x50014ee2b0000004"
+        ]
+    );
+    assert!(
+        plan.title.starts_with(
+            "Replace the missing member of 'tank' (WDC WD40EFRX-68N32N0 (WD-WCC7K0000002)) with sdd"
+        ),
+        "{}",
+        plan.title
+    );
+    // A power cut after `zpool replace` took effect: the step is not run
+    // again once zpool lists the new disk.
+    zfs_answer(
+        &board,
+        "zpool status -P tank",
+        &zfs_output("status-raidz1-degraded-scrubbing.txt"),
+    );
+    assert_eq!(plan.steps[0].check(&board.host), Check::Pending);
+    zfs_answer(
+        &board,
+        "zpool status -P tank",
+        &zfs_output("status-raidz1-resilvering.txt")
+            .replace("wwn-0x50014ee2b0000009", "wwn-0x50014ee2b0000004"),
+    );
+    assert_eq!(
+        plan.steps[0].check(&board.host),
+        Check::Done("/dev/disk/by-id/wwn-0x50014ee2b0000004 is in the pool tank".into())
+    );
+    // The record names sdd where sdb was.
+    let Action::WriteFile { contents, .. } = &plan.steps[2].actions[0] else {
+        panic!("{:?}", plan.steps[2]);
+    };
+    let recorded: Journal = serde_json::from_str(contents).unwrap();
+    let members: Vec<&str> = recorded.plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(members, ["sda", "sdd", "sdc"]);
+    // While the new disk resilvers, the survey says so and a second
+    // replace is refused.
+    zfs_answer(
+        &board,
+        "zpool status -P -p tank",
+        &zfs_output("status-raidz1-resilvering.txt")
+            .replace("wwn-0x50014ee2b0000009", "wwn-0x50014ee2b0000004"),
+    );
+    let survey = care::survey(&board.host, &j).unwrap();
+    assert!(
+        survey.to_string().contains("  resilvering 11%\n")
+            && survey
+                .to_string()
+                .contains("  sdd      WDC WD40EFRX-68N32N0 (WD-WCC7K0000004), 4 TB: rebuilding\n"),
+        "{survey}"
+    );
+    let err = care::replace(&board.host, &j, &survey, &inventory, &request).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("'tank' is already rebuilding onto sdd"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_pool_not_imported_is_not_replaced_into_and_grow_names_the_zpool_command() {
     let (board, j) = set_up(&admin_only());
     let survey = care::survey(&board.host, &j).unwrap();
+    assert!(
+        survey
+            .to_string()
+            .starts_with("Array 'tank' (raidz1, ZFS pool, zfs at /srv/tank): NOT IMPORTED\n"),
+        "{survey}"
+    );
     let inventory = board.inventory();
     let request = care::ReplaceRequest {
         array: Some("tank".into()),
@@ -614,10 +726,9 @@ fn replace_and_grow_name_the_zpool_command_instead() {
     };
     let err = care::replace(&board.host, &j, &survey, &inventory, &request).unwrap_err();
     assert!(
-        err.to_string().contains("'tank' is a ZFS pool")
-            && err
-                .to_string()
-                .contains("sudo zpool replace tank OLD /dev/disk/by-id/NEW"),
+        err.to_string()
+            .contains("the ZFS pool 'tank' is not imported")
+            && err.to_string().contains("sudo zpool import tank"),
         "{err}"
     );
     let request = care::GrowRequest {

@@ -6,6 +6,8 @@
 //! round trip, the pool back after a reboot, a scrub, and a boot with a
 //! member missing (DEGRADED, file intact, status says so). Beside the md
 //! raid5 of the same disks, the same 64 MiB over SMB is timed both ways.
+//! In that boot, `nasforge-setup replace` puts a blank disk in the lost
+//! member's place (`zpool replace`, the resilver followed).
 
 use super::{Board, smbclient};
 use crate::common::*;
@@ -34,6 +36,14 @@ path = "/srv/tank/archive"
 smb = { users = ["admin"] }
 nfs = { clients = "10.0.2.0/24" }
 "#
+}
+
+/// A blank 2 GiB disk for the degraded boot, to replace the lost member:
+/// on USB, as the six SATA ports are taken.
+pub fn spare(dir: &Path) -> PathBuf {
+    let p = dir.join("usb-tankspare.img");
+    std::fs::File::create(&p).unwrap().set_len(2 * GIB).unwrap();
+    p
 }
 
 /// The pool's three 2 GiB disks, as big as the md array's members.
@@ -195,5 +205,55 @@ pub fn check_degraded(board: &Board, key: &Path, dir: &Path, want: &str) {
     assert!(
         tank.to_lowercase().contains("degraded") && status.contains("scrub"),
         "status says the pool is degraded and names its last scrub:\n{status}"
+    );
+}
+
+/// `replace` puts the blank spare in the lost member's place: zpool
+/// replace by the GUID zpool shows for the gone disk, the resilver
+/// followed to its end, the pool ONLINE with the spare in it, the file
+/// intact, and status healthy for the pool.
+pub fn replace_lost(board: &Board, key: &Path, dir: &Path, want: &str) {
+    let out = sudo(
+        board,
+        key,
+        "nasforge-setup replace --array tank --disk usb-tankspare --yes",
+    );
+    eprintln!("e2e: nasforge-setup replace of the pool's lost disk:\n{out}");
+    assert!(
+        out.contains("Replace the missing member of 'tank'")
+            && out.contains("in the pool 'tank' with ")
+            && out.contains("resilver finished")
+            && out.contains("replace complete"),
+        "{out}"
+    );
+    let zpool = sudo(board, key, "zpool status -P tank");
+    assert!(
+        zpool.contains("state: ONLINE")
+            && zpool.contains("usb-tankspare")
+            && !zpool.contains("replacing-")
+            && zpool.contains("errors: No known data errors"),
+        "{zpool}"
+    );
+    let back = dir.join("projects.replaced");
+    let _ = std::fs::remove_file(&back);
+    let get = smbclient(
+        board,
+        "projects",
+        &format!("get payload.bin {}", back.display()),
+    );
+    assert!(get.status.success(), "{}", printed(&get));
+    assert_eq!(
+        sha256_file(&back),
+        want,
+        "the file after the pool's replace"
+    );
+    let status = sudo(board, key, "nasforge-setup status");
+    let mut tank = status
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("tank (/srv/tank): "));
+    assert!(
+        tank.next().is_some_and(|l| l.contains("): healthy"))
+            && tank.next().is_some_and(|l| l.contains("last resilver: ")),
+        "status says the pool is healthy again, resilvered:\n{status}"
     );
 }

@@ -1,6 +1,6 @@
 //! Care after setup: replacing a disk of an array and growing an array
 //! with more disks. `survey` compares what the setup journal recorded with
-//! what is attached and what md reports; `replace` and `grow` turn a
+//! what is attached and what md (or zpool, for a ZFS pool) reports; `replace` and `grow` turn a
 //! request into an [`Operation`](crate::operation::Operation) of guarded
 //! steps, which `operation::start` runs and `operation::resume` finishes
 //! after a power cut. The last step of each records the new members in the
@@ -11,6 +11,7 @@ pub mod parity;
 mod pool_replace;
 mod replace;
 mod survey;
+mod zpool;
 
 pub use grow::{GrowRequest, grow};
 pub use replace::{ReplaceRequest, replace};
@@ -22,15 +23,25 @@ pub use survey::{cannot_grow, nested_cannot_grow};
 use crate::journal::{self, Journal, JournalError};
 use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
 use crate::machine::md::MdState;
+use crate::machine::zfs;
+use crate::machine::zfs_report::parse_zpool_status;
 use crate::operation::{Kind, Operation};
 use crate::steps::{Action, Step};
 
 /// What the arrays look like now (see [`Survey`]).
 pub fn survey(host: &Host, journal: &Journal) -> Result<Survey, CareError> {
     let inventory = disks::discover(host)?;
-    Ok(survey_of(&journal.plan, &inventory, &|device| {
-        MdState::read(host, device)
-    }))
+    Ok(survey_of(
+        &journal.plan,
+        &inventory,
+        &|device| MdState::read(host, device),
+        &|pool| {
+            zfs::read(host, "zpool", &["status", "-P", "-p", pool])
+                .ok()
+                .flatten()
+                .and_then(|text| parse_zpool_status(&text))
+        },
+    ))
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -48,10 +48,10 @@ pub fn replace(
         );
     }
     let array = pick_array(survey, request.array.as_deref())?;
-    if array.level.is_zfs() {
+    if array.level.is_zfs() && array.kernel.is_none() {
         return refuse(format!(
-            "'{}' is a ZFS pool, and nasforge replaces md members only. Put the new disk in, then `sudo zpool replace {} OLD /dev/disk/by-id/NEW` (OLD as `zpool status -P {}` shows it, or its GUID when it is missing) and follow the resilver with `zpool status {}`",
-            array.name, array.name, array.name, array.name
+            "the ZFS pool '{}' is not imported, so zpool cannot replace a disk of it: import it (`sudo zpool import {}`), then run replace again",
+            array.name, array.name
         ));
     }
     if matches!(array.level, Level::Single | Level::Raid0) {
@@ -78,7 +78,20 @@ pub fn replace(
         ));
     };
     let (new, erase, picked) = pick_disk(host, inventory, array, request)?;
-    let steps = steps(journal, array, old, new, erase);
+    let steps = if array.level.is_zfs() {
+        let mut steps = Vec::new();
+        if erase {
+            steps.push(wipe_step(new));
+        }
+        steps.extend(super::zpool::replace_steps(array, old, new));
+        steps.push(record_step(
+            &recorded(journal, array, old, new, erase),
+            &array.name,
+        ));
+        steps
+    } else {
+        steps(journal, array, old, new, erase)
+    };
     let title = format!(
         "Replace the {} member of '{}' ({}) with {} ({})",
         if old.state == MemberState::Failed {
@@ -282,6 +295,21 @@ fn steps(
     steps.extend(join_steps(array, new, erase));
     steps.push(follow_step(&array.name, &md, "rebuild"));
     steps.push(conf_step());
+    steps.push(record_step(
+        &recorded(journal, array, old, new, erase),
+        &array.name,
+    ));
+    steps
+}
+
+/// The setup journal with `new` in `old`'s place.
+fn recorded(
+    journal: &Journal,
+    array: &ArraySurvey,
+    old: &MemberReport,
+    new: &Disk,
+    erase: bool,
+) -> Journal {
     let mut recorded = journal.clone();
     if let Some(plan) = recorded
         .plan
@@ -309,8 +337,7 @@ fn steps(
             None => plan.members.push(member),
         }
     }
-    steps.push(record_step(&recorded, &array.name));
-    steps
+    recorded
 }
 
 /// Erase (when allowed), partition like the siblings (named for the

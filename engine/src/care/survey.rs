@@ -6,6 +6,7 @@
 
 use crate::machine::disks::{Disk, Inventory};
 use crate::machine::md::{MdMember, MdState, SyncProgress};
+use crate::machine::zfs_report::PoolReport;
 use crate::planner::{ArrayPlan, Plan};
 use crate::size::Size;
 use crate::spec::{Filesystem, Level};
@@ -35,7 +36,8 @@ pub struct ArraySurvey {
     /// partition (where its filesystem is).
     pub device: String,
     /// md's kernel name (`md127`) when the array is assembled; None when it
-    /// is not (or for `single`).
+    /// is not (or for `single`). For a ZFS pool, zpool's state of it
+    /// (ONLINE, DEGRADED) when it is imported.
     pub kernel: Option<String>,
     /// Members the array is made for, and of those how many work.
     pub expected: usize,
@@ -66,7 +68,8 @@ pub struct MemberReport {
     /// The kernel name when it was recorded, for a missing disk's message.
     pub was: String,
     /// The member partition as mdadm is given it (a by-id `-part1` path
-    /// when udev made one); None when the disk is missing.
+    /// when udev made one); None when the disk is missing. For a ZFS pool,
+    /// the disk as zpool names it: its path, or its GUID once it is gone.
     pub partition: Option<String>,
     pub state: MemberState,
 }
@@ -182,6 +185,7 @@ pub fn survey_of(
     plan: &Plan,
     inventory: &Inventory,
     md: &dyn Fn(&str) -> Option<MdState>,
+    zpool: &dyn Fn(&str) -> Option<PoolReport>,
 ) -> Survey {
     let members: Vec<&Disk> = plan
         .arrays
@@ -212,14 +216,27 @@ pub fn survey_of(
             .arrays
             .iter()
             .filter(|a| a.spec.level != Level::Pool)
-            .flat_map(|a| array_surveys(a, inventory, &free, md))
+            .flat_map(|a| {
+                if a.spec.is_zfs() {
+                    let report = zpool(&a.spec.name);
+                    vec![super::zpool::survey(
+                        a,
+                        report.as_ref(),
+                        member_size(a),
+                        inventory,
+                        &free,
+                    )]
+                } else {
+                    array_surveys(a, inventory, &free, md)
+                }
+            })
             .collect(),
     }
 }
 
 /// A disk no array has, and the name the recipe keeps it under, if it
 /// does.
-struct Free<'a> {
+pub(super) struct Free<'a> {
     disk: &'a Disk,
     kept: Option<String>,
 }
@@ -243,16 +260,7 @@ fn array_surveys(
     md: &dyn Fn(&str) -> Option<MdState>,
 ) -> Vec<ArraySurvey> {
     let spec = &array.spec;
-    // Every member's partition is as large as the smallest one's, legs
-    // and spares alike: a replacement fits wherever it joins.
-    let member_size = Size(
-        array
-            .members
-            .iter()
-            .map(|m| partition_bytes(m.disk.size, m.disk.logical_block_size))
-            .min()
-            .unwrap_or(0),
-    );
+    let member_size = member_size(array);
     let units = if spec.is_nested() {
         legs(array, inventory, md)
     } else {
@@ -270,6 +278,21 @@ fn array_surveys(
         .into_iter()
         .map(|unit| unit_survey(array, unit, member_size, inventory, free))
         .collect()
+}
+
+/// Every member's partition is as large as the smallest one's, legs and
+/// spares alike: a replacement fits wherever it joins. Of a ZFS pool's
+/// new disk this asks what `zpool replace` does: at least the smallest
+/// member's size.
+fn member_size(array: &ArrayPlan) -> Size {
+    Size(
+        array
+            .members
+            .iter()
+            .map(|m| partition_bytes(m.disk.size, m.disk.logical_block_size))
+            .min()
+            .unwrap_or(0),
+    )
 }
 
 /// A nested array's legs, each with the members md lists in it now: a
@@ -443,7 +466,7 @@ fn unrecorded<'a>(
     })
 }
 
-fn candidate(free: &Free, needed: Size) -> Candidate {
+pub(super) fn candidate(free: &Free, needed: Size) -> Candidate {
     let disk = free.disk;
     let have = partition_bytes(disk.size, disk.logical_block_size);
     let fit = if let Some(name) = &free.kept {
@@ -506,12 +529,15 @@ impl fmt::Display for MemberState {
 
 impl fmt::Display for ArraySurvey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = self
-            .kernel
-            .as_ref()
-            .map(|k| format!("{} = {k}", self.device))
-            .unwrap_or_else(|| self.device.clone());
-        let state = if self.level != Level::Single && self.kernel.is_none() {
+        let zfs = self.level.is_zfs();
+        let at = match &self.kernel {
+            _ if zfs => "ZFS pool".to_string(),
+            Some(k) => format!("{} = {k}", self.device),
+            None => self.device.clone(),
+        };
+        let state = if zfs && self.kernel.is_none() {
+            "NOT IMPORTED".to_string()
+        } else if self.level != Level::Single && self.kernel.is_none() {
             "NOT ASSEMBLED".to_string()
         } else if self.degraded {
             format!(

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SyncProgress {
     /// md's `sync_action`: `recover` (a rebuild onto a new member),
-    /// `reshape`, `resync`, `check` or `repair`.
+    /// `reshape`, `resync`, `check` or `repair`; for a ZFS pool, zpool's
+    /// scan: `resilver` or `scrub`.
     pub action: String,
     /// Percent done, 0–100.
     pub percent: f32,
@@ -39,7 +40,8 @@ impl SyncProgress {
             "recover" => "rebuilding",
             "resync" => "resyncing",
             "reshape" => "reshaping",
-            "check" => "scrubbing",
+            "check" | "scrub" => "scrubbing",
+            "resilver" => "resilvering",
             "repair" => "repairing",
             other => other,
         }

@@ -13,6 +13,7 @@ pub mod md;
 pub mod mounts;
 pub mod parity_record;
 pub mod power;
+pub mod resilver;
 pub mod resync;
 pub mod signature;
 pub mod sysfs;

@@ -94,6 +94,11 @@ pub enum Action {
     FollowSync {
         device: String,
     },
+    /// Wait until ZFS has resilvered `pool` onto the disk `zpool replace`
+    /// gave it and detached the old one, printing the progress.
+    FollowResilver {
+        pool: String,
+    },
     /// Rewrite the ARRAY lines of mdadm.conf from `mdadm --detail --scan`
     /// and rebuild the initramfs, only when those lines changed.
     RefreshMdadmConf,
@@ -211,6 +216,10 @@ impl fmt::Display for Action {
                     "# follow the rebuild or reshape of {device} until it ends"
                 )
             }
+            Action::FollowResilver { pool } => write!(
+                f,
+                "# follow the resilver of {pool} until the replaced disk is detached (`zpool status {pool}`)"
+            ),
             Action::RefreshMdadmConf => write!(
                 f,
                 "# rewrite the ARRAY lines of /etc/mdadm/mdadm.conf from `mdadm --detail --scan`; if they changed, `update-initramfs -u -k all` (when an initramfs carries mdadm)"

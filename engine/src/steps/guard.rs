@@ -96,6 +96,9 @@ pub enum CareGuard {
     Added { array: String, member: String },
     /// Done when the md array `array` is made for `count` members.
     RaidDevices { array: String, count: usize },
+    /// Done when `disk` (a whole disk's path) is one of the ZFS pool
+    /// `pool`'s disks, as `zpool status -P` lists them.
+    InPool { pool: String, disk: String },
 }
 
 impl CareGuard {
@@ -118,6 +121,32 @@ impl CareGuard {
                     "{array} is not assembled: check `cat /proc/mdstat`, assemble it (`mdadm --assemble --scan`), then run `sudo nasforge-setup resume`"
                 )),
             },
+            CareGuard::InPool { pool, disk } => {
+                match zfs::read(host, "zpool", &["status", "-P", pool]) {
+                    Ok(Some(text)) => match parse_zpool_status(&text) {
+                        Some(report)
+                            if report
+                                .every_disk()
+                                .iter()
+                                .filter_map(|v| v.path())
+                                .any(|p| whole_disk_path(p) == *disk) =>
+                        {
+                            Check::Done(format!("{disk} is in the pool {pool}"))
+                        }
+                        Some(_) => Check::Pending,
+                        None => Check::Refuse(format!(
+                            "zpool does not report the pool {pool}: import it (`sudo zpool import {pool}`), then run `sudo nasforge-setup resume`"
+                        )),
+                    },
+                    Ok(None) => Check::Refuse(
+                        "zpool is not installed (zfsutils-linux), so the pool cannot be read"
+                            .into(),
+                    ),
+                    Err(why) => Check::Refuse(format!(
+                        "{why}: import the pool (`sudo zpool import {pool}`), then run `sudo nasforge-setup resume`"
+                    )),
+                }
+            }
         }
     }
 }

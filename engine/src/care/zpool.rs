@@ -1,0 +1,177 @@
+//! A ZFS pool's disks cared for as an md array's are: the survey reads
+//! each recorded disk's state from `zpool status -P -p` (ZFS keeps no
+//! sysfs tree of its vdevs), and `replace` puts a new disk in a missing or
+//! failed one's place with `zpool replace`, by the new disk's by-id path,
+//! then follows the resilver until ZFS detaches the old disk.
+
+use super::survey::{Free, candidate};
+use super::{ArraySurvey, MemberReport, MemberState};
+use crate::machine::disks::{Disk, Inventory};
+use crate::machine::md::SyncProgress;
+use crate::machine::zfs_report::{PoolReport, Scan, Vdev, whole_disk_path};
+use crate::planner::ArrayPlan;
+use crate::size::Size;
+use crate::steps::{Action, CareGuard, Cmd, Guard, Step};
+
+/// The survey of the pool `array` from zpool's `report` of it (None when
+/// the pool is not imported).
+pub(super) fn survey(
+    array: &ArrayPlan,
+    report: Option<&PoolReport>,
+    member_size: Size,
+    inventory: &Inventory,
+    free: &[Free],
+) -> ArraySurvey {
+    let spec = &array.spec;
+    let leaves: Vec<&Vdev> = report.map(PoolReport::every_disk).unwrap_or_default();
+    let mut members: Vec<MemberReport> = array
+        .members
+        .iter()
+        .map(|m| member_report(&m.disk, inventory, report, &leaves))
+        .collect();
+    // A disk zpool lists that the record does not: the new disk of a
+    // replace under way, or one added by hand.
+    for leaf in &leaves {
+        let Some(path) = leaf.path() else { continue };
+        if members
+            .iter()
+            .any(|m| m.partition.as_deref() == Some(leaf.name.as_str()))
+        {
+            continue;
+        }
+        let whole = whole_disk_path(path);
+        let disk = inventory.disks.iter().find(|d| d.stable_path() == whole);
+        let name = disk.map_or_else(|| path.to_string(), |d| d.name.clone());
+        members.push(MemberReport {
+            model: disk.and_then(|d| d.model.clone()),
+            serial: disk.and_then(|d| d.serial.clone()),
+            size: disk.map_or(Size(0), |d| d.size),
+            disk: Some(name.clone()),
+            was: name,
+            partition: Some(leaf.name.clone()),
+            state: leaf_state(leaf, true),
+        });
+    }
+    let expected = array.members.iter().filter(|m| !m.spare).count();
+    let working = members
+        .iter()
+        .filter(|m| m.state == MemberState::Working)
+        .count()
+        .min(expected);
+    ArraySurvey {
+        name: spec.name.clone(),
+        leg_of: None,
+        level: spec.level,
+        filesystem: spec.filesystem,
+        mount: spec.mount.clone(),
+        device: spec.name.clone(),
+        kernel: report.map(|r| r.state.clone()),
+        expected,
+        working,
+        degraded: report.is_some_and(|r| r.state != "ONLINE") || working < expected,
+        sync: report.and_then(|r| match &r.scan {
+            Scan::Running {
+                what,
+                percent,
+                paused: false,
+                ..
+            } => Some(SyncProgress {
+                action: what.clone(),
+                percent: percent.unwrap_or(0.0),
+                minutes_left: None,
+            }),
+            _ => None,
+        }),
+        members,
+        member_size,
+        candidates: free.iter().map(|f| candidate(f, member_size)).collect(),
+    }
+}
+
+/// A recorded disk's state: its leaf in the pool, found by the by-id path
+/// zpool was given (a missing disk's row carries it as "was ...").
+fn member_report(
+    planned: &Disk,
+    inventory: &Inventory,
+    report: Option<&PoolReport>,
+    leaves: &[&Vdev],
+) -> MemberReport {
+    let found = inventory
+        .disks
+        .iter()
+        .find(|d| d.identity().same_disk(&planned.identity()));
+    let paths: Vec<String> = [Some(planned.stable_path()), found.map(Disk::stable_path)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let leaf = leaves.iter().find(|v| {
+        v.path()
+            .is_some_and(|p| paths.contains(&whole_disk_path(p)))
+    });
+    let state = match (report, leaf) {
+        (_, Some(leaf)) => leaf_state(leaf, found.is_some()),
+        _ if found.is_none() => MemberState::Missing,
+        _ => MemberState::NotInArray,
+    };
+    MemberReport {
+        model: planned.model.clone(),
+        serial: planned.serial.clone(),
+        size: planned.size,
+        disk: found.map(|d| d.name.clone()),
+        was: planned.name.clone(),
+        partition: leaf.map(|v| v.name.clone()),
+        state,
+    }
+}
+
+/// zpool's word for a disk, as the survey's states say it. A disk gone
+/// from the machine is missing whatever zpool last saw of it.
+fn leaf_state(leaf: &Vdev, attached: bool) -> MemberState {
+    let resilvering = leaf
+        .note
+        .as_deref()
+        .is_some_and(|n| n.contains("resilvering"));
+    match leaf.state.as_str() {
+        _ if !attached => MemberState::Missing,
+        "ONLINE" if resilvering => MemberState::Rebuilding,
+        "ONLINE" | "INUSE" => MemberState::Working,
+        "AVAIL" => MemberState::Spare,
+        _ => MemberState::Failed,
+    }
+}
+
+/// `zpool replace` of `old` (as zpool names it: its path, or its GUID
+/// once the disk is gone) by `new`, then the resilver followed to its end.
+pub(super) fn replace_steps(array: &ArraySurvey, old: &MemberReport, new: &Disk) -> Vec<Step> {
+    let pool = &array.name;
+    let old_name = old.partition.clone().unwrap_or_else(|| old.was.clone());
+    let path = new.stable_path();
+    vec![
+        Step {
+            id: format!("zpool-replace:{}", new.name),
+            title: format!(
+                "Replace {} ({}) in the pool '{pool}' with {} ({})",
+                old_name,
+                old.label(),
+                new.name,
+                new.summary()
+            ),
+            guard: Guard::Care(CareGuard::InPool {
+                pool: pool.clone(),
+                disk: path.clone(),
+            }),
+            actions: vec![
+                Action::Run(Cmd::new(&["udevadm", "settle"])),
+                Action::Run(Cmd::new(&["zpool", "replace", pool, &old_name, &path])),
+            ],
+            always: vec![],
+        },
+        Step {
+            id: format!("follow:{pool}"),
+            title: format!("Follow the resilver of '{pool}' until the old disk is detached"),
+            guard: Guard::Always,
+            actions: vec![Action::FollowResilver { pool: pool.clone() }],
+            always: vec![],
+        },
+    ]
+}
