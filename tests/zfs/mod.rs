@@ -177,15 +177,11 @@ pub fn check_degraded(board: &Board, key: &Path, dir: &Path, want: &str) {
         mounted.contains("tank\tDEGRADED") && mounted.contains("yes"),
         "{mounted}"
     );
-    let back = dir.join("projects.degraded");
-    let _ = std::fs::remove_file(&back);
-    let get = smbclient(
-        board,
-        "projects",
-        &format!("get payload.bin {}", back.display()),
+    assert_eq!(
+        projects_sha(board, dir, "degraded"),
+        want,
+        "the file on the degraded pool"
     );
-    assert!(get.status.success(), "{}", printed(&get));
-    assert_eq!(sha256_file(&back), want, "the file on the degraded pool");
     let scrub = sudo(board, key, "zpool scrub -w tank && zpool status tank");
     assert!(
         scrub.contains("state: DEGRADED")
@@ -234,16 +230,8 @@ pub fn replace_lost(board: &Board, key: &Path, dir: &Path, want: &str) {
             && zpool.contains("errors: No known data errors"),
         "{zpool}"
     );
-    let back = dir.join("projects.replaced");
-    let _ = std::fs::remove_file(&back);
-    let get = smbclient(
-        board,
-        "projects",
-        &format!("get payload.bin {}", back.display()),
-    );
-    assert!(get.status.success(), "{}", printed(&get));
     assert_eq!(
-        sha256_file(&back),
+        projects_sha(board, dir, "replaced"),
         want,
         "the file after the pool's replace"
     );
@@ -256,4 +244,21 @@ pub fn replace_lost(board: &Board, key: &Path, dir: &Path, want: &str) {
             && tank.next().is_some_and(|l| l.contains("last resilver: ")),
         "status says the pool is healthy again, resilvered:\n{status}"
     );
+}
+
+/// The sha256 of the 64 MiB file as the `projects` share serves it now.
+fn projects_sha(board: &Board, dir: &Path, when: &str) -> String {
+    let back = dir.join(format!("projects.{when}"));
+    let _ = std::fs::remove_file(&back);
+    let get = smbclient(
+        board,
+        "projects",
+        &format!("get payload.bin {}", back.display()),
+    );
+    assert!(
+        get.status.success(),
+        "get payload.bin ({when}):\n{}",
+        printed(&get)
+    );
+    sha256_file(&back)
 }

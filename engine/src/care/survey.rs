@@ -219,12 +219,13 @@ pub fn survey_of(
             .flat_map(|a| {
                 if a.spec.is_zfs() {
                     let report = zpool(&a.spec.name);
+                    let size = member_size(a);
                     vec![super::zpool::survey(
                         a,
                         report.as_ref(),
-                        member_size(a),
+                        size,
                         inventory,
-                        &free,
+                        free.iter().map(|f| candidate(f, size)).collect(),
                     )]
                 } else {
                     array_surveys(a, inventory, &free, md)
@@ -236,7 +237,7 @@ pub fn survey_of(
 
 /// A disk no array has, and the name the recipe keeps it under, if it
 /// does.
-pub(super) struct Free<'a> {
+struct Free<'a> {
     disk: &'a Disk,
     kept: Option<String>,
 }
@@ -466,7 +467,7 @@ fn unrecorded<'a>(
     })
 }
 
-pub(super) fn candidate(free: &Free, needed: Size) -> Candidate {
+fn candidate(free: &Free, needed: Size) -> Candidate {
     let disk = free.disk;
     let have = partition_bytes(disk.size, disk.logical_block_size);
     let fit = if let Some(name) = &free.kept {

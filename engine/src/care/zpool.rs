@@ -4,8 +4,7 @@
 //! failed one's place with `zpool replace`, by the new disk's by-id path,
 //! then follows the resilver until ZFS detaches the old disk.
 
-use super::survey::{Free, candidate};
-use super::{ArraySurvey, MemberReport, MemberState};
+use super::{ArraySurvey, Candidate, MemberReport, MemberState};
 use crate::machine::disks::{Disk, Inventory};
 use crate::machine::md::SyncProgress;
 use crate::machine::zfs_report::{PoolReport, Scan, Vdev, whole_disk_path};
@@ -14,13 +13,13 @@ use crate::size::Size;
 use crate::steps::{Action, CareGuard, Cmd, Guard, Step};
 
 /// The survey of the pool `array` from zpool's `report` of it (None when
-/// the pool is not imported).
+/// the pool is not imported), with the other disks as `candidates`.
 pub(super) fn survey(
     array: &ArrayPlan,
     report: Option<&PoolReport>,
     member_size: Size,
     inventory: &Inventory,
-    free: &[Free],
+    candidates: Vec<Candidate>,
 ) -> ArraySurvey {
     let spec = &array.spec;
     let leaves: Vec<&Vdev> = report.map(PoolReport::every_disk).unwrap_or_default();
@@ -84,7 +83,7 @@ pub(super) fn survey(
         }),
         members,
         member_size,
-        candidates: free.iter().map(|f| candidate(f, member_size)).collect(),
+        candidates,
     }
 }
 
