@@ -78,20 +78,7 @@ pub fn replace(
         ));
     };
     let (new, erase, picked) = pick_disk(host, inventory, array, request)?;
-    let steps = if array.level.is_zfs() {
-        let mut steps = Vec::new();
-        if erase {
-            steps.push(wipe_step(new));
-        }
-        steps.extend(super::zpool::replace_steps(array, old, new));
-        steps.push(record_step(
-            &recorded(journal, array, old, new, erase),
-            &array.name,
-        ));
-        steps
-    } else {
-        steps(journal, array, old, new, erase)
-    };
+    let steps = steps(journal, array, old, new, erase);
     let title = format!(
         "Replace the {} member of '{}' ({}) with {} ({})",
         if old.state == MemberState::Failed {
@@ -266,6 +253,7 @@ fn no_disk_fits(array: &ArraySurvey) -> String {
     text + ". Attach a blank disk, or name one that holds data with --disk DEV --erase DEV"
 }
 
+/// md's or zpool's steps, then the record of the new disk.
 fn steps(
     journal: &Journal,
     array: &ArraySurvey,
@@ -273,6 +261,24 @@ fn steps(
     new: &Disk,
     erase: bool,
 ) -> Vec<Step> {
+    let mut steps = if array.level.is_zfs() {
+        let mut steps = Vec::new();
+        if erase {
+            steps.push(wipe_step(new));
+        }
+        steps.extend(super::zpool::replace_steps(array, old, new));
+        steps
+    } else {
+        md_steps(array, old, new, erase)
+    };
+    steps.push(record_step(
+        &recorded(journal, array, old, new, erase),
+        &array.name,
+    ));
+    steps
+}
+
+fn md_steps(array: &ArraySurvey, old: &MemberReport, new: &Disk, erase: bool) -> Vec<Step> {
     let md = format!("/dev/md/{}", array.name);
     let mut steps = Vec::new();
     if let (MemberState::Failed, Some(part)) = (old.state, &old.partition) {
@@ -295,10 +301,6 @@ fn steps(
     steps.extend(join_steps(array, new, erase));
     steps.push(follow_step(&array.name, &md, "rebuild"));
     steps.push(conf_step());
-    steps.push(record_step(
-        &recorded(journal, array, old, new, erase),
-        &array.name,
-    ));
     steps
 }
 

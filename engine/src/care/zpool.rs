@@ -26,7 +26,7 @@ pub(super) fn survey(
     let mut members: Vec<MemberReport> = array
         .members
         .iter()
-        .map(|m| member_report(&m.disk, inventory, report, &leaves))
+        .map(|m| member_report(&m.disk, inventory, &leaves))
         .collect();
     // A disk zpool lists that the record does not: the new disk of a
     // replace under way, or one added by hand.
@@ -89,12 +89,7 @@ pub(super) fn survey(
 
 /// A recorded disk's state: its leaf in the pool, found by the by-id path
 /// zpool was given (a missing disk's row carries it as "was ...").
-fn member_report(
-    planned: &Disk,
-    inventory: &Inventory,
-    report: Option<&PoolReport>,
-    leaves: &[&Vdev],
-) -> MemberReport {
+fn member_report(planned: &Disk, inventory: &Inventory, leaves: &[&Vdev]) -> MemberReport {
     let found = inventory
         .disks
         .iter()
@@ -107,10 +102,10 @@ fn member_report(
         v.path()
             .is_some_and(|p| paths.contains(&whole_disk_path(p)))
     });
-    let state = match (report, leaf) {
-        (_, Some(leaf)) => leaf_state(leaf, found.is_some()),
-        _ if found.is_none() => MemberState::Missing,
-        _ => MemberState::NotInArray,
+    let state = match leaf {
+        Some(leaf) => leaf_state(leaf, found.is_some()),
+        None if found.is_none() => MemberState::Missing,
+        None => MemberState::NotInArray,
     };
     MemberReport {
         model: planned.model.clone(),
