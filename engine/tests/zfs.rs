@@ -710,7 +710,7 @@ fn a_lost_pool_disk_is_replaced_by_zpool_replace_and_the_resilver_followed() {
 }
 
 #[test]
-fn a_pool_not_imported_is_not_replaced_into_and_grow_names_the_zpool_command() {
+fn a_pool_not_imported_is_neither_replaced_into_nor_grown() {
     let (board, j) = set_up(&admin_only());
     let survey = care::survey(&board.host, &j).unwrap();
     assert!(
@@ -738,12 +738,96 @@ fn a_pool_not_imported_is_not_replaced_into_and_grow_names_the_zpool_command() {
     };
     let err = care::grow(&board.host, &j, &survey, &inventory, &request).unwrap_err();
     assert!(
-        err.to_string()
-            .starts_with("'tank' is raidz1: a ZFS pool grows by a whole vdev")
-            && err.to_string().contains("zpool add")
-            && err.to_string().contains("zpool attach"),
+        err.to_string().starts_with(
+            "the ZFS pool 'tank' is not imported, so zpool cannot add to it: import it (`sudo zpool import tank`)"
+        ),
         "{err}"
     );
+}
+
+/// zpool's status of a healthy pool of `vdevs` two-way mirrors over the
+/// pi5-jmb585 board's disks, numbered from 1 in their by-id names.
+fn mirrors_status(vdevs: usize) -> String {
+    let mut text = "  pool: tank\n state: ONLINE\n  scan: none requested\nconfig:\n\n\tNAME                                              STATE     READ WRITE CKSUM\n\ttank                                              ONLINE       0     0     0\n".to_string();
+    for v in 0..vdevs {
+        text += &format!("\t  mirror-{v}                                        ONLINE       0     0     0\n");
+        for d in [2 * v + 1, 2 * v + 2] {
+            text += &format!("\t    /dev/disk/by-id/wwn-0x50014ee2b000000{d}-part1  ONLINE       0     0     0\n");
+        }
+    }
+    text + "\nerrors: No known data errors\n"
+}
+
+#[test]
+fn a_pool_grows_by_a_whole_vdev_of_its_shape_with_zpool_add() {
+    let text = admin_only()
+        .replace("level = \"raidz1\"", "level = \"mirror\"")
+        .replace("count = 3", "count = 2");
+    let (board, j) = set_up(&text);
+    zfs_answer(&board, "zpool status -P -p tank", &mirrors_status(1));
+    let survey = care::survey(&board.host, &j).unwrap();
+    assert_eq!(survey.arrays[0].cannot_grow(), None);
+    let inventory = board.inventory();
+    let grow = |disks: &[&str], erase: &[&str]| {
+        care::grow(
+            &board.host,
+            &j,
+            &survey,
+            &inventory,
+            &care::GrowRequest {
+                array: "tank".into(),
+                disks: disks.iter().map(|d| d.to_string()).collect(),
+                erase: erase.iter().map(|d| d.to_string()).collect(),
+            },
+        )
+    };
+    let err = grow(&["sdc"], &[]).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "'tank' is 1 mirror vdev(s) of 2 disks, and ZFS grows a pool by whole vdevs: with the same redundancy in each, add 2 disks (or 4), not 1; nothing was changed"
+    );
+    let plan = grow(&["sdc", "sdd"], &[]).unwrap();
+    assert_eq!(plan.title, "Grow 'tank' (mirror) from 2 to 4 disks with sdc, sdd");
+    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["zpool-add:tank:sdc,sdd", "record-members:tank"]);
+    assert_eq!(
+        lines(&plan.steps[0]),
+        [
+            "udevadm settle",
+            "zpool add -o ashift=12 tank mirror /dev/disk/by-id/wwn-0x50014ee2b0000003 /dev/disk/by-id/wwn-0x50014ee2b0000004"
+        ]
+    );
+    assert!(
+        plan.text.starts_with("ZFS adds 1 more mirror vdev(s) beside the pool's 1 vdev(s)"),
+        "{}",
+        plan.text
+    );
+    // After a power cut the add is not run twice: zpool lists the disk.
+    zfs_answer(&board, "zpool status -P tank", &mirrors_status(1));
+    assert_eq!(plan.steps[0].check(&board.host), Check::Pending);
+    zfs_answer(&board, "zpool status -P tank", &mirrors_status(2));
+    assert_eq!(
+        plan.steps[0].check(&board.host),
+        Check::Done("/dev/disk/by-id/wwn-0x50014ee2b0000003 is in the pool tank".into())
+    );
+    let Action::WriteFile { contents, .. } = &plan.steps[1].actions[0] else {
+        panic!("{:?}", plan.steps[1]);
+    };
+    let recorded: Journal = serde_json::from_str(contents).unwrap();
+    let tank = &recorded.plan.arrays[0];
+    let members: Vec<&str> = tank.members.iter().map(|m| m.disk.name.as_str()).collect();
+    assert_eq!(members, ["sda", "sdb", "sdc", "sdd"]);
+    assert_eq!(tank.spec.vdevs, Some(2));
+    // The next survey reads the grown pool from the record: four working.
+    zfs_answer(&board, "zpool status -P -p tank", &mirrors_status(2));
+    let after = care::survey(&board.host, &recorded).unwrap();
+    let states: Vec<String> = after.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.state.to_string())
+        .collect();
+    assert_eq!(states, ["working"; 4]);
+    assert_eq!((after.arrays[0].expected, after.arrays[0].working), (4, 4));
 }
 
 #[test]

@@ -247,6 +247,28 @@ fn a_level_that_cannot_grow_says_why() {
 }
 
 #[test]
+fn a_zfs_pool_grows_by_whole_vdevs_from_the_chosen_disks() {
+    let mut overview = degraded_raid5();
+    overview.arrays[0].degraded = false;
+    overview.arrays[0].working = 3;
+    overview.arrays[0].missing.clear();
+    overview.arrays[0].level = Level::Raidz1;
+    let mut m = Manager::new(overview, "pinas".into(), PLAIN, false);
+    press(&mut m, Enter);
+    assert_eq!(m.screen, ManageScreen::Grow);
+    assert!(
+        screen(&m).contains("ZFS grows a pool by whole vdevs of its shape"),
+        "{}",
+        screen(&m)
+    );
+    press(&mut m, SPACE);
+    let Effect::Plan(ManageAction::Grow { array, disks }) = press(&mut m, Enter) else {
+        panic!("{:?}", m.notice);
+    };
+    assert_eq!((array.as_str(), disks), ("data", vec!["sdd".to_string()]));
+}
+
+#[test]
 fn shares_hand_over_the_whole_new_list() {
     let mut m = manager();
     for _ in 0..2 {

@@ -1,5 +1,6 @@
 //! Growing an array with more disks: raid1 gets more mirrors, raid5 and
-//! raid6 are reshaped onto more members and their filesystem grown after.
+//! raid6 are reshaped onto more members and their filesystem grown after,
+//! a ZFS pool gets whole vdevs of its shape (`zpool::grow`).
 
 use super::replace::{join_steps, usable};
 use super::survey::{cannot_grow, nested_cannot_grow};
@@ -70,6 +71,9 @@ pub fn grow(
             "--erase {stray} names a disk this command does not add"
         ));
     }
+    if array.level.is_zfs() {
+        return super::zpool::grow(journal, array, &new);
+    }
     let count = array.expected + new.len();
     let steps = steps(journal, array, &new, count);
     let names: Vec<&str> = new.iter().map(|(d, _)| d.name.as_str()).collect();
@@ -127,6 +131,12 @@ fn check_growable(array: &ArraySurvey) -> Result<(), CareError> {
     let why = cannot_grow(array.level);
     if let Some(why) = why {
         return refuse(format!("'{}' is {}: {why}", array.name, array.level));
+    }
+    if array.kernel.is_none() && array.level.is_zfs() {
+        return refuse(format!(
+            "the ZFS pool '{}' is not imported, so zpool cannot add to it: import it (`sudo zpool import {0}`), then run grow again",
+            array.name
+        ));
     }
     if array.kernel.is_none() {
         return refuse(format!(
@@ -200,7 +210,7 @@ fn grow_filesystem_step(array: &ArraySurvey, md: &str) -> Step {
         Filesystem::Ext4 => vec!["resize2fs", md],
         Filesystem::Xfs => vec!["xfs_growfs", &array.mount],
         Filesystem::Btrfs => vec!["btrfs", "filesystem", "resize", "max", &array.mount],
-        Filesystem::Zfs => unreachable!("check_growable refuses ZFS levels"),
+        Filesystem::Zfs => unreachable!("a pool grows by zpool::grow"),
     };
     Step {
         id: format!("grow-filesystem:{}", array.name),

@@ -611,13 +611,17 @@ pub fn cannot_grow(level: Level) -> Option<&'static str> {
         Level::Raid10 => Some(
             "whether md can reshape a raid10 depends on its layout and the kernel, and nasforge does not attempt it. Back up the data, then set the array up again with more disks",
         ),
-        Level::Raidz1 | Level::Raidz2 | Level::Raidz3 | Level::Mirror | Level::Stripe => Some(
-            "a ZFS pool grows by a whole vdev of the same shape (`sudo zpool add POOL raidz1 /dev/disk/by-id/...` for a raidz1 pool), a mirror by another disk (`sudo zpool attach POOL EXISTING NEW`), or by replacing every disk with a larger one (`zpool replace`, then `zpool online -e`); not disk by disk as md does, and nasforge does not do it for you",
-        ),
         Level::Pool => Some(
             "a pool takes more disks when they are added to its recipe entry and it is set up again; nasforge does not add a disk to a running pool",
         ),
-        Level::Raid1 | Level::Raid5 | Level::Raid6 => None,
+        Level::Raid1
+        | Level::Raid5
+        | Level::Raid6
+        | Level::Raidz1
+        | Level::Raidz2
+        | Level::Raidz3
+        | Level::Mirror
+        | Level::Stripe => None,
     }
 }
 

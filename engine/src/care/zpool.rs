@@ -2,15 +2,21 @@
 //! each recorded disk's state from `zpool status -P -p` (ZFS keeps no
 //! sysfs tree of its vdevs), and `replace` puts a new disk in a missing or
 //! failed one's place with `zpool replace`, by the new disk's by-id path,
-//! then follows the resilver until ZFS detaches the old disk.
+//! then follows the resilver until ZFS detaches the old disk; `grow` adds
+//! whole vdevs of the pool's shape with `zpool add`.
 
-use super::{ArraySurvey, Candidate, MemberReport, MemberState};
+use super::{ArraySurvey, CareError, CarePlan, Candidate, MemberReport, MemberState};
+use super::{numbered, record_step, refuse};
+use crate::journal::Journal;
 use crate::machine::disks::{Disk, Inventory};
 use crate::machine::md::SyncProgress;
 use crate::machine::zfs_report::{PoolReport, Scan, Vdev, whole_disk_path};
-use crate::planner::ArrayPlan;
+use crate::operation::Kind;
+use crate::planner::{ArrayPlan, Member};
 use crate::size::Size;
-use crate::steps::{Action, CareGuard, Cmd, Guard, Step};
+use crate::spec::Level;
+use crate::steps::{Action, CareGuard, Cmd, Guard, Step, wipe_step};
+use crate::storage::zpool;
 
 /// The survey of the pool `array` from zpool's `report` of it (None when
 /// the pool is not imported), with the other disks as `candidates`.
@@ -168,4 +174,115 @@ pub(super) fn replace_steps(array: &ArraySurvey, old: &MemberReport, new: &Disk)
             always: vec![],
         },
     ]
+}
+
+/// The plan to add `new` (each with whether it is erased first) to the
+/// pool as whole vdevs of the width its vdevs have: a raidz2 of six grows
+/// by six disks at a time (or twelve, two vdevs), a mirror by another
+/// mirror, a stripe by any number of disks.
+pub(super) fn grow(
+    journal: &Journal,
+    array: &ArraySurvey,
+    new: &[(&Disk, bool)],
+) -> Result<CarePlan, CareError> {
+    let pool = &array.name;
+    let Some(planned) = journal.plan.arrays.iter().find(|a| a.spec.name == *pool) else {
+        return refuse(format!("the setup journal has no pool '{pool}'"));
+    };
+    let vdevs = planned.groups();
+    let width = match array.level {
+        Level::Stripe => 1,
+        _ => vdevs.first().map_or(1, Vec::len),
+    };
+    if new.len() % width != 0 {
+        return refuse(format!(
+            "'{pool}' is {} {} vdev(s) of {width} disks, and ZFS grows a pool by whole vdevs: with the same redundancy in each, add {width} disks (or {}), not {}",
+            vdevs.len(),
+            array.level,
+            2 * width,
+            new.len()
+        ));
+    }
+    let groups: Vec<Vec<String>> = new
+        .chunks(width)
+        .map(|c| c.iter().map(|(d, _)| d.stable_path()).collect())
+        .collect();
+    let mut steps: Vec<Step> = new
+        .iter()
+        .filter(|(_, erase)| *erase)
+        .map(|(d, _)| wipe_step(d))
+        .collect();
+    let names: Vec<&str> = new.iter().map(|(d, _)| d.name.as_str()).collect();
+    let added = if array.level == Level::Stripe {
+        format!("{} more disk(s) striped", new.len())
+    } else {
+        format!("{} more {} vdev(s)", groups.len(), array.level)
+    };
+    steps.push(Step {
+        id: format!("zpool-add:{pool}:{}", names.join(",")),
+        title: format!("Add {} to the pool '{pool}' as {added}", names.join(", ")),
+        guard: Guard::Care(CareGuard::InPool {
+            pool: pool.clone(),
+            disk: groups[0][0].clone(),
+        }),
+        actions: vec![
+            Action::Run(Cmd::new(&["udevadm", "settle"])),
+            Action::Run(Cmd::new(&zpool::add(
+                pool,
+                array.level,
+                planned.ashift.unwrap_or(12),
+                &groups,
+            ))),
+        ],
+        always: vec![],
+    });
+    let mut recorded = journal.clone();
+    if let Some(plan) = recorded
+        .plan
+        .arrays
+        .iter_mut()
+        .find(|a| a.spec.name == *pool)
+    {
+        // Spares stay last in the record, as setup lists them.
+        let at = plan.members.iter().position(|m| m.spare).unwrap_or(plan.members.len());
+        plan.members.splice(
+            at..at,
+            new.iter().map(|(disk, erase)| Member {
+                disk: (*disk).clone(),
+                erase: *erase,
+                spare: false,
+                parity: false,
+            }),
+        );
+        if array.level != Level::Stripe {
+            plan.spec.vdevs = Some(vdevs.len() + groups.len());
+        }
+    }
+    steps.push(record_step(&recorded, pool));
+    let mut text = format!(
+        "ZFS adds {added} beside the pool's {} vdev(s): the space is there at once, new writes spread over every vdev, and what is stored stays where it is (no reshape). A vdev added to a pool with raidz cannot be taken out again.\n",
+        vdevs.len()
+    );
+    for (d, erase) in new {
+        if *erase {
+            text += &format!(
+                "{} holds {}: it is ERASED (you named it with --erase).\n",
+                d.name,
+                d.describe_contents()
+            );
+        }
+    }
+    text += &numbered(&steps);
+    let before = planned.active().count();
+    Ok(CarePlan {
+        kind: Kind::Grow,
+        title: format!(
+            "Grow '{pool}' ({}) from {before} to {} disks with {}",
+            array.level,
+            before + new.len(),
+            names.join(", ")
+        ),
+        text,
+        steps,
+    })
 }

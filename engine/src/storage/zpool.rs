@@ -6,7 +6,7 @@
 use crate::machine::disks::Disk;
 use crate::planner::{ArrayPlan, Plan};
 use crate::size::Size;
-use crate::spec::Share;
+use crate::spec::{Level, Share};
 
 /// Where the pools are recorded for `zfs-import-cache.service`, which
 /// imports them at boot from this file alone (no scan of every disk).
@@ -80,6 +80,27 @@ pub fn create(array: &ArrayPlan) -> Vec<String> {
     if !spares.is_empty() {
         argv.push("spare".into());
         argv.extend(spares);
+    }
+    argv
+}
+
+/// `zpool add` of new vdevs to `pool`, each of `level`'s kind over its
+/// disks (by stable path), at the pool's ashift: left to zpool, a new
+/// vdev's would follow what its disks report, and a 512-byte one is slow
+/// for its whole life on 4 KiB disks.
+pub fn add(pool: &str, level: Level, ashift: u8, groups: &[Vec<String>]) -> Vec<String> {
+    let mut argv: Vec<String> = vec![
+        "zpool".into(),
+        "add".into(),
+        "-o".into(),
+        format!("ashift={ashift}"),
+        pool.into(),
+    ];
+    for group in groups {
+        if let Some(kind) = level.zpool_vdev() {
+            argv.push(kind.to_string());
+        }
+        argv.extend(group.iter().cloned());
     }
     argv
 }

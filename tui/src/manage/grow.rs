@@ -1,6 +1,7 @@
 //! Grow an array: disks added as more mirrors (raid1) or by a reshape
-//! (raid5, raid6), then the filesystem grown. A level that cannot grow
-//! this way says why and offers nothing.
+//! (raid5, raid6), then the filesystem grown; a ZFS pool by whole vdevs of
+//! its shape. A level that cannot grow this way says why and offers
+//! nothing.
 
 use super::pick::{self, array};
 use super::{Effect, ManageAction, ManageScreen, Manager};
@@ -58,6 +59,11 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Manager) -> Help {
         ));
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
         return vec![("Esc", "back")];
+    }
+    if a.level.is_zfs() {
+        lines.push(Line::raw(
+            "ZFS grows a pool by whole vdevs of its shape: choose as many disks as one of its vdevs has (any number for a stripe). The review names the zpool add.",
+        ));
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("Choose the disks to add:", m.theme.title()));
