@@ -66,14 +66,21 @@ pub enum RotationalSource {
     Sysfs,
 }
 
-/// Model, serial and WWN: udev's, else what sysfs reports.
+/// Model, serial and WWN: udev's, else what sysfs reports. For a SCSI disk
+/// (a SAS drive: udev's scsi_id named it, `ID_BUS=scsi`) the serial is the
+/// unit serial number of its VPD page 0x80 (`ID_SCSI_SERIAL`), which the
+/// drive's label and smartctl show: udev's `ID_SERIAL_SHORT` for it is the
+/// page 0x83 name, the WWN again.
 pub fn names(sys: &Path, db: &udev::Record) -> (Option<String>, Option<String>, Option<String>) {
     let model = db
         .decoded("ID_MODEL_ENC")
         .or_else(|| db.get("ID_MODEL").map(|m| m.replace('_', " ")))
         .or_else(|| read_trimmed(&sys.join("device/model")));
-    let serial = db
-        .get("ID_SERIAL_SHORT")
+    let scsi_serial = db
+        .get("ID_SCSI_SERIAL")
+        .filter(|_| db.get("ID_BUS") == Some("scsi"));
+    let serial = scsi_serial
+        .or_else(|| db.get("ID_SERIAL_SHORT"))
         .map(str::to_string)
         .or_else(|| read_trimmed(&sys.join("device/serial")));
     let wwn = db
@@ -247,6 +254,24 @@ mod tests {
         assert!(is_pci_address("0001:01:00.0"));
         assert!(!is_pci_address("pci0000:00"));
         assert!(!is_pci_address("ata1"));
+    }
+
+    #[test]
+    fn a_sas_drive_s_serial_is_its_unit_serial_not_its_wwn() {
+        let (_dir, host) = crate::machine::fake_host(&[("/sys/block/sda/size", "8\n")]);
+        let sys = host.path("/sys/block/sda");
+        // As udev's scsi_id reports a SAS drive (and qemu's scsi-hd).
+        let sas = udev::Record::parse(
+            "E:ID_BUS=scsi\nE:ID_SERIAL=35000c500a1b2c3d4\nE:ID_SERIAL_SHORT=5000c500a1b2c3d4\nE:ID_SCSI_SERIAL=ZA1ABCDE\nE:ID_WWN=0x5000c500a1b2c3d4\n",
+        );
+        let (_, serial, wwn) = names(&sys, &sas);
+        assert_eq!(serial.as_deref(), Some("ZA1ABCDE"));
+        assert_eq!(wwn.as_deref(), Some("0x5000c500a1b2c3d4"));
+        // A SATA drive behind the same HBA: ata_id's serial, as on a port.
+        let sata = udev::Record::parse(
+            "E:ID_BUS=ata\nE:ID_SERIAL_SHORT=ZDH1A008\nE:ID_SCSI_SERIAL=ignored\n",
+        );
+        assert_eq!(names(&sys, &sata).1.as_deref(), Some("ZDH1A008"));
     }
 
     /// A MegaRAID in JBOD mode: no `end_device-` in the path, only the
