@@ -205,6 +205,10 @@ fn layout_hook(image: &Path, script: &str) -> Result<String> {
     ))
 }
 
+/// The archive's components the image's sources list: `contrib` is where
+/// Debian ships OpenZFS, `non-free-firmware` the Pi's boot firmware.
+const COMPONENTS: &str = "main,contrib,non-free-firmware";
+
 struct CacheEntry {
     image: PathBuf,
     mirror: String,
@@ -240,7 +244,7 @@ impl DebianBase {
         let packages = self.packages(&layout);
         let key = sha256_hex(
             format!(
-                "{}\n{}\n{mirror}\n{}\n{SETUP_HOOK}\n{ESSENTIAL_HOOK}\n{}",
+                "{}\n{}\n{mirror}\n{COMPONENTS}\n{}\n{SETUP_HOOK}\n{ESSENTIAL_HOOK}\n{}",
                 self.suite,
                 self.arch,
                 packages.join(","),
@@ -303,7 +307,7 @@ impl DebianBase {
         let status = Command::new("mmdebstrap")
             .arg(format!("--arch={}", self.arch))
             .arg("--variant=minbase")
-            .arg("--components=main,non-free-firmware")
+            .arg(format!("--components={COMPONENTS}"))
             .arg(format!("--include={}", packages.join(",")))
             .arg(format!("--setup-hook={SETUP_HOOK}"))
             .arg(format!("--essential-hook={ESSENTIAL_HOOK}"))

@@ -148,7 +148,6 @@ impl Recipe {
                 .iter()
                 .map(|p| at.at_path(&p.path, &p.message)),
         );
-        errs.extend(zfs_problem(&device, model, &at));
 
         if !errs.is_empty() {
             errs.sort_by_key(|e| (e.line, e.col));
@@ -201,22 +200,6 @@ fn name(given: Option<&Spanned<String>>, at: &RecipeText) -> Checked<String> {
         );
     }
     checked(n.get_ref().clone(), errs)
-}
-
-/// nasforge compiles OpenZFS's modules with the arm64 cross toolchain only.
-fn zfs_problem(device: &DeviceRecipe, model: Model, at: &RecipeText) -> Option<Located> {
-    let arch = model.info().arch;
-    let arrays = &device.storage.as_ref()?.arrays;
-    let i = arrays.iter().position(|a| a.is_zfs())?;
-    (arch != "arm64").then(|| {
-        at.at_path(
-            &format!("storage.arrays[{i}].filesystem"),
-            &format!(
-                "nasforge builds ZFS modules for arm64 boards only; board `{model}` is {arch}"
-            ),
-        )
-        .with_help("use an md level (raid6 for many disks) on this board")
-    })
 }
 
 /// `[installer] binary`, which must exist when the recipe is read.
@@ -628,13 +611,10 @@ mod tests {
     }
 
     #[test]
-    fn zfs_on_a_pc_is_refused_until_nasforge_builds_its_modules_there() {
+    fn a_pc_recipe_may_build_a_zfs_pool() {
         let storage = "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"tank\"\nlevel = \"raidz2\"\nfilesystem = \"zfs\"\nmount = \"/srv/tank\"\ndisks = { count = 4 }\n";
         let pc = "[base]\npath = \"x.raw\"\n[board]\nmodel = \"x86-64\"\n";
-        let e = parse(&format!("{pc}{storage}")).unwrap_err();
-        assert!(
-            e.contains("storage.arrays[0].filesystem: nasforge builds ZFS modules for arm64 boards only; board `x86-64` is amd64"),
-            "{e}"
-        );
+        let r = parse(&format!("{pc}{storage}")).unwrap();
+        assert!(crate::zfs::wanted(&r));
     }
 }

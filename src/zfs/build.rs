@@ -32,9 +32,53 @@ use std::time::{Duration, Instant};
 /// not reused.
 const FORMAT: &str = "nasforge-zfs-build 2";
 
-/// The board's architecture in the kernel's and GNU's spelling.
-const ARCH: &str = "arm64";
-const GNU_TRIPLET: &str = "aarch64-linux-gnu";
+/// The board's architecture as Debian, the kernel, GNU and Rust spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    debian: &'static str,
+    kernel: &'static str,
+    triplet: &'static str,
+    rust: &'static str,
+}
+
+impl Target {
+    pub const ARM64: Target = Target {
+        debian: "arm64",
+        kernel: "arm64",
+        triplet: "aarch64-linux-gnu",
+        rust: "aarch64",
+    };
+    pub const AMD64: Target = Target {
+        debian: "amd64",
+        kernel: "x86",
+        triplet: "x86_64-linux-gnu",
+        rust: "x86_64",
+    };
+
+    /// The target for an image's dpkg architecture.
+    pub fn of(debian_arch: &str) -> Result<Target> {
+        [Target::ARM64, Target::AMD64]
+            .into_iter()
+            .find(|t| t.debian == debian_arch)
+            .with_context(|| {
+                format!("nasforge builds ZFS modules for arm64 and amd64 images; this image is {debian_arch}")
+            })
+    }
+
+    fn native(self) -> bool {
+        std::env::consts::ARCH == self.rust
+    }
+
+    /// The prefix of the cross compiler's programs; none when this machine
+    /// is of the board's architecture.
+    fn cross_compile(self) -> String {
+        if self.native() {
+            String::new()
+        } else {
+            format!("{}-", self.triplet)
+        }
+    }
+}
 
 fn say(msg: impl AsRef<str>) {
     eprintln!("{:>10}  {}", "zfs", msg.as_ref());
@@ -95,19 +139,11 @@ impl Modules {
     }
 }
 
-fn cross_compile() -> &'static str {
-    if std::env::consts::ARCH == "aarch64" {
-        ""
-    } else {
-        "aarch64-linux-gnu-"
-    }
-}
-
 /// The cross compiler's own version line: a new compiler is a new build.
-fn compiler_version() -> Result<String> {
-    let cc = format!("{}gcc", cross_compile());
+fn compiler_version(target: Target) -> Result<String> {
+    let cc = format!("{}gcc", target.cross_compile());
     let out = Command::new(&cc).arg("--version").output().with_context(|| {
-        format!("{cc} not found: building ZFS's modules needs the kernel's cross compiler (scripts/setup installs gcc-aarch64-linux-gnu)")
+        format!("{cc} not found: building ZFS's modules needs the kernel's compiler (scripts/setup installs gcc and gcc-aarch64-linux-gnu)")
     })?;
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -119,7 +155,7 @@ fn compiler_version() -> Result<String> {
 /// Against headers the compiler is the one their release has for the
 /// compiler the kernel names, so the headers decide it; a kernel nasforge
 /// built is compiled for with this machine's.
-pub fn cache_key(kernel: &Kernel, zfs: &ZfsSource) -> Result<String> {
+pub fn cache_key(kernel: &Kernel, target: Target, zfs: &ZfsSource) -> Result<String> {
     let mut h = Sha256::new();
     h.update(format!(
         "{FORMAT}\nrelease {}\nzfs {}\n",
@@ -134,7 +170,10 @@ pub fn cache_key(kernel: &Kernel, zfs: &ZfsSource) -> Result<String> {
             }
         }
         Kernel::Tree { key, .. } => {
-            h.update(format!("kernel-build {key}\ncc {}\n", compiler_version()?));
+            h.update(format!(
+                "kernel-build {key}\ncc {}\n",
+                compiler_version(target)?
+            ));
         }
     }
     Ok(hex::encode(h.finalize()))
@@ -151,11 +190,12 @@ fn zfs_dir(cache: &Path) -> PathBuf {
 /// not in the cache key.
 pub fn build(
     kernel: &Kernel,
+    target: Target,
     zfs: &ZfsSource,
     cache: &Path,
     native_tools: &dyn Fn() -> Option<Deb>,
 ) -> Result<Modules> {
-    let key = cache_key(kernel, zfs)?;
+    let key = cache_key(kernel, target, zfs)?;
     let builds = zfs_dir(cache).join("builds");
     let done = builds.join(&key);
     let _lock = Lock::take(&builds.join(format!("{key}.lock")))?;
@@ -171,7 +211,7 @@ pub fn build(
             "kbuild tools from {} {} for {} (this machine), not the board's through qemu-user",
             t.package, t.version, t.architecture
         )),
-        None if matches!(kernel, Kernel::Headers { .. }) => check_foreign_tools()?,
+        None if matches!(kernel, Kernel::Headers { .. }) => check_foreign_tools(target)?,
         None => {}
     }
     let start = Instant::now();
@@ -203,7 +243,7 @@ pub fn build(
     let (configured, files) = match kernel {
         Kernel::Tree {
             source, objects, ..
-        } => compile_here(source, objects, &src, &staging, &mut log, jobs)?,
+        } => compile_here(target, source, objects, &src, &staging, &mut log, jobs)?,
         Kernel::Headers {
             release,
             debs,
@@ -212,6 +252,7 @@ pub fn build(
         } => {
             let build = ReleaseBuild {
                 release,
+                target,
                 headers: debs,
                 native_tools: tools.as_ref(),
                 suite,
@@ -275,14 +316,14 @@ fn open(done: &Path) -> Result<Option<Modules>> {
     Ok(Some(m))
 }
 
-/// `program` in `dir` with the kernel's make variables for an arm64 module
-/// build, and no debug info: the board does not debug ZFS with gdb, and
-/// without `-g` the compile is faster and zfs.ko a tenth of the size.
-fn kernel_command(program: &str, dir: &Path) -> Command {
+/// `program` in `dir` with the kernel's make variables for a module build
+/// for the board, and no debug info: the board does not debug ZFS with gdb,
+/// and without `-g` the compile is faster and zfs.ko a tenth of the size.
+fn kernel_command(target: Target, program: &str, dir: &Path) -> Command {
     let mut cmd = Command::new(program);
     cmd.current_dir(dir)
-        .env("ARCH", ARCH)
-        .env("CROSS_COMPILE", cross_compile())
+        .env("ARCH", target.kernel)
+        .env("CROSS_COMPILE", target.cross_compile())
         .env("KCFLAGS", "-g0")
         .env("LC_ALL", "C")
         .stdin(Stdio::null());
@@ -291,15 +332,16 @@ fn kernel_command(program: &str, dir: &Path) -> Command {
 
 /// The kbuild programs in a headers package are built for the board:
 /// here they run only through qemu-user's binfmt_misc registration.
-fn check_foreign_tools() -> Result<()> {
-    if std::env::consts::ARCH == "aarch64" {
+fn check_foreign_tools(target: Target) -> Result<()> {
+    if target.native() {
         return Ok(());
     }
-    let entry = Path::new("/proc/sys/fs/binfmt_misc/qemu-aarch64");
-    let enabled = fs::read_to_string(entry).is_ok_and(|t| t.starts_with("enabled"));
+    let entry = Path::new("/proc/sys/fs/binfmt_misc").join(format!("qemu-{}", target.rust));
+    let enabled = fs::read_to_string(&entry).is_ok_and(|t| t.starts_with("enabled"));
     if !enabled {
         bail!(
-            "building ZFS against the board's kernel headers runs their arm64 build tools (fixdep, modpost) through qemu-user, but {} is not registered: install qemu-user-static and register it (scripts/setup does both)",
+            "building ZFS against the board's kernel headers runs their {} build tools (fixdep, modpost) through qemu-user, but {} is not registered: install qemu-user-static and register it (scripts/setup does both)",
+            target.debian,
             entry.display()
         );
     }
@@ -309,6 +351,7 @@ fn check_foreign_tools() -> Result<()> {
 /// `configure` and `make` here, against a kernel tree nasforge built with
 /// this machine's cross compiler; the modules stripped into `staging`.
 fn compile_here(
+    target: Target,
     source: &Path,
     objects: &Path,
     src: &Path,
@@ -317,21 +360,21 @@ fn compile_here(
     jobs: usize,
 ) -> Result<(Option<Duration>, Vec<String>)> {
     let start = Instant::now();
-    let mut configure = kernel_command("./configure", src);
+    let mut configure = kernel_command(target, "./configure", src);
     configure
         .arg("--with-config=kernel")
         .arg(format!("--with-linux={}", source.display()))
         .arg(format!("--with-linux-obj={}", objects.display()))
         .env("TEST_JOBS", jobs.to_string());
-    if !cross_compile().is_empty() {
-        configure.arg(format!("--host={GNU_TRIPLET}"));
+    if !target.native() {
+        configure.arg(format!("--host={}", target.triplet));
     }
     log.run("configuring against the kernel", configure, None)?;
     let configured = start.elapsed();
-    let mut make = kernel_command("make", src);
+    let mut make = kernel_command(target, "make", src);
     make.args(["-C", "module", &format!("-j{jobs}")]);
     log.run("compiling", make, None)?;
-    let files = collect(&src.join("module"), &staging.join("modules"))?;
+    let files = collect(target, &src.join("module"), &staging.join("modules"))?;
     Ok((Some(configured), files))
 }
 
@@ -339,6 +382,7 @@ fn compile_here(
 /// root of its Debian release.
 struct ReleaseBuild<'a> {
     release: &'a str,
+    target: Target,
     /// Unpacked into the root at the paths the board has them.
     headers: &'a [Deb],
     /// The headers' kbuild package for this machine, installed in the root
@@ -397,16 +441,21 @@ impl ReleaseBuild<'_> {
                 self.release
             )
         })?;
-        let (package, prefix) = compiler_package(&compiler);
+        let (package, prefix) = compiler_package(self.target, &compiler);
+        let arch = self.target.debian;
         say(format!(
             "compiling with {package} of Debian {}, as kernel {} was (in a throwaway root made with mmdebstrap)",
             self.suite, self.release
         ));
         let mut include = vec!["make".to_string(), package];
         let mut architectures = vec![];
-        if !prefix.is_empty() {
-            include.push(format!("libc6-dev-{ARCH}-cross"));
-        }
+        // configure's first check links a program: the C library's headers
+        // and startup files, of the board's architecture.
+        include.push(if prefix.is_empty() {
+            "libc6-dev".to_string()
+        } else {
+            format!("libc6-dev-{arch}-cross")
+        });
         match self.native_tools {
             Some(tools) => include.push(tools.package.clone()),
             None => {
@@ -420,18 +469,18 @@ impl ReleaseBuild<'_> {
                     include.extend(
                         depends(&d.stanza)
                             .into_iter()
-                            .map(|p| format!("{p}:{ARCH}")),
+                            .map(|p| format!("{p}:{arch}")),
                     );
                 }
                 if !prefix.is_empty() {
-                    architectures.push(format!("--architectures=native,{ARCH}"));
+                    architectures.push(format!("--architectures=native,{arch}"));
                 }
             }
         }
         let host = if prefix.is_empty() {
             String::new()
         } else {
-            format!(" --host={GNU_TRIPLET}")
+            format!(" --host={}", self.target.triplet)
         };
         let debs: Vec<String> = unpacked
             .iter()
@@ -444,13 +493,18 @@ impl ReleaseBuild<'_> {
             shell_quote(CONFIGURED),
             self.jobs
         );
+        // The headers go in as tar files through the root's /lib and /bin
+        // links: bookworm's headers ship ./lib/modules, which `dpkg-deb -x`
+        // would make a directory in place of merged /usr's `lib` link,
+        // leaving the root's programs without their libraries.
         // With debug info, unlike a build against nasforge's own kernel:
         // Debian's kernels give every module BTF (DEBUG_INFO_BTF_MODULES),
         // which pahole makes from it; the strip afterwards keeps the BTF.
         let hook = format!(
-            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb -x \"$deb\" \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nif ! chroot \"$root\" env ARCH={ARCH} CROSS_COMPILE={prefix} CC={} LC_ALL=C TEST_JOBS={} sh -c {}; then for f in config.log build/build.log; do [ -f \"$root/nasforge/zfs/$f\" ] && echo \"### $f\" && tail -n 40 \"$root/nasforge/zfs/$f\"; done; exit 1; fi\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
+            "set -eu\nroot=\"$1\"\nfor deb in {}; do dpkg-deb --fsys-tarfile \"$deb\" | tar -x --keep-directory-symlink -C \"$root\"; done\nmkdir -p \"$root/nasforge\"\ncp -a {} \"$root/nasforge/zfs\"\nif ! chroot \"$root\" env ARCH={} CROSS_COMPILE={prefix} CC={} LC_ALL=C TEST_JOBS={} sh -c {}; then for f in config.log build/build.log; do [ -f \"$root/nasforge/zfs/$f\" ] && echo \"### $f\" && tail -n 40 \"$root/nasforge/zfs/$f\"; done; exit 1; fi\nfind \"$root/nasforge/zfs/module\" -name '*.ko' -exec cp {{}} {} \\;\n",
             debs.join(" "),
             shell_quote(&src.display().to_string()),
+            self.target.kernel,
             shell_quote(&compiler),
             self.jobs,
             shell_quote(&inner),
@@ -513,17 +567,19 @@ fn kernel_compiler(config: &str) -> Option<String> {
 }
 
 /// The Debian package with that compiler for this machine, and the prefix
-/// its programs carry: `gcc-14-aarch64-linux-gnu` and `aarch64-linux-gnu-`
-/// on another architecture, `gcc-14` and none on arm64.
-fn compiler_package(compiler: &str) -> (String, &'static str) {
+/// its programs carry: for an arm64 board `gcc-14-aarch64-linux-gnu` and
+/// `aarch64-linux-gnu-` on another architecture, `gcc-14` and none on arm64.
+fn compiler_package(target: Target, compiler: &str) -> (String, String) {
     let name = compiler
-        .strip_prefix(&format!("{GNU_TRIPLET}-"))
+        .strip_prefix(&format!("{}-", target.triplet))
         .unwrap_or(compiler);
-    let prefix = cross_compile();
+    let prefix = target.cross_compile();
     if prefix.is_empty() {
         (name.to_string(), prefix)
     } else {
-        (format!("{name}-{GNU_TRIPLET}"), prefix)
+        // Debian's cross compilers spell the triplet with `-` for `_`:
+        // gcc-12-x86-64-linux-gnu.
+        (format!("{name}-{}", target.triplet.replace('_', "-")), prefix)
     }
 }
 
@@ -610,7 +666,7 @@ fn unpack_zfs(zfs: &ZfsSource, work: &Path) -> Result<PathBuf> {
 }
 
 /// Every .ko the build made, stripped of debug sections into `to`.
-fn collect(module: &Path, to: &Path) -> Result<Vec<String>> {
+fn collect(target: Target, module: &Path, to: &Path) -> Result<Vec<String>> {
     let mut found = Vec::new();
     let mut stack = vec![module.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -627,7 +683,7 @@ fn collect(module: &Path, to: &Path) -> Result<Vec<String>> {
         bail!("the build made no zfs.ko under {}", module.display());
     }
     found.sort();
-    let strip = format!("{}strip", cross_compile());
+    let strip = format!("{}strip", target.cross_compile());
     let mut names = Vec::new();
     for p in found {
         let name = p
@@ -725,6 +781,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_board_of_another_architecture_is_named_in_the_error() {
+        assert_eq!(Target::of("amd64").unwrap(), Target::AMD64);
+        assert_eq!(Target::of("arm64").unwrap().kernel, "arm64");
+        let e = Target::of("armhf").unwrap_err().to_string();
+        assert!(e.contains("arm64 and amd64") && e.contains("armhf"), "{e}");
+    }
+
+    #[test]
     fn a_stanzas_depends_are_package_names() {
         let stanza = "Package: linux-kbuild-6.12.117+deb13\nDepends: libc6 (>= 2.38), libelf1t64 (>= 0.144), libssl3t64 (>= 3.0.0) | libssl3, zlib1g:any, pahole\nDescription: x\n";
         assert_eq!(
@@ -740,14 +804,25 @@ mod tests {
             kernel_compiler(trixie).as_deref(),
             Some("aarch64-linux-gnu-gcc-14")
         );
-        let (package, prefix) = compiler_package("aarch64-linux-gnu-gcc-14");
-        if cross_compile().is_empty() {
-            assert_eq!((package.as_str(), prefix), ("gcc-14", ""));
-        } else {
-            assert_eq!(
-                (package.as_str(), prefix),
-                ("gcc-14-aarch64-linux-gnu", "aarch64-linux-gnu-")
-            );
+        let arm64 = compiler_package(Target::ARM64, "aarch64-linux-gnu-gcc-14");
+        let amd64 = compiler_package(Target::AMD64, "x86_64-linux-gnu-gcc-12");
+        let cross = |name: &str, triplet: &str| {
+            (
+                format!("{name}-{}", triplet.replace('_', "-")),
+                format!("{triplet}-"),
+            )
+        };
+        let native = |name: &str| (name.to_string(), String::new());
+        match std::env::consts::ARCH {
+            "x86_64" => {
+                assert_eq!(arm64, cross("gcc-14", "aarch64-linux-gnu"));
+                assert_eq!(amd64, native("gcc-12"));
+            }
+            "aarch64" => {
+                assert_eq!(arm64, native("gcc-14"));
+                assert_eq!(amd64, cross("gcc-12", "x86_64-linux-gnu"));
+            }
+            other => panic!("no ZFS builds on {other}"),
         }
         assert_eq!(
             kernel_compiler("CONFIG_CC_VERSION_TEXT=\"clang version 19\"\n"),
