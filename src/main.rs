@@ -87,7 +87,7 @@ enum Command {
     /// q35 PC with UEFI firmware (Debian's ovmf), its own GRUB and kernel; its
     /// data disks hang off up to four AHCI controllers, up to 24 SATA disks.
     #[command(
-        after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G\n  nasforge emulate out/x86-15-drive-raid6.img --disks 15x2G"
+        after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G\n  nasforge emulate out/x86-15-drive-raid6.img --disks 15x2G\n  nasforge emulate out/x86-15-drive-raidz2.img --sas-disks 15x2G"
     )]
     Emulate(nasforge::emulate::Options),
     /// Kernels: build the one a recipe's `[kernel] build` describes.

@@ -306,6 +306,24 @@ fn emulate_explains_what_it_cannot_boot() {
         "{}",
         r.stderr
     );
+
+    let disk = dir.path().join("sas-a.img");
+    std::fs::File::create(&disk).unwrap().set_len(1 << 20).unwrap();
+    let r = nasforge(
+        &[
+            "emulate",
+            img.to_str().unwrap(),
+            "--sas-disk",
+            disk.to_str().unwrap(),
+        ],
+        dir.path(),
+        dir.path(),
+    );
+    assert!(
+        r.status == 1 && r.stderr.contains("--sas-disk and --sas-disks need the emulated PC"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// `password_hash` and `root_password_hash` take only what crypt(5) allows

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Bus {
     Sata,
+    /// Behind the PC's emulated LSI SAS HBAs (`pc::sas_device`).
+    Sas,
     UsbStorage,
     Uas,
 }
@@ -18,6 +20,7 @@ impl Bus {
     pub(super) fn label(self) -> &'static str {
         match self {
             Bus::Sata => "sata",
+            Bus::Sas => "sas",
             Bus::UsbStorage => "usb",
             Bus::Uas => "uas",
         }
@@ -28,22 +31,39 @@ impl Bus {
 /// then the existing images named; nothing is created when one of those
 /// is missing.
 pub(super) fn sata_disks(opts: &Options, workdir: &Path) -> Result<Vec<PathBuf>> {
-    for d in &opts.disks {
+    let mut disks = blank(opts.blank, "sata", opts, workdir)?;
+    disks.extend(opts.disks.iter().cloned());
+    Ok(disks)
+}
+
+/// The blank SAS disks (`--sas-disks`), then the images named (`--sas-disk`).
+pub(super) fn sas_disks(opts: &Options, workdir: &Path) -> Result<Vec<PathBuf>> {
+    let mut disks = blank(opts.sas_blank, "sas", opts, workdir)?;
+    disks.extend(opts.sas_disks.iter().cloned());
+    Ok(disks)
+}
+
+fn blank(
+    asked: Option<(usize, u64)>,
+    prefix: &str,
+    opts: &Options,
+    workdir: &Path,
+) -> Result<Vec<PathBuf>> {
+    for d in opts.disks.iter().chain(&opts.sas_disks) {
         if !d.is_file() {
             bail!("disk image {} does not exist", d.display());
         }
     }
     let mut disks = Vec::new();
-    if let Some((count, size)) = opts.blank {
+    if let Some((count, size)) = asked {
         for i in 0..count {
-            let p = workdir.join(format!("sata{i}.img"));
+            let p = workdir.join(format!("{prefix}{i}.img"));
             if opts.fresh || !p.exists() {
                 std::fs::File::create(&p)?.set_len(size)?;
             }
             disks.push(p);
         }
     }
-    disks.extend(opts.disks.iter().cloned());
     Ok(disks)
 }
 

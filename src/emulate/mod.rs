@@ -16,7 +16,7 @@ mod standin;
 use crate::image::Image;
 use crate::size::human;
 use anyhow::{Context, Result, bail};
-use disks::{Bus, USB_PORTS, parse_disks, sata_disks, with_serials};
+use disks::{Bus, USB_PORTS, parse_disks, sas_disks, sata_disks, with_serials};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -47,6 +47,16 @@ pub struct Options {
     /// driver (repeatable)
     #[arg(long = "uas-disk", value_name = "FILE")]
     pub uas_disks: Vec<PathBuf>,
+    /// An existing disk image to attach behind an LSI SAS1068 HBA
+    /// (qemu's mptsas1068, the guest's `mptsas` driver), eight disks to
+    /// each HBA, on the emulated PC only (repeatable; serial as for --disk,
+    /// the board names it /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_SERIAL)
+    #[arg(long = "sas-disk", value_name = "FILE")]
+    pub sas_disks: Vec<PathBuf>,
+    /// Blank disks to attach behind the PC's SAS HBAs, COUNTxSIZE (as
+    /// --disks; the emulated PC only)
+    #[arg(long = "sas-disks", value_name = "COUNTxSIZE", value_parser = parse_disks)]
+    pub sas_blank: Option<(usize, u64)>,
     /// Where blank disks and the kernel go [default: IMAGE.emulate/]
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -162,6 +172,19 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
     if sata > max {
         bail!("{sata} SATA disks asked for, but {what} {max} ports: {fix}");
     }
+    let sas = opts.sas_blank.map_or(0, |(n, _)| n) + opts.sas_disks.len();
+    if sas > 0 && !is_pc {
+        bail!(
+            "--sas-disk and --sas-disks need the emulated PC: the emulated arm64 board has no SAS HBA (build for `model = \"x86-64\"`, or attach the disks with --disk)"
+        );
+    }
+    if sas > pc::MAX_SAS_DISKS {
+        bail!(
+            "{sas} SAS disks asked for, but the emulated PC's {} SAS HBAs take {}: attach the rest with --disk",
+            pc::SAS_HBAS,
+            pc::MAX_SAS_DISKS
+        );
+    }
     if Command::new(qemu)
         .arg("--version")
         .stdout(Stdio::null())
@@ -196,6 +219,7 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
         .into_iter()
         .map(|d| (d, Bus::Sata))
         .collect();
+    all.extend(sas_disks(opts, &workdir)?.into_iter().map(|d| (d, Bus::Sas)));
     for (files, bus) in [
         (&opts.usb_disks, Bus::UsbStorage),
         (&opts.uas_disks, Bus::Uas),
@@ -208,7 +232,10 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
         }
     }
     // The last free port would get qemu's hub (see qemu_command).
-    let usb = all.iter().filter(|(_, b)| *b != Bus::Sata).count();
+    let usb = all
+        .iter()
+        .filter(|(_, b)| matches!(b, Bus::UsbStorage | Bus::Uas))
+        .count();
     if usb >= USB_PORTS {
         bail!(
             "{usb} USB disks asked for, but the emulated xHCI controller takes {} without a hub",
@@ -254,7 +281,10 @@ fn qemu_command(
         Machine::Board(boot) => board::machine_args(&mut cmd, boot, overlay),
         Machine::Pc(firmware) => pc::machine_args(&mut cmd, firmware, overlay, sata),
     }
-    if disks.iter().any(|(_, _, bus)| *bus != Bus::Sata) {
+    if disks
+        .iter()
+        .any(|(_, _, bus)| matches!(bus, Bus::UsbStorage | Bus::Uas))
+    {
         // qemu's xHCI has four ports unless told otherwise, and when one
         // is left qemu plugs a full-speed hub into it: a fourth disk lands
         // behind that hub, where a UAS disk cannot attach.
@@ -264,6 +294,7 @@ fn qemu_command(
         ]);
     }
     let mut port = 0;
+    let mut sas = 0;
     for (i, (d, serial, bus)) in disks.iter().enumerate() {
         cmd.arg("-drive")
             .arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
@@ -274,6 +305,13 @@ fn qemu_command(
                     "ide-hd,drive=d{i},bus={},serial={serial}",
                     machine.sata_bus(port - 1)
                 )
+            }
+            Bus::Sas => {
+                if let Some(hba) = pc::sas_hba(sas) {
+                    cmd.arg("-device").arg(hba);
+                }
+                sas += 1;
+                pc::sas_device(sas - 1, i, serial)
             }
             Bus::UsbStorage => format!("usb-storage,bus=xhci.0,drive=d{i},serial={serial}"),
             Bus::Uas => {
@@ -368,7 +406,7 @@ fn print_banner(
             boot.version
         );
     }
-    for bus in [Bus::Sata, Bus::UsbStorage, Bus::Uas] {
+    for bus in [Bus::Sata, Bus::Sas, Bus::UsbStorage, Bus::Uas] {
         for (i, (d, serial, _)) in disks.iter().filter(|(_, _, b)| *b == bus).enumerate() {
             let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
             println!(
@@ -450,6 +488,8 @@ mod tests {
             disks: vec![],
             usb_disks: vec![],
             uas_disks: vec![],
+            sas_disks: vec![],
+            sas_blank: None,
             workdir: None,
             memory_mib: 2048,
             cpus: 2,

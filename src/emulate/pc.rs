@@ -4,10 +4,10 @@
 //! reads its own grub.cfg, so the kernel arguments are the image's.
 //!
 //! Data disks go on AHCI controllers of six ports each: q35's own (00:1f.2)
-//! and as many more `ich9-ahci` as the disks need. qemu's emulated SAS HBAs
-//! (mptsas1068, megasas) come up in the guest but show it no disks, so a SAS
-//! HBA's many disks are stood in for by several SATA controllers, which the
-//! guest sees and groups the same way.
+//! and as many more `ich9-ahci` as the disks need, or (`--sas-disk`) behind
+//! LSI SAS1068 HBAs, qemu's `mptsas1068`, eight to an HBA as on the real
+//! card: the guest's `mptsas` driver puts each disk under a SAS port and
+//! end device in sysfs, as mpt3sas does on a PC with an LSI 9211 or 9300.
 
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,36 @@ const PORTS: usize = 6;
 const CONTROLLERS: usize = 4;
 
 pub const MAX_DISKS: usize = PORTS * CONTROLLERS;
+
+/// Phys on qemu's SAS1068: the guest asks for eight devices and no more (a
+/// ninth on the bus is never seen).
+const SAS_PORTS: usize = 8;
+
+pub const SAS_HBAS: usize = 4;
+
+pub const MAX_SAS_DISKS: usize = SAS_PORTS * SAS_HBAS;
+
+/// The HBA the `k`th SAS disk starts, when it is the first on it.
+pub(super) fn sas_hba(k: usize) -> Option<String> {
+    (k % SAS_PORTS == 0).then(|| format!("mptsas1068,id=sas{}", k / SAS_PORTS))
+}
+
+/// The `k`th SAS disk, drive `d{drive}`. qemu's mptsas reports a disk's
+/// `wwn` as its SAS address (hw/scsi/mptconfig.c), and the guest makes no
+/// end device, so no disk, for address 0, qemu's default: each disk gets
+/// one, a locally assigned name (NAA 3) made from its serial so that it
+/// stays with the disk when others are left out.
+pub(super) fn sas_device(k: usize, drive: usize, serial: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(serial.as_bytes());
+    let low = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes")) & ((1 << 60) - 1);
+    format!(
+        "scsi-hd,bus=sas{}.0,scsi-id={},drive=d{drive},serial={serial},wwn={:#018x}",
+        k / SAS_PORTS,
+        k % SAS_PORTS,
+        (3u64 << 60) | low
+    )
+}
 
 /// Debian's `ovmf`: the firmware's code (read-only) and the template of its
 /// variable store, whose copy is the PC's NVRAM.
@@ -126,6 +156,23 @@ mod tests {
             line.contains("virtio-blk-pci,drive=root,bootindex=0"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn eight_sas_disks_to_an_hba_each_with_an_address_that_follows_its_serial() {
+        let hbas: Vec<String> = (0..15).filter_map(sas_hba).collect();
+        assert_eq!(hbas, ["mptsas1068,id=sas0", "mptsas1068,id=sas1"]);
+        let first = sas_device(0, 3, "member00");
+        assert!(
+            first.starts_with("scsi-hd,bus=sas0.0,scsi-id=0,drive=d3,serial=member00,wwn=0x3"),
+            "{first}"
+        );
+        let ninth = sas_device(8, 11, "member08");
+        assert!(ninth.starts_with("scsi-hd,bus=sas1.0,scsi-id=0,drive=d11,"), "{ninth}");
+        let wwn = |d: &str| d.rsplit_once("wwn=").unwrap().1.to_string();
+        assert_eq!(wwn(&first).len(), 18);
+        assert_eq!(wwn(&sas_device(5, 0, "member00")), wwn(&first));
+        assert_ne!(wwn(&ninth), wwn(&first));
     }
 
     #[test]

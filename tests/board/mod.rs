@@ -66,13 +66,16 @@ impl Board {
             .arg(&log);
         cmd.arg("--workdir").arg(dir.join("emulate"));
         // The file name says the bus: usb-* on usb-storage, uas-* on
-        // usb-uas (tests/usb), anything else on a SATA port.
+        // usb-uas (tests/usb), sas-* behind the PC's SAS HBAs, anything
+        // else on a SATA port.
         for d in disks {
             let name = d.file_name().unwrap().to_string_lossy();
             let flag = if name.starts_with("usb-") {
                 "--usb-disk"
             } else if name.starts_with("uas-") {
                 "--uas-disk"
+            } else if name.starts_with("sas-") {
+                "--sas-disk"
             } else {
                 "--disk"
             };
