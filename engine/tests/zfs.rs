@@ -886,7 +886,7 @@ fn the_status_shows_the_pool_its_scrub_errors_and_datasets() {
     let text = status.render();
     assert!(
         text.contains(
-            "ZFS pools:\n  tank (/srv/tank): DEGRADED, 1 GB of 12 TB allocated, 12 TB free\n    scrub in progress 23% (since Sun Nov 29 03:00:01 2026)\n    raidz1-0: DEGRADED\n    sdb (WDC WD40EFRX-68N32N0, serial WD-WCC7K0000002): UNAVAIL, was /dev/disk/by-id/wwn-0x50014ee2b0000002-part1\n    errors: No known data errors\n    share 'media' (tank/media): 1 GB used of a 100GiB quota\n    share 'backup' (tank/backup): 98.3 KB used\n"
+            "ZFS pools:\n  tank (/srv/tank): DEGRADED, 1 GB of 12 TB allocated, 12 TB free\n    scrub in progress 23% (since Sun Nov 29 03:00:01 2026)\n    raidz1-0: DEGRADED\n    the disk that was sdb (WDC WD40EFRX-68N32N0, serial WD-WCC7K0000002): UNAVAIL, was /dev/disk/by-id/wwn-0x50014ee2b0000002-part1\n    errors: No known data errors\n    share 'media' (tank/media): 1 GB used of a 100GiB quota\n    share 'backup' (tank/backup): 98.3 KB used\n"
         ),
         "{text}"
     );

@@ -144,7 +144,11 @@ pub fn problems(report: &PoolReport, members: &[&Disk]) -> Vec<String> {
         if v.state == "ONLINE" && !errors {
             continue;
         }
+        // A disk zpool cannot open is named as it was at setup: its
+        // kernel name may be another disk's now.
+        let gone = v.note.as_deref().is_some_and(|n| n.starts_with("was "));
         let who = match v.path() {
+            Some(path) if gone => format!("the disk that was {}", disk_words(path, members)),
             Some(path) => disk_words(path, members),
             None => v.name.clone(),
         };

@@ -84,7 +84,7 @@ fn a_missing_disk_is_named_by_its_last_path_and_the_planned_disk() {
         problems(&r, &[&disk]),
         [
             "raidz1-0: DEGRADED",
-            "sdb (WDC WD40EFRX-68N32N0, serial WD-WCC7K0000002): UNAVAIL, was /dev/disk/by-id/wwn-0x50014ee2b0000002-part1"
+            "the disk that was sdb (WDC WD40EFRX-68N32N0, serial WD-WCC7K0000002): UNAVAIL, was /dev/disk/by-id/wwn-0x50014ee2b0000002-part1"
         ]
     );
 }
