@@ -256,6 +256,31 @@ impl Drop for Board {
     }
 }
 
+/// A command's output as root, without sudo's password prompt in it.
+pub fn sudo(board: &Board, key: &Path, command: &str) -> String {
+    let (ok, out) = board.ssh(key, &format!("sudo -S sh -c '{command}'"));
+    assert!(ok, "{command}:\n{out}");
+    out.replace("[sudo] password for admin: ", "")
+}
+
+/// A scrub of `pool` to its end, which must repair nothing and find no
+/// errors with the pool in `state`; zpool's status after it.
+pub fn clean_scrub(board: &Board, key: &Path, pool: &str, state: &str) -> String {
+    let scrub = sudo(
+        board,
+        key,
+        &format!("zpool wait -t resilver {pool}; zpool scrub -w {pool} && zpool status -P {pool}"),
+    );
+    assert!(
+        scrub.contains(&format!("state: {state}"))
+            && scrub.contains("scrub repaired 0B")
+            && scrub.contains("with 0 errors")
+            && scrub.contains("errors: No known data errors"),
+        "{scrub}"
+    );
+    scrub
+}
+
 pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")

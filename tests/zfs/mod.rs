@@ -9,7 +9,7 @@
 //! In that boot, `nasforge-setup replace` puts a blank disk in the lost
 //! member's place (`zpool replace`, the resilver followed).
 
-use super::{Board, smbclient};
+use super::{Board, clean_scrub, smbclient, sudo};
 use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -75,13 +75,6 @@ fn timed_roundtrip(board: &Board, dir: &Path, share: &str, payload: &Path) -> (f
     let read = t.elapsed().as_secs_f64();
     assert!(get.status.success(), "get from {share}:\n{}", printed(&get));
     (write, read, sha256_file(&back))
-}
-
-/// A command's output as root, without sudo's password prompt in it.
-fn sudo(board: &Board, key: &Path, command: &str) -> String {
-    let (ok, out) = board.ssh(key, &format!("sudo -S sh -c '{command}'"));
-    assert!(ok, "{command}:\n{out}");
-    out.replace("[sudo] password for admin: ", "")
 }
 
 /// After setup: the staged modules are the tools' version, the pool is
@@ -182,14 +175,7 @@ pub fn check_degraded(board: &Board, key: &Path, dir: &Path, want: &str) {
         want,
         "the file on the degraded pool"
     );
-    let scrub = sudo(board, key, "zpool scrub -w tank && zpool status tank");
-    assert!(
-        scrub.contains("state: DEGRADED")
-            && scrub.contains("scrub repaired 0B")
-            && scrub.contains("with 0 errors")
-            && scrub.contains("errors: No known data errors"),
-        "{scrub}"
-    );
+    clean_scrub(board, key, "tank", "DEGRADED");
     let status = sudo(board, key, "nasforge-setup status");
     eprintln!("e2e: nasforge-setup status with a pool member missing:\n{status}");
     let tank = status

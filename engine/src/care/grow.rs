@@ -90,15 +90,7 @@ pub fn grow(
     } else {
         text += "md reshapes the array onto the new disks (the data stays readable meanwhile, a power cut resumes it), then the filesystem is grown.\n";
     }
-    for (d, erase) in &new {
-        if *erase {
-            text += &format!(
-                "{} holds {}: it is ERASED (you named it with --erase).\n",
-                d.name,
-                d.describe_contents()
-            );
-        }
-    }
+    text += &super::erase_notes(&new);
     text += &numbered(&steps);
     Ok(CarePlan {
         kind: Kind::Grow,

@@ -21,7 +21,7 @@ pub use survey::{
 pub use survey::{cannot_grow, nested_cannot_grow};
 
 use crate::journal::{self, Journal, JournalError};
-use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
+use crate::machine::disks::{self, Disk, DiscoveryError, Host, Inventory};
 use crate::machine::md::MdState;
 use crate::machine::zfs;
 use crate::machine::zfs_report::parse_zpool_status;
@@ -59,6 +59,20 @@ pub enum CareError {
 
 fn refuse<T>(why: impl Into<String>) -> Result<T, CareError> {
     Err(CareError::Refused(why.into()))
+}
+
+/// The review's line for each disk that is erased first.
+fn erase_notes(new: &[(&Disk, bool)]) -> String {
+    new.iter()
+        .filter(|(_, erase)| *erase)
+        .map(|(d, _)| {
+            format!(
+                "{} holds {}: it is ERASED (you named it with --erase).\n",
+                d.name,
+                d.describe_contents()
+            )
+        })
+        .collect()
 }
 
 /// A replace or grow as it is shown before anything runs, and its steps.

@@ -136,13 +136,7 @@ pub(super) fn replace(
         "The files come back as they were at the last sync; files changed since on '{}' are lost.\n",
         old.name
     );
-    if erased {
-        text += &format!(
-            "{} holds {}: it is ERASED (you named it with --erase).\n",
-            new.name,
-            new.describe_contents()
-        );
-    }
+    text += &super::erase_notes(&[(new, erased)]);
     text += &numbered(&steps);
     Ok(CarePlan {
         kind: Kind::Replace,

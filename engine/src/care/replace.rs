@@ -98,13 +98,7 @@ pub fn replace(
             new.name
         );
     }
-    if erase {
-        text += &format!(
-            "{} holds {}: it is ERASED (you named it with --erase).\n",
-            new.name,
-            new.describe_contents()
-        );
-    }
+    text += &super::erase_notes(&[(new, erase)]);
     text += &super::numbered(&steps);
     Ok(CarePlan {
         kind: Kind::Replace,

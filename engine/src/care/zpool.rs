@@ -263,15 +263,7 @@ pub(super) fn grow(
         "ZFS adds {added} beside the pool's {} vdev(s): the space is there at once, new writes spread over every vdev, and what is stored stays where it is (no reshape). A vdev added to a pool with raidz cannot be taken out again.\n",
         vdevs.len()
     );
-    for (d, erase) in new {
-        if *erase {
-            text += &format!(
-                "{} holds {}: it is ERASED (you named it with --erase).\n",
-                d.name,
-                d.describe_contents()
-            );
-        }
-    }
+    text += &super::erase_notes(new);
     text += &numbered(&steps);
     let before = planned.active().count();
     Ok(CarePlan {
