@@ -110,16 +110,16 @@ pub fn raspberry_pi_os(base: &Path, out: &Path) {
     pios_accounts(&root);
     let read = |p: &str| String::from_utf8(root.read(p).unwrap().unwrap()).unwrap();
     // pi-gen lists every Debian component (stage0/00-configure-apt);
-    // contrib is where Debian ships OpenZFS. The updates and security
+    // the base has contrib (OpenZFS) already. The updates and security
     // suites are left out: the build resolves against the kernel the base
     // has.
     let sources = read("/etc/apt/sources.list");
-    assert!(sources.contains(" main non-free-firmware"), "{sources}");
+    assert!(sources.contains(" main contrib non-free-firmware"), "{sources}");
     root.replace(
         "/etc/apt/sources.list",
         sources
             .replace(
-                " main non-free-firmware",
+                " main contrib non-free-firmware",
                 " main contrib non-free non-free-firmware",
             )
             .as_bytes(),
