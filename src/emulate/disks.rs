@@ -27,42 +27,30 @@ impl Bus {
     }
 }
 
-/// The blank disks (created in `workdir` unless kept from an earlier run),
-/// then the existing images named; nothing is created when one of those
-/// is missing.
-pub(super) fn sata_disks(opts: &Options, workdir: &Path) -> Result<Vec<PathBuf>> {
-    let mut disks = blank(opts.blank, "sata", opts, workdir)?;
-    disks.extend(opts.disks.iter().cloned());
-    Ok(disks)
-}
-
-/// The blank SAS disks (`--sas-disks`), then the images named (`--sas-disk`).
-pub(super) fn sas_disks(opts: &Options, workdir: &Path) -> Result<Vec<PathBuf>> {
-    let mut disks = blank(opts.sas_blank, "sas", opts, workdir)?;
-    disks.extend(opts.sas_disks.iter().cloned());
-    Ok(disks)
-}
-
-fn blank(
-    asked: Option<(usize, u64)>,
-    prefix: &str,
-    opts: &Options,
-    workdir: &Path,
-) -> Result<Vec<PathBuf>> {
+/// The SATA disks, then the SAS disks: each bus's blank ones (created in
+/// `workdir` unless kept from an earlier run), then its existing images
+/// named; nothing is created when one of those is missing.
+pub(super) fn wired_disks(opts: &Options, workdir: &Path) -> Result<Vec<(PathBuf, Bus)>> {
     for d in opts.disks.iter().chain(&opts.sas_disks) {
         if !d.is_file() {
             bail!("disk image {} does not exist", d.display());
         }
     }
     let mut disks = Vec::new();
-    if let Some((count, size)) = asked {
-        for i in 0..count {
-            let p = workdir.join(format!("{prefix}{i}.img"));
-            if opts.fresh || !p.exists() {
-                std::fs::File::create(&p)?.set_len(size)?;
+    for (asked, named, bus) in [
+        (opts.blank, &opts.disks, Bus::Sata),
+        (opts.sas_blank, &opts.sas_disks, Bus::Sas),
+    ] {
+        if let Some((count, size)) = asked {
+            for i in 0..count {
+                let p = workdir.join(format!("{}{i}.img", bus.label()));
+                if opts.fresh || !p.exists() {
+                    std::fs::File::create(&p)?.set_len(size)?;
+                }
+                disks.push((p, bus));
             }
-            disks.push(p);
         }
+        disks.extend(named.iter().map(|d| (d.clone(), bus)));
     }
     Ok(disks)
 }

@@ -16,7 +16,7 @@ mod standin;
 use crate::image::Image;
 use crate::size::human;
 use anyhow::{Context, Result, bail};
-use disks::{Bus, USB_PORTS, parse_disks, sas_disks, sata_disks, with_serials};
+use disks::{Bus, USB_PORTS, parse_disks, wired_disks, with_serials};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -172,19 +172,10 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
     if sata > max {
         bail!("{sata} SATA disks asked for, but {what} {max} ports: {fix}");
     }
-    let sas = opts.sas_blank.map_or(0, |(n, _)| n) + opts.sas_disks.len();
-    if sas > 0 && !is_pc {
-        bail!(
-            "--sas-disk and --sas-disks need the emulated PC: the emulated arm64 board has no SAS HBA (build for `model = \"x86-64\"`, or attach the disks with --disk)"
-        );
-    }
-    if sas > pc::MAX_SAS_DISKS {
-        bail!(
-            "{sas} SAS disks asked for, but the emulated PC's {} SAS HBAs take {}: attach the rest with --disk",
-            pc::SAS_HBAS,
-            pc::MAX_SAS_DISKS
-        );
-    }
+    pc::check_sas(
+        opts.sas_blank.map_or(0, |(n, _)| n) + opts.sas_disks.len(),
+        is_pc,
+    )?;
     if Command::new(qemu)
         .arg("--version")
         .stdout(Stdio::null())
@@ -215,11 +206,7 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
         boot.card_args = board::card_args(&image, &overlay, &workdir)?;
         (Machine::Board(Box::new(boot)), overlay)
     };
-    let mut all: Vec<(PathBuf, Bus)> = sata_disks(opts, &workdir)?
-        .into_iter()
-        .map(|d| (d, Bus::Sata))
-        .collect();
-    all.extend(sas_disks(opts, &workdir)?.into_iter().map(|d| (d, Bus::Sas)));
+    let mut all = wired_disks(opts, &workdir)?;
     for (files, bus) in [
         (&opts.usb_disks, Bus::UsbStorage),
         (&opts.uas_disks, Bus::Uas),

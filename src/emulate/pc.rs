@@ -25,9 +25,24 @@ pub const MAX_DISKS: usize = PORTS * CONTROLLERS;
 /// ninth on the bus is never seen).
 const SAS_PORTS: usize = 8;
 
-pub const SAS_HBAS: usize = 4;
+const SAS_HBAS: usize = 4;
 
-pub const MAX_SAS_DISKS: usize = SAS_PORTS * SAS_HBAS;
+const MAX_SAS_DISKS: usize = SAS_PORTS * SAS_HBAS;
+
+/// Whether `count` SAS disks can be attached to the machine emulated.
+pub(super) fn check_sas(count: usize, is_pc: bool) -> Result<()> {
+    if count > 0 && !is_pc {
+        bail!(
+            "--sas-disk and --sas-disks need the emulated PC: the emulated arm64 board has no SAS HBA (build for `model = \"x86-64\"`, or attach the disks with --disk)"
+        );
+    }
+    if count > MAX_SAS_DISKS {
+        bail!(
+            "{count} SAS disks asked for, but the emulated PC's {SAS_HBAS} SAS HBAs take {MAX_SAS_DISKS}: attach the rest with --disk"
+        );
+    }
+    Ok(())
+}
 
 /// The HBA the `k`th SAS disk starts, when it is the first on it.
 pub(super) fn sas_hba(k: usize) -> Option<String> {
@@ -156,6 +171,19 @@ mod tests {
             line.contains("virtio-blk-pci,drive=root,bootindex=0"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn sas_disks_only_on_the_pc_and_no_more_than_its_hbas_take() {
+        assert!(check_sas(32, true).is_ok());
+        assert!(check_sas(0, false).is_ok());
+        let e = check_sas(33, true).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "33 SAS disks asked for, but the emulated PC's 4 SAS HBAs take 32: attach the rest with --disk"
+        );
+        let e = check_sas(1, false).unwrap_err().to_string();
+        assert!(e.contains("need the emulated PC"), "{e}");
     }
 
     #[test]
