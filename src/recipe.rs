@@ -148,6 +148,25 @@ impl Recipe {
                 .iter()
                 .map(|p| at.at_path(&p.path, &p.message)),
         );
+        // The mirror is made by copying the PC image's own layout, and its
+        // switch lives in that image's GRUB configuration.
+        if device
+            .storage
+            .as_ref()
+            .is_some_and(|s| s.system_mirror.is_some())
+        {
+            if model.info().family != crate::board::Family::Uefi {
+                errs.push(at.at_path(
+                    "storage.system_mirror",
+                    &format!("board `{model}` boots from its card or eMMC, and nasforge mirrors the system of a PC only (`model = \"x86-64\"`); leave system_mirror out"),
+                ));
+            } else if !raw.base.get_ref().is_debian() {
+                errs.push(at.at_path(
+                    "storage.system_mirror",
+                    "the system is mirrored on a PC image nasforge lays out itself, whose boot loader knows the mirror: use `[base] debian = { suite = ..., arch = \"amd64\" }`",
+                ));
+            }
+        }
 
         if !errs.is_empty() {
             errs.sort_by_key(|e| (e.line, e.col));
@@ -616,5 +635,26 @@ mod tests {
         let pc = "[base]\npath = \"x.raw\"\n[board]\nmodel = \"x86-64\"\n";
         let r = parse(&format!("{pc}{storage}")).unwrap();
         assert!(crate::zfs::wanted(&r));
+    }
+
+    #[test]
+    fn the_system_is_mirrored_on_a_pc_nasforge_lays_out_only() {
+        let storage = "[storage]\nmode = \"unattended\"\n[[storage.arrays]]\nname = \"data\"\nlevel = \"raid1\"\nfilesystem = \"ext4\"\nmount = \"/srv/data\"\ndisks = { count = 2 }\n[storage.system_mirror]\nmatch = { rotational = false }\n";
+        let debian = "[base]\ndebian = { suite = \"bookworm\", arch = \"amd64\" }\n[board]\nmodel = \"x86-64\"\n";
+        let r = parse(&format!("{debian}{storage}")).unwrap();
+        assert!(r.storage.unwrap().system_mirror.is_some());
+        let e = parse(&format!("{MIN}{storage}")).unwrap_err();
+        assert!(
+            e.contains(
+                "r.toml:13:1: storage.system_mirror: board `pi5` boots from its card or eMMC"
+            ),
+            "{e}"
+        );
+        let vendor = "[base]\npath = \"x.raw\"\n[board]\nmodel = \"x86-64\"\n";
+        let e = parse(&format!("{vendor}{storage}")).unwrap_err();
+        assert!(
+            e.contains("storage.system_mirror: the system is mirrored on a PC image nasforge lays out itself"),
+            "{e}"
+        );
     }
 }

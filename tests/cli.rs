@@ -308,7 +308,10 @@ fn emulate_explains_what_it_cannot_boot() {
     );
 
     let disk = dir.path().join("sas-a.img");
-    std::fs::File::create(&disk).unwrap().set_len(1 << 20).unwrap();
+    std::fs::File::create(&disk)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
     let r = nasforge(
         &[
             "emulate",
@@ -320,7 +323,32 @@ fn emulate_explains_what_it_cannot_boot() {
         dir.path(),
     );
     assert!(
-        r.status == 1 && r.stderr.contains("--sas-disk and --sas-disks need the emulated PC"),
+        r.status == 1
+            && r.stderr
+                .contains("--sas-disk and --sas-disks need the emulated PC"),
+        "{}",
+        r.stderr
+    );
+
+    let ssd = dir.path().join("ssd-two.img");
+    std::fs::File::create(&ssd)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let r = nasforge(
+        &[
+            "emulate",
+            img.to_str().unwrap(),
+            "--ssd",
+            ssd.to_str().unwrap(),
+            "--without-image-disk",
+        ],
+        dir.path(),
+        dir.path(),
+    );
+    assert!(
+        r.status == 1
+            && r.stderr.contains("--ssd and --without-image-disk need the emulated PC: the emulated arm64 board boots from its card"),
         "{}",
         r.stderr
     );

@@ -151,10 +151,16 @@ fn a_bookworm_amd64_base_is_a_uefi_disk_that_nasforge_builds_on() {
         )),
         "{grub}"
     );
+    // The kernel's root is this one until a mirror of it, named after it,
+    // takes over (engine/src/steps/mirror.rs).
     assert!(
-        grub.contains(&format!(
-            "linux /vmlinuz root=UUID={root_uuid} ro console=tty0 console=ttyS0,115200n8"
-        )),
+        grub.contains(&format!("set rootuuid={root_uuid}"))
+            && grub.contains(&format!(
+                "search --no-floppy --file --set=mirror /etc/nasforge/system-mirror.{root_uuid}"
+            ))
+            && grub.contains(
+                "linux /vmlinuz root=UUID=$rootuuid ro console=tty0 console=ttyS0,115200n8"
+            ),
         "{grub}"
     );
     let fstab = debugfs_cat(&base, root, "/etc/fstab");

@@ -12,6 +12,11 @@
 //! the missing disks; `replace` puts a blank SAS disk, named by its
 //! serial, in one lost disk's place.
 //!
+//! The system is mirrored as the recipe asks (`[storage.system_mirror]`):
+//! an NVMe SSD beside the image's own disk takes a copy of the root in an
+//! md RAID1 at first boot, which reboots once; at the end the PC boots with
+//! each SSD pulled in turn, and serves the file from either.
+//!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
 mod board;
@@ -141,9 +146,27 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
             p
         })
         .collect();
-    let mut pc = Board::boot(d, &image, &disks, "boot1.log");
-    pc.wait_for("nasforge-setup: setup complete", Duration::from_secs(2400));
-    let log1 = pc.log();
+    // The second SSD, blank: the system is mirrored onto it.
+    let ssd = d.join("ssd-two.img");
+    std::fs::File::create(&ssd)
+        .unwrap()
+        .set_len(8 * GIB)
+        .unwrap();
+    let with_ssd: Vec<PathBuf> = disks.iter().cloned().chain([ssd.clone()]).collect();
+    let pc = Board::boot(d, &image, &with_ssd, "boot1.log");
+    // qemu quits on the guest's reboot (`--exit-on-reboot`).
+    let log0 = pc.wait_for_exit(Duration::from_secs(2400));
+    assert!(
+        log0.contains(
+            "Copy the running system onto /dev/md/system, switch the boot to it and reboot"
+        ) && log0.contains("reboot: Restarting system"),
+        "the first boot ends in the reboot into the mirror:\n{}",
+        tail(&log0, 60)
+    );
+    t.lap("first boot: offline packages, the system copied onto a one-disk RAID1 on the NVMe SSD, reboot");
+    let mut pc = Board::boot(d, &image, &with_ssd, "boot1b.log");
+    pc.wait_for("nasforge-setup: setup complete", Duration::from_secs(1200));
+    let log1 = log0 + &pc.log();
     assert!(
         log1.contains("Create ZFS pool 'tank' (raidz2 over 14 disk(s), 1 hot spare(s))"),
         "{}",
@@ -158,8 +181,31 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
         "discovery saw the fifteen disks on SAS:\n{}",
         found.join("\n")
     );
-    t.lap("first boot: UEFI, offline packages, zpool create raidz2 over 14 and a spare");
+    t.lap("after the reboot: from the mirror, the old root added to it, zpool create raidz2 over 14 and a spare");
     pc.wait_for_ssh(&key, Duration::from_secs(300));
+    // The root on the mirror, both SSDs in it once md has copied the old
+    // root's partition over.
+    let mirror = sudo(
+        &pc,
+        &key,
+        "findmnt -no SOURCE /; mdadm --wait /dev/md/system; mdadm --detail /dev/md/system; ls /boot/efi/EFI/BOOT",
+    );
+    eprintln!("e2e: the system mirror after setup:\n{mirror}");
+    assert!(
+        mirror.starts_with("/dev/md")
+            && mirror.contains("Raid Level : raid1")
+            && mirror.contains("Active Devices : 2")
+            && mirror.contains("/dev/nvme0n1p2")
+            && mirror.contains("/dev/vda2"),
+        "{mirror}"
+    );
+    let alerts = sudo(&pc, &key, "cat /var/log/nasforge-alerts.log");
+    assert!(
+        alerts.contains("setup is mirroring the system; no alert needed")
+            && !alerts.contains("lost a disk"),
+        "the mirror made on one disk is no alert:\n{alerts}"
+    );
+    t.lap("the system mirror resynced onto the old root's partition");
     let status = sudo(&pc, &key, "zpool status -P tank");
     let members = serials_in(&pc, &key, &status, "raidz2-0");
     let spares = serials_in(&pc, &key, &status, "spares");
@@ -206,7 +252,8 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
     let new = d.join("sas-new00.img");
     std::fs::File::create(&new).unwrap().set_len(GIB).unwrap();
     remaining.push(new);
-    let mut pc = Board::boot(d, &image, &remaining, "boot2.log");
+    let remaining_and_ssd: Vec<PathBuf> = remaining.iter().cloned().chain([ssd.clone()]).collect();
+    let mut pc = Board::boot(d, &image, &remaining_and_ssd, "boot2.log");
     pc.wait_for_ssh(&key, Duration::from_secs(600));
     wait_for_output(
         &mut pc,
@@ -267,7 +314,58 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
     );
     let status = sudo(&pc, &key, "nasforge-setup status");
     let named = gone.iter().filter(|g| status.contains(g.as_str())).count();
-    assert_eq!(named, 1, "status names only the disk still missing:\n{status}");
+    assert_eq!(
+        named, 1,
+        "status names only the disk still missing:\n{status}"
+    );
     t.lap("replace one lost disk with a blank SAS disk: zpool replace, resilver, file intact");
+    // Both halves of the mirror start the SSD pulls with no alert in them.
+    sudo(&pc, &key, ": > /var/log/nasforge-alerts.log");
     pc.poweroff(&key);
+
+    // Either SSD pulled: the PC boots from the other, its initramfs starts
+    // the mirror on one disk, and the file is served as before.
+    for (pulled, log) in [
+        ("the image's SSD", "boot3.log"),
+        ("the NVMe SSD", "boot4.log"),
+    ] {
+        let mut pc = if log == "boot3.log" {
+            Board::boot_without_image_disk(d, &image, &remaining_and_ssd, log)
+        } else {
+            Board::boot(d, &image, &remaining, log)
+        };
+        pc.wait_for_ssh(&key, Duration::from_secs(600));
+        let root = sudo(&pc, &key, "findmnt -no SOURCE /; cat /proc/mdstat");
+        assert!(
+            root.starts_with("/dev/md") && root.contains("raid1") && root.contains("[2/1]"),
+            "{pulled} pulled: the root on the mirror, one disk of two:\n{root}"
+        );
+        wait_for_output(
+            &mut pc,
+            &key,
+            "mountpoint /srv/tank/data",
+            Duration::from_secs(300),
+            |s| s.contains("is a mountpoint"),
+        );
+        assert_eq!(
+            smb_get(&pc, d, "payload.bin"),
+            want,
+            "the file with {pulled} pulled"
+        );
+        let status = sudo(&pc, &key, "nasforge-setup status");
+        assert!(
+            status.contains("raid1, degraded (1 of 2 members), the system's own mirror"),
+            "{pulled} pulled:\n{status}"
+        );
+        let alerts = wait_for_output(
+            &mut pc,
+            &key,
+            "cat /var/log/nasforge-alerts.log",
+            Duration::from_secs(120),
+            |s| s.contains("the system's mirror /dev/md/system lost a disk"),
+        );
+        eprintln!("e2e: {pulled} pulled, the alerts:\n{alerts}");
+        t.lap(&format!("{pulled} pulled: boots from the other, mirror degraded, file intact, status and an alert say so"));
+        pc.poweroff(&key);
+    }
 }

@@ -240,9 +240,11 @@ mod tests {
             alert: Alert::Mail("root".into()),
             spin_down: crate::spec::SpinDown::Off,
             kept: vec![],
+            system_mirror: None,
         };
         let context = Context {
             hostname: "nas".into(),
+            system_uuid: None,
             fs_uuids: vec![],
         };
         Journal::new(DeviceRecipe::default(), context, plan, vec![])

@@ -251,6 +251,14 @@ fn mark_weak_legs(arrays: &mut [ArrayStatus], name_of: impl Fn(&str) -> Option<S
     }
 }
 
+fn disk_health(disk: &crate::machine::disks::Disk, runner: &mut dyn Runner) -> DiskHealth {
+    let device = disk.stable_path();
+    match runner.query(&Cmd::new(&["smartctl", "--json", "-a", &device])) {
+        Ok(q) => parse_smartctl(&disk.name, &device, &q.stdout),
+        Err(_) => parse_smartctl(&disk.name, &device, ""),
+    }
+}
+
 /// Collects the status from the journal (what was planned) and the system.
 pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) -> Status {
     let setup = match journal {
@@ -295,13 +303,13 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
                 used: usage.map(|u| u.1),
             });
             for m in &a.members {
-                let device = m.disk.stable_path();
-                let health = match runner.query(&Cmd::new(&["smartctl", "--json", "-a", &device])) {
-                    Ok(q) => parse_smartctl(&m.disk.name, &device, &q.stdout),
-                    Err(_) => parse_smartctl(&m.disk.name, &device, ""),
-                };
-                disks.push(health);
+                disks.push(disk_health(&m.disk, runner));
             }
+        }
+        // The SSDs the system is mirrored over: their health as the arrays'.
+        if let Some(m) = &j.plan.system_mirror {
+            disks.push(disk_health(&m.system, runner));
+            disks.push(disk_health(&m.disk, runner));
         }
         for s in &j.plan.shares {
             shares.push(ShareStatus {
@@ -426,6 +434,9 @@ impl ArrayStatus {
             legs => format!(" of {}", legs.join(" and ")),
         };
         let mut out = format!("  {name}: {level}{legs}, {}", self.state_words());
+        if self.name.as_deref() == Some(crate::spec::SYSTEM_MIRROR_NAME) {
+            out += ", the system's own mirror";
+        }
         match self.spares {
             0 => {}
             1 => out += ", 1 hot spare",

@@ -622,6 +622,7 @@ fn pc_raid60() -> (
     }
     let context = nasforge_engine::steps::Context {
         hostname: "pcnas".into(),
+        system_uuid: None,
         fs_uuids: vec!["1b4e28ba-2fa1-11d2-883f-0016d3cca427".into()],
     };
     (

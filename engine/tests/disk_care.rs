@@ -103,6 +103,7 @@ fn plan_on_pi5(spin_down: &str, ssd: &[&str]) -> Plan {
 fn context(plan: &Plan) -> Context {
     Context {
         hostname: "nas".into(),
+        system_uuid: None,
         fs_uuids: plan.arrays.iter().map(|_| "u".into()).collect(),
     }
 }

@@ -76,6 +76,7 @@ fn storage(disks: Vec<KeptDisk>) -> Storage {
         spin_down: SpinDown::After(1200),
         disks,
         usb_quirks: vec![],
+        system_mirror: None,
     }
 }
 

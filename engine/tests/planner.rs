@@ -78,6 +78,7 @@ fn storage(arrays: Vec<Array>) -> Storage {
         spin_down: nasforge_engine::spec::SpinDown::Off,
         disks: Vec::new(),
         usb_quirks: Vec::new(),
+        system_mirror: None,
     }
 }
 
@@ -627,6 +628,7 @@ fn the_plan_names_the_legs_and_the_spares() {
         alert: planner::Alert::Program("/usr/lib/nasforge/mdadm-event".into()),
         spin_down: nasforge_engine::spec::SpinDown::Off,
         kept: vec![],
+        system_mirror: None,
     };
     let text = plan.describe();
     let lines: Vec<&str> = text.lines().collect();

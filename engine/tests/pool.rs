@@ -114,6 +114,7 @@ fn no_step_writes_to_the_kept_disk_and_each_blank_disk_gets_its_own_filesystem()
     let plan = plan(RECIPE, seed_disks()).unwrap();
     let ctx = Context {
         hostname: "pinas".into(),
+        system_uuid: None,
         fs_uuids: vec!["0b6d3c9e-2222-4222-8333-444455556666".into()],
     };
     let steps = steps::generate(&plan, &ctx);

@@ -107,6 +107,7 @@ fn case(board: common::Board, recipe: &str) -> Case {
     .unwrap();
     let context = Context {
         hostname: nasforge_engine::machine::hostname(&board.host),
+        system_uuid: None,
         fs_uuids: (0..plan.arrays.len())
             .map(|i| format!("0000000{i}-1111-4222-8333-444455556666"))
             .collect(),
@@ -605,6 +606,7 @@ fn case_on(board: &common::Board, recipe: &str) -> Case {
     .unwrap();
     let context = Context {
         hostname: "pinas".into(),
+        system_uuid: None,
         fs_uuids: vec!["00000000-1111-4222-8333-444455556666".into()],
     };
     let steps = steps::generate(&plan, &context);

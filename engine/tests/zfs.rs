@@ -64,6 +64,7 @@ fn plan_on(inventory: &Inventory, text: &str) -> Result<Case, Vec<planner::Refus
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &recipe.shares, inventory)?;
     let context = Context {
         hostname: "pinas".into(),
+        system_uuid: None,
         fs_uuids: (0..plan.arrays.len())
             .map(|i| format!("0000000{i}-1111-4222-8333-444455556666"))
             .collect(),
@@ -750,9 +751,13 @@ fn a_pool_not_imported_is_neither_replaced_into_nor_grown() {
 fn mirrors_status(vdevs: usize) -> String {
     let mut text = "  pool: tank\n state: ONLINE\n  scan: none requested\nconfig:\n\n\tNAME                                              STATE     READ WRITE CKSUM\n\ttank                                              ONLINE       0     0     0\n".to_string();
     for v in 0..vdevs {
-        text += &format!("\t  mirror-{v}                                        ONLINE       0     0     0\n");
+        text += &format!(
+            "\t  mirror-{v}                                        ONLINE       0     0     0\n"
+        );
         for d in [2 * v + 1, 2 * v + 2] {
-            text += &format!("\t    /dev/disk/by-id/wwn-0x50014ee2b000000{d}-part1  ONLINE       0     0     0\n");
+            text += &format!(
+                "\t    /dev/disk/by-id/wwn-0x50014ee2b000000{d}-part1  ONLINE       0     0     0\n"
+            );
         }
     }
     text + "\nerrors: No known data errors\n"
@@ -787,7 +792,10 @@ fn a_pool_grows_by_a_whole_vdev_of_its_shape_with_zpool_add() {
         "'tank' is 1 mirror vdev(s) of 2 disks, and ZFS grows a pool by whole vdevs: with the same redundancy in each, add 2 disks (or 4), not 1; nothing was changed"
     );
     let plan = grow(&["sdc", "sdd"], &[]).unwrap();
-    assert_eq!(plan.title, "Grow 'tank' (mirror) from 2 to 4 disks with sdc, sdd");
+    assert_eq!(
+        plan.title,
+        "Grow 'tank' (mirror) from 2 to 4 disks with sdc, sdd"
+    );
     let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["zpool-add:tank:sdc,sdd", "record-members:tank"]);
     assert_eq!(
@@ -798,7 +806,8 @@ fn a_pool_grows_by_a_whole_vdev_of_its_shape_with_zpool_add() {
         ]
     );
     assert!(
-        plan.text.starts_with("ZFS adds 1 more mirror vdev(s) beside the pool's 1 vdev(s)"),
+        plan.text
+            .starts_with("ZFS adds 1 more mirror vdev(s) beside the pool's 1 vdev(s)"),
         "{}",
         plan.text
     );

@@ -54,8 +54,8 @@ CONF
 esp=$(mktemp -d)
 mkdir -p "$esp/EFI/BOOT"
 chroot "$root" grub-mkimage -O x86_64-efi -o /tmp/BOOTX64.EFI -p /EFI/BOOT \
-	part_gpt part_msdos fat ext2 search search_fs_uuid normal configfile \
-	linux echo test serial terminal gzio all_video
+	part_gpt part_msdos fat ext2 search search_fs_uuid search_fs_file probe \
+	mdraid1x normal configfile linux echo test serial terminal gzio all_video
 mv "$root/tmp/BOOTX64.EFI" "$esp/EFI/BOOT/BOOTX64.EFI"
 # The serial console as well as the screen: ttyS0 last, so it is
 # /dev/console, the one a headless box's log and `nasforge emulate` read.
@@ -70,8 +70,19 @@ set timeout=1
 # boots for anyone.
 set superusers="locked"
 search --no-floppy --fs-uuid --set=root $root_uuid
+set rootuuid=$root_uuid
+# A system mirrored at first boot ([storage.system_mirror]) lives on an md
+# RAID1 whose root holds this marker, named after the root it replaced
+# (engine/src/steps/mirror.rs): this file never changes, on either disk's
+# EFI system partition, and the marker is the switch.
+if search --no-floppy --file --set=mirror /etc/nasforge/system-mirror.$root_uuid; then
+	if probe --set=mirroruuid --fs-uuid \$mirror; then
+		set root=\$mirror
+		set rootuuid=\$mirroruuid
+	fi
+fi
 menuentry 'Debian GNU/Linux (nasforge)' --unrestricted {
-	linux /vmlinuz root=UUID=$root_uuid ro console=tty0 console=ttyS0,115200n8
+	linux /vmlinuz root=UUID=\$rootuuid ro console=tty0 console=ttyS0,115200n8
 	initrd /initrd.img
 }
 CFG

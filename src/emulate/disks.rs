@@ -14,6 +14,8 @@ pub(super) enum Bus {
     Sas,
     UsbStorage,
     Uas,
+    /// An NVMe SSD the PC may boot from (`--ssd`, `pc::ssd_device`).
+    Nvme,
 }
 
 impl Bus {
@@ -23,15 +25,16 @@ impl Bus {
             Bus::Sas => "sas",
             Bus::UsbStorage => "usb",
             Bus::Uas => "uas",
+            Bus::Nvme => "ssd",
         }
     }
 }
 
-/// The SATA disks, then the SAS disks: each bus's blank ones (created in
-/// `workdir` unless kept from an earlier run), then its existing images
-/// named; nothing is created when one of those is missing.
+/// The SATA disks, the SAS disks, then the SSDs: each bus's blank ones
+/// (created in `workdir` unless kept from an earlier run), then its
+/// existing images named; nothing is created when one of those is missing.
 pub(super) fn wired_disks(opts: &Options, workdir: &Path) -> Result<Vec<(PathBuf, Bus)>> {
-    for d in opts.disks.iter().chain(&opts.sas_disks) {
+    for d in opts.disks.iter().chain(&opts.sas_disks).chain(&opts.ssds) {
         if !d.is_file() {
             bail!("disk image {} does not exist", d.display());
         }
@@ -52,6 +55,7 @@ pub(super) fn wired_disks(opts: &Options, workdir: &Path) -> Result<Vec<(PathBuf
         }
         disks.extend(named.iter().map(|d| (d.clone(), bus)));
     }
+    disks.extend(opts.ssds.iter().map(|d| (d.clone(), Bus::Nvme)));
     Ok(disks)
 }
 

@@ -57,6 +57,20 @@ pub struct Options {
     /// --disks; the emulated PC only)
     #[arg(long = "sas-disks", value_name = "COUNTxSIZE", value_parser = parse_disks)]
     pub sas_blank: Option<(usize, u64)>,
+    /// An existing disk image to attach as an NVMe SSD the PC can boot
+    /// from, after the image's own disk (repeatable, booted in the order
+    /// given; the emulated PC only; serial as for --disk, the PC names the
+    /// first /dev/nvme0n1 and each
+    /// /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_SERIAL). For a system mirrored
+    /// over two SSDs ([storage.system_mirror]), a blank file no smaller
+    /// than the image, e.g. `truncate -s 8G ssd-two.img`
+    #[arg(long = "ssd", value_name = "FILE")]
+    pub ssds: Vec<PathBuf>,
+    /// Leave the image's own disk out, as if that SSD were pulled: the PC
+    /// boots from an --ssd (the emulated PC only). Its overlay and the
+    /// PC's NVRAM are kept as they are for the run that puts it back
+    #[arg(long)]
+    pub without_image_disk: bool,
     /// Where blank disks and the kernel go [default: IMAGE.emulate/]
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -176,6 +190,7 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
         opts.sas_blank.map_or(0, |(n, _)| n) + opts.sas_disks.len(),
         is_pc,
     )?;
+    pc::check_ssds(opts.ssds.len(), opts.without_image_disk, is_pc)?;
     if Command::new(qemu)
         .arg("--version")
         .stdout(Stdio::null())
@@ -198,7 +213,7 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
     };
     std::fs::create_dir_all(&workdir).with_context(|| format!("creating {}", workdir.display()))?;
     let (machine, overlay) = if is_pc {
-        let (overlay, created) = overlay(&opts.image, &workdir, opts.fresh)?;
+        let (overlay, created) = pc_overlay(opts, &workdir)?;
         (Machine::Pc(pc::firmware(&workdir, created)?), overlay)
     } else {
         let mut boot = board::boot(&image, &workdir, cache, opts.fresh)?;
@@ -266,7 +281,12 @@ fn qemu_command(
     let sata = disks.iter().filter(|(_, _, b)| *b == Bus::Sata).count();
     match machine {
         Machine::Board(boot) => board::machine_args(&mut cmd, boot, overlay),
-        Machine::Pc(firmware) => pc::machine_args(&mut cmd, firmware, overlay, sata),
+        Machine::Pc(firmware) => pc::machine_args(
+            &mut cmd,
+            firmware,
+            (!opts.without_image_disk).then_some(overlay),
+            sata,
+        ),
     }
     if disks
         .iter()
@@ -282,6 +302,7 @@ fn qemu_command(
     }
     let mut port = 0;
     let mut sas = 0;
+    let mut ssd = 0;
     for (i, (d, serial, bus)) in disks.iter().enumerate() {
         cmd.arg("-drive")
             .arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
@@ -301,6 +322,10 @@ fn qemu_command(
                 pc::sas_device(sas - 1, i, serial)
             }
             Bus::UsbStorage => format!("usb-storage,bus=xhci.0,drive=d{i},serial={serial}"),
+            Bus::Nvme => {
+                ssd += 1;
+                pc::ssd_device(ssd, i, serial)
+            }
             Bus::Uas => {
                 cmd.arg("-device")
                     .arg(format!("usb-uas,bus=xhci.0,id=uas{i}"));
@@ -393,7 +418,10 @@ fn print_banner(
             boot.version
         );
     }
-    for bus in [Bus::Sata, Bus::Sas, Bus::UsbStorage, Bus::Uas] {
+    if opts.without_image_disk {
+        println!("  the image's own disk is left out, as if pulled; the PC boots from an SSD");
+    }
+    for bus in [Bus::Sata, Bus::Sas, Bus::Nvme, Bus::UsbStorage, Bus::Uas] {
         for (i, (d, serial, _)) in disks.iter().filter(|(_, _, b)| *b == bus).enumerate() {
             let size = std::fs::metadata(d).map(|m| m.len()).unwrap_or(0);
             println!(
@@ -424,10 +452,13 @@ fn print_banner(
     }
 }
 
+/// The guest's disk's file name in the work directory.
+const OVERLAY: &str = "root.qcow2";
+
 /// The guest's disk: a qcow2 overlay over the image, kept while the image
 /// is unchanged; true when it was made afresh.
 fn overlay(image: &Path, workdir: &Path, fresh: bool) -> Result<(PathBuf, bool)> {
-    let path = workdir.join("root.qcow2");
+    let path = workdir.join(OVERLAY);
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let stale = match (mtime(&path), mtime(image)) {
         (Some(o), Some(i)) => i > o,
@@ -442,6 +473,17 @@ fn overlay(image: &Path, workdir: &Path, fresh: bool) -> Result<(PathBuf, bool)>
     let _ = std::fs::remove_file(&path);
     qcow2_over(image, &path)?;
     Ok((path, true))
+}
+
+/// The PC's disk, as [`overlay`]. A pulled disk's overlay is neither
+/// checked against the image nor made afresh (unless --fresh says to
+/// forget it): the run that puts it back finds it, and the NVRAM that
+/// names it, as they were.
+fn pc_overlay(opts: &Options, workdir: &Path) -> Result<(PathBuf, bool)> {
+    if opts.without_image_disk && !opts.fresh {
+        return Ok((workdir.join(OVERLAY), false));
+    }
+    overlay(&opts.image, workdir, opts.fresh)
 }
 
 /// A copy-on-write qcow2 at `path` over the raw file `base`.
@@ -467,9 +509,8 @@ fn qcow2_over(base: &Path, path: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn usb_and_uas_disks_hang_off_one_xhci_and_leave_the_sata_ports_alone() {
-        let opts = Options {
+    fn options() -> Options {
+        Options {
             image: "nas.img".into(),
             blank: None,
             disks: vec![],
@@ -477,6 +518,8 @@ mod tests {
             uas_disks: vec![],
             sas_disks: vec![],
             sas_blank: None,
+            ssds: vec![],
+            without_image_disk: false,
             workdir: None,
             memory_mib: 2048,
             cpus: 2,
@@ -484,7 +527,107 @@ mod tests {
             serial_log: None,
             exit_on_reboot: true,
             fresh: false,
+        }
+    }
+
+    fn command_line(cmd: &Command) -> String {
+        cmd.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    const PORTS: Ports = Ports {
+        ssh: 1,
+        smb: 2,
+        nfs: 3,
+    };
+
+    #[test]
+    fn ssds_boot_after_the_image_disk_which_can_be_pulled() {
+        let firmware = || {
+            Machine::Pc(pc::Firmware {
+                code: "code.fd".into(),
+                vars: "vars.fd".into(),
+            })
         };
+        let disks = vec![
+            (PathBuf::from("sas-a.img"), "sas-a".to_string(), Bus::Sas),
+            (
+                PathBuf::from("ssd-two.img"),
+                "ssd-two".to_string(),
+                Bus::Nvme,
+            ),
+            (PathBuf::from("ssd-3.img"), "ssd-3".to_string(), Bus::Nvme),
+        ];
+        let mut opts = options();
+        let both = command_line(&qemu_command(
+            &opts,
+            &firmware(),
+            Path::new("root.qcow2"),
+            &disks,
+            PORTS,
+        ));
+        assert!(
+            both.contains("-drive if=none,id=root,format=qcow2,file=root.qcow2 -device virtio-blk-pci,drive=root,serial=system,bootindex=0"),
+            "{both}"
+        );
+        assert!(
+            both.contains("-drive if=none,id=d1,format=raw,file=ssd-two.img -device nvme,drive=d1,serial=ssd-two,bootindex=1"),
+            "{both}"
+        );
+        assert!(
+            both.contains("-device nvme,drive=d2,serial=ssd-3,bootindex=2"),
+            "{both}"
+        );
+        assert_eq!(both.matches("bootindex").count(), 3, "{both}");
+        opts.without_image_disk = true;
+        let pulled = command_line(&qemu_command(
+            &opts,
+            &firmware(),
+            Path::new("root.qcow2"),
+            &disks,
+            PORTS,
+        ));
+        assert!(
+            !pulled.contains("root.qcow2") && !pulled.contains("virtio-blk"),
+            "{pulled}"
+        );
+        assert!(
+            pulled.contains("-device nvme,drive=d1,serial=ssd-two,bootindex=1"),
+            "{pulled}"
+        );
+    }
+
+    #[test]
+    fn a_pulled_disk_is_kept_as_it_was_even_when_the_image_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = dir.path().join(OVERLAY);
+        std::fs::write(&kept, b"the first boot's writes").unwrap();
+        let image = dir.path().join("nas.img");
+        std::fs::write(&image, b"rebuilt").unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&kept)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        let opts = Options {
+            image,
+            without_image_disk: true,
+            ..options()
+        };
+        assert_eq!(
+            pc_overlay(&opts, dir.path()).unwrap(),
+            (kept.clone(), false)
+        );
+        assert_eq!(std::fs::read(&kept).unwrap(), b"the first boot's writes");
+    }
+
+    #[test]
+    fn usb_and_uas_disks_hang_off_one_xhci_and_leave_the_sata_ports_alone() {
+        let opts = options();
         let boot = board::Boot {
             kernel: "vmlinuz".into(),
             initrd: None,
@@ -499,17 +642,12 @@ mod tests {
             (PathBuf::from("b.img"), "b".to_string(), Bus::Sata),
             (PathBuf::from("s.img"), "s".to_string(), Bus::Uas),
         ];
-        let ports = Ports {
-            ssh: 1,
-            smb: 2,
-            nfs: 3,
-        };
         let cmd = qemu_command(
             &opts,
             &Machine::Board(Box::new(boot)),
             Path::new("root.qcow2"),
             &disks,
-            ports,
+            PORTS,
         );
         let args: Vec<String> = cmd
             .get_args()

@@ -46,7 +46,8 @@ pub(super) fn check_sas(count: usize, is_pc: bool) -> Result<()> {
 
 /// The HBA the `k`th SAS disk starts, when it is the first on it.
 pub(super) fn sas_hba(k: usize) -> Option<String> {
-    (k % SAS_PORTS == 0).then(|| format!("mptsas1068,id=sas{}", k / SAS_PORTS))
+    k.is_multiple_of(SAS_PORTS)
+        .then(|| format!("mptsas1068,id=sas{}", k / SAS_PORTS))
 }
 
 /// The `k`th SAS disk, drive `d{drive}`. qemu's mptsas reports a disk's
@@ -66,14 +67,38 @@ pub(super) fn sas_device(k: usize, drive: usize, serial: &str) -> String {
     )
 }
 
+/// Whether the SSDs and `--without-image-disk` asked for fit the machine.
+pub(super) fn check_ssds(count: usize, without_image_disk: bool, is_pc: bool) -> Result<()> {
+    if (count > 0 || without_image_disk) && !is_pc {
+        bail!(
+            "--ssd and --without-image-disk need the emulated PC: the emulated arm64 board boots from its card (build for `model = \"x86-64\"`)"
+        );
+    }
+    if without_image_disk && count == 0 {
+        bail!(
+            "--without-image-disk leaves the PC nothing to boot from: give it the other SSD of a mirrored system with --ssd FILE"
+        );
+    }
+    Ok(())
+}
+
+/// The `n`th SSD (from 1), drive `d{drive}`: NVMe, and in the boot order
+/// after the image's disk. Every boot disk needs its place there: once any
+/// device has a bootindex, OVMF drops the boot options of disks without one
+/// (BdsPlatform.c, SetBootOrderFromQemu), and a PC whose first SSD is
+/// pulled would find nothing to boot.
+pub(super) fn ssd_device(n: usize, drive: usize, serial: &str) -> String {
+    format!("nvme,drive=d{drive},serial={serial},bootindex={n}")
+}
+
 /// Debian's `ovmf`: the firmware's code (read-only) and the template of its
 /// variable store, whose copy is the PC's NVRAM.
 const CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 const VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 
 pub(super) struct Firmware {
-    code: PathBuf,
-    vars: PathBuf,
+    pub(super) code: PathBuf,
+    pub(super) vars: PathBuf,
 }
 
 /// The firmware, with the PC's own copy of the variable store in `workdir`:
@@ -105,9 +130,14 @@ fn firmware_from(code: &Path, template: &Path, workdir: &Path, reset: bool) -> R
 }
 
 /// The machine and its firmware, the PC's boot disk on virtio (first in
-/// the boot order) and the AHCI controllers beyond q35's own that `sata`
-/// disks need.
-pub(super) fn machine_args(cmd: &mut Command, firmware: &Firmware, overlay: &Path, sata: usize) {
+/// the boot order; none when it is pulled) and the AHCI controllers beyond
+/// q35's own that `sata` disks need.
+pub(super) fn machine_args(
+    cmd: &mut Command,
+    firmware: &Firmware,
+    overlay: Option<&Path>,
+    sata: usize,
+) {
     cmd.args(["-M", "q35", "-cpu", "max"]);
     cmd.arg("-drive").arg(format!(
         "if=pflash,format=raw,unit=0,readonly=on,file={}",
@@ -117,12 +147,19 @@ pub(super) fn machine_args(cmd: &mut Command, firmware: &Firmware, overlay: &Pat
         "if=pflash,format=raw,unit=1,file={}",
         firmware.vars.display()
     ));
-    cmd.arg("-drive")
-        .arg(format!(
-            "if=none,id=root,format=qcow2,file={}",
-            overlay.display()
-        ))
-        .args(["-device", "virtio-blk-pci,drive=root,bootindex=0"]);
+    // A serial, so the guest names it in /dev/disk/by-id as it names
+    // every other disk.
+    if let Some(overlay) = overlay {
+        cmd.arg("-drive")
+            .arg(format!(
+                "if=none,id=root,format=qcow2,file={}",
+                overlay.display()
+            ))
+            .args([
+                "-device",
+                "virtio-blk-pci,drive=root,serial=system,bootindex=0",
+            ]);
+    }
     for c in 1..sata.div_ceil(PORTS) {
         cmd.arg("-device").arg(format!("ich9-ahci,id=ahci{c}"));
     }
@@ -152,7 +189,7 @@ mod tests {
             code: "code.fd".into(),
             vars: "vars.fd".into(),
         };
-        machine_args(&mut cmd, &fw, Path::new("root.qcow2"), 15);
+        machine_args(&mut cmd, &fw, Some(Path::new("root.qcow2")), 15);
         let line: Vec<String> = cmd
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
@@ -168,9 +205,39 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.contains("virtio-blk-pci,drive=root,bootindex=0"),
+            line.contains("virtio-blk-pci,drive=root,serial=system,bootindex=0"),
             "{line}"
         );
+        let mut pulled = Command::new("qemu");
+        machine_args(&mut pulled, &fw, None, 0);
+        let line: Vec<String> = pulled
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(!line.join(" ").contains("drive=root"), "{line:?}");
+    }
+
+    #[test]
+    fn ssds_boot_after_the_image_disk_and_only_on_the_pc() {
+        assert_eq!(
+            ssd_device(1, 16, "ssd-two"),
+            "nvme,drive=d16,serial=ssd-two,bootindex=1"
+        );
+        assert!(check_ssds(1, true, true).is_ok());
+        assert!(check_ssds(2, false, true).is_ok());
+        assert!(check_ssds(0, false, false).is_ok());
+        let e = check_ssds(0, true, true).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--without-image-disk leaves the PC nothing to boot from: give it the other SSD of a mirrored system with --ssd FILE"
+        );
+        for (count, pulled) in [(1, false), (0, true)] {
+            let e = check_ssds(count, pulled, false).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                "--ssd and --without-image-disk need the emulated PC: the emulated arm64 board boots from its card (build for `model = \"x86-64\"`)"
+            );
+        }
     }
 
     #[test]
@@ -196,7 +263,10 @@ mod tests {
             "{first}"
         );
         let ninth = sas_device(8, 11, "member08");
-        assert!(ninth.starts_with("scsi-hd,bus=sas1.0,scsi-id=0,drive=d11,"), "{ninth}");
+        assert!(
+            ninth.starts_with("scsi-hd,bus=sas1.0,scsi-id=0,drive=d11,"),
+            "{ninth}"
+        );
         let wwn = |d: &str| d.rsplit_once("wwn=").unwrap().1.to_string();
         assert_eq!(wwn(&first).len(), 18);
         assert_eq!(wwn(&sas_device(5, 0, "member00")), wwn(&first));

@@ -18,6 +18,13 @@ pub(super) struct BaseFile {
     debian: Option<Spanned<DebianBase>>,
 }
 
+impl BaseFile {
+    /// Built by nasforge from Debian's packages, so laid out by it.
+    pub(super) fn is_debian(&self) -> bool {
+        self.debian.is_some()
+    }
+}
+
 /// Where the base image comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BaseSource {

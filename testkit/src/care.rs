@@ -48,6 +48,7 @@ pub fn set_up_from(text: &str, level: &str, count: usize, nodes: &str) -> (Board
     .unwrap();
     let context = Context {
         hostname: "nas".into(),
+        system_uuid: None,
         fs_uuids: vec!["1b4e28ba-2fa1-11d2-883f-0016d3cca427".into()],
     };
     let journal = finished::save(&board.host, Journal::new(recipe, context, plan, vec![]));

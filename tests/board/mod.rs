@@ -56,6 +56,27 @@ pub struct Board {
 
 impl Board {
     pub fn boot(dir: &Path, image: &Path, disks: &[PathBuf], log_name: &str) -> Board {
+        Board::boot_with(dir, image, disks, log_name, &[])
+    }
+
+    /// A PC booted with the image's own disk pulled: it boots from an
+    /// `ssd-*` disk (`--without-image-disk`).
+    pub fn boot_without_image_disk(
+        dir: &Path,
+        image: &Path,
+        disks: &[PathBuf],
+        log_name: &str,
+    ) -> Board {
+        Board::boot_with(dir, image, disks, log_name, &["--without-image-disk"])
+    }
+
+    fn boot_with(
+        dir: &Path,
+        image: &Path,
+        disks: &[PathBuf],
+        log_name: &str,
+        extra: &[&str],
+    ) -> Board {
         let log = dir.join(log_name);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_nasforge"));
         cmd.arg("emulate")
@@ -64,10 +85,10 @@ impl Board {
             .arg("--exit-on-reboot")
             .arg("--serial-log")
             .arg(&log);
-        cmd.arg("--workdir").arg(dir.join("emulate"));
+        cmd.arg("--workdir").arg(dir.join("emulate")).args(extra);
         // The file name says the bus: usb-* on usb-storage, uas-* on
-        // usb-uas (tests/usb), sas-* behind the PC's SAS HBAs, anything
-        // else on a SATA port.
+        // usb-uas (tests/usb), sas-* behind the PC's SAS HBAs, ssd-* an
+        // NVMe SSD the PC may boot from, anything else on a SATA port.
         for d in disks {
             let name = d.file_name().unwrap().to_string_lossy();
             let flag = if name.starts_with("usb-") {
@@ -76,6 +97,8 @@ impl Board {
                 "--uas-disk"
             } else if name.starts_with("sas-") {
                 "--sas-disk"
+            } else if name.starts_with("ssd-") {
+                "--ssd"
             } else {
                 "--disk"
             };
@@ -239,6 +262,21 @@ impl Board {
             );
             std::thread::sleep(Duration::from_secs(2));
         }
+    }
+
+    /// Waits for qemu to quit on its own (a guest's reboot with
+    /// `--exit-on-reboot`) and returns the console.
+    pub fn wait_for_exit(mut self, limit: Duration) -> String {
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                start.elapsed() < limit,
+                "qemu did not quit within {limit:?}:\n{}",
+                tail(&self.log(), 40)
+            );
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        self.log()
     }
 
     pub fn power_cut(mut self) {

@@ -323,3 +323,44 @@ fn an_old_array_assembled_under_the_recipes_name_stops_the_plan() {
         "the disks found are listed: {err}"
     );
 }
+
+#[test]
+fn the_system_mirror_degraded_during_setup_is_logged_and_after_it_an_alert() {
+    let board = common::writable_copy("pi5-jmb585");
+    let root = board.host.root.to_str().unwrap();
+    let recipe = DeviceRecipe::parse(RECIPE, Path::new("nasforge.toml")).unwrap();
+    let finished = finished::setup(&board.host, &recipe);
+    let log = || {
+        std::fs::read_to_string(board.host.path("/var/log/nasforge-alerts.log")).unwrap_or_default()
+    };
+    // Setup makes the mirror on one disk: mdadm's monitor says so.
+    let mut unfinished = finished.clone();
+    unfinished.done.pop();
+    unfinished.finished = None;
+    unfinished.save(&journal::path(&board.host)).unwrap();
+    let degraded = [
+        "alert",
+        "--root",
+        root,
+        "--mdadm",
+        "DegradedArray",
+        "/dev/md/system",
+    ];
+    let out = nasforge_setup(&degraded);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        log().contains(
+            "mdadm: DegradedArray /dev/md/system (setup is mirroring the system; no alert needed)"
+        ) && !log().contains("lost a disk"),
+        "{}",
+        log()
+    );
+    finished.save(&journal::path(&board.host)).unwrap();
+    let out = nasforge_setup(&degraded);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        log().contains("degraded on pinas: the system's mirror /dev/md/system lost a disk"),
+        "{}",
+        log()
+    );
+}

@@ -184,6 +184,7 @@ fn plan_over(
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();
     let context = Context {
         hostname: "testnas".into(),
+        system_uuid: None,
         fs_uuids: vec!["5b0c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3".into()],
     };
     (plan, context)

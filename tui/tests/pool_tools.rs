@@ -36,6 +36,7 @@ fn setup_files() -> (String, String, Vec<String>) {
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();
     let ctx = Context {
         hostname: "pinas".into(),
+        system_uuid: None,
         fs_uuids: vec!["0b6d3c9e-2222-4222-8333-444455556666".into()],
     };
     let written = |suffix: &str| {

@@ -199,6 +199,7 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
             spin_down: nasforge_engine::spec::SpinDown::Off,
             disks: Vec::new(),
             usb_quirks: Vec::new(),
+            system_mirror: None,
         }),
         // Time Machine on a share of its own, in a folder of the array.
         shares: vec![

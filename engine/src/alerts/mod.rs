@@ -20,7 +20,7 @@ mod spool;
 
 pub use check::{FULL_PERCENT, Statvfs, Usage, array_mounts, check};
 pub use deliver::{Channel, command};
-pub use sources::{from_mdadm, from_smartd, from_zed, zed_needs_status};
+pub use sources::{from_mdadm, from_smartd, from_zed, is_system_mirror, zed_needs_status};
 pub use spool::{Delivery, log, raise, retry};
 
 use serde::{Deserialize, Serialize};

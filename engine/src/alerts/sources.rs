@@ -6,6 +6,11 @@
 use super::{Event, Kind};
 use crate::machine::zfs_report::{Scan, parse_zpool_status};
 
+/// `/dev/md/system`, as mdadm.conf names it.
+pub fn is_system_mirror(array: &str) -> bool {
+    array.trim_start_matches("/dev/md/") == crate::spec::SYSTEM_MIRROR_NAME
+}
+
 /// mdadm's monitor runs `PROGRAM EVENT MD-DEVICE [COMPONENT]` (mdadm(8),
 /// "MONITOR MODE").
 pub fn from_mdadm(args: &[String], host: &str) -> Option<Event> {
@@ -13,6 +18,14 @@ pub fn from_mdadm(args: &[String], host: &str) -> Option<Event> {
     let array = args.get(1).map_or("an array", String::as_str);
     let member = args.get(2).map(String::as_str);
     let (kind, subject, message) = match event {
+        "DegradedArray" | "Fail" if is_system_mirror(array) => (
+            Kind::Degraded,
+            format!("the system's mirror {array} lost a disk"),
+            format!(
+                "{array}, the RAID1 the system runs from, is running on one SSD{}: the PC still boots from it, but one more failure stops it. Put a new SSD in and add it as the README's \"The system on two SSDs\" says, and do not reboot until `sudo nasforge-setup status` calls {array} healthy.",
+                member.map(|m| format!(" ({m} failed)")).unwrap_or_default()
+            ),
+        ),
         "DegradedArray" => (
             Kind::Degraded,
             format!("{array} is degraded"),
@@ -272,6 +285,16 @@ mod tests {
         for (args, want) in cases {
             assert_eq!(mdadm(args).map(|e| e.kind), want, "{args:?}");
         }
+        let e = mdadm(&["Fail", "/dev/md/system", "/dev/nvme0n1p2"]).unwrap();
+        assert_eq!(e.kind, Kind::Degraded);
+        assert_eq!(e.subject, "the system's mirror /dev/md/system lost a disk");
+        assert!(
+            e.message
+                .contains("running on one SSD (/dev/nvme0n1p2 failed)")
+                && e.message.contains("The system on two SSDs"),
+            "{}",
+            e.message
+        );
         let e = mdadm(&["Fail", "/dev/md/data", "/dev/sdb1"]).unwrap();
         assert_eq!(e.subject, "/dev/sdb1 of /dev/md/data failed");
         assert!(

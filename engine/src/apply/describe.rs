@@ -18,6 +18,7 @@ impl ApplyPlan {
                 alert: self.plan.alert.clone(),
                 spin_down: self.plan.spin_down,
                 kept: vec![],
+                system_mirror: None,
             };
             out += "+ ";
             out += &alone.describe();

@@ -202,6 +202,9 @@ fn storage_refusals(old: Option<&Storage>, new: Option<&Storage>) -> Vec<String>
     if old_kept != new_kept {
         out.push("storage.disks changed: apply does not yet mount or unmount kept disks; put the set-up [[storage.disks]] entries back as they were".into());
     }
+    if old.and_then(|s| s.system_mirror.as_ref()) != new.and_then(|s| s.system_mirror.as_ref()) {
+        out.push("storage.system_mirror changed: the system is mirrored (or not) at first boot only, and apply does not move a running system; put the old value back".into());
+    }
     out
 }
 
@@ -283,6 +286,7 @@ fn plan_arrays(
     };
     let only_new = Storage {
         arrays: added.iter().map(|(_, a)| (*a).clone()).collect(),
+        system_mirror: None,
         ..storage.clone()
     };
     match planner::plan(&only_new, &[], &inventory) {

@@ -5,7 +5,7 @@
 //! then follows the resilver until ZFS detaches the old disk; `grow` adds
 //! whole vdevs of the pool's shape with `zpool add`.
 
-use super::{ArraySurvey, CareError, CarePlan, Candidate, MemberReport, MemberState};
+use super::{ArraySurvey, Candidate, CareError, CarePlan, MemberReport, MemberState};
 use super::{numbered, record_step, refuse};
 use crate::journal::Journal;
 use crate::machine::disks::{Disk, Inventory};
@@ -194,7 +194,7 @@ pub(super) fn grow(
         Level::Stripe => 1,
         _ => vdevs.first().map_or(1, Vec::len),
     };
-    if new.len() % width != 0 {
+    if !new.len().is_multiple_of(width) {
         return refuse(format!(
             "'{pool}' is {} {} vdev(s) of {width} disks, and ZFS grows a pool by whole vdevs: with the same redundancy in each, add {width} disks (or {}), not {}",
             vdevs.len(),
@@ -244,7 +244,11 @@ pub(super) fn grow(
         .find(|a| a.spec.name == *pool)
     {
         // Spares stay last in the record, as setup lists them.
-        let at = plan.members.iter().position(|m| m.spare).unwrap_or(plan.members.len());
+        let at = plan
+            .members
+            .iter()
+            .position(|m| m.spare)
+            .unwrap_or(plan.members.len());
         plan.members.splice(
             at..at,
             new.iter().map(|(disk, erase)| Member {

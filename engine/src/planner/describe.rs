@@ -7,6 +7,20 @@ impl Plan {
     /// The plan in words, as `plan` prints it and the wizard shows it.
     pub fn describe(&self) -> String {
         let mut out = String::new();
+        if let Some(m) = &self.system_mirror {
+            let erase = if m.erase {
+                format!(", erasing what it holds ({})", m.disk.describe_contents())
+            } else {
+                String::new()
+            };
+            out += &format!(
+                "System: mirrored (RAID1, /dev/md/system) from {} ({}) onto {} ({}){erase}; the PC boots from either, and reboots once while this is set up\n",
+                m.system.name,
+                m.system.summary(),
+                m.disk.name,
+                m.disk.summary()
+            );
+        }
         for a in &self.arrays {
             out += &describe_array(a);
         }

@@ -10,6 +10,7 @@ mod describe;
 mod estimates;
 mod kept;
 mod members;
+mod mirror;
 mod pool;
 mod refusals;
 
@@ -18,6 +19,7 @@ pub use estimates::{
     tolerance_in,
 };
 pub use kept::KeptPlan;
+pub use mirror::MirrorPlan;
 
 use crate::machine::disks::{Disk, Inventory};
 use crate::size::Size;
@@ -35,6 +37,9 @@ pub struct Plan {
     /// Disks shared as they are (`keep = true`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept: Vec<KeptPlan>,
+    /// The system mirrored onto a second disk (`[storage.system_mirror]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_mirror: Option<MirrorPlan>,
 }
 
 /// The ashift for a pool of `disks`: 12 (4 KiB) at least, since a pool
@@ -188,6 +193,19 @@ pub fn plan(
     let mut taken: Vec<String> = Vec::new();
     let mut arrays = Vec::new();
     let mut refusals = Vec::new();
+    // The mirror's disk first: `count = "all"` must not hand it to an array.
+    let system_mirror = storage.system_mirror.as_ref().and_then(|spec| {
+        match mirror::plan_mirror(spec, inventory, &taken) {
+            Ok(m) => {
+                taken.push(m.disk.name.clone());
+                Some(m)
+            }
+            Err(r) => {
+                refusals.push(r);
+                None
+            }
+        }
+    });
     // Kept disks first: an array's rules must never reach a disk someone
     // asked to keep.
     let mut kept = Vec::new();
@@ -228,6 +246,7 @@ pub fn plan(
         alert,
         spin_down: storage.spin_down,
         kept,
+        system_mirror,
     })
 }
 

@@ -25,7 +25,10 @@ pub use kept::KeptFilesystem;
 pub use position::{Location, locate, location};
 pub use shares::{Clients, Nfs, Share, Smb};
 pub use storage::KeptDisk;
-pub use storage::{Array, Count, DiskMatch, Filesystem, Level, Mode, SpinDown, Storage, Transport};
+pub use storage::{
+    Array, Count, DiskMatch, Filesystem, Level, Mode, SYSTEM_MIRROR_NAME, SpinDown, Storage,
+    SystemMirror, Transport,
+};
 
 use serde::{Deserialize, Serialize};
 use shares::check_shares;
@@ -177,6 +180,7 @@ pub fn required_packages(
     alerts: Option<&Alerts>,
 ) -> Vec<&'static str> {
     let wizard = storage.is_some_and(|s| s.mode == Mode::Wizard);
+    let mirror = storage.is_some_and(|s| s.system_mirror.is_some());
     let pools = wizard || storage.is_some_and(|s| s.arrays.iter().any(|a| a.level == Level::Pool));
     let uses = |fs: Filesystem| {
         wizard || storage.is_some_and(|s| s.arrays.iter().any(|a| a.filesystem == fs))
@@ -203,6 +207,11 @@ pub fn required_packages(
         ("avahi-daemon", wizard || !shares.is_empty()),
         ("wsdd2", wizard || shares.iter().any(|s| s.smb.is_some())),
         ("smartmontools", storage.is_some()),
+        // The system mirror's partition table (sfdisk), second EFI system
+        // partition (mkfs.vfat) and copy of the root.
+        ("fdisk", mirror),
+        ("dosfstools", mirror),
+        ("rsync", mirror),
         // A pool's join and its parity (Debian packs no unit or config
         // for either; setup writes them).
         ("mergerfs", pools),

@@ -36,7 +36,27 @@ pub struct Storage {
     /// USB bridges kept off the `uas` driver (`usb-storage.quirks=VID:PID:u`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub usb_quirks: Vec<UsbQuirk>,
+    /// A second SSD the system is mirrored onto at first boot (a PC only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_mirror: Option<SystemMirror>,
 }
+
+/// `[storage.system_mirror]`: the disk that joins the one the system runs
+/// from in an md RAID1, so the PC boots with either of them pulled.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemMirror {
+    /// Which disk: the same rules as an array's `disks`, matching exactly one.
+    #[serde(rename = "match")]
+    pub disk: DiskMatch,
+    /// Allow erasing it when it holds a partition table, a filesystem or a
+    /// RAID/ZFS label.
+    #[serde(default)]
+    pub wipe: bool,
+}
+
+/// The md name of the mirrored system, `/dev/md/system`; no array may take it.
+pub const SYSTEM_MIRROR_NAME: &str = "system";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -476,6 +496,49 @@ pub(super) fn check_storage(storage: &Storage, out: &mut Vec<SpecProblem>) {
     for (i, array) in storage.arrays.iter().enumerate() {
         check_array(&format!("storage.arrays[{i}]"), array, out);
         check_against_earlier(i, array, &storage.arrays[..i], out);
+    }
+    if let Some(mirror) = &storage.system_mirror {
+        check_system_mirror(storage, mirror, out);
+    }
+}
+
+fn check_system_mirror(storage: &Storage, mirror: &SystemMirror, out: &mut Vec<SpecProblem>) {
+    let at = "storage.system_mirror.match";
+    if storage.mode == Mode::Wizard {
+        out.push(problem(
+            "storage.system_mirror",
+            "the wizard does not mirror the system: set mode = \"unattended\" to have first boot do it, or leave system_mirror out",
+        ));
+    }
+    check_patterns(at, &mirror.disk, out);
+    let m = &mirror.disk;
+    let says_which = m.transport.is_some()
+        || m.min_size.is_some()
+        || m.max_size.is_some()
+        || m.model.is_some()
+        || m.serial.is_some()
+        || m.wwn.is_some()
+        || m.controller.is_some()
+        || m.rotational.is_some();
+    if !says_which {
+        out.push(problem(
+            at,
+            "say which disk the system is mirrored onto: by `serial` or `model` (as `nasforge-setup status` lists them), or `rotational = false` when it is the only other SSD",
+        ));
+    }
+    if !matches!(m.count, Count::All | Count::Exactly(1)) {
+        out.push(problem(
+            format!("{at}.count"),
+            "the system is mirrored over two disks, the one it runs from and this one: leave count out",
+        ));
+    }
+    for (i, array) in storage.arrays.iter().enumerate() {
+        if array.md_names().iter().any(|n| n == SYSTEM_MIRROR_NAME) {
+            out.push(problem(
+                format!("storage.arrays[{i}].name"),
+                format!("`{SYSTEM_MIRROR_NAME}` is the name of the system's own mirror (/dev/md/{SYSTEM_MIRROR_NAME}); call the array something else"),
+            ));
+        }
     }
 }
 

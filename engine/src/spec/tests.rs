@@ -27,6 +27,7 @@ fn storage(mode: Mode, arrays: Vec<Array>) -> Storage {
         spin_down: SpinDown::Off,
         disks: Vec::new(),
         usb_quirks: Vec::new(),
+        system_mirror: None,
     }
 }
 

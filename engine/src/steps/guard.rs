@@ -82,6 +82,21 @@ pub enum Guard {
     FilePresent { path: String },
     /// The checks of a replace or grow after setup (`care`).
     Care(CareGuard),
+    /// Partitioning the disk the system is mirrored onto: the planned disk,
+    /// not in use, blank or holding only the partition table of a run cut
+    /// short (the step before erased what the recipe allowed erasing).
+    MirrorDisk { device: String, disk: Identity },
+    /// Done when the system runs from the mirror: the root holds `marker`,
+    /// which only the mirror's copy of it ever does.
+    OnMirror { marker: String },
+    /// Wiping the old root partition: refused unless the system runs from
+    /// the mirror (`marker`) and nothing uses `partition`; done when it is
+    /// in the md array `array` already.
+    OldRoot {
+        marker: String,
+        array: String,
+        partition: String,
+    },
 }
 
 /// The checks before a replace or grow step, so a step the power cut
@@ -228,6 +243,21 @@ impl Step {
                 quota,
             } => check_dataset(host, dataset, path, *quota),
             Guard::Care(guard) => guard.check(host),
+            Guard::MirrorDisk { device, disk } => check_mirror_disk(host, device, disk),
+            Guard::OnMirror { marker } => {
+                if host.path(marker).exists() {
+                    Check::Done(format!(
+                        "the system runs from the mirror ({marker} is there)"
+                    ))
+                } else {
+                    Check::Pending
+                }
+            }
+            Guard::OldRoot {
+                marker,
+                array,
+                partition,
+            } => check_old_root(host, marker, array, partition),
             Guard::FilePresent { path } => {
                 if host.path(path).exists() {
                     Check::Pending
@@ -280,6 +310,59 @@ fn check_wipe(host: &Host, device: &str, disk: &Identity, held: &[Signature]) ->
             found.name,
             new.join("; "),
             describe(held)
+        ));
+    }
+    Check::Pending
+}
+
+fn check_mirror_disk(host: &Host, device: &str, disk: &Identity) -> Check {
+    let found = match planned_disk(host, device, disk) {
+        Ok(found) => found,
+        Err(why) => return Check::Refuse(format!("nothing was written: {why}")),
+    };
+    if !found.in_use.is_empty() {
+        return Check::Refuse(format!(
+            "{device} ({}) is in use: {}; nothing was written",
+            found.name,
+            in_use(&found)
+        ));
+    }
+    let unexpected = found.all_contents().into_iter().any(|(_, s)| {
+        !matches!(
+            s,
+            Signature::PartitionTable { .. } | Signature::Unrecognised { .. }
+        )
+    });
+    if unexpected {
+        return Check::Refuse(format!(
+            "{device} ({}) now holds {}, which was not there when the plan was made (or was to be erased); nothing was written. {REPLAN}",
+            found.name,
+            found.describe_contents()
+        ));
+    }
+    Check::Pending
+}
+
+fn check_old_root(host: &Host, marker: &str, array: &str, partition: &str) -> Check {
+    if !host.path(marker).exists() {
+        return Check::Refuse(format!(
+            "the system does not run from the mirror ({marker} is not on the root filesystem), so {partition} may still hold it; nothing was erased. Check `findmnt /` and `cat /proc/mdstat`"
+        ));
+    }
+    if member_of(host, array, partition) == Some(true) {
+        return Check::Done(format!("{partition} is in {array}"));
+    }
+    let Some(name) = disks::kernel_name(host, partition) else {
+        return Check::Refuse(format!(
+            "{partition} is gone; is the disk the system ran from still attached?"
+        ));
+    };
+    let mounts = crate::machine::mounts::Mounts::read(&host.root);
+    let source = format!("/dev/{name}");
+    if let Some(m) = mounts.iter().find(|m| m.source == source) {
+        return Check::Refuse(format!(
+            "{partition} ({name}) is mounted at {}; nothing was erased",
+            m.at
         ));
     }
     Check::Pending

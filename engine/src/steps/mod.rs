@@ -10,6 +10,7 @@
 mod action;
 pub mod alerts;
 mod guard;
+mod mirror;
 mod pool;
 mod shares;
 mod spindown;
@@ -47,6 +48,9 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Context {
     pub hostname: String,
+    /// The mirrored system's new root filesystem (`plan.system_mirror`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_uuid: Option<String>,
     /// Filesystem UUID for each array, in plan order.
     pub fs_uuids: Vec<String>,
 }
@@ -63,6 +67,10 @@ impl Context {
     pub fn random(hostname: &str, plan: &Plan) -> Context {
         Context {
             hostname: hostname.to_string(),
+            system_uuid: plan
+                .system_mirror
+                .as_ref()
+                .map(|_| uuid::Uuid::new_v4().to_string()),
             fs_uuids: plan
                 .arrays
                 .iter()
@@ -144,8 +152,15 @@ fn needs_fstab(plan: &Plan) -> bool {
 
 pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     let mut steps = Vec::new();
+    // First: what the steps below write to the system (mdadm.conf, fstab,
+    // smb.conf) goes to the mirrored root, not to the one left behind.
+    if let (Some(mirror), Some(uuid)) = (&plan.system_mirror, &ctx.system_uuid) {
+        mirror::steps(mirror, uuid, &ctx.hostname, &plan.alert, &mut steps);
+    }
     let all: Vec<usize> = (0..plan.arrays.len()).collect();
     build_steps(plan, ctx, &all, &mut steps);
+    // The mirror's own steps wrote mdadm.conf and the initramfs for it:
+    // rebuilt again only for arrays of the data (minutes on a slow board).
     let md = plan.arrays.iter().any(is_md);
     if md {
         steps.extend(storage::mdadm_conf_steps(plan, &ctx.hostname));
@@ -168,7 +183,7 @@ pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
         }
     }
     shares::share_steps(plan, &mut steps);
-    if md {
+    if md || plan.system_mirror.is_some() {
         steps.push(storage::monitoring_step());
     }
     if plan.arrays.iter().any(|a| a.spec.is_zfs()) {

@@ -104,6 +104,25 @@ fn event(host: &Host, args: &AlertArgs, hostname: &str) -> anyhow::Result<Option
         return Ok(Some(Event::new(kind, hostname, subject, message)));
     }
     if let Some(words) = &args.mdadm {
+        // Setup makes the system's mirror on one disk and adds the other
+        // after a reboot: mdadm's monitor sees it degraded, then rebuilding,
+        // and none of that is news to anyone.
+        let setting_up = || {
+            nasforge_engine::journal::Journal::load(&nasforge_engine::journal::path(host))
+                .ok()
+                .flatten()
+                .is_some_and(|j| !j.is_complete())
+        };
+        if words.get(1).is_some_and(|a| alerts::is_system_mirror(a)) && setting_up() {
+            alerts::log(
+                host,
+                &format!(
+                    "mdadm: {} (setup is mirroring the system; no alert needed)",
+                    words.join(" ")
+                ),
+            );
+            return Ok(None);
+        }
         let event = alerts::from_mdadm(words, hostname);
         if event.is_none() {
             alerts::log(

@@ -321,6 +321,7 @@ pub fn storage(
         spin_down: nasforge_engine::spec::SpinDown::Off,
         disks: Vec::new(),
         usb_quirks: Vec::new(),
+        system_mirror: None,
     }
 }
 

@@ -335,6 +335,7 @@ impl Wizard {
             .map_err(|(problem, _)| vec![problem])?;
         let context = Context {
             hostname: self.facts.hostname.clone(),
+            system_uuid: None,
             fs_uuids: vec![self.settings.fs_uuid.clone()],
         };
         let mut steps = steps::generate(&plan, &context);

@@ -183,6 +183,7 @@ fn plan_text(w: &Wizard) -> Vec<(String, Style)> {
     let arrays = Plan {
         shares: Vec::new(),
         kept: Vec::new(),
+        system_mirror: None,
         ..plan.clone()
     };
     for l in arrays.describe().lines() {
