@@ -282,19 +282,32 @@ impl Step {
     }
 }
 
-/// Wiping: the planned disk, not in use, holding nothing new.
-fn check_wipe(host: &Host, device: &str, disk: &Identity, held: &[Signature]) -> Check {
-    let found = match planned_disk(host, device, disk) {
-        Ok(found) => found,
-        Err(why) => return Check::Refuse(format!("nothing was erased: {why}")),
-    };
+/// The planned disk at `device`, if nothing uses it; else the refusal,
+/// which says nothing was `done` to it.
+fn unused_planned_disk(
+    host: &Host,
+    device: &str,
+    disk: &Identity,
+    done: &str,
+) -> Result<disks::Disk, Check> {
+    let found = planned_disk(host, device, disk)
+        .map_err(|why| Check::Refuse(format!("nothing was {done}: {why}")))?;
     if !found.in_use.is_empty() {
-        return Check::Refuse(format!(
-            "{device} ({}) is in use: {}; nothing was erased",
+        return Err(Check::Refuse(format!(
+            "{device} ({}) is in use: {}; nothing was {done}",
             found.name,
             in_use(&found)
-        ));
+        )));
     }
+    Ok(found)
+}
+
+/// Wiping: the planned disk, not in use, holding nothing new.
+fn check_wipe(host: &Host, device: &str, disk: &Identity, held: &[Signature]) -> Check {
+    let found = match unused_planned_disk(host, device, disk, "erased") {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
     // A wipe cut short leaves part of what was there, never more;
     // once wipefs has cleared the magic, the rest of what was
     // there is bytes no probe recognises.
@@ -316,17 +329,10 @@ fn check_wipe(host: &Host, device: &str, disk: &Identity, held: &[Signature]) ->
 }
 
 fn check_mirror_disk(host: &Host, device: &str, disk: &Identity) -> Check {
-    let found = match planned_disk(host, device, disk) {
+    let found = match unused_planned_disk(host, device, disk, "written") {
         Ok(found) => found,
-        Err(why) => return Check::Refuse(format!("nothing was written: {why}")),
+        Err(refused) => return refused,
     };
-    if !found.in_use.is_empty() {
-        return Check::Refuse(format!(
-            "{device} ({}) is in use: {}; nothing was written",
-            found.name,
-            in_use(&found)
-        ));
-    }
     let unexpected = found.all_contents().into_iter().any(|(_, s)| {
         !matches!(
             s,
@@ -377,17 +383,10 @@ fn check_partition(
     name: &str,
     kind: PartitionKind,
 ) -> Check {
-    let found = match planned_disk(host, device, disk) {
+    let found = match unused_planned_disk(host, device, disk, "written") {
         Ok(found) => found,
-        Err(why) => return Check::Refuse(format!("nothing was written: {why}")),
+        Err(refused) => return refused,
     };
-    if !found.in_use.is_empty() {
-        return Check::Refuse(format!(
-            "{device} ({}) is in use: {}; nothing was written",
-            found.name,
-            in_use(&found)
-        ));
-    }
     // Our own table means a run of this step was cut short: it
     // runs again (it is idempotent), so the new partition's
     // wipefs is not skipped.
