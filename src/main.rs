@@ -89,7 +89,18 @@ enum Command {
     #[command(
         after_help = "Examples:\n  nasforge emulate out/pi4-debian-raid5.img --disks 4x2G\n  nasforge emulate out/nas.img --disk old-data.img --disks 3x1G\n  nasforge emulate out/x86-15-drive-raid6.img --disks 15x2G\n  nasforge emulate out/x86-15-drive-raidz2.img --sas-disks 15x2G"
     )]
-    Emulate(nasforge::emulate::Options),
+    Emulate(Box<nasforge::emulate::Options>),
+    /// Cause a fault on a machine `nasforge emulate --qmp PATH` runs.
+    ///
+    /// Rehearses what goes wrong while the NAS is busy: a USB disk pulled
+    /// out at once (as a USB bridge resetting under UAS, a cable knocked
+    /// out) and put back, and the power cut. Disks are named by the serial
+    /// `emulate` printed. Only USB disks can be pulled out: qemu's SATA,
+    /// SAS and NVMe controllers take no hot-unplug.
+    #[command(
+        after_help = "Examples:\n  nasforge emulate out/nas.img --disks 3x2G --usb-disk usbA.img --usb-disk usbB.img --qmp /tmp/nas.qmp\n  nasforge fault /tmp/nas.qmp disks\n  nasforge fault /tmp/nas.qmp unplug usbB\n  nasforge fault /tmp/nas.qmp plug usbB\n  nasforge fault /tmp/nas.qmp power-cut"
+    )]
+    Fault(nasforge::emulate::fault::Options),
     /// Kernels: build the one a recipe's `[kernel] build` describes.
     Kernel {
         #[command(subcommand)]
@@ -182,6 +193,10 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Inspect { image, json } => inspect(&image, json),
         Command::Emulate(opts) => emulate(&opts, &cache(cli.cache)?),
+        Command::Fault(opts) => {
+            println!("{}", nasforge::emulate::fault::run(&opts)?);
+            Ok(())
+        }
         Command::Kernel {
             command:
                 KernelCommand::Build {

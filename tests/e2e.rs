@@ -14,13 +14,17 @@
 //! setup, and a reboot with a member disk missing from the md array and one
 //! from the pool (the array assembles under its name, the pool is imported
 //! and mounted, both degraded, files intact), on which the NAS is cared for
-//! (tests/care): alerts, replace, grow, apply.
+//! (tests/care): alerts, replace, grow, apply. Faults while the NAS is busy
+//! (tests/faults) share these boots: a USB member pulled out and put back
+//! while five clients copy, one failing every read and write, and at the
+//! end a power cut while they write.
 //!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
 mod board;
 mod care;
 mod common;
+mod faults;
 mod home_network;
 mod replica;
 mod usb;
@@ -370,6 +374,10 @@ path = "out/nas.img"
     t.lap("USB: transport, quirk active, uas driver, raid1, kept disk shared as it is");
     let pooled = usb.check_pool(&board, &key, d);
     t.lap("USB pool: mergerfs over d1, d2 and the kept disk, files spread, nightly sync run");
+    faults::usb_member_pulled_under_load(&board, &key, d, &sinks);
+    t.lap("under load: a USB member pulled out and put back, every copy intact, re-added, check clean");
+    faults::usb_member_fails(&board, &key, d, &sinks);
+    t.lap("a USB member failing every read and write: failed by md, reported, nothing read wrong, reseated");
     home_network::found_by_name(&board, &key, "e2enas", "backup");
     t.lap("found by name: avahi-resolve, avahi-browse, wsdd2");
     home_network::time_machine_and_guests(&board, &key, d, 1536);

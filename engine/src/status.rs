@@ -116,6 +116,11 @@ pub struct ArrayStatus {
     /// has lost disks, so its own state would say healthy.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub weak_legs: Vec<String>,
+    /// The disks setup put in it that are not working in it now, in words
+    /// ("sdc (QEMU HARDDISK, serial uas-docs1)"): filled in by [`collect`]
+    /// from the plan.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -166,6 +171,7 @@ impl ArrayStatus {
             spares: listed.spares,
             legs: listed.legs,
             weak_legs: Vec::new(),
+            missing: Vec::new(),
         }
     }
 }
@@ -251,6 +257,39 @@ fn mark_weak_legs(arrays: &mut [ArrayStatus], name_of: impl Fn(&str) -> Option<S
     }
 }
 
+/// Names the planned members each degraded md array lacks, when exactly as
+/// many as md counts missing are: after a replacement the plan lists a disk
+/// that left the array, and a guess would name the wrong one.
+fn name_missing_members(host: &Host, plan: &crate::planner::Plan, arrays: &mut [ArrayStatus]) {
+    for a in arrays.iter_mut().filter(|a| a.degraded) {
+        let Some(planned) = plan
+            .arrays
+            .iter()
+            .find(|p| a.name.as_deref() == Some(p.spec.name.as_str()))
+        else {
+            continue;
+        };
+        let md = md::md_dir(host, &a.device);
+        let missing: Vec<String> = planned
+            .members
+            .iter()
+            .filter(|m| !m.spare)
+            .filter(|m| {
+                let part = crate::storage::partition::partition_path(&m.disk.stable_path(), 1);
+                let working = crate::machine::host::kernel_name(host, &part).is_some_and(|k| {
+                    std::fs::read_to_string(md.join(format!("dev-{k}/state")))
+                        .is_ok_and(|state| !state.contains("faulty"))
+                });
+                !working
+            })
+            .map(|m| format!("the disk that was {}", m.disk.words()))
+            .collect();
+        if missing.len() == a.expected - a.working {
+            a.missing = missing;
+        }
+    }
+}
+
 fn disk_health(disk: &crate::machine::disks::Disk, runner: &mut dyn Runner) -> DiskHealth {
     let device = disk.stable_path();
     match runner.query(&Cmd::new(&["smartctl", "--json", "-a", &device])) {
@@ -281,7 +320,10 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
             },
         },
     };
-    let arrays = read_arrays(host);
+    let mut arrays = read_arrays(host);
+    if let Some(j) = journal {
+        name_missing_members(host, &j.plan, &mut arrays);
+    }
     let mounts = Mounts::read(&host.root);
     let mut filesystems = Vec::new();
     let mut shares = Vec::new();
@@ -458,8 +500,12 @@ impl ArrayStatus {
         } else if !self.weak_legs.is_empty() {
             words.extend(self.weak_legs.iter().cloned());
         } else if self.degraded {
+            let missing = match self.missing.as_slice() {
+                [] => String::new(),
+                disks => format!(", missing {}", disks.join(" and ")),
+            };
             words.push(format!(
-                "degraded ({} of {} members)",
+                "degraded ({} of {} members){missing}",
                 self.working, self.expected
             ));
         } else if self.sync.as_ref().is_none_or(|s| s.action != "resync") {

@@ -229,3 +229,64 @@ fn status_shows_the_last_self_test_and_scrub() {
         runner.lines
     );
 }
+
+const MDSTAT_DEGRADED: &str = "Personalities : [raid6] [raid5] [raid4]\nmd127 : active raid5 sdd1[3] sdb1[1] sda1[0]\n      11720653824 blocks super 1.2 level 5, 512k chunk, algorithm 2 [4/3] [UU_U]\n      bitmap: 2/30 pages [8KB], 65536KB chunk\n\nunused devices: <none>\n";
+
+#[test]
+fn status_names_the_disk_a_degraded_array_lacks_by_its_serial() {
+    let board = common::writable_copy("pi5-jmb585");
+    let plan = plan_on_pi5("", &[]);
+    let journal = Journal::new(
+        DeviceRecipe::default(),
+        context(&plan),
+        plan.clone(),
+        vec![],
+    );
+    let host = &board.host;
+    std::fs::write(host.path("/proc/mdstat"), MDSTAT_DEGRADED).unwrap();
+    std::fs::create_dir_all(host.dev_path("/dev/md")).unwrap();
+    std::os::unix::fs::symlink("../md127", host.dev_path("/dev/md/data")).unwrap();
+    std::fs::create_dir_all(host.dev_path("/dev/disk/by-id")).unwrap();
+    for m in &plan.arrays[0].members {
+        let part = format!("{}1", m.disk.name);
+        std::fs::write(host.dev_path(&part), "").unwrap();
+        let link = format!("{}-part1", m.disk.stable_path());
+        std::os::unix::fs::symlink(format!("../../{part}"), host.dev_path(&link)).unwrap();
+    }
+    let md = host.path("/sys/block/md127/md");
+    let state = |disk: &str, state: &str| {
+        let dir = md.join(format!("dev-{disk}1"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("state"), state).unwrap();
+    };
+    for disk in ["sda", "sdb", "sdd"] {
+        state(disk, "in_sync\n");
+    }
+    let sdc = plan.arrays[0]
+        .members
+        .iter()
+        .find(|m| m.disk.name == "sdc")
+        .unwrap();
+    let words = format!(
+        "data (md127): raid5, degraded (3 of 4 members), missing the disk that was sdc ({}, serial {})",
+        sdc.disk.model.as_deref().unwrap(),
+        sdc.disk.serial.as_deref().unwrap()
+    );
+    let status =
+        |runner: &mut RecordingRunner| status::collect(host, Some(&journal), runner).render();
+    // Pulled out: md removed it.
+    let text = status(&mut RecordingRunner::default());
+    assert!(text.contains(&words), "{text}");
+    // Failed and still listed: missing all the same.
+    state("sdc", "faulty\n");
+    let text = status(&mut RecordingRunner::default());
+    assert!(text.contains(&words), "{text}");
+    // Two planned disks out of it where md lacks one (one was replaced
+    // since): which one is missing is not guessed.
+    std::fs::remove_dir_all(md.join("dev-sdd1")).unwrap();
+    let text = status(&mut RecordingRunner::default());
+    assert!(
+        text.contains("data (md127): raid5, degraded (3 of 4 members)\n"),
+        "{text}"
+    );
+}

@@ -214,7 +214,10 @@ fn the_steps_copy_before_they_switch_and_wipe_the_old_root_only_after_the_reboot
     assert!(text("system-mirror:mkfs").contains(&format!("-U {uuid} /dev/md/system")));
     let initramfs = text("system-mirror:initramfs");
     assert!(
-        initramfs.contains("MODULES=most")
+        !initramfs.contains("MODULES=most")
+            && initramfs.contains(&format!(
+                "/etc/initramfs-tools/hooks/nasforge-system-mirror {old} {new}"
+            ))
             && initramfs.contains("mdadm --detail --scan")
             && initramfs.contains("update-initramfs -u -k all"),
         "{initramfs}"

@@ -10,6 +10,7 @@
 
 mod board;
 mod disks;
+pub mod fault;
 mod pc;
 mod standin;
 
@@ -89,6 +90,11 @@ pub struct Options {
     /// Quit when the guest reboots instead of restarting it
     #[arg(long)]
     pub exit_on_reboot: bool,
+    /// A control socket for qemu's machine protocol (QMP), through which
+    /// `nasforge fault PATH ...` pulls a USB disk out and puts it back, or
+    /// cuts the power, while the machine runs
+    #[arg(long, value_name = "PATH")]
+    pub qmp: Option<PathBuf>,
     /// Start over: forget what earlier runs wrote (the board's disk
     /// overlay and the blank disks)
     #[arg(long)]
@@ -304,9 +310,16 @@ fn qemu_command(
     let mut sas = 0;
     let mut ssd = 0;
     for (i, (d, serial, bus)) in disks.iter().enumerate() {
-        cmd.arg("-drive")
-            .arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
         let device = match bus {
+            Bus::UsbStorage | Bus::Uas => {
+                let usb = if *bus == Bus::Uas {
+                    fault::Usb::Uas
+                } else {
+                    fault::Usb::Storage
+                };
+                cmd.args(usb.args(d, serial));
+                continue;
+            }
             Bus::Sata => {
                 port += 1;
                 format!(
@@ -321,18 +334,20 @@ fn qemu_command(
                 sas += 1;
                 pc::sas_device(sas - 1, i, serial)
             }
-            Bus::UsbStorage => format!("usb-storage,bus=xhci.0,drive=d{i},serial={serial}"),
             Bus::Nvme => {
                 ssd += 1;
                 pc::ssd_device(ssd, i, serial)
             }
-            Bus::Uas => {
-                cmd.arg("-device")
-                    .arg(format!("usb-uas,bus=xhci.0,id=uas{i}"));
-                format!("scsi-hd,bus=uas{i}.0,scsi-id=0,lun=0,drive=d{i},serial={serial}")
-            }
         };
+        cmd.arg("-drive")
+            .arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
         cmd.arg("-device").arg(device);
+    }
+    if let Some(socket) = &opts.qmp {
+        cmd.arg("-qmp").arg(format!(
+            "unix:{},server=on,wait=off",
+            socket.display().to_string().replace(',', ",,")
+        ));
     }
     cmd.arg("-netdev").arg(format!(
         "user,id=n0,hostfwd=tcp:127.0.0.1:{}-:22,hostfwd=tcp:127.0.0.1:{}-:445,hostfwd=tcp:127.0.0.1:{}-:2049",
@@ -526,6 +541,7 @@ mod tests {
             headless: true,
             serial_log: None,
             exit_on_reboot: true,
+            qmp: None,
             fresh: false,
         }
     }
@@ -667,11 +683,13 @@ mod tests {
             line.contains("-device qemu-xhci,id=xhci,p2=8,p3=8"),
             "{line}"
         );
+        // Block nodes and device ids `nasforge fault` finds them by.
         assert!(
-            line.contains("-device usb-storage,bus=xhci.0,drive=d1,serial=u"),
+            line.contains("-blockdev driver=file,node-name=file-u,filename=u.img -blockdev driver=raw,node-name=usb-u,file=file-u -device usb-storage,bus=xhci.0,drive=usb-u,id=disk-u,serial=u"),
             "{line}"
         );
-        assert!(line.contains("-device usb-uas,bus=xhci.0,id=uas3 -device scsi-hd,bus=uas3.0,scsi-id=0,lun=0,drive=d3,serial=s"), "{line}");
+        assert!(line.contains("-blockdev driver=file,node-name=file-s,filename=s.img -blockdev driver=raw,node-name=uas-s,file=file-s -device usb-uas,bus=xhci.0,id=disk-s,serial=s -device scsi-hd,bus=disk-s.0,drive=uas-s,lun=0,scsi-id=0,serial=s"), "{line}");
+        assert!(!line.contains("-qmp"), "{line}");
         let append = &args[args.iter().position(|a| a == "-append").unwrap() + 1];
         assert_eq!(
             append,

@@ -579,7 +579,10 @@ fn compiler_package(target: Target, compiler: &str) -> (String, String) {
     } else {
         // Debian's cross compilers spell the triplet with `-` for `_`:
         // gcc-12-x86-64-linux-gnu.
-        (format!("{name}-{}", target.triplet.replace('_', "-")), prefix)
+        (
+            format!("{name}-{}", target.triplet.replace('_', "-")),
+            prefix,
+        )
     }
 }
 

@@ -49,6 +49,8 @@ impl Drop for Phases {
 pub struct Board {
     pub child: Child,
     pub log: PathBuf,
+    /// qemu's control socket (`emulate --qmp`), for `nasforge fault`.
+    pub qmp: PathBuf,
     pub ssh: u16,
     pub smb: u16,
     pub nfs: u16,
@@ -85,7 +87,12 @@ impl Board {
             .arg("--exit-on-reboot")
             .arg("--serial-log")
             .arg(&log);
-        cmd.arg("--workdir").arg(dir.join("emulate")).args(extra);
+        let qmp = dir.join("qmp.sock");
+        cmd.arg("--workdir")
+            .arg(dir.join("emulate"))
+            .arg("--qmp")
+            .arg(&qmp)
+            .args(extra);
         // The file name says the bus: usb-* on usb-storage, uas-* on
         // usb-uas (tests/usb), sas-* behind the PC's SAS HBAs, ssd-* an
         // NVMe SSD the PC may boot from, anything else on a SATA port.
@@ -144,6 +151,7 @@ impl Board {
         Board {
             child,
             log,
+            qmp,
             ssh,
             smb,
             nfs,
@@ -279,9 +287,34 @@ impl Board {
         self.log()
     }
 
+    /// `nasforge fault QMP ARGS...`, as a person rehearsing would run it;
+    /// what it printed.
+    pub fn fault(&self, args: &[&str]) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_nasforge"))
+            .arg("fault")
+            .arg(&self.qmp)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nasforge fault {args:?}:\n{}",
+            printed(&out)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The power cut, through `nasforge fault`: qemu stops at once.
     pub fn power_cut(mut self) {
-        unsafe { libc::killpg(self.child.id() as i32, libc::SIGKILL) };
-        let _ = self.child.wait();
+        self.fault(&["power-cut"]);
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "qemu still runs after the power cut"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 }
 

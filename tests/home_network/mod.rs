@@ -144,13 +144,51 @@ impl Torture {
             .args(tests)
             .output()
             .expect("chroot into smbtorture's root");
+        let report = printed(&out);
         eprintln!(
-            "e2e: smbtorture {} on {share}: {:.0}s",
+            "e2e: smbtorture {} on {share}: {:.0}s; longest: {}",
             tests.join(" "),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            longest(&report, 5)
         );
-        printed(&out)
+        report
     }
+}
+
+/// The `n` tests that took longest, from the `time:` lines of smbtorture's
+/// subunit report: where the suite's minutes go.
+fn longest(report: &str, n: usize) -> String {
+    // "time: 2026-12-05 18:26:54.123456Z": seconds into the day.
+    let seconds = |l: &str| -> Option<f64> {
+        let clock = l.strip_prefix("time: ")?.split_whitespace().nth(1)?;
+        let mut parts = clock.trim_end_matches('Z').split(':');
+        let h: f64 = parts.next()?.parse().ok()?;
+        let m: f64 = parts.next()?.parse().ok()?;
+        let s: f64 = parts.next()?.parse().ok()?;
+        Some(h * 3600.0 + m * 60.0 + s)
+    };
+    let mut now = None;
+    let mut started: Option<(String, f64)> = None;
+    let mut took: Vec<(f64, String)> = Vec::new();
+    for line in report.lines() {
+        if let Some(t) = seconds(line) {
+            now = Some(t);
+        } else if let Some(test) = line.strip_prefix("test: ") {
+            started = now.map(|t| (test.to_string(), t));
+        } else if ["success: ", "failure: ", "error: "]
+            .iter()
+            .any(|p| line.starts_with(p))
+            && let (Some((test, from)), Some(to)) = (started.take(), now)
+        {
+            took.push(((to - from).rem_euclid(86400.0), test));
+        }
+    }
+    took.sort_by(|a, b| b.0.total_cmp(&a.0));
+    took.iter()
+        .take(n)
+        .map(|(s, t)| format!("{t} {s:.0}s"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The tests smbtorture reports as failed or in error.

@@ -114,7 +114,10 @@ pub fn raspberry_pi_os(base: &Path, out: &Path) {
     // suites are left out: the build resolves against the kernel the base
     // has.
     let sources = read("/etc/apt/sources.list");
-    assert!(sources.contains(" main contrib non-free-firmware"), "{sources}");
+    assert!(
+        sources.contains(" main contrib non-free-firmware"),
+        "{sources}"
+    );
     root.replace(
         "/etc/apt/sources.list",
         sources

@@ -73,6 +73,7 @@ smb = { users = ["admin"] }
 name = "docs"
 path = "/srv/docs"
 smb = { users = ["admin"] }
+nfs = { clients = "10.0.2.0/24" }
 [[shares]]
 name = "photos"
 path = "/srv/photos"

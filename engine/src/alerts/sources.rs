@@ -37,7 +37,7 @@ pub fn from_mdadm(args: &[String], host: &str) -> Option<Event> {
             Kind::MemberFailed,
             format!("{} of {array} failed", member.unwrap_or("a member")),
             format!(
-                "md marked {} of {array} as failed{}. Run `sudo nasforge-setup replace` to replace it.",
+                "md marked {} of {array} as failed{}. If the disk only dropped out (a USB bridge that reset, a loose cable or power lead) and comes back, md takes it back on its own and copies only what changed while it was away; otherwise run `sudo nasforge-setup replace` to replace it.",
                 member.unwrap_or("a member"),
                 if event == "FailSpare" {
                     " while it was being rebuilt onto"

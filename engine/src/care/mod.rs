@@ -21,7 +21,7 @@ pub use survey::{
 pub use survey::{cannot_grow, nested_cannot_grow};
 
 use crate::journal::{self, Journal, JournalError};
-use crate::machine::disks::{self, Disk, DiscoveryError, Host, Inventory};
+use crate::machine::disks::{self, DiscoveryError, Disk, Host, Inventory};
 use crate::machine::md::MdState;
 use crate::machine::zfs;
 use crate::machine::zfs_report::parse_zpool_status;

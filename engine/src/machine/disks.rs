@@ -234,6 +234,17 @@ impl Disk {
     }
 
     /// "WDC WD40EFRX (WD-WCC7K1234567), 4 TB sata"
+    /// "sdc (QEMU HARDDISK, serial uas-docs1)": how status and alerts name
+    /// a disk, by its serial above all, since its kernel name may change.
+    pub fn words(&self) -> String {
+        format!(
+            "{} ({}, serial {})",
+            self.name,
+            self.model.as_deref().unwrap_or("unknown model"),
+            self.serial.as_deref().unwrap_or("unknown")
+        )
+    }
+
     pub fn summary(&self) -> String {
         let model = self.model.as_deref().unwrap_or("unknown model");
         let serial = self

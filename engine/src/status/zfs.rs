@@ -193,12 +193,7 @@ pub fn spares(report: &PoolReport, members: &[&Disk]) -> Vec<String> {
 fn disk_words(path: &str, members: &[&Disk]) -> String {
     let whole = whole_disk_path(path);
     match members.iter().find(|d| d.stable_path() == whole) {
-        Some(d) => format!(
-            "{} ({}, serial {})",
-            d.name,
-            d.model.as_deref().unwrap_or("unknown model"),
-            d.serial.as_deref().unwrap_or("unknown")
-        ),
+        Some(d) => d.words(),
         None => path.to_string(),
     }
 }

@@ -150,14 +150,19 @@ pub(super) fn steps(
                 drop: vec!["spares=".into()],
                 first: vec![],
             },
-            // MODULES=dep would take the drivers of the disks the root is on
-            // now: only the new disk's, and the PC would not boot from the
-            // other one alone when the two sit on different controllers.
-            Action::WriteFile {
-                path: "/etc/initramfs-tools/conf.d/nasforge-modules.conf".into(),
-                contents: "# nasforge: the system is mirrored over two disks, which may need\n# different drivers: every storage driver goes in the initramfs\nMODULES=most\n".into(),
-                mode: 0o644,
-            },
+            // The image builds its initramfs with MODULES=dep, which takes
+            // the drivers of the disks the root is on when it is built: now
+            // only the old disk's, later only those of the halves present.
+            // The hook names both disks' drivers, so either boots alone.
+            run(&[
+                "sh",
+                "-euc",
+                DRIVERS_HOOK,
+                "sh",
+                DRIVERS_HOOK_PATH,
+                &old,
+                &new,
+            ]),
             // The copy made next carries this initramfs: built before it.
             run(&["update-initramfs", "-u", "-k", "all"]),
         ],
@@ -264,6 +269,64 @@ mv "$dst/EFI/BOOT/BOOTX64.TMP" "$dst/EFI/BOOT/BOOTX64.EFI"
 sync
 cmp "$src/BOOTX64.EFI" "$dst/EFI/BOOT/BOOTX64.EFI"
 cmp "$src/grub.cfg" "$dst/EFI/BOOT/grub.cfg"
+"#;
+
+const DRIVERS_HOOK_PATH: &str = "/etc/initramfs-tools/hooks/nasforge-system-mirror";
+
+/// Writes the initramfs hook ($1) that copies the driver of every device
+/// between each disk ($2, $3) and the system bus, found as initramfs-tools'
+/// own MODULES=dep walk finds them (hook-functions: sys_walk_mod_add), and
+/// for an NVMe disk under native multipath, whose block device hangs off a
+/// virtual subsystem, from each of that subsystem's controllers. Module
+/// names, not paths: each kernel a later update installs resolves them for
+/// itself. A disk with no driver found at all stops the step: a hook
+/// without it would boot from the other disk only.
+const DRIVERS_HOOK: &str = r#"
+hook=$1; shift
+# sh has no local variables: the walk's own is `up`.
+walk() {
+	up=$1
+	while [ "$up" != /sys ] && [ "$up" != / ]; do
+		if [ -e "$up/driver" ]; then
+			echo driver
+			if [ -e "$up/driver/module" ]; then basename "$(readlink -f "$up/driver/module")"; fi
+		fi
+		up=$(dirname "$up")
+	done
+}
+modules=
+for disk in "$@"; do
+	dev=$(readlink -f "/sys/class/block/$(basename "$(readlink -f "$disk")")/device")
+	found=$(
+		walk "$dev"
+		for ctrl in "$dev"/nvme[0-9]*; do
+			if [ -e "$ctrl/device" ]; then walk "$(readlink -f "$ctrl")"; fi
+		done
+	)
+	case "$found" in
+	*driver*) ;;
+	*) echo "found no driver for $disk (from $dev)" >&2; exit 1 ;;
+	esac
+	modules="$modules $(echo "$found" | grep -vx driver || true)"
+done
+modules=$(printf '%s\n' $modules | sort -u | tr '\n' ' ')
+if [ -z "${modules% }" ]; then
+	rm -f "$hook"
+	echo "the drivers of the system's two disks are built into the kernel"
+	exit 0
+fi
+cat >"$hook.tmp" <<HOOK
+#!/bin/sh
+# nasforge: the system is mirrored over two disks ([storage.system_mirror]).
+# MODULES=dep takes only the drivers of the halves present when it runs:
+# these are both disks' drivers, so the PC boots from either one alone.
+case "\$1" in prereqs) exit 0 ;; esac
+. /usr/share/initramfs-tools/hook-functions
+manual_add_modules $modules
+HOOK
+chmod 755 "$hook.tmp"
+mv "$hook.tmp" "$hook"
+echo "drivers of the system's two disks in every initramfs: $modules"
 "#;
 
 /// Copies the running root onto the mirror ($1, its half $2) and switches

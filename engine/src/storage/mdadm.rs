@@ -166,7 +166,11 @@ PROGRAM {}",
          # `mdadm --detail --scan`, then run `update-initramfs -u -k all`.\n\
          {legs}HOMEHOST {homehost}\n\
          {alert}\n\
-         DEVICE partitions containers\n"
+         DEVICE partitions containers\n\
+         # A member that drops out and comes back (a USB bridge reset) is\n\
+         # re-added by udev's `mdadm --incremental`: with the write-intent\n\
+         # bitmap, md copies only what changed while it was away.\n\
+         POLICY action=re-add\n"
     )
 }
 
