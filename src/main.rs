@@ -1,5 +1,5 @@
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use nasforge::recipe::{BaseSource, Recipe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -131,6 +131,16 @@ enum Command {
         after_help = "Examples:\n  nasforge flash --list\n  nasforge flash out/pinas.img.xz /dev/sdX\n  nasforge flash out/pinas.img /dev/mmcblk0 --yes      (scripts: no question)\n  nasforge flash out/pinas.img.xz copy.img             (dd-style, to a file)"
     )]
     Flash(nasforge::flash::Options),
+    /// Print a shell's completions for nasforge.
+    #[command(
+        after_help = "Examples:\n  nasforge completions bash > ~/.local/share/bash-completion/completions/nasforge\n  nasforge completions zsh > ~/.zfunc/_nasforge\n  nasforge completions fish > ~/.config/fish/completions/nasforge.fish"
+    )]
+    Completions { shell: clap_complete::Shell },
+    /// Print nasforge's manual page (roff), its commands and options.
+    #[command(
+        after_help = "Examples:\n  nasforge man | man -l -\n  nasforge man > ~/.local/share/man/man1/nasforge.1"
+    )]
+    Man,
 }
 
 #[derive(Subcommand)]
@@ -212,6 +222,16 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Flash(opts) => flash(&opts),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "nasforge",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        Command::Man => Ok(clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?),
     }
 }
 

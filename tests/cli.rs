@@ -453,3 +453,37 @@ fn check_refuses_every_hostile_board_value_at_its_line() {
         assert!(!r.stderr.contains(['\x1b', '\r']), "{:?}", r.stderr);
     }
 }
+
+#[test]
+fn completions_and_the_manual_page_name_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = nasforge(&["completions", "bash"], dir.path(), dir.path());
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("_nasforge()"), "{}", r.stdout);
+    for command in [
+        "build",
+        "flash",
+        "emulate",
+        "fault",
+        "power-cut",
+        "completions",
+    ] {
+        assert!(r.stdout.contains(command), "{command} in {}", r.stdout);
+    }
+    let r = nasforge(&["completions", "zsh"], dir.path(), dir.path());
+    assert!(r.stdout.starts_with("#compdef nasforge"), "{}", r.stdout);
+    let r = nasforge(&["man"], dir.path(), dir.path());
+    assert!(
+        r.status == 0 && r.stdout.contains(".TH nasforge 1") && r.stdout.contains("emulate"),
+        "{}",
+        r.stdout
+    );
+    let r = nasforge(&["completions", "tcsh"], dir.path(), dir.path());
+    assert!(
+        r.status == 2
+            && r.stderr
+                .contains("possible values: bash, elvish, fish, powershell, zsh"),
+        "{}",
+        r.stderr
+    );
+}

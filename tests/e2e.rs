@@ -62,10 +62,8 @@ fn boot_file_now(dir: &Path, name: &str) -> String {
 }
 
 #[test]
+#[ignore = "slow, minutes under emulation (and root): NASFORGE_SLOW_TESTS=1 scripts/test runs it, as .ci/run does"]
 fn a_nas_from_build_to_a_real_client_on_an_emulated_board() {
-    if !slow_tests_enabled("a_nas_from_build_to_a_real_client_on_an_emulated_board") {
-        return;
-    }
     let mut t = Phases::new();
     let cache = persistent_cache(Path::new(env!("CARGO_TARGET_TMPDIR")));
     let dir = tempfile::Builder::new()
@@ -425,6 +423,15 @@ path = "out/nas.img"
             .unwrap()
             .unwrap();
     assert!(json.to_string().contains("\"data\""), "{json}");
+    // First boot installed nasforge-setup's completions and manual page.
+    let (ok, help) = board.ssh(
+        &key,
+        "head -c 200 /usr/local/share/bash-completion/completions/nasforge-setup; head -c 300 /usr/local/share/man/man8/nasforge-setup.8",
+    );
+    assert!(
+        ok && help.contains("_nasforge__setup()") && help.contains(".TH nasforge-setup 8"),
+        "{help}"
+    );
     t.lap("ssh: mdstat, mdadm --detail, fstab, status");
     board.poweroff(&key);
     assert_eq!(

@@ -96,12 +96,8 @@ fn serials_in(pc: &Board, key: &Path, status: &str, section: &str) -> Vec<String
 }
 
 #[test]
+#[ignore = "slow, minutes under emulation (and root): NASFORGE_SLOW_TESTS=1 scripts/test runs it, as .ci/run does"]
 fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_missing() {
-    if !slow_tests_enabled(
-        "fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_missing",
-    ) {
-        return;
-    }
     let mut t = Phases::new();
     let cache = persistent_cache(Path::new(env!("CARGO_TARGET_TMPDIR")));
     let dir = tempfile::Builder::new()

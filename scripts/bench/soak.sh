@@ -20,8 +20,8 @@ cycles=${1:-10}
 case $cycles in '' | *[!0-9]*) echo "CYCLES must be a number, not '$cycles'" >&2; exit 2 ;; esac
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-NASFORGE_SLOW_TESTS=1 NASFORGE_SOAK_CYCLES=$cycles \
-  cargo test -q --test e2e -- --nocapture --test-threads=1 2>&1 | tee "$log" |
+NASFORGE_SOAK_CYCLES=$cycles \
+  cargo test -q --test e2e -- --ignored --nocapture --test-threads=1 2>&1 | tee "$log" |
   grep -E '^e2e: (under load|uas-docs1 put back|usb-docs0 failing|power cut while)' || {
   tail -40 "$log" >&2
   exit 1

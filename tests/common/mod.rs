@@ -630,16 +630,6 @@ pub fn write_recipe(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-/// The switch for tests that take minutes (a Debian base image built under
-/// emulation, a kernel compile, a booted board). .ci/run turns it on.
-pub fn slow_tests_enabled(name: &str) -> bool {
-    if std::env::var("NASFORGE_SLOW_TESTS").is_ok_and(|v| v == "1") {
-        return true;
-    }
-    eprintln!("skipping {name}: set NASFORGE_SLOW_TESTS=1 (as .ci/run does) to run it");
-    false
-}
-
 /// A download and base-image cache that survives test runs (under the
 /// target directory), so slow inputs are built once per machine.
 pub fn persistent_cache(target_tmp: &Path) -> PathBuf {

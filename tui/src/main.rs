@@ -6,7 +6,7 @@
 mod cli;
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use cli::{alert, apply, care, pool};
 use nasforge_engine::executor::{self, Event};
 use nasforge_engine::journal::Journal;
@@ -132,6 +132,12 @@ enum Command {
     /// the weekly scrub (its systemd units run these).
     #[command(subcommand)]
     Pool(pool::PoolCommand),
+    /// Print a shell's completions for nasforge-setup (first boot installs
+    /// bash's, zsh's and fish's).
+    Completions { shell: clap_complete::Shell },
+    /// Print nasforge-setup's manual page (roff; first boot installs it:
+    /// `man nasforge-setup`).
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -182,6 +188,19 @@ fn main() -> ExitCode {
         (Some(Command::User(command)), _) => apply::user(&host, command),
         (Some(Command::Alert(args)), _) => alert::run(&host, args),
         (Some(Command::Pool(command)), _) => pool::run(&host, command),
+        (Some(Command::Completions { shell }), _) => {
+            clap_complete::generate(
+                *shell,
+                &mut Cli::command(),
+                "nasforge-setup",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        (Some(Command::Man), _) => clap_mangen::Man::new(Cli::command())
+            .section("8")
+            .render(&mut std::io::stdout())
+            .context("writing the manual page"),
         (None, true) => unattended(&host, &recipe),
         (None, false) => wizard(&host, cli.dry_run),
     };

@@ -364,3 +364,33 @@ fn the_system_mirror_degraded_during_setup_is_logged_and_after_it_an_alert() {
         log()
     );
 }
+
+#[test]
+fn completions_and_the_manual_page_name_every_command() {
+    let bash = nasforge_setup(&["completions", "bash"]);
+    let script = text(&bash.stdout);
+    assert!(bash.status.success(), "{}", text(&bash.stderr));
+    assert!(script.contains("_nasforge__setup()"), "{script}");
+    for command in ["replace", "grow", "status", "apply", "alert"] {
+        assert!(script.contains(command), "{command} in {script}");
+    }
+    let fish = text(&nasforge_setup(&["completions", "fish"]).stdout);
+    assert!(fish.contains("complete -c nasforge-setup"), "{fish}");
+    let man = nasforge_setup(&["man"]);
+    let page = text(&man.stdout);
+    assert!(
+        man.status.success() && page.contains(".TH nasforge-setup 8"),
+        "{page}"
+    );
+    assert!(
+        page.contains("replace") && page.contains("\\-\\-unattended"),
+        "{page}"
+    );
+    let bad = nasforge_setup(&["completions", "tcsh"]);
+    assert!(
+        !bad.status.success()
+            && text(&bad.stderr).contains("possible values: bash, elvish, fish, powershell, zsh"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
