@@ -123,7 +123,15 @@ pub fn build(recipe: &Recipe, opts: &Options) -> Result<Report> {
         None
     };
 
-    let prepared = crate::rootfs::prepare(&image, recipe, &opts.cache, opts.refresh, zfs.as_ref())?;
+    let helpers = kept_filesystem_helpers(&image, recipe, built_kernel.as_ref(), &booted)?;
+    let prepared = crate::rootfs::prepare(
+        &image,
+        recipe,
+        &helpers,
+        &opts.cache,
+        opts.refresh,
+        zfs.as_ref(),
+    )?;
     if let Some(r) = &prepared.resolved {
         say("packages", r.summary());
     }
@@ -301,6 +309,32 @@ fn check_kernel(image: &Image, recipe: &Recipe, cache: &Path) -> Result<(Option<
         );
     }
     Ok((built_kernel, booted))
+}
+
+/// The FUSE helpers the board needs for a kept disk whose filesystem the
+/// recipe leaves open (or the wizard's), judged against the kernel it will
+/// boot; each is said with why.
+fn kept_filesystem_helpers(
+    image: &Image,
+    recipe: &Recipe,
+    built: Option<&Built>,
+    booted: &Booted,
+) -> Result<Vec<String>> {
+    let kernel = match (built, &booted.version) {
+        (Some(b), _) => Some(b.files()),
+        (None, Some(version)) => kernel::installed(image)?
+            .into_iter()
+            .find(|k| &k.version == version),
+        (None, None) => None,
+    };
+    let Some(kernel) = kernel else {
+        return Ok(vec![]);
+    };
+    let helpers = crate::packages::kept::fuse_helpers(recipe.storage.as_ref(), &kernel);
+    for (package, why) in &helpers {
+        say("packages", format!("{package} staged: {why}"));
+    }
+    Ok(helpers.into_iter().map(|(p, _)| p.to_string()).collect())
 }
 
 /// Whether the recipe's board can boot the base image's own kernel as a NAS

@@ -73,10 +73,13 @@ const ARMBIAN_AUTOLOGIN: [&str; 4] = [
     "/etc/systemd/system/serial-getty@ttyGS0.service.d/override.conf",
 ];
 
-/// `zfs`: the ZFS modules and userland to stage, when the recipe wants ZFS.
+/// `helpers`: packages the builder adds to the recipe's (the FUSE helpers
+/// of `packages::kept`); `zfs`: the ZFS modules and userland to stage,
+/// when the recipe wants ZFS.
 pub fn prepare(
     image: &Image,
     recipe: &Recipe,
+    helpers: &[String],
     cache: &Path,
     refresh: bool,
     zfs: Option<&crate::zfs::Staged>,
@@ -92,6 +95,11 @@ pub fn prepare(
         .collect();
     let system = system::apply(&root, &recipe.system, &smb_users)?;
     let mut install = recipe.packages.clone();
+    for h in helpers {
+        if !install.contains(h) {
+            install.push(h.clone());
+        }
+    }
     if system.needs_openssh && !install.iter().any(|p| p == "openssh-server") {
         install.push("openssh-server".into());
     }

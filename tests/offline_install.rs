@@ -51,6 +51,13 @@ level = "raid5"
 disks = { transport = "sata", count = 3 }
 filesystem = "ext4"
 mount = "/srv/data"
+# A USB disk kept as it is, its filesystem not named (as a WD Elements
+# disk ships NTFS): bookworm's kernel has no ntfs3, so ntfs-3g is staged.
+[[storage.disks]]
+name = "media"
+match = { transport = "usb" }
+keep = true
+mount = "/srv/media"
 [[shares]]
 name = "data"
 path = "/srv/data"
@@ -70,6 +77,13 @@ path = "out/nas.img"
         r.stderr
     );
     assert!(r.stderr.contains("pi4 boots 6.1."), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("ntfs-3g staged: kernel 6.1.")
+            && r.stderr
+                .contains("has no `ntfs3` module, and a kept disk may hold ntfs"),
+        "{}",
+        r.stderr
+    );
     let img = dir.path().join("out/nas.img");
     let root = sfdisk_parts(&img)[1].0 * 512;
     e2fsck(&img, root);
@@ -210,6 +224,7 @@ path = "out/nas.img"
         "smartmontools",
         "avahi-daemon",
         "wsdd2",
+        "ntfs-3g",
     ];
     let status = stdout(
         Command::new("chroot")

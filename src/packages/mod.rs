@@ -4,6 +4,7 @@
 //! repository that apt on the board installs from with no network.
 
 pub mod apt;
+pub mod kept;
 pub mod section;
 pub mod sources;
 

@@ -11,7 +11,7 @@ use std::fs;
 
 /// The kernel's name for `fs` and its module, and a FUSE helper with the
 /// Debian package that ships it, where one exists.
-fn drivers(
+pub fn drivers(
     fs: KeptFilesystem,
 ) -> (
     &'static str,
@@ -103,6 +103,14 @@ pub enum KeptFilesystem {
 }
 
 impl KeptFilesystem {
+    pub const ALL: [KeptFilesystem; 5] = [
+        KeptFilesystem::Ext4,
+        KeptFilesystem::Xfs,
+        KeptFilesystem::Btrfs,
+        KeptFilesystem::Exfat,
+        KeptFilesystem::Ntfs,
+    ];
+
     /// A filesystem type as the probe (or libblkid) names it, when it can
     /// be kept: ext2 and ext3 are mounted by the ext4 driver.
     pub fn from_fstype(fstype: &str) -> Option<KeptFilesystem> {

@@ -250,5 +250,14 @@ pub fn required_packages(
     .collect()
 }
 
+/// Whether a disk the board keeps may hold any filesystem nasforge keeps:
+/// the recipe leaves a kept disk's filesystem open, or the wizard (where
+/// any disk may be kept) decides. The builder then stages what the kernel
+/// the board boots lacks to mount each of them.
+pub fn kept_filesystem_open(storage: Option<&Storage>) -> bool {
+    storage
+        .is_some_and(|s| s.mode == Mode::Wizard || s.disks.iter().any(|k| k.filesystem.is_none()))
+}
+
 #[cfg(test)]
 mod tests;
