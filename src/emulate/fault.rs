@@ -35,6 +35,7 @@ pub enum What {
         serial: String,
     },
     /// Put a pulled USB disk back, the same file on the same kind of port
+    /// (bulk-only disks: qemu cannot plug a UAS disk back in at run time)
     Plug { serial: String },
     /// Make every read and write of a USB disk fail with an I/O error from
     /// now on, as a dying disk's do (qemu's blkdebug under the disk); the
@@ -344,6 +345,14 @@ pub fn run(opts: &Options) -> Result<String> {
             let (usb, plugged) = qmp.find(serial)?;
             if plugged {
                 bail!("{serial} is plugged in already");
+            }
+            if usb == Usb::Uas {
+                // qemu 10.0 attaches a usb-uas device added while the machine
+                // runs at full speed (12 Mb/s), and the guest's xHCI driver
+                // never enumerates it: the board would not see the disk.
+                bail!(
+                    "{serial} is a UAS disk, which qemu cannot plug back in while the machine runs (it attaches it at full speed and the board never sees it): attach the disk with --usb-disk (bulk-only) to rehearse a disk that comes back"
+                );
             }
             for device in usb.devices(serial) {
                 qmp.execute("device_add", device)?;
