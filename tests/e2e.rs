@@ -354,13 +354,7 @@ path = "out/nas.img"
         );
         panic!("NFS listing:\n{listing}\non the board:\n{why}");
     }
-    let cat = Command::new("nfs-cat")
-        .arg(format!(
-            "nfs://127.0.0.1/srv/data/payload.bin?version=4&nfsport={}",
-            board.nfs
-        ))
-        .output()
-        .unwrap();
+    let cat = nfs_cat(&board, "payload.bin");
     assert!(
         cat.status.success(),
         "nfs-cat: {}",

@@ -100,6 +100,11 @@ fn plan_on_pi5(spin_down: &str, ssd: &[&str]) -> Plan {
     planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap()
 }
 
+/// What setup left after running `plan`, with no step done.
+fn journal(plan: &Plan) -> Journal {
+    Journal::new(DeviceRecipe::default(), context(plan), plan.clone(), vec![])
+}
+
 fn context(plan: &Plan) -> Context {
     Context {
         hostname: "nas".into(),
@@ -186,12 +191,7 @@ const MDSTAT: &str = "Personalities : [raid6] [raid5] [raid4]\nmd127 : active ra
 fn status_shows_the_last_self_test_and_scrub() {
     let board = common::writable_copy("pi5-jmb585");
     let plan = plan_on_pi5("", &[]);
-    let journal = Journal::new(
-        DeviceRecipe::default(),
-        context(&plan),
-        plan.clone(),
-        vec![],
-    );
+    let journal = journal(&plan);
     std::fs::write(board.host.path("/proc/mdstat"), MDSTAT).unwrap();
     let md = board.host.path("/sys/block/md127/md");
     std::fs::create_dir_all(&md).unwrap();
@@ -236,12 +236,7 @@ const MDSTAT_DEGRADED: &str = "Personalities : [raid6] [raid5] [raid4]\nmd127 : 
 fn status_names_the_disk_a_degraded_array_lacks_by_its_serial() {
     let board = common::writable_copy("pi5-jmb585");
     let plan = plan_on_pi5("", &[]);
-    let journal = Journal::new(
-        DeviceRecipe::default(),
-        context(&plan),
-        plan.clone(),
-        vec![],
-    );
+    let journal = journal(&plan);
     let host = &board.host;
     std::fs::write(host.path("/proc/mdstat"), MDSTAT_DEGRADED).unwrap();
     std::fs::create_dir_all(host.dev_path("/dev/md")).unwrap();

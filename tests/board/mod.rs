@@ -414,6 +414,17 @@ pub fn smb_get(board: &Board, dir: &Path, name: &str) -> String {
     }
 }
 
+/// A file of the board's `data` share read over NFS (libnfs's nfs-cat).
+pub fn nfs_cat(board: &Board, name: &str) -> std::process::Output {
+    Command::new("nfs-cat")
+        .arg(format!(
+            "nfs://127.0.0.1/srv/data/{name}?version=4&nfsport={}",
+            board.nfs
+        ))
+        .output()
+        .unwrap()
+}
+
 /// `len` bytes that neither compress nor repeat (xorshift64), for a round
 /// trip whose checksum proves every byte came back.
 pub fn write_payload(path: &Path, len: usize) {

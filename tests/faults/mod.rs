@@ -14,7 +14,7 @@
 
 use super::care::Sinks;
 use super::common::*;
-use super::{Board, PASSWORD, smb_get, write_payload};
+use super::{Board, PASSWORD, nfs_cat, smb_get, write_payload};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -597,13 +597,7 @@ pub fn power_cut_while_writing(
         payload_sha,
         "the file written at setup, over SMB after the power cut"
     );
-    let nfs = Command::new("nfs-cat")
-        .arg(format!(
-            "nfs://127.0.0.1/srv/data/payload.bin?version=4&nfsport={}",
-            board.nfs
-        ))
-        .output()
-        .unwrap();
+    let nfs = nfs_cat(&board, "payload.bin");
     assert!(
         nfs.status.success() && sha256_bytes(&nfs.stdout) == payload_sha,
         "NFS after the power cut"
