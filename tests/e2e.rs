@@ -15,9 +15,8 @@
 //! from the pool (the array assembles under its name, the pool is imported
 //! and mounted, both degraded, files intact), on which the NAS is cared for
 //! (tests/care): alerts, replace, grow, apply. Faults while the NAS is busy
-//! (tests/faults) share these boots: a USB member pulled out and put back
-//! while five clients copy, one failing every read and write, and at the
-//! end a power cut while they write.
+//! (tests/faults) share the second boot: a USB member pulled out and put
+//! back while five clients copy, and one failing every read and write.
 //!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
@@ -26,6 +25,7 @@ mod care;
 mod common;
 mod faults;
 mod home_network;
+mod load;
 mod replica;
 mod usb;
 mod zfs;

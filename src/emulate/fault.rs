@@ -365,14 +365,16 @@ pub fn run(opts: &Options) -> Result<String> {
             if qmp.node_names()?.contains(&errors) {
                 bail!("{serial} fails every read and write already");
             }
-            // blkdebug's rules, with no sector named, hit every request.
+            // blkdebug's rules, with no sector named, hit every read and
+            // write; flushes pass, or `heal` could not swap the node back
+            // out (qemu flushes a node it reopens).
             qmp.execute(
                 "blockdev-add",
                 json!({
                     "driver": "blkdebug", "node-name": errors, "image": file_node(serial),
                     "inject-error": [
-                        { "event": "read_aio", "errno": 5 },
-                        { "event": "write_aio", "errno": 5 },
+                        { "event": "read_aio", "iotype": "read", "errno": 5 },
+                        { "event": "write_aio", "iotype": "write", "errno": 5 },
                     ],
                 }),
             )?;

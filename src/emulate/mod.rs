@@ -45,7 +45,8 @@ pub struct Options {
     pub usb_disks: Vec<PathBuf>,
     /// An existing disk image to attach as a UAS USB disk (usb-uas with a
     /// scsi-hd; qemu's USB id 46f4:0003), driven by the kernel's `uas`
-    /// driver (repeatable)
+    /// driver (repeatable; its serial, named as for --disk, is on the
+    /// bridge and the disk, so the board sees the one emulate prints)
     #[arg(long = "uas-disk", value_name = "FILE")]
     pub uas_disks: Vec<PathBuf>,
     /// An existing disk image to attach behind an LSI SAS1068 HBA

@@ -146,8 +146,7 @@ pub struct Care<'a> {
 
 /// Continues the boot with member 1 missing (`mark`: the sinks before it)
 /// through a replace, a grow cut by a power loss, its resume on the next
-/// boot, an apply and a power cut while clients write (tests/faults);
-/// powers the board off at the end.
+/// boot, and an apply; powers the board off at the end.
 pub fn after_a_member_went_missing(c: &Care, mut board: Board, mark: Mark, t: &mut Phases) {
     degraded_alerts(c, &mut board, mark);
     t.lap("alerts of the degraded array: mail and web hook on the host");
@@ -163,15 +162,6 @@ pub fn after_a_member_went_missing(c: &Care, mut board: Board, mark: Mark, t: &m
     t.lap("the grow resumed at boot: raid5 of 4, filesystem larger, file intact");
     apply_added_share(c, &mut board);
     t.lap("a share added to nasforge.toml: a planted link refused, applied, served");
-    let board = super::faults::power_cut_while_writing(
-        board,
-        c.key,
-        c.dir,
-        c.image,
-        c.disks,
-        c.payload_sha,
-    );
-    t.lap("the power cut while clients write: array and filesystem back on their own, fsck clean, every flushed file intact");
     board.poweroff(c.key);
     t.lap("power off");
 }
