@@ -344,6 +344,21 @@ pub fn usb_member_fails(board: &Board, key: &Path, dir: &Path, sinks: &Sinks) {
         format!("{FAILING} reads and writes again\n")
     );
     board.fault(&["unplug", FAILING]);
+    // Put back only once the board has let go of it: udev's remove rule
+    // (`mdadm -If`) takes the failed member out of the array, and until it
+    // has, the disk coming back finds its slot taken.
+    let out = Instant::now();
+    while md_state(board, key, "docs")
+        .lines()
+        .any(|l| l.contains(": active raid1") && l.contains("(F)"))
+    {
+        assert!(
+            out.elapsed() < Duration::from_secs(60),
+            "the board kept the failed {FAILING} in docs after it was pulled:\n{}",
+            md_state(board, key, "docs")
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
     board.fault(&["plug", FAILING]);
     let whole = docs_whole(board, key, Duration::from_secs(300), "being reseated");
     eprintln!(
