@@ -330,7 +330,7 @@ fn kept_filesystem_helpers(
     let Some(kernel) = kernel else {
         return Ok(vec![]);
     };
-    let helpers = crate::packages::kept::fuse_helpers(recipe.storage.as_ref(), &kernel);
+    let helpers = kernel::filesystems::fuse_helpers(recipe.storage.as_ref(), &kernel);
     for (package, why) in &helpers {
         say("packages", format!("{package} staged: {why}"));
     }

@@ -74,7 +74,7 @@ const ARMBIAN_AUTOLOGIN: [&str; 4] = [
 ];
 
 /// `helpers`: packages the builder adds to the recipe's (the FUSE helpers
-/// of `packages::kept`); `zfs`: the ZFS modules and userland to stage,
+/// of `kernel::filesystems`); `zfs`: the ZFS modules and userland to stage,
 /// when the recipe wants ZFS.
 pub fn prepare(
     image: &Image,

@@ -127,6 +127,18 @@ fn env(userconf: bool) -> Env {
                 version: "6.2",
                 fields: &[],
             },
+            // What the wizard stages for a kept disk's filesystem when the
+            // kernel cannot mount it (this one lists neither module).
+            Pkg {
+                name: "exfat-fuse",
+                version: "1",
+                fields: &[],
+            },
+            Pkg {
+                name: "ntfs-3g",
+                version: "1",
+                fields: &[],
+            },
             Pkg {
                 name: "hd-idle",
                 version: "1.05-2",
@@ -648,6 +660,19 @@ fn wizard_mode_waits_for_a_login() {
     std::fs::write(e.dir.path().join("nas.toml"), recipe).unwrap();
     let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
     assert_eq!(r.status, 0, "{}", r.stderr);
+    // The wizard may keep any disk: what the kernel cannot mount is staged.
+    for (package, module, fs) in [
+        ("exfat-fuse", "exfat", "exfat"),
+        ("ntfs-3g", "ntfs3", "ntfs"),
+    ] {
+        assert!(
+            r.stderr.contains(&format!(
+                "{package} staged: kernel {V8} has no `{module}` module, and a kept disk may hold {fs}"
+            )),
+            "{}",
+            r.stderr
+        );
+    }
     let img = e.dir.path().join("out/nas.img");
     let off = root_offset(&img);
     let units = enabled_units(&img, e.dir.path());

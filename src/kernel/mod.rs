@@ -5,6 +5,7 @@
 mod booted;
 pub mod build;
 pub mod caps;
+pub mod filesystems;
 pub mod firmware;
 pub mod fragments;
 pub mod install;

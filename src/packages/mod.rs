@@ -4,7 +4,6 @@
 //! repository that apt on the board installs from with no network.
 
 pub mod apt;
-pub mod kept;
 pub mod section;
 pub mod sources;
 

@@ -5,7 +5,7 @@
 //! the FUSE helper's package is staged, since the board installs nothing
 //! once it is offline.
 
-use crate::kernel::KernelFiles;
+use super::KernelFiles;
 use nasforge_engine::machine::filesystems::{KeptFilesystem, drivers};
 use nasforge_engine::spec::{Storage, kept_filesystem_open};
 
