@@ -158,6 +158,12 @@ path = "out/nas.img"
         zfs_lines(&r.stderr)
     );
     t.lap("build the image again, ZFS modules from the cache");
+    // smbtorture's root is made on the host while the board boots, not in
+    // the minutes the suites have on a fresh machine.
+    let torture = {
+        let cache = cache.clone();
+        std::thread::spawn(move || home_network::Torture::of("trixie", &cache))
+    };
     // The same trixie image for a Pi 5: Debian's 6.12 has its device tree
     // but neither the RP1 nor its SD card driver.
     let pi5 = std::fs::read_to_string(d.join("nas.toml"))
@@ -375,10 +381,7 @@ path = "out/nas.img"
     home_network::time_machine_and_guests(&board, &key, d, 1536);
     t.lap("Time Machine limit and folder, guest share");
     home_network::add_plain_share(&board, &key);
-    home_network::shares_behave_like_samba_own(
-        &board,
-        &home_network::Torture::of("trixie", &cache),
-    );
+    home_network::shares_behave_like_samba_own(&board, &torture.join().unwrap());
     t.lap("smbtorture: nasforge's share beside a plain one, vfs.fruit");
     if std::env::var("NASFORGE_BENCH_SHARES").is_ok_and(|v| v == "1") {
         home_network::throughput(&board, d);

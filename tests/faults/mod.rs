@@ -25,7 +25,7 @@ const DOCS: Share = Share {
 };
 
 /// How long the clients copy before the disk is pulled, and after.
-const HALF: Duration = Duration::from_secs(20);
+const HALF: Duration = Duration::from_secs(15);
 /// The disk pulled out: the raid1's bulk-only half (tests/usb names it).
 /// Not its UAS half, which is the one bridge resets hit most: qemu cannot
 /// plug a UAS disk back in at run time (`nasforge fault` says so); to md a
