@@ -23,20 +23,11 @@ use std::process::Command;
 
 const MIB: u64 = 1 << 20;
 
-/// Set by CI: the slow, privileged tests must run there, so a missing
-/// loop device fails the test instead of letting it pass untested.
-const SLOW_TESTS: &str = "NASFORGE_SLOW_TESTS";
-
-/// Skips the calling test with `reason` printed, or fails it under
-/// NASFORGE_SLOW_TESTS=1.
-fn unavailable(reason: &str) -> Option<Loop> {
-    assert!(
-        std::env::var(SLOW_TESTS).as_deref() != Ok("1"),
-        "{reason}: {SLOW_TESTS}=1 requires the loop device tests to run (as root, with losetup)"
-    );
-    println!("skipped: {reason}");
-    None
-}
+/// Loop devices need root: the tests that use them are `#[ignore]`d, so a
+/// run without root reports them skipped; scripts/test includes them when
+/// it runs as root, as CI does. Run anyway without root, they fail saying
+/// why instead of passing untested.
+const NEEDS_ROOT: &str = "needs root for loop devices: scripts/test runs it as root, as CI does";
 
 /// A loop device over a sparse file, detached on drop.
 struct Loop {
@@ -45,11 +36,8 @@ struct Loop {
 }
 
 impl Loop {
-    /// None (with the reason printed) where loop devices cannot be used.
-    fn new(size: u64) -> Option<Loop> {
-        if unsafe { libc::geteuid() } != 0 {
-            return unavailable("loop device tests need root");
-        }
+    fn new(size: u64) -> Loop {
+        assert!(unsafe { libc::geteuid() } == 0, "{NEEDS_ROOT}");
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("disk.img");
         std::fs::File::create(&file).unwrap().set_len(size).unwrap();
@@ -57,20 +45,16 @@ impl Loop {
         let out = Command::new("losetup")
             .args(["-f", "--show", "-P"])
             .arg(&file)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {
-                let device = PathBuf::from(String::from_utf8(o.stdout).unwrap().trim());
-                Some(Loop {
-                    device,
-                    _backing: dir,
-                })
-            }
-            Ok(o) => unavailable(&format!(
-                "no loop device ({})",
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => unavailable(&format!("losetup not available ({e})")),
+            .output()
+            .expect("losetup (util-linux)");
+        assert!(
+            out.status.success(),
+            "no loop device: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        Loop {
+            device: PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()),
+            _backing: dir,
         }
     }
 
@@ -249,11 +233,10 @@ fn resume_at_partition_sdb(
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn gpt_partition_and_mkfs_for_each_filesystem() {
     for fs in ["ext4", "xfs", "btrfs"] {
-        let Some(disk) = Loop::new(320 * MIB) else {
-            return;
-        };
+        let disk = Loop::new(320 * MIB);
         let (plan, context) = plan_on(disk.path(), "single", fs, 1);
         let steps = steps::generate(&plan, &context);
         let mut runner = quiet_runner(Host::new("/"));
@@ -338,11 +321,10 @@ fn gpt_partition_and_mkfs_for_each_filesystem() {
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn mkfs_gets_the_stripe_geometry_of_the_array() {
     // xfs wants a 64 MiB log once the stripe unit is set: a roomier disk.
-    let Some(disk) = Loop::new(2048 * MIB) else {
-        return;
-    };
+    let disk = Loop::new(2048 * MIB);
     // raid5 over 4 disks: 3 data disks, 512 KiB chunks.
     let (plan, context) = plan_on(disk.path(), "raid5", "ext4", 4);
     let argv = steps::mkfs(&plan.arrays[0], &context.fs_uuids[0], disk.path());
@@ -403,10 +385,9 @@ fn unattended(board: &common::Board) -> std::process::Output {
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn unattended_setup_refuses_a_disk_with_data_and_leaves_it_byte_identical() {
-    let Some(disk) = Loop::new(64 * MIB) else {
-        return;
-    };
+    let disk = Loop::new(64 * MIB);
     run("mkfs.ext4", &["-q", "-L", "photos", disk.path()]);
     let before = disk.sha256();
     let board = pi5_with_sdb_on(&disk);
@@ -432,10 +413,9 @@ fn unattended_setup_refuses_a_disk_with_data_and_leaves_it_byte_identical() {
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn a_disk_that_gained_data_after_planning_is_refused_at_the_step() {
-    let Some(disk) = Loop::new(64 * MIB) else {
-        return;
-    };
+    let disk = Loop::new(64 * MIB);
     let board = pi5_with_sdb_on(&disk);
     let host = board.host.clone();
     let root = host.root.clone();
@@ -467,19 +447,13 @@ fn a_disk_that_gained_data_after_planning_is_refused_at_the_step() {
     );
 }
 
-/// Whether `program` (which makes a test's fixture) is installed; if not,
-/// the case is skipped with the reason printed, or fails under
-/// NASFORGE_SLOW_TESTS=1 (scripts/setup installs it).
-fn tool_available(program: &str) -> bool {
-    if installed(program) {
-        return true;
-    }
+/// A case's fixture is made by `program`: missing, the case fails naming
+/// it rather than passing untested (scripts/setup installs it).
+fn require_tool(program: &str) {
     assert!(
-        std::env::var(SLOW_TESTS).as_deref() != Ok("1"),
-        "{program} is not installed: {SLOW_TESTS}=1 requires every loop device case to run; run scripts/setup"
+        installed(program),
+        "{program} is not installed: run scripts/setup"
     );
-    println!("skipped: {program} is not installed (scripts/setup installs it)");
-    false
 }
 
 fn write_at(disk: &Loop, offset: u64, bytes: &[u8]) {
@@ -649,15 +623,14 @@ fn blkid_type(disk: &Loop) -> Option<String> {
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn whole_disks_only_util_linux_or_no_probe_names_are_refused_without_wipe_and_left_byte_identical()
 {
     for case in HIDDEN {
-        if case.tool.is_some_and(|t| !tool_available(t)) {
-            continue;
+        if let Some(tool) = case.tool {
+            require_tool(tool);
         }
-        let Some(disk) = Loop::new(case.mib * MIB) else {
-            return;
-        };
+        let disk = Loop::new(case.mib * MIB);
         (case.make)(&disk);
         assert_eq!(
             blkid_type(&disk).as_deref(),
@@ -719,10 +692,9 @@ fn whole_disks_only_util_linux_or_no_probe_names_are_refused_without_wipe_and_le
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn a_fully_zeroed_disk_is_still_blank() {
-    let Some(disk) = Loop::new(64 * MIB) else {
-        return;
-    };
+    let disk = Loop::new(64 * MIB);
     // Written, not only sparse: zeros a disk really holds.
     let zeros = vec![0u8; MIB as usize];
     write_at(&disk, 0, &zeros);
@@ -746,10 +718,9 @@ fn a_fully_zeroed_disk_is_still_blank() {
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn a_disk_that_gained_a_fake_raid_label_after_planning_is_refused_at_the_step() {
-    let Some(disk) = Loop::new(64 * MIB) else {
-        return;
-    };
+    let disk = Loop::new(64 * MIB);
     let board = pi5_with_sdb_on(&disk);
     let host = board.host.clone();
     let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
@@ -771,10 +742,9 @@ fn a_disk_that_gained_a_fake_raid_label_after_planning_is_refused_at_the_step() 
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn a_wipe_cut_after_the_whole_disk_wipefs_resumes_after_a_reboot() {
-    let Some(disk) = Loop::new(64 * MIB) else {
-        return;
-    };
+    let disk = Loop::new(64 * MIB);
     run("sgdisk", &["-n1:1M:+16M", "-n2:0:+16M", disk.path()]);
     run("partx", &["-u", disk.path()]);
     run("mkfs.ext4", &["-q", "-L", "old", &disk.part1()]);
@@ -826,10 +796,9 @@ fn a_wipe_cut_after_the_whole_disk_wipefs_resumes_after_a_reboot() {
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn a_wipe_cut_before_the_ends_are_zeroed_runs_again_despite_the_bytes_left() {
-    let Some(disk) = Loop::new(64 * MIB) else {
-        return;
-    };
+    let disk = Loop::new(64 * MIB);
     run("mkfs.ext4", &["-q", "-L", "old", disk.path()]);
     let board = pi5_with_sdb_on(&disk);
     let recipe = DeviceRecipe::parse(
@@ -859,10 +828,9 @@ fn a_wipe_cut_before_the_ends_are_zeroed_runs_again_despite_the_bytes_left() {
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn a_partition_step_cut_after_the_table_runs_again_and_wipes_the_partition() {
-    let Some(disk) = Loop::new(64 * MIB) else {
-        return;
-    };
+    let disk = Loop::new(64 * MIB);
     // The guard, on the Pi 5 fixture whose sdb is this loop device.
     let board = pi5_with_sdb_on(&disk);
     let recipe = DeviceRecipe::parse(RAID5_ALL_SATA, Path::new("recipe.toml")).unwrap();
@@ -904,11 +872,10 @@ fn a_partition_step_cut_after_the_table_runs_again_and_wipes_the_partition() {
 }
 
 #[test]
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
 fn an_old_array_under_the_planned_name_is_never_formatted() {
     // The old array's device: an ext4 "photos" with data on it.
-    let Some(old) = Loop::new(64 * MIB) else {
-        return;
-    };
+    let old = Loop::new(64 * MIB);
     run("mkfs.ext4", &["-q", "-L", "photos", old.path()]);
     let before = old.sha256();
     let board = common::writable_copy("pi5-jmb585");
@@ -942,11 +909,10 @@ fn an_old_array_under_the_planned_name_is_never_formatted() {
 }
 
 #[test]
-fn under_ci_a_test_without_loop_devices_fails_instead_of_passing() {
+#[ignore = "needs root for loop devices: scripts/test runs it as root, as CI does"]
+fn without_root_a_loop_device_test_is_skipped_or_fails_saying_why() {
     // Root is needed to drop to another user; this is also how CI runs.
-    let Some(_) = Loop::new(MIB) else {
-        return;
-    };
+    assert!(unsafe { libc::geteuid() } == 0, "{NEEDS_ROOT}");
     // The test binary as `nobody`, from a directory nobody can reach.
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -955,18 +921,14 @@ fn under_ci_a_test_without_loop_devices_fails_instead_of_passing() {
     // Another test thread forking while the copy was open for writing can
     // hold that descriptor until its child execs, and setpriv's exec then
     // fails with ETXTBSY: that is the copy still being busy, so try again.
-    let as_nobody = |slow: &str| {
+    let as_nobody = |ignored: &[&str]| {
         let mut tries = 0;
         loop {
             let out = Command::new("setpriv")
                 .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
                 .arg(&exe)
-                .args([
-                    "gpt_partition_and_mkfs_for_each_filesystem",
-                    "--exact",
-                    "--nocapture",
-                ])
-                .env(SLOW_TESTS, slow)
+                .args(["gpt_partition_and_mkfs_for_each_filesystem", "--exact"])
+                .args(ignored)
                 .output()
                 .unwrap();
             tries += 1;
@@ -976,21 +938,17 @@ fn under_ci_a_test_without_loop_devices_fails_instead_of_passing() {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
     };
-    let out = as_nobody("1");
+    let out = as_nobody(&["--ignored"]);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        !out.status.success()
-            && text.contains("loop device tests need root: NASFORGE_SLOW_TESTS=1 requires the loop device tests to run"),
-        "{text}"
-    );
-    let out = as_nobody("");
+    assert!(!out.status.success() && text.contains(NEEDS_ROOT), "{text}");
+    let out = as_nobody(&[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && text.contains("skipped: loop device tests need root"),
+        out.status.success() && text.contains("1 ignored") && text.contains("0 passed"),
         "{text}"
     );
 }
