@@ -10,6 +10,7 @@ use crate::runner::Runner;
 use crate::size::Size;
 use crate::spec::{DeviceRecipe, Mode, RecipeError};
 use crate::steps::{self, Action, Cmd, Context, Step};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -136,6 +137,33 @@ fn disk_set(inventory: &Inventory) -> Vec<(&str, Size)> {
         .collect()
 }
 
+/// The free disks of `inventory` that SMART calls failing, by kernel name,
+/// with why. smartctl exits non-zero for a failing disk; its JSON still
+/// says why.
+fn failing_disks(inventory: &Inventory, runner: &mut dyn Runner) -> BTreeMap<String, String> {
+    use crate::machine::smart::{Verdict, verdict};
+    inventory
+        .disks
+        .iter()
+        .filter(|d| d.in_use.is_empty())
+        .filter_map(|d| {
+            let out = runner
+                .query(&Cmd::new(&[
+                    "smartctl",
+                    "--json",
+                    "-H",
+                    "-A",
+                    &d.dev_path(),
+                ]))
+                .ok()?;
+            match verdict(&out.stdout) {
+                Verdict::Failing(why) => Some((d.name.clone(), why)),
+                Verdict::Healthy | Verdict::Unknown => None,
+            }
+        })
+        .collect()
+}
+
 /// Loads the recipe and plans it against the disks, once they have
 /// settled; says which disks were found through `on_note`.
 pub fn prepare(
@@ -149,7 +177,10 @@ pub fn prepare(
         .storage
         .as_ref()
         .ok_or_else(|| SetupError::NoStorage(recipe_file.to_path_buf()))?;
-    let inventory = settled_inventory(host, runner, on_note)?;
+    let mut inventory = settled_inventory(host, runner, on_note)?;
+    // Asked before planning, so that no array is planned onto a disk SMART
+    // already calls failing; the wizard asked its person instead.
+    inventory.failing = failing_disks(&inventory, runner);
     on_note(&format!("found {} disk(s):", inventory.disks.len()));
     for d in &inventory.disks {
         // The root filesystem is the reason a reader expects for the boot disk.
@@ -160,7 +191,12 @@ pub fn prepare(
             .or(d.in_use.first())
             .map(|why| format!(" (never used: {why})"))
             .unwrap_or_default();
-        on_note(&format!("  {}: {}{never}", d.name, d.summary()));
+        let failing = inventory
+            .failing
+            .get(&d.name)
+            .map(|why| format!(" (failing by SMART: {why})"))
+            .unwrap_or_default();
+        on_note(&format!("  {}: {}{never}{failing}", d.name, d.summary()));
     }
     let mut plan = planner::plan(storage, &recipe.shares, &inventory)
         .map_err(|refused| SetupError::Refused(located(recipe_file, refused)))?;

@@ -77,6 +77,7 @@ fn storage(disks: Vec<KeptDisk>) -> Storage {
         disks,
         usb_quirks: vec![],
         system_mirror: None,
+        allow_failing: Vec::new(),
     }
 }
 

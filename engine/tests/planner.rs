@@ -79,6 +79,7 @@ fn storage(arrays: Vec<Array>) -> Storage {
         disks: Vec::new(),
         usb_quirks: Vec::new(),
         system_mirror: None,
+        allow_failing: Vec::new(),
     }
 }
 
@@ -420,6 +421,7 @@ fn the_bottleneck_is_the_slowest_of_disks_pcie_link_and_network() {
         }),
         arrays: vec![],
         zfs: Default::default(),
+        failing: Default::default(),
     };
     // Four SSDs ≈ 4 × 500 MB/s, Gen2 x1 ≈ 330 MB/s (CM4 seed), 10 GbE ≈ 1170 MB/s.
     let plan = planner::plan(&spec, &[], &inv).unwrap();
@@ -765,5 +767,97 @@ fn a_leg_whose_name_an_assembled_array_has_is_refused() {
             "array 'data': /dev/md/data-1 already exists (md127, from no members listed)"
         ),
         "{text}"
+    );
+}
+
+/// `sdc` failing by SMART's account, as unattended setup finds it.
+fn with_sdc_failing(disks: Vec<Disk>) -> Inventory {
+    let mut inv = inventory(disks);
+    inv.failing.insert(
+        "sdc".into(),
+        "its overall health self-assessment FAILED, 8 sectors pending reallocation".into(),
+    );
+    inv
+}
+
+#[test]
+fn a_failing_disk_among_all_is_refused_by_name_and_serial_with_the_way_to_accept_it() {
+    let inv = with_sdc_failing(sata_tb(&[4, 4, 4, 4]));
+    let refused = planner::plan(
+        &storage(vec![array("data", Level::Raid5, all_sata())]),
+        &[],
+        &inv,
+    )
+    .unwrap_err();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].disk.as_deref(), Some("sdc"));
+    assert_eq!(
+        refused[0].reason,
+        "the TEST DISK with serial SN-sdc is failing by SMART's account: its overall health self-assessment FAILED, 8 sectors pending reallocation. Nothing was written. Replace it, or, knowing its data may be lost, to build on it all the same, add its serial to [storage]: allow_failing = [\"SN-sdc\"]"
+    );
+}
+
+#[test]
+fn a_failing_disk_is_passed_over_when_a_count_can_be_met_without_it() {
+    let inv = with_sdc_failing(sata_tb(&[4, 4, 4, 4]));
+    let mut rules = all_sata();
+    rules.count = Count::Exactly(3);
+    let plan = planner::plan(
+        &storage(vec![array("data", Level::Raid5, rules.clone())]),
+        &[],
+        &inv,
+    )
+    .unwrap();
+    let members: Vec<&str> = plan.arrays[0]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert_eq!(members, ["sda", "sdb", "sdd"]);
+    assert!(
+        plan.arrays[0]
+            .skipped
+            .iter()
+            .any(|s| s.starts_with("sdc: failing by SMART (its overall health")),
+        "{:?}",
+        plan.arrays[0].skipped
+    );
+    // Four asked for: the failing disk is what is missing, and said so.
+    rules.count = Count::Exactly(4);
+    let refused = planner::plan(
+        &storage(vec![array("data", Level::Raid5, rules)]),
+        &[],
+        &inv,
+    )
+    .unwrap_err();
+    assert!(
+        refused.iter().any(|r| r.disk.as_deref() == Some("sdc")
+            && r.reason.contains("allow_failing = [\"SN-sdc\"]")),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.reason.contains("only 3 can be used")
+                && r.reason.contains("sdc is failing by SMART")),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_failing_disk_the_recipe_accepts_by_serial_is_used_with_a_warning() {
+    let inv = with_sdc_failing(sata_tb(&[4, 4, 4, 4]));
+    let mut s = storage(vec![array("data", Level::Raid5, all_sata())]);
+    // Another disk's serial accepts nothing.
+    s.allow_failing = vec!["SN-sda".into()];
+    assert!(planner::plan(&s, &[], &inv).is_err());
+    s.allow_failing = vec!["SN-sdc".into()];
+    let plan = planner::plan(&s, &[], &inv).unwrap();
+    assert_eq!(plan.arrays[0].members.len(), 4);
+    assert!(
+        plan.arrays[0].warnings.iter().any(|w| w
+            == "sdc (TEST DISK, serial SN-sdc) is failing by SMART's account (its overall health self-assessment FAILED, 8 sectors pending reallocation); used as storage.allow_failing says"),
+        "{:?}",
+        plan.arrays[0].warnings
     );
 }

@@ -104,6 +104,7 @@ fn storage(mirror: DiskMatch) -> Storage {
             disk: mirror,
             wipe: false,
         }),
+        allow_failing: Vec::new(),
     }
 }
 

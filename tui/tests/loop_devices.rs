@@ -164,6 +164,7 @@ fn plan_over(
         network: None,
         arrays: vec![],
         zfs: Default::default(),
+        failing: Default::default(),
     };
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();
     let context = Context {

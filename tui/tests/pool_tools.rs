@@ -31,6 +31,7 @@ fn setup_files() -> (String, String, Vec<String>) {
         network: None,
         arrays: vec![],
         zfs: Default::default(),
+        failing: Default::default(),
     };
     let recipe = DeviceRecipe::parse(RECIPE, Path::new("recipe.toml")).unwrap();
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();

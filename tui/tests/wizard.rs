@@ -119,6 +119,10 @@ fn choose(w: &mut Wizard, names: &[&str]) {
             keys(w, &[Down]);
         }
         keys(w, &[SPACE]);
+        // A disk SMART calls failing is asked about: the person says yes.
+        if w.disks.asked_failing.as_deref() == Some(*name) {
+            keys(w, &[SPACE]);
+        }
     }
 }
 
@@ -200,6 +204,9 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
             disks: Vec::new(),
             usb_quirks: Vec::new(),
             system_mirror: None,
+            // sdc, which SMART calls failing, was chosen when asked: the
+            // run that builds the array accepts it by serial.
+            allow_failing: vec!["WD-WCC7K0000003".into()],
         }),
         // Time Machine on a share of its own, in a folder of the array.
         shares: vec![
@@ -325,7 +332,27 @@ fn the_system_disk_cannot_be_chosen() {
 fn smart_health_is_shown_and_a_failing_disk_is_flagged() {
     let board = board();
     let mut w = wizard_on(&board, PLAIN);
-    choose(&mut w, &["sdc"]);
+    choose(&mut w, &[]);
+    while w.facts.inventory.disks[w.disks.cursor].name != "sdc" {
+        keys(&mut w, &[Down]);
+    }
+    keys(&mut w, &[SPACE]);
+    // The wizard asks: a first Space chooses nothing.
+    assert!(w.disks.chosen.is_empty(), "{:?}", w.disks.chosen);
+    assert!(
+        w.notice
+            .clone()
+            .unwrap()
+            .text
+            .contains("Press Space again to choose it all the same"),
+        "{:?}",
+        w.notice
+    );
+    keys(&mut w, &[SPACE]);
+    assert_eq!(w.disks.chosen, ["sdc"]);
+    // The unattended run that builds it checks SMART again: the recipe the
+    // wizard hands it accepts this disk by serial, and no other.
+    assert_eq!(w.storage().allow_failing, ["WD-WCC7K0000003"]);
     let shown = screen(&w);
     assert!(shown.contains("WD-WCC7K0000003 FAILING"), "{shown}");
     assert!(shown.contains("SMART says this disk is failing"), "{shown}");

@@ -59,6 +59,11 @@ pub struct Inventory {
     /// Whether this board can build ZFS pools, or why not.
     #[serde(default)]
     pub zfs: ZfsOnBoard,
+    /// Disks failing by SMART's account (`machine::smart`), by kernel name,
+    /// with why; filled by unattended setup, which the planner refuses them
+    /// to unless the recipe accepts them by serial.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub failing: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,6 +317,7 @@ pub fn discover(host: &Host) -> Result<Inventory, DiscoveryError> {
         network: network_link(host),
         arrays: md_arrays(host, &names),
         zfs: zfs::on_board(host),
+        failing: Default::default(),
     })
 }
 

@@ -16,6 +16,7 @@ pub mod power;
 pub mod resilver;
 pub mod resync;
 pub mod signature;
+pub mod smart;
 pub mod sysfs;
 pub mod uas_quirks;
 pub mod udev;

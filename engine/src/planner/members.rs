@@ -65,6 +65,13 @@ pub(super) fn plan_array(
             Candidate::HoldsData(d) if spec.disks.count == Count::All => {
                 refused.push(refuse(spec, Some(&d.name), refusals::holds_data(index, d)))
             }
+            // "All" is every matching disk: one left out would surprise.
+            Candidate::Failing(d, why) if spec.disks.count == Count::All => {
+                refused.push(refuse(spec, Some(&d.name), refusals::failing(d, why)))
+            }
+            Candidate::Failing(d, why) => {
+                skipped.push(format!("{}: failing by SMART ({why})", d.name))
+            }
             _ => {}
         }
     }
@@ -111,6 +118,8 @@ pub(super) fn candidates<'a>(
         }
         candidates.push(if !disk.in_use.is_empty() {
             Candidate::InUse(disk)
+        } else if let Some(why) = inventory.failing.get(&disk.name) {
+            Candidate::Failing(disk, why)
         } else if disk.is_blank() {
             Candidate::Usable { disk, erase: false }
         } else if spec.wipe {
@@ -154,8 +163,14 @@ fn check_count(
         && usable.len() < n
     {
         for c in candidates {
-            if let Candidate::HoldsData(d) = c {
-                refused.push(refuse(spec, Some(&d.name), refusals::holds_data(index, d)));
+            match c {
+                Candidate::HoldsData(d) => {
+                    refused.push(refuse(spec, Some(&d.name), refusals::holds_data(index, d)))
+                }
+                Candidate::Failing(d, why) => {
+                    refused.push(refuse(spec, Some(&d.name), refusals::failing(d, why)))
+                }
+                _ => {}
             }
         }
         refused.push(refuse(

@@ -25,6 +25,7 @@ use crate::machine::disks::{Disk, Inventory};
 use crate::size::Size;
 use crate::spec::{Array, Share, SpinDown, Storage};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,6 +184,23 @@ impl ArrayPlan {
     }
 }
 
+/// The failing disks the recipe accepts, by serial: kernel name → why.
+fn accepted_failing(storage: &Storage, inventory: &Inventory) -> BTreeMap<String, String> {
+    inventory
+        .failing
+        .iter()
+        .filter(|(name, _)| {
+            inventory.disks.iter().any(|d| {
+                d.name == **name
+                    && d.serial
+                        .as_ref()
+                        .is_some_and(|s| storage.allow_failing.contains(s))
+            })
+        })
+        .map(|(n, w)| (n.clone(), w.clone()))
+        .collect()
+}
+
 /// Plans every array in order; a disk taken by one array is not offered to
 /// the next. Refusals are collected for all arrays, not just the first.
 pub fn plan(
@@ -190,6 +208,17 @@ pub fn plan(
     shares: &[Share],
     inventory: &Inventory,
 ) -> Result<Plan, Vec<Refusal>> {
+    let accepted = accepted_failing(storage, inventory);
+    let mut trusted;
+    let inventory = if accepted.is_empty() {
+        inventory
+    } else {
+        trusted = inventory.clone();
+        trusted
+            .failing
+            .retain(|name, _| !accepted.contains_key(name));
+        &trusted
+    };
     let mut taken: Vec<String> = Vec::new();
     let mut arrays = Vec::new();
     let mut refusals = Vec::new();
@@ -225,8 +254,16 @@ pub fn plan(
             members::plan_array(index, spec, inventory, &taken)
         };
         match planned {
-            Ok(array) => {
+            Ok(mut array) => {
                 taken.extend(array.members.iter().map(|m| m.disk.name.clone()));
+                for m in &array.members {
+                    if let Some(why) = accepted.get(&m.disk.name) {
+                        array.warnings.push(format!(
+                            "{} is failing by SMART's account ({why}); used as storage.allow_failing says",
+                            m.disk.words()
+                        ));
+                    }
+                }
                 arrays.push(array);
             }
             Err(mut r) => refusals.append(&mut r),

@@ -35,6 +35,9 @@ pub(super) fn plan_pool(
             Candidate::HoldsData(d) => {
                 refused.push(refuse(spec, Some(&d.name), holds_data(index, d)))
             }
+            Candidate::Failing(d, why) => {
+                refused.push(refuse(spec, Some(&d.name), refusals::failing(d, why)))
+            }
             Candidate::Usable { .. } => {}
         }
     }

@@ -5,9 +5,14 @@ use crate::spec::Array;
 
 /// A disk the array's rules match, by what may be done with it.
 pub(super) enum Candidate<'a> {
-    Usable { disk: &'a Disk, erase: bool },
+    Usable {
+        disk: &'a Disk,
+        erase: bool,
+    },
     HoldsData(&'a Disk),
     InUse(&'a Disk),
+    /// Failing by SMART's account (`Inventory::failing`), with why.
+    Failing(&'a Disk, &'a str),
 }
 
 /// Why a disk holding data is refused when the recipe does not allow
@@ -16,6 +21,22 @@ pub(super) fn holds_data(index: usize, d: &Disk) -> String {
     format!(
         "holds {} and the recipe does not allow erasing it; back it up and set wipe = true in storage.arrays[{index}], or take the disk out",
         d.describe_contents()
+    )
+}
+
+/// Why a disk SMART reports failing is refused, and how to use it anyway.
+pub(super) fn failing(d: &Disk, why: &str) -> String {
+    let allow = match &d.serial {
+        Some(serial) => format!(
+            "to build on it all the same, add its serial to [storage]: allow_failing = [\"{serial}\"]"
+        ),
+        None => "it has no serial for storage.allow_failing to name, so it cannot be used".into(),
+    };
+    // The refusal is shown after the disk's kernel name already.
+    format!(
+        "the {} with serial {} is failing by SMART's account: {why}. Nothing was written. Replace it, or, knowing its data may be lost, {allow}",
+        d.model.as_deref().unwrap_or("disk of unknown model"),
+        d.serial.as_deref().unwrap_or("unknown")
     )
 }
 
@@ -81,6 +102,7 @@ pub(super) fn shortfall(
             Candidate::Usable { disk, .. } => why.push(format!("{} can be used", disk.name)),
             Candidate::HoldsData(d) => why.push(format!("{} holds data (wipe is false)", d.name)),
             Candidate::InUse(d) => why.push(format!("{} is in use by the system", d.name)),
+            Candidate::Failing(d, _) => why.push(format!("{} is failing by SMART", d.name)),
         }
     }
     if !mismatched.is_empty() {

@@ -39,6 +39,10 @@ pub struct Storage {
     /// A second SSD the system is mirrored onto at first boot (a PC only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_mirror: Option<SystemMirror>,
+    /// Serials of disks SMART reports failing that unattended setup may use
+    /// all the same; any other failing disk is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_failing: Vec<String>,
 }
 
 /// `[storage.system_mirror]`: the disk that joins the one the system runs

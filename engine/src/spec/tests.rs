@@ -28,6 +28,7 @@ fn storage(mode: Mode, arrays: Vec<Array>) -> Storage {
         disks: Vec::new(),
         usb_quirks: Vec::new(),
         system_mirror: None,
+        allow_failing: Vec::new(),
     }
 }
 

@@ -308,6 +308,7 @@ mod tests {
             network: None,
             arrays: vec![],
             zfs: Default::default(),
+            failing: Default::default(),
         }
     }
 

@@ -322,6 +322,7 @@ pub fn storage(
         disks: Vec::new(),
         usb_quirks: Vec::new(),
         system_mirror: None,
+        allow_failing: Vec::new(),
     }
 }
 
@@ -718,6 +719,7 @@ mod tests {
             zfs: ZfsOnBoard::Available(ZfsSupport {
                 version: Some("2.1.11-1+deb12u1".into()),
             }),
+            failing: Default::default(),
         };
         let choice = LevelChoice {
             level: Level::Raidz1,

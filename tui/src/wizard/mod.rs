@@ -284,6 +284,13 @@ impl Wizard {
         let array = storage.arrays.first().map(|a| a.name.clone());
         storage.disks = kept::entries(&self.kept(), array.as_deref().map(|name| (name, mount)));
         storage.spin_down = self.layout.spin_down;
+        // Chosen after the disks screen asked twice: the run that builds
+        // them checks SMART again and would refuse them otherwise.
+        storage.allow_failing = chosen
+            .iter()
+            .filter(|d| self.facts.health.get(&d.name) == Some(&Some(false)))
+            .filter_map(|d| d.serial.clone())
+            .collect();
         storage
     }
 

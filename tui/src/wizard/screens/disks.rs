@@ -32,6 +32,9 @@ pub struct DiskList {
     pub chosen: Vec<String>,
     /// Disks shared as they are: never array members, never erased.
     pub kept: Vec<Kept>,
+    /// The failing disk Space was pressed on once: a second press on it
+    /// chooses it all the same.
+    pub asked_failing: Option<String>,
     /// The table's first visible row, kept from frame to frame so the
     /// table scrolls with the cursor, and its height (what PgUp/PgDn
     /// move): both are learnt when drawing.
@@ -71,7 +74,17 @@ fn toggle(w: &mut Wizard) {
     } else if let Some(why) = choices::ineligible(disk) {
         w.error(format!("{name} cannot be used: {why}"));
     } else {
-        if w.facts.health.get(&name) == Some(&Some(false)) {
+        let failing = w.facts.health.get(&name) == Some(&Some(false));
+        if failing && w.disks.asked_failing.as_deref() != Some(name.as_str()) {
+            w.error(format!(
+                "{} is failing by SMART's account: what is written to it may be lost. Press Space again to choose it all the same.",
+                disk.words()
+            ));
+            w.disks.asked_failing = Some(name);
+            return;
+        }
+        w.disks.asked_failing = None;
+        if failing {
             w.error(format!(
                 "{name} is failing by SMART's account; chosen all the same"
             ));
