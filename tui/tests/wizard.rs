@@ -50,9 +50,10 @@ fn wizard_on(board: &common::Board, theme: Theme) -> Wizard {
         ("sdc", SMART_FAILED),
         ("sdd", SMART_PASSED),
     ] {
-        runner
-            .responses
-            .push((format!("smartctl -H -j /dev/{disk}"), json.to_string()));
+        runner.responses.push((
+            format!("smartctl --json -H -A /dev/{disk}"),
+            json.to_string(),
+        ));
     }
     let facts = facts::gather(&board.host, &mut runner).unwrap();
     Wizard::new(
@@ -1990,7 +1991,7 @@ fn sas_pc(board: &common::Board) -> Wizard {
     let mut runner = RecordingRunner::default();
     for disk in board.inventory().disks {
         runner.responses.push((
-            format!("smartctl -H -j /dev/{}", disk.name),
+            format!("smartctl --json -H -A /dev/{}", disk.name),
             SMART_PASSED.to_string(),
         ));
     }

@@ -6,6 +6,7 @@
 use super::hardware::{self, Hardware};
 use nasforge_engine::machine::disks::{self, DiscoveryError, Host, Inventory};
 use nasforge_engine::machine::power;
+use nasforge_engine::machine::smart::{self, Verdict};
 use nasforge_engine::machine::zfs::{self, ZfsSupport};
 use nasforge_engine::runner::Runner;
 use nasforge_engine::steps::Cmd;
@@ -49,10 +50,22 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
         .disks
         .iter()
         .map(|d| {
+            // The rules unattended setup refuses a disk by, so that the disk
+            // the wizard asked about is the one the run accepts by serial.
             let verdict = runner
-                .query(&Cmd::new(&["smartctl", "-H", "-j", &d.dev_path()]))
+                .query(&Cmd::new(&[
+                    "smartctl",
+                    "--json",
+                    "-H",
+                    "-A",
+                    &d.dev_path(),
+                ]))
                 .ok()
-                .and_then(|q| status::parse_smartctl(&d.name, &d.dev_path(), &q.stdout).passed);
+                .and_then(|q| match smart::verdict(&q.stdout) {
+                    Verdict::Healthy => Some(true),
+                    Verdict::Failing(_) => Some(false),
+                    Verdict::Unknown => None,
+                });
             (d.name.clone(), verdict)
         })
         .collect();
