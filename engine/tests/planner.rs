@@ -861,3 +861,25 @@ fn a_failing_disk_the_recipe_accepts_by_serial_is_used_with_a_warning() {
         plan.arrays[0].warnings
     );
 }
+
+#[test]
+fn a_failing_disk_without_a_serial_is_refused_saying_it_cannot_be_accepted() {
+    let mut disks = sata_tb(&[4, 4, 4]);
+    disks[2].serial = None;
+    let inv = with_sdc_failing(disks);
+    let refused = planner::plan(
+        &storage(vec![array("data", Level::Raid5, all_sata())]),
+        &[],
+        &inv,
+    )
+    .unwrap_err();
+    assert!(
+        refused.iter().any(|r| r.disk.as_deref() == Some("sdc")
+            && r.reason
+                .contains("with serial unknown is failing by SMART's account")
+            && r.reason.ends_with(
+                "it has no serial for storage.allow_failing to name, so it cannot be used"
+            )),
+        "{refused:?}"
+    );
+}
