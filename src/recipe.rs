@@ -585,6 +585,21 @@ mod tests {
                 "is not a time zone name",
             ),
             (
+                "system.updates",
+                format!("{pi}[system]\nupdates = \"securty\"\n"),
+                "unknown variant `securty`, expected `off` or `security`",
+            ),
+            (
+                "system.updates_reboot",
+                format!("{pi}[system]\nupdates = \"security\"\nupdates_reboot = \"4am\"\n"),
+                "`4am` is not a time of day: write it as \"04:00\"",
+            ),
+            (
+                "system.updates_reboot without updates",
+                format!("{pi}[system]\nupdates_reboot = \"04:00\"\n"),
+                "only security updates reboot on their own: add `updates = \"security\"`",
+            ),
+            (
                 "system.users.name",
                 format!("{pi}{}", user.replace("\"admin\"", "\"admin:x:0:0::/root:/bin/sh\\nm\"")),
                 "is not a valid user name",

@@ -103,6 +103,9 @@ pub fn prepare(
     if system.needs_openssh && !install.iter().any(|p| p == "openssh-server") {
         install.push("openssh-server".into());
     }
+    if system.needs_unattended_upgrades && !install.iter().any(|p| p == system::updates::PACKAGE) {
+        install.push(system::updates::PACKAGE.into());
+    }
     // The ZFS userland is asked for at the modules' exact version; the
     // board's staged repository holds only that one, so it installs by name.
     let mut resolve = install.clone();
@@ -211,6 +214,7 @@ pub fn apply(
     }
     if let Some(b) = &prepared.binary {
         setup_binary(&root, b, &mut w)?;
+        md_first_boot_conf(&root, &mut w)?;
         crate::alerts::install(&root, recipe.alerts.as_ref(), &mut w.ops, &mut w.changes)?;
     }
     if let Some(settings) = &prepared.firstboot {
@@ -350,6 +354,22 @@ fn setup_binary(root: &Ext4, b: &Path, w: &mut Writes) -> Result<()> {
         why: "the first-boot storage setup program".into(),
         details: vec![format!("from {}", b.display())],
     });
+    Ok(())
+}
+
+/// mdadm.conf before the first boot, when the image has none (see
+/// [`nasforge_engine::storage::mdadm::first_boot_conf`]): the disks of an
+/// old NAS in the board stay unassembled until someone chooses them. An
+/// image with mdadm installed has its file already, made with no disks in.
+fn md_first_boot_conf(root: &Ext4, w: &mut Writes) -> Result<()> {
+    const CONF: &str = "/etc/mdadm/mdadm.conf";
+    if root.owner(CONF)?.is_some() {
+        return Ok(());
+    }
+    w.ops.extend(root.missing_dirs(&["/etc/mdadm"])?);
+    let text = nasforge_engine::storage::mdadm::first_boot_conf();
+    w.changes.push(crate::system::record_new(CONF, text.as_bytes(), "mdadm's own install would list the arrays on the disks it finds, an old NAS's too, and start them read-write at the next boot"));
+    w.ops.push(Op::root_file(CONF, text.into_bytes(), 0o644));
     Ok(())
 }
 

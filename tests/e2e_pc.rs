@@ -17,11 +17,17 @@
 //! md RAID1 at first boot, which reboots once; at the end the PC boots with
 //! each SSD pulled in turn, and serves the file from either.
 //!
+//! Before the pulls, a security update and a kernel update arrive
+//! (tests/updates): the recipe's `updates = "security"` takes the one, and
+//! the kernel, held since the pool needs the ZFS modules built for it,
+//! stays; the boots after run the same kernel.
+//!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
 mod board;
 mod common;
 mod load;
+mod updates;
 
 use board::*;
 use common::*;
@@ -325,6 +331,8 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
         "status names only the disk still missing:\n{status}"
     );
     t.lap("replace one lost disk with a blank SAS disk: zpool replace, resilver, file intact");
+    let kernel = updates::security_update_leaves_the_held_kernel(&pc, &key);
+    t.lap("updates: the held kernel refused to apt and left by unattended-upgrades, which took a security update; status and an alert say the kernel update waits");
     // Both halves of the mirror start the SSD pulls with no alert in them.
     sudo(&pc, &key, ": > /var/log/nasforge-alerts.log");
     pc.poweroff(&key);
@@ -341,6 +349,7 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
             Board::boot(d, &image, &remaining, log)
         };
         pc.wait_for_ssh(&key, Duration::from_secs(600));
+        updates::same_kernel_after_the_reboot(&pc, &key, &kernel);
         let root = sudo(&pc, &key, "findmnt -no SOURCE /; cat /proc/mdstat");
         assert!(
             root.starts_with("/dev/md") && root.contains("raid1") && root.contains("[2/1]"),

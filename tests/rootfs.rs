@@ -63,6 +63,12 @@ struct Env {
 }
 
 fn env(userconf: bool) -> Env {
+    env_with(userconf, vec![])
+}
+
+/// [`env`] with more files in the image's root (they replace the
+/// fixture's own).
+fn env_with(userconf: bool, extra: Vec<(String, Vec<u8>)>) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let repo = Repo::build(
         dir.path(),
@@ -165,6 +171,11 @@ fn env(userconf: bool) -> Env {
                 fields: &[],
             },
             Pkg {
+                name: "unattended-upgrades",
+                version: "2.12",
+                fields: &[],
+            },
+            Pkg {
                 name: "ca-certificates",
                 version: "20230311",
                 fields: &[],
@@ -195,6 +206,7 @@ fn env(userconf: bool) -> Env {
         "usr/share/keyrings/nasforge-test.gpg".into(),
         repo.keyring.clone(),
     ));
+    root_files.extend(extra);
     RpiFixture {
         root_files,
         root_mib: 64,
@@ -363,6 +375,17 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     // nasforge-setup, built for the board.
     let setup = stat(&img, "/usr/local/sbin/nasforge-setup");
     assert!(setup.contains("Mode:  0755"), "{setup}");
+    // mdadm's own install finds mdadm.conf there, so it lists no array of
+    // disks that came from another machine, and boot assembles none.
+    let mdadm = debugfs_cat(&img, off, "/etc/mdadm/mdadm.conf");
+    assert!(
+        mdadm.lines().any(|l| l == "AUTO +homehost -all")
+            && mdadm
+                .lines()
+                .filter(|l| l.starts_with("ARRAY"))
+                .eq(["ARRAY <ignore> UUID=00000000:00000000:00000000:00000000"]),
+        "{mdadm}"
+    );
 
     // Users: hashed password that verifies, keys with the right owner and mode.
     let passwd = debugfs_cat(&img, off, "/etc/passwd");
@@ -517,6 +540,64 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
 fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The recipe with `[system] updates = "security"`, its reboot at 03:30.
+fn with_security_updates(dir: &Path) {
+    let recipe = dir.join("nas.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap().replace(
+        "timezone = \"Europe/Berlin\"\n",
+        "timezone = \"Europe/Berlin\"\nupdates = \"security\"\nupdates_reboot = \"03:30\"\n",
+    );
+    std::fs::write(recipe, text).unwrap();
+}
+
+#[test]
+fn security_updates_stage_unattended_upgrades_with_debians_security_archive_only() {
+    // An image whose os-release names no release: unattended-upgrades
+    // could not tell its security suite. Refused, nothing written.
+    let e = env(false);
+    with_security_updates(e.dir.path());
+    let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("names no VERSION_CODENAME"),
+        "{}",
+        r.stderr
+    );
+    assert!(!e.dir.path().join("out/nas.img").exists());
+
+    let trixie = "PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"13\"\nVERSION_CODENAME=trixie\nID=debian\n";
+    let e = env_with(
+        false,
+        vec![("usr/lib/os-release".into(), trixie.as_bytes().to_vec())],
+    );
+    with_security_updates(e.dir.path());
+    let r = nasforge(&["build", "nas.toml"], e.dir.path(), e.cache.path());
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("unattended-upgrades 2.12"),
+        "{}",
+        r.stderr
+    );
+    let img = e.dir.path().join("out/nas.img");
+    let off = root_offset(&img);
+    let conf = debugfs_cat(&img, off, "/etc/apt/apt.conf.d/52nasforge-updates");
+    assert!(
+        conf.contains("#clear Unattended-Upgrade::Origins-Pattern;")
+            && conf.contains(
+                "\"origin=Debian,codename=${distro_codename}-security,label=Debian-Security\";"
+            )
+            && conf.contains("APT::Periodic::Unattended-Upgrade \"1\";")
+            && conf.contains("Unattended-Upgrade::Automatic-Reboot-Time \"03:30\";"),
+        "{conf}"
+    );
+    let env = debugfs_cat(&img, off, "/var/lib/nasforge/firstboot.env");
+    assert!(
+        env.lines()
+            .any(|l| l.starts_with("NASFORGE_PACKAGES=") && l.contains("unattended-upgrades")),
+        "{env}"
+    );
 }
 
 #[test]

@@ -19,3 +19,7 @@ pub const SMARTD_CONF: &str = "/etc/smartd.conf";
 /// that matter. In /etc/zfs/zed.d, where Debian's zfs-zed links the
 /// zedlets it enables; `all-` makes ZED run it for every event class.
 pub const ZEDLET: &str = "/etc/zfs/zed.d/all-nasforge.sh";
+/// apt's settings for `[system] updates = "security"`: unattended-upgrades
+/// from Debian's security archive, and when it may reboot. Written by the
+/// image builder; status reads whether it is there.
+pub const UPDATES_CONF: &str = "/etc/apt/apt.conf.d/52nasforge-updates";

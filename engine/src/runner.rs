@@ -359,6 +359,22 @@ impl SystemRunner {
         };
         self.exec(&Cmd::new(&argv)).map(drop)
     }
+
+    fn hold_kernel(&mut self) -> Result<(), RunError> {
+        let packages = crate::machine::updates::installed_kernel_packages(&self.host);
+        if packages.is_empty() {
+            let note =
+                "# no kernel package is installed (the kernel is not dpkg's): nothing to hold\n";
+            if self.echo {
+                eprint!("{note}");
+            }
+            self.log(note);
+            return Ok(());
+        }
+        let mut argv = vec!["apt-mark", "hold"];
+        argv.extend(packages.iter().map(|p| p.name.as_str()));
+        self.exec(&Cmd::new(&argv)).map(drop)
+    }
 }
 
 /// A line of a long step's progress, on the terminal (when echoing) and
@@ -451,6 +467,7 @@ impl Runner for SystemRunner {
                 mode,
             } => self.share_dir(action, mount, path, owner.as_deref(), *mode),
             Action::ZfsDataset { dataset, quota } => self.zfs_dataset(dataset, *quota),
+            Action::HoldKernel => self.hold_kernel(),
         }
     }
 
@@ -485,6 +502,15 @@ pub struct RecordingRunner {
 }
 
 impl RecordingRunner {
+    /// A recorder whose queries are answered by the first of `responses`
+    /// (command's first words, standard output) that fits.
+    pub fn answering(responses: Vec<(String, String)>) -> RecordingRunner {
+        RecordingRunner {
+            responses,
+            ..RecordingRunner::default()
+        }
+    }
+
     /// A recorder that fails the `index`-th action, as a power cut would.
     pub fn interrupting_at(index: usize) -> RecordingRunner {
         RecordingRunner {

@@ -8,6 +8,7 @@
 
 mod checks;
 pub mod disk_pool;
+pub mod updates;
 mod usb;
 pub mod zfs;
 
@@ -62,6 +63,7 @@ pub struct Status {
     pub disks: Vec<DiskHealth>,
     pub usb_disks: Vec<UsbDiskStatus>,
     pub power: PowerStatus,
+    pub updates: updates::UpdatesStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -371,6 +373,7 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
     let disk_pools = journal.map_or_else(Vec::new, |j| disk_pool::read(host, &j.plan, runner));
     let inventory = crate::machine::disks::discover(host).unwrap_or_default();
     let (usb_disks, power) = usb::read(host, &inventory, runner);
+    let updates = updates::read(host, runner);
     Status {
         setup,
         arrays,
@@ -381,6 +384,7 @@ pub fn collect(host: &Host, journal: Option<&Journal>, runner: &mut dyn Runner) 
         disks,
         usb_disks,
         power,
+        updates,
     }
 }
 
@@ -416,6 +420,7 @@ impl Status {
             UsbDiskStatus::render,
         );
         section(&mut out, "Power", &self.power.lines(), String::clone);
+        section(&mut out, "Updates", &self.updates.lines(), String::clone);
         out
     }
 }
@@ -643,6 +648,13 @@ mod tests {
             power: PowerStatus {
                 throttled: None,
                 warnings: vec![],
+            },
+            updates: updates::UpdatesStatus {
+                kernel: None,
+                held: vec![],
+                waiting: vec![],
+                automatic: false,
+                last_upgrade: None,
             },
         };
         assert!(

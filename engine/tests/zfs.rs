@@ -121,6 +121,12 @@ fn a_raidz1_of_three_disks_with_two_shares() {
     // shares' directories, and the watchers last.
     let at = |id: &str| ids.iter().position(|s| *s == id).unwrap();
     assert!(at("zfs-module") < at("create-pool:tank"));
+    // The kernel is held before there is a pool that needs its modules.
+    assert!(at("hold-kernel") < at("create-pool:tank"));
+    assert_eq!(
+        lines(step(&c, "hold-kernel"))[0].lines().next().unwrap(),
+        "apt-mark hold <the installed linux-image-* and raspberrypi-kernel packages>"
+    );
     assert!(at("create-pool:tank") < at("zfs-boot"));
     assert!(at("zfs-boot") < at("mount:tank"));
     assert!(at("mount:tank") < at("dataset:media"));
@@ -277,7 +283,10 @@ fn a_disk_holding_data_is_refused_as_for_md_and_erased_with_wipe() {
     );
     let c = plan_on(&with_support(board.inventory()), &wiped).unwrap();
     let ids: Vec<&str> = c.steps.iter().map(|s| s.id.as_str()).collect();
-    assert_eq!(&ids[..3], ["zfs-module", "wipe:sdd", "create-pool:tank"]);
+    assert_eq!(
+        &ids[..4],
+        ["zfs-module", "hold-kernel", "wipe:sdd", "create-pool:tank"]
+    );
 }
 
 #[test]

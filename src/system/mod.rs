@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod cloud_init;
 pub mod secrets;
 pub mod section;
+pub mod updates;
 mod users;
 
 pub use section::{SystemSection, UserSpec};
@@ -75,6 +76,9 @@ pub struct Applied {
     pub warnings: Vec<String>,
     /// The image has no SSH server: it must be installed at first boot.
     pub needs_openssh: bool,
+    /// `[system] updates` is on: unattended-upgrades is installed at first
+    /// boot.
+    pub needs_unattended_upgrades: bool,
 }
 
 /// Staged for first boot: Samba's passwords (imported by nasforge-setup,
@@ -87,6 +91,11 @@ fn days_since_epoch() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() / 86400)
         .unwrap_or(0)
+}
+
+/// The manifest's record of a file the build adds.
+pub fn record_new(file: &str, after: &[u8], why: &str) -> Change {
+    record(file, None, after, why)
 }
 
 fn record(file: &str, before: Option<&[u8]>, after: &[u8], why: &str) -> Change {
@@ -127,6 +136,9 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
     }
     if sys.wants_ssh() {
         enable_ssh(root, &mut out)?;
+    }
+    if sys.updates == updates::Updates::Security {
+        updates::apply(root, sys.updates_reboot(), &mut out)?;
     }
     let vendor = Vendor::detect(root)?;
     let has_sshd = out.needs_openssh || root.list("/etc/ssh")?.is_some();

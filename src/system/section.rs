@@ -20,6 +20,13 @@ pub struct SystemSection {
     pub ssh: Option<bool>,
     /// A crypt(3) hash for root; without one root's password is locked.
     pub root_password_hash: Option<String>,
+    /// `"security"`: unattended-upgrades takes Debian's security fixes
+    /// daily (see [`super::updates`]); `"off"` by default.
+    #[serde(default)]
+    pub updates: super::updates::Updates,
+    /// When a security update that needs a restart may reboot the NAS:
+    /// "04:00" unless said, or "never".
+    pub updates_reboot: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -42,6 +49,13 @@ pub struct UserSpec {
 }
 
 impl SystemSection {
+    /// The reboot time of `updates = "security"`.
+    pub fn updates_reboot(&self) -> &str {
+        self.updates_reboot
+            .as_deref()
+            .unwrap_or(super::updates::DEFAULT_REBOOT)
+    }
+
     /// Whether the SSH server is wanted: as said, or when a user has keys.
     pub fn wants_ssh(&self) -> bool {
         self.ssh
@@ -107,6 +121,16 @@ fn settings_problems(sys: &SystemSection, at: &RecipeText) -> Vec<Located> {
                 "system.timezone",
                 &format!("`{tz}` is not a time zone name such as Europe/Berlin or UTC"),
             ));
+        }
+    }
+    if let Some(r) = &sys.updates_reboot {
+        if sys.updates != super::updates::Updates::Security {
+            out.push(at.at_path(
+                "system.updates_reboot",
+                "only security updates reboot on their own: add `updates = \"security\"` to [system], or leave updates_reboot out",
+            ));
+        } else if let Some(why) = super::updates::reboot_problem(r) {
+            out.push(at.at_path("system.updates_reboot", &why));
         }
     }
     if let Some(h) = &sys.root_password_hash {

@@ -103,6 +103,43 @@ pub fn check(
     Ok(out)
 }
 
+/// The kernel updates alerted already, as `package version`.
+const KERNEL_STATE: &str = "/var/lib/nasforge/alerts-kernel.json";
+
+/// Raises `kernel-update-held` once for each new version of a held kernel
+/// package that apt's lists offer (apt's daily job refreshes them).
+pub fn check_kernel(host: &Host, runner: &mut dyn Runner) -> std::io::Result<Vec<Delivery>> {
+    use crate::machine::updates;
+    let state = host.path(KERNEL_STATE);
+    let before: Vec<String> = std::fs::read(&state)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let held = updates::installed_kernel_packages(host);
+    let waiting = updates::waiting_kernel_updates(&held, runner);
+    let kernel = updates::running_kernel(host).unwrap_or_else(|| "this kernel".into());
+    let hostname = crate::machine::hostname(host);
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for w in &waiting {
+        let key = format!("{} {}", w.package, w.candidate);
+        if !before.contains(&key) {
+            let event = Event::new(
+                Kind::KernelUpdateHeld,
+                &hostname,
+                &format!("{} {} is held back for ZFS", w.package, w.candidate),
+                &w.describe(&kernel),
+            );
+            out.extend(raise(host, &event, runner)?);
+        }
+        seen.push(key);
+    }
+    if seen != before {
+        write_state(&state, &seen)?;
+    }
+    Ok(out)
+}
+
 fn write_state(path: &Path, full: &[String]) -> std::io::Result<()> {
     let json = serde_json::to_vec(full).map_err(std::io::Error::other)?;
     crate::atomic_file::write(path, &json, 0o644)
@@ -166,5 +203,41 @@ mod tests {
             log(&host)
         );
         assert!(runner.lines.is_empty(), "{:?}", runner.lines);
+    }
+
+    #[test]
+    fn a_held_back_kernel_update_is_reported_once_per_version() {
+        let (_dir, host) = crate::machine::fake_host(&[
+            ("/proc/sys/kernel/osrelease", "6.12.57+deb13-arm64\n"),
+            (
+                crate::machine::updates::DPKG_STATUS,
+                "Package: linux-image-arm64\nStatus: hold ok installed\nVersion: 6.12.57-1\n",
+            ),
+        ]);
+        let log = |host: &Host| crate::machine::recent_alerts(host, 100).join("\n");
+        let offered = |candidate: &str| {
+            crate::runner::RecordingRunner::answering(vec![(
+                "apt-cache policy".into(),
+                format!("linux-image-arm64:\n  Installed: 6.12.57-1\n  Candidate: {candidate}\n"),
+            )])
+        };
+        check_kernel(&host, &mut offered("6.12.57-1")).unwrap();
+        assert_eq!(log(&host), "", "nothing newer: no alert");
+        check_kernel(&host, &mut offered("6.12.63-1")).unwrap();
+        assert!(
+            log(&host).contains("kernel-update-held on ")
+                && log(&host).contains("linux-image-arm64 6.12.63-1 is held back for ZFS"),
+            "{}",
+            log(&host)
+        );
+        let lines = log(&host).lines().count();
+        check_kernel(&host, &mut offered("6.12.63-1")).unwrap();
+        assert_eq!(log(&host).lines().count(), lines, "the same version: once");
+        check_kernel(&host, &mut offered("6.12.69-1")).unwrap();
+        assert!(
+            log(&host).contains("linux-image-arm64 6.12.69-1 is held back for ZFS"),
+            "a newer one: again\n{}",
+            log(&host)
+        );
     }
 }

@@ -18,7 +18,7 @@ mod deliver;
 mod sources;
 mod spool;
 
-pub use check::{FULL_PERCENT, Statvfs, Usage, array_mounts, check};
+pub use check::{FULL_PERCENT, Statvfs, Usage, array_mounts, check, check_kernel};
 pub use deliver::{Channel, command};
 pub use sources::{from_mdadm, from_smartd, from_zed, is_system_mirror, zed_needs_status};
 pub use spool::{Delivery, log, raise, retry};
@@ -47,10 +47,13 @@ pub enum Kind {
     /// A pool's parity was not brought up to date: a sync failed or was
     /// held back.
     ParityStale,
+    /// A kernel update waits behind the hold setup put on the kernel for
+    /// ZFS's modules.
+    KernelUpdateHeld,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::Degraded,
         Kind::MemberFailed,
         Kind::RebuildStarted,
@@ -64,6 +67,7 @@ impl Kind {
         Kind::Test,
         Kind::DataErrors,
         Kind::ParityStale,
+        Kind::KernelUpdateHeld,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +85,7 @@ impl Kind {
             Kind::Test => "test",
             Kind::DataErrors => "data-errors",
             Kind::ParityStale => "parity-stale",
+            Kind::KernelUpdateHeld => "kernel-update-held",
         }
     }
 
@@ -112,6 +117,7 @@ impl Kind {
             Kind::Test => "Test alert",
             Kind::DataErrors => "A pool found damaged data",
             Kind::ParityStale => "The pool's parity was not updated",
+            Kind::KernelUpdateHeld => "A kernel update is held back for ZFS",
         }
     }
 }

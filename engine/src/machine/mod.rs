@@ -20,6 +20,7 @@ pub mod smart;
 pub mod sysfs;
 pub mod uas_quirks;
 pub mod udev;
+pub mod updates;
 pub mod usb;
 pub mod usb_quirk;
 pub mod zfs;

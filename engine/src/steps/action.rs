@@ -139,6 +139,11 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         quota: Option<crate::size::Size>,
     },
+    /// `apt-mark hold` for every kernel package installed when the step
+    /// runs (see [`crate::machine::updates::is_kernel`]): ZFS's modules
+    /// are built for the kernel the board boots, and an upgrade that
+    /// installed another kernel would boot it without them.
+    HoldKernel,
 }
 
 impl fmt::Display for Action {
@@ -264,6 +269,11 @@ impl fmt::Display for Action {
                 "{}\n    # or, if {dataset} exists already: {}",
                 Cmd::new(&zpool::create_dataset(dataset, *quota)),
                 Cmd::new(&zpool::set_quota(dataset, *quota))
+            ),
+            Action::HoldKernel => write!(
+                f,
+                "apt-mark hold <the installed linux-image-* and raspberrypi-kernel packages>\n    # read from {} when the step runs",
+                crate::machine::updates::DPKG_STATUS
             ),
         }
     }

@@ -116,6 +116,7 @@ fn pool_fstab_lines(plan: &Plan, ctx: &Context) -> Vec<String> {
 fn build_steps(plan: &Plan, ctx: &Context, indices: &[usize], steps: &mut Vec<Step>) {
     if indices.iter().any(|&i| plan.arrays[i].spec.is_zfs()) {
         steps.push(zfs::module_step());
+        steps.push(zfs::hold_kernel_step());
     }
     for &i in indices {
         let array = &plan.arrays[i];

@@ -30,6 +30,21 @@ pub(super) fn module_step() -> Step {
     }
 }
 
+/// ZFS's modules come from a package built for the kernel the board
+/// boots (nasforge-zfs-modules-<release>): the kernel's packages are held
+/// before a pool exists, so no upgrade boots a kernel without them and
+/// leaves the pool unimported. Status and the hourly check say when an
+/// update waits behind the hold.
+pub(super) fn hold_kernel_step() -> Step {
+    Step {
+        id: "hold-kernel".into(),
+        title: "Hold the kernel's packages: ZFS's modules are built for this kernel".into(),
+        guard: Guard::Always,
+        actions: vec![Action::HoldKernel],
+        always: vec![],
+    }
+}
+
 fn create_step(array: &ArrayPlan) -> Step {
     let name = &array.spec.name;
     let vdevs = array.spec.vdev_count();

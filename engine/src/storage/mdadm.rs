@@ -141,6 +141,36 @@ pub fn create(md: &MdCreate, homehost: &str) -> Vec<String> {
     argv
 }
 
+/// Only this NAS's own arrays assemble on their own, at boot and when a
+/// disk appears (udev's `mdadm --incremental`): those made with its
+/// HOMEHOST and those listed in ARRAY lines. An array on disks from
+/// another machine (an old NAS) stays as it is, unassembled, so nothing
+/// writes to it (a read-write start updates every superblock, and one
+/// not shut down cleanly resyncs) before someone chooses to use it.
+pub const AUTO_THIS_HOST: &str = "AUTO +homehost -all";
+
+/// The mdadm.conf the image carries before its first boot. Without one,
+/// mdadm's postinst (run by the offline install) writes ARRAY lines for
+/// every array on the disks it finds (`mkconf generate`), which would make
+/// an old NAS's arrays this host's own, started read-write at the next
+/// boot. Its ARRAY line names an array that cannot exist (UUID zero) and
+/// is ignored: initramfs-tools' mdadm hook, finding no ARRAY line, would
+/// put mkconf's list in the initramfs's copy instead of this file, and
+/// udev starts what that lists before the root is mounted. Setup replaces
+/// the file with its own arrays.
+pub fn first_boot_conf() -> String {
+    format!(
+        "# Written by nasforge before the first boot; nasforge-setup replaces it\n\
+         # with the arrays it makes. Arrays on disks from another machine are\n\
+         # left unassembled until they are chosen.\n\
+         HOMEHOST <system>\n\
+         {AUTO_THIS_HOST}\n\
+         MAILADDR root\n\
+         # No array: a line here keeps the initramfs from listing other disks' arrays.\n\
+         ARRAY <ignore> UUID=00000000:00000000:00000000:00000000\n"
+    )
+}
+
 /// The lines above the `mdadm --detail --scan` output. mdmonitor refuses to
 /// run without MAILADDR or PROGRAM. A mail address alone would reach no
 /// one (the board has no sendmail), so nasforge's handler runs beside it.
@@ -165,6 +195,7 @@ PROGRAM {}",
         "# Written by nasforge-setup. Regenerate the ARRAY lines with\n\
          # `mdadm --detail --scan`, then run `update-initramfs -u -k all`.\n\
          {legs}HOMEHOST {homehost}\n\
+         {AUTO_THIS_HOST}\n\
          {alert}\n\
          DEVICE partitions containers\n\
          # A member that drops out and comes back (a USB bridge reset) is\n\

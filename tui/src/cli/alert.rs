@@ -47,7 +47,9 @@ pub struct AlertArgs {
     /// Try the queued alerts again (run every 10 minutes by a timer).
     #[arg(long)]
     retry: bool,
-    /// Raise filesystem-full for each array over 90 % full (hourly timer).
+    /// Raise filesystem-full for each array over 90 % full, and
+    /// kernel-update-held for a kernel update the ZFS hold keeps back
+    /// (hourly timer).
     #[arg(long)]
     check: bool,
 }
@@ -59,7 +61,9 @@ pub fn run(host: &Host, args: &AlertArgs) -> anyhow::Result<()> {
         alerts::retry(host, runner.as_mut())?
     } else if args.check {
         let mounts = alerts::array_mounts(host);
-        alerts::check(host, &mounts, &alerts::Statvfs(host), runner.as_mut())?
+        let mut sent = alerts::check(host, &mounts, &alerts::Statvfs(host), runner.as_mut())?;
+        sent.extend(alerts::check_kernel(host, runner.as_mut())?);
+        sent
     } else {
         let Some(event) = event(host, args, &hostname)? else {
             return Ok(());
