@@ -77,6 +77,13 @@ fn a_nas_from_build_to_a_real_client_on_an_emulated_board() {
         .arg(&key));
     let pubkey = std::fs::read_to_string(d.join("id_ed25519.pub")).unwrap();
 
+    // smbtorture's root (a native mmdebstrap, mostly downloading and
+    // unpacking) is made on the host while the arm64 base builds under
+    // qemu-user, not in the minutes the suites have on a fresh machine.
+    let torture = {
+        let cache = cache.clone();
+        std::thread::spawn(move || home_network::Torture::of("trixie", &cache))
+    };
     let base = replica::trixie_base(&cache);
     replica::raspberry_pi_os(&base, &d.join("pios.img"));
     t.lap("Debian trixie base (cached after the first run), made a Raspberry Pi OS replica");
@@ -158,12 +165,6 @@ path = "out/nas.img"
         zfs_lines(&r.stderr)
     );
     t.lap("build the image again, ZFS modules from the cache");
-    // smbtorture's root is made on the host while the board boots, not in
-    // the minutes the suites have on a fresh machine.
-    let torture = {
-        let cache = cache.clone();
-        std::thread::spawn(move || home_network::Torture::of("trixie", &cache))
-    };
     // The same trixie image for a Pi 5: Debian's 6.12 has its device tree
     // but neither the RP1 nor its SD card driver.
     let pi5 = std::fs::read_to_string(d.join("nas.toml"))
