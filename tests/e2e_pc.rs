@@ -22,10 +22,14 @@
 //! the kernel, held since the pool needs the ZFS modules built for it,
 //! stays; the boots after run the same kernel.
 //!
+//! At the last boot, an old NAS's md array on three more disks is adopted
+//! as it is (tests/import).
+//!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
 mod board;
 mod common;
+mod import;
 mod load;
 mod updates;
 
@@ -134,6 +138,16 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
             .join("\n")
     );
     t.lap("build: Debian amd64 base, ZFS modules for its kernel (both cached after the first run), packages");
+    // Again: the modules come from the cache, in seconds. (Here rather than
+    // on the board, whose test is the longest of the run.)
+    let r = nasforge(&["build", "pc.toml"], d, &cache);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("modules from the cache"),
+        "a second build takes the ZFS modules from the cache:\n{}",
+        r.stderr
+    );
+    t.lap("build the image again, ZFS modules from the cache");
     let image = d.join("out/x86-15-drive-raidz2.img");
     assert!(
         !contains_bytes(&image, PASSWORD.as_bytes()),
@@ -346,7 +360,10 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
         let mut pc = if log == "boot3.log" {
             Board::boot_without_image_disk(d, &image, &remaining_and_ssd, log)
         } else {
-            Board::boot(d, &image, &remaining, log)
+            // The last boot also has an old NAS's three disks on SATA.
+            let with_old: Vec<PathBuf> =
+                remaining.iter().cloned().chain(import::disks(d)).collect();
+            Board::boot(d, &image, &with_old, log)
         };
         pc.wait_for_ssh(&key, Duration::from_secs(600));
         updates::same_kernel_after_the_reboot(&pc, &key, &kernel);
@@ -381,6 +398,10 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
         );
         eprintln!("e2e: {pulled} pulled, the alerts:\n{alerts}");
         t.lap(&format!("{pulled} pulled: boots from the other, mirror degraded, file intact, status and an alert say so"));
+        if log == "boot4.log" {
+            import::old_array_adopted(&pc, &key);
+            t.lap("an OpenMediaVault-style raid5 on three more disks: a wrong level refused with the disks unchanged, then adopted as it is, file intact");
+        }
         pc.poweroff(&key);
     }
 }

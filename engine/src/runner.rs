@@ -43,6 +43,14 @@ pub enum RunError {
     Partition(#[from] PartitionError),
     #[error(transparent)]
     ShareDir(#[from] crate::share_dir::ShareDirError),
+    #[error(
+        "{device} holds {found}, not the {wanted} filesystem the recipe says; it was assembled read-only to look, and stopped again: nothing on it was written. If it is the array you mean, set filesystem to what it holds"
+    )]
+    NotTheFilesystem {
+        device: String,
+        found: String,
+        wanted: String,
+    },
     #[error("interrupted before `{0}` (simulated power cut)")]
     Interrupted(String),
 }
@@ -360,6 +368,67 @@ impl SystemRunner {
         self.exec(&Cmd::new(&argv)).map(drop)
     }
 
+    fn adopt_array(
+        &mut self,
+        device: &str,
+        uuid: &str,
+        devices: &[String],
+        run: bool,
+        filesystem: &str,
+    ) -> Result<(), RunError> {
+        use crate::steps::{adopt_assemble, probe_type};
+        // udev may have started the array under a name of its own (an old
+        // nasforge's disks carry this board's home host): stopped, so that
+        // it can be assembled under the recipe's name.
+        let mut running: Vec<String> = devices
+            .iter()
+            .filter_map(|d| crate::machine::disks::kernel_name(&self.host, d))
+            .flat_map(|k| {
+                std::fs::read_dir(self.host.path(&format!("/sys/class/block/{k}/holders")))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|h| h.starts_with("md"))
+            })
+            .collect();
+        running.sort();
+        running.dedup();
+        for md in running {
+            self.exec(&Cmd::new(&["mdadm", "--stop", &format!("/dev/{md}")]))?;
+        }
+        self.exec(&adopt_assemble(device, uuid, devices, run))?;
+        let (_, found, _) = self.spawn(&probe_type(device))?;
+        let found = found.trim();
+        if found != filesystem {
+            self.exec(&Cmd::new(&["mdadm", "--stop", device]))?;
+            return Err(RunError::NotTheFilesystem {
+                device: device.to_string(),
+                found: if found.is_empty() {
+                    "no filesystem libblkid knows".to_string()
+                } else {
+                    format!(
+                        "{} {found} filesystem",
+                        crate::machine::signature::a_or_an(found)
+                    )
+                },
+                wanted: filesystem.to_string(),
+            });
+        }
+        self.exec(&Cmd::new(&["mdadm", "--readwrite", device]))?;
+        // Listed in mdadm.conf at once: it carries another machine's home
+        // host, so until the conf names it no boot starts it, and a power
+        // cut before setup's own mdadm.conf step would leave it stopped for
+        // good behind this step, which the journal records as done.
+        let scan = self.exec(&Cmd::new(&["mdadm", "--detail", "--scan"]))?;
+        let conf = crate::storage::mdadm::CONF;
+        let existing = std::fs::read_to_string(self.host.path(conf)).unwrap_or_default();
+        if let Some(text) = crate::storage::mdadm::merge_array_lines(&existing, &scan) {
+            self.write(conf, &text, 0o644)?;
+        }
+        Ok(())
+    }
+
     fn hold_kernel(&mut self) -> Result<(), RunError> {
         let packages = crate::machine::updates::installed_kernel_packages(&self.host);
         if packages.is_empty() {
@@ -468,6 +537,13 @@ impl Runner for SystemRunner {
             } => self.share_dir(action, mount, path, owner.as_deref(), *mode),
             Action::ZfsDataset { dataset, quota } => self.zfs_dataset(dataset, *quota),
             Action::HoldKernel => self.hold_kernel(),
+            Action::AdoptArray {
+                device,
+                uuid,
+                devices,
+                run,
+                filesystem,
+            } => self.adopt_array(device, uuid, devices, *run, filesystem),
         }
     }
 

@@ -5,6 +5,7 @@
 use crate::executor::{self, Ended, Event, ExecError};
 use crate::journal::{self, Journal, JournalError};
 use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
+use crate::machine::existing::{self, ExistingMd};
 use crate::planner::{self, Plan, Refusal};
 use crate::runner::Runner;
 use crate::size::Size;
@@ -164,6 +165,50 @@ fn failing_disks(inventory: &Inventory, runner: &mut dyn Runner) -> BTreeMap<Str
         .collect()
 }
 
+/// The devices (kernel names) that carry an md superblock by udev's or the
+/// probe's account, each with its disk: what `mdadm --examine` is asked
+/// about.
+fn md_member_devices(inventory: &Inventory) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    // The disk the system runs from is never adopted (its own mirror is
+    // on it, on a PC).
+    let not_boot = |d: &&crate::machine::disks::Disk| {
+        !d.in_use
+            .iter()
+            .any(|u| matches!(u, crate::machine::disks::InUse::Boot))
+    };
+    for disk in inventory.disks.iter().filter(not_boot) {
+        for (device, sig) in disk.all_contents() {
+            if matches!(sig, crate::machine::signature::Signature::MdMember { .. })
+                && !out.iter().any(|(d, _): &(String, String)| *d == device)
+            {
+                out.push((device, disk.name.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The arrays on `inventory`'s disks, asking mdadm about each member.
+/// A device mdadm cannot read is left out: it was only ever offered as
+/// holding data, and stays so.
+fn existing_arrays(inventory: &Inventory, ask: &mut dyn crate::command::Ask) -> Vec<ExistingMd> {
+    let examined = md_member_devices(inventory)
+        .into_iter()
+        .filter_map(|(device, disk)| {
+            let out = ask.query(&existing::examine_cmd(&device)).ok()?;
+            let mut e = (out.status == 0)
+                .then(|| existing::parse_examine(&out.stdout))
+                .flatten()?;
+            e.spare = ask
+                .query(&existing::examine_long_cmd(&device))
+                .is_ok_and(|long| existing::is_spare(&long.stdout));
+            Some((device, disk, e))
+        })
+        .collect();
+    existing::group(examined)
+}
+
 /// Loads the recipe and plans it against the disks, once they have
 /// settled; says which disks were found through `on_note`.
 pub fn prepare(
@@ -181,6 +226,9 @@ pub fn prepare(
     // Asked before planning, so that no array is planned onto a disk SMART
     // already calls failing; the wizard asked its person instead.
     inventory.failing = failing_disks(&inventory, runner);
+    // Read from the superblocks, nothing assembled: what an `import = true`
+    // entry adopts, and what the log lists for a person to name.
+    inventory.existing = existing_arrays(&inventory, runner);
     on_note(&format!("found {} disk(s):", inventory.disks.len()));
     for d in &inventory.disks {
         // The root filesystem is the reason a reader expects for the boot disk.
@@ -197,6 +245,12 @@ pub fn prepare(
             .map(|why| format!(" (failing by SMART: {why})"))
             .unwrap_or_default();
         on_note(&format!("  {}: {}{never}{failing}", d.name, d.summary()));
+    }
+    if !inventory.existing.is_empty() {
+        on_note("md arrays another machine made (import = true adopts one as it is):");
+        for e in &inventory.existing {
+            on_note(&format!("  {e}"));
+        }
     }
     let mut plan = planner::plan(storage, &recipe.shares, &inventory)
         .map_err(|refused| SetupError::Refused(located(recipe_file, refused)))?;

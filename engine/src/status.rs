@@ -277,7 +277,7 @@ fn name_missing_members(host: &Host, plan: &crate::planner::Plan, arrays: &mut [
             .iter()
             .filter(|m| !m.spare)
             .filter(|m| {
-                let part = crate::storage::partition::partition_path(&m.disk.stable_path(), 1);
+                let part = crate::storage::partition::member_device(planned, m);
                 let working = crate::machine::host::kernel_name(host, &part).is_some_and(|k| {
                     std::fs::read_to_string(md.join(format!("dev-{k}/state")))
                         .is_ok_and(|state| !state.contains("faulty"))

@@ -62,14 +62,16 @@ fn storage(disks: Vec<KeptDisk>) -> Storage {
             keep: Vec::new(),
             name: "docs".into(),
             level: Level::Raid1,
-            disks: DiskMatch {
+            disk_match: Some(DiskMatch {
                 transport: Some(Transport::Usb),
                 count: Count::Exactly(2),
                 ..DiskMatch::default()
-            },
+            }),
             filesystem: Filesystem::Ext4,
             mount: "/srv/docs".into(),
             wipe: true,
+            import: false,
+            uuid: None,
         }],
         mailaddr: None,
         alert_program: None,

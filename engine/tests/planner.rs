@@ -62,10 +62,12 @@ fn array(name: &str, level: Level, rules: DiskMatch) -> Array {
         keep: Vec::new(),
         name: name.into(),
         level,
-        disks: rules,
+        disk_match: Some(rules),
         filesystem: Filesystem::Ext4,
         mount: format!("/srv/{name}"),
         wipe: false,
+        import: false,
+        uuid: None,
     }
 }
 
@@ -422,6 +424,7 @@ fn the_bottleneck_is_the_slowest_of_disks_pcie_link_and_network() {
         arrays: vec![],
         zfs: Default::default(),
         failing: Default::default(),
+        existing: Vec::new(),
     };
     // Four SSDs ≈ 4 × 500 MB/s, Gen2 x1 ≈ 330 MB/s (CM4 seed), 10 GbE ≈ 1170 MB/s.
     let plan = planner::plan(&spec, &[], &inv).unwrap();
@@ -561,7 +564,7 @@ fn an_assembled_array_with_the_planned_name_is_refused_naming_it_and_its_members
     .unwrap();
     assert_eq!(plan.arrays[0].members.len(), 2);
     let mut single = array("data", Level::Single, all_sata());
-    single.disks.count = Count::Exactly(1);
+    single.disk_match.as_mut().unwrap().count = Count::Exactly(1);
     assert!(planner::plan(&storage(vec![single]), &[], &inv).is_ok());
 }
 

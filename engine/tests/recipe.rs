@@ -47,9 +47,9 @@ fn the_issue_example_parses_and_foreign_sections_are_ignored() {
         (a.name.as_str(), a.level, a.wipe),
         ("data", Level::Raid5, false)
     );
-    assert_eq!(a.disks.transport, Some(Transport::Sata));
-    assert_eq!(a.disks.min_size, Some(Size(1_000_000_000_000)));
-    assert_eq!(a.disks.count, Count::Exactly(3));
+    assert_eq!(a.disks().transport, Some(Transport::Sata));
+    assert_eq!(a.disks().min_size, Some(Size(1_000_000_000_000)));
+    assert_eq!(a.disks().count, Count::Exactly(3));
     assert_eq!(
         r.shares[0].nfs.as_ref().unwrap().clients.0,
         ["192.168.1.0/24"]
@@ -95,7 +95,7 @@ fn bad_sizes_and_counts_explain_the_format() {
         "{e}"
     );
     let ok = parse(&ISSUE_EXAMPLE.replace("count = 3", "count = \"all\"")).unwrap();
-    assert_eq!(ok.storage.unwrap().arrays[0].disks.count, Count::All);
+    assert_eq!(ok.storage.unwrap().arrays[0].disks().count, Count::All);
 }
 
 #[test]

@@ -90,10 +90,12 @@ fn storage(mirror: DiskMatch) -> Storage {
             name: "data".into(),
             level: Level::Raid5,
             // Every disk: the mirror's must be kept out of reach.
-            disks: DiskMatch::default(),
+            disk_match: Some(DiskMatch::default()),
             filesystem: Filesystem::Ext4,
             mount: "/srv/data".into(),
             wipe: false,
+            import: false,
+            uuid: None,
         }],
         mailaddr: None,
         alert_program: None,

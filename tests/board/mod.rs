@@ -81,6 +81,14 @@ impl Board {
     ) -> Board {
         let log = dir.join(log_name);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_nasforge"));
+        // The tests' own cache, where the Debian base they built is: the
+        // stand-in kernel of a Pi or Armbian image comes from such a base,
+        // and without it `emulate` would build another one (minutes under
+        // qemu-user on a fresh machine) into ~/.cache.
+        cmd.env(
+            "NASFORGE_CACHE",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("nasforge-cache"),
+        );
         cmd.arg("emulate")
             .arg(image)
             .arg("--headless")

@@ -165,6 +165,7 @@ fn plan_over(
         arrays: vec![],
         zfs: Default::default(),
         failing: Default::default(),
+        existing: Vec::new(),
     };
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();
     let context = Context {

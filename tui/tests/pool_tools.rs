@@ -32,6 +32,7 @@ fn setup_files() -> (String, String, Vec<String>) {
         arrays: vec![],
         zfs: Default::default(),
         failing: Default::default(),
+        existing: Vec::new(),
     };
     let recipe = DeviceRecipe::parse(RECIPE, Path::new("recipe.toml")).unwrap();
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();

@@ -190,14 +190,16 @@ fn walks_the_whole_flow_to_the_spec_it_hands_over() {
                 keep: Vec::new(),
                 name: "tank".into(),
                 level: Level::Raid6,
-                disks: DiskMatch {
+                disk_match: Some(DiskMatch {
                     serial: Some(SERIALS.into()),
                     count: Count::Exactly(4),
                     ..DiskMatch::default()
-                },
+                }),
                 filesystem: Filesystem::Xfs,
                 mount: "/srv/tank".into(),
                 wipe: true,
+                import: false,
+                uuid: None,
             }],
             mailaddr: None,
             alert_program: None,
@@ -308,7 +310,7 @@ fn blank_disks_need_no_typing_and_are_never_wiped() {
     let handoff = start(&mut w);
     let array = &handoff.recipe.storage.as_ref().unwrap().arrays[0];
     assert_eq!(
-        (array.level, array.wipe, array.disks.count),
+        (array.level, array.wipe, array.disks().count),
         (Level::Raid5, false, Count::Exactly(3))
     );
     assert!(handoff.steps.iter().all(|s| !s.id.starts_with("wipe:")));
@@ -1268,13 +1270,13 @@ fn a_disk_marked_share_as_it_is_is_kept_and_is_no_array_member() {
     assert_eq!(storage.disks, [photos()]);
     let array = &storage.arrays[0];
     assert_eq!(
-        (array.disks.count, array.wipe),
+        (array.disks().count, array.wipe),
         (Count::Exactly(2), false),
         "sdd is neither counted nor erased"
     );
     let sdd = w.facts.inventory.disks.iter().find(|d| d.name == "sdd");
     assert!(
-        nasforge_engine::matching::mismatch(&array.disks, sdd.unwrap()).is_some(),
+        nasforge_engine::matching::mismatch(array.disks(), sdd.unwrap()).is_some(),
         "the array's rule cannot reach sdd"
     );
     keys(&mut w, &[Enter]);
@@ -1382,7 +1384,7 @@ fn erase_and_use_and_share_as_it_is_replace_each_other() {
         "{shown}"
     );
     let array = &w.storage().arrays[0];
-    assert_eq!((array.disks.count, array.wipe), (Count::Exactly(3), true));
+    assert_eq!((array.disks().count, array.wipe), (Count::Exactly(3), true));
     // As before: erasing waits for sdd's name on the review.
     defaults_to_review(&mut w);
     assert!(matches!(key(&mut w, Enter), Effect::None));
@@ -1884,14 +1886,16 @@ fn a_pool_is_specified_as_a_recipe_would_and_passes_its_checks() {
             keep: Vec::new(),
             name: "tank".into(),
             level: Level::Raidz1,
-            disks: DiskMatch {
+            disk_match: Some(DiskMatch {
                 serial: Some("{WD-WCC7K0000001,WD-WCC7K0000002,WD-WCC7K0000003}".into()),
                 count: Count::Exactly(3),
                 ..DiskMatch::default()
-            },
+            }),
             filesystem: Filesystem::Zfs,
             mount: "/srv/data".into(),
             wipe: false,
+            import: false,
+            uuid: None,
         }]
     );
     assert_eq!(
@@ -2287,7 +2291,7 @@ fn fifteen_disks_get_raid6_two_legs_and_hot_spares_at_80x24() {
     }
     let array = w.storage().arrays.remove(0);
     assert_eq!(
-        (array.level, array.vdevs, array.spares, array.disks.count),
+        (array.level, array.vdevs, array.spares, array.disks().count),
         (Level::Raid6, Some(2), 1, Count::Exactly(15))
     );
 

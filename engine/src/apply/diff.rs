@@ -225,6 +225,9 @@ fn array_change(was: &Array, now: &Array) -> Option<String> {
     if was.mount != now.mount {
         what.push(format!("mount {} → {}", was.mount, now.mount));
     }
+    if (was.import, &was.uuid) != (now.import, &now.uuid) {
+        what.push("import or uuid".to_string());
+    }
     if was.vdev_count() != now.vdev_count() {
         what.push(format!("vdevs {} → {}", was.vdev_count(), now.vdev_count()));
     }
@@ -240,7 +243,7 @@ fn array_change(was: &Array, now: &Array) -> Option<String> {
             was.spares, now.spares
         ));
     }
-    if was.disks != now.disks {
+    if was.disks() != now.disks() {
         return Some(format!(
             "array '{name}': its disks changed in nasforge.toml; apply does not add or swap disks. Put the old `disks` back, then use `nasforge-setup grow --array {name} --disk DEV` to add a disk or `nasforge-setup replace --array {name}` to swap a failed one"
         ));
@@ -269,6 +272,13 @@ fn plan_arrays(
     let Some(storage) = storage else {
         return Vec::new();
     };
+    if let Some((i, a)) = added.iter().find(|(_, a)| a.import) {
+        refusals.push(format!(
+            "storage.arrays[{i}] ('{}'): adopting an existing array after setup is not built yet; setup adopts it at first boot",
+            a.name
+        ));
+        return Vec::new();
+    }
     let used: Vec<&str> = setup
         .arrays
         .iter()

@@ -61,6 +61,24 @@ fn refuse<T>(why: impl Into<String>) -> Result<T, CareError> {
     Err(CareError::Refused(why.into()))
 }
 
+/// An adopted array's members are whole disks or any partition, which the
+/// replace and grow steps (one nasforge partition per disk) do not make.
+fn refuse_adopted(journal: &Journal, name: &str) -> Result<(), CareError> {
+    match journal
+        .plan
+        .arrays
+        .iter()
+        .find(|a| a.spec.name == name)
+        .and_then(|a| a.imported.as_ref())
+    {
+        Some(i) => refuse(format!(
+            "'{name}' was adopted as another machine made it (UUID {}); replace and grow of an adopted array are not built yet: use mdadm on /dev/md/{name} itself (mdadm(8), --add and --grow)",
+            i.uuid
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The review's line for each disk that is erased first.
 fn erase_notes(new: &[(&Disk, bool)]) -> String {
     new.iter()

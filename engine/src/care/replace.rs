@@ -48,6 +48,7 @@ pub fn replace(
         );
     }
     let array = pick_array(survey, request.array.as_deref())?;
+    super::refuse_adopted(journal, &array.name)?;
     if array.level.is_zfs() && array.kernel.is_none() {
         return refuse(format!(
             "the ZFS pool '{}' is not imported, so zpool cannot replace a disk of it: import it (`sudo zpool import {}`), then run replace again",

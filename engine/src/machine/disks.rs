@@ -11,6 +11,7 @@
 //! step that writes to a disk discovers it again just before, so this check
 //! runs right before the first write as well as at planning.
 
+use crate::machine::existing::ExistingMd;
 use crate::machine::hardware;
 use crate::machine::mounts::{BlockDevice, SystemUse};
 use crate::machine::signature::{self, Signature};
@@ -64,6 +65,11 @@ pub struct Inventory {
     /// to unless the recipe accepts them by serial.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub failing: std::collections::BTreeMap<String, String>,
+    /// md arrays another machine made, found on the disks by their
+    /// superblocks (`machine::existing`); filled by unattended setup, which
+    /// asks mdadm, as it fills `failing`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub existing: Vec<ExistingMd>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -318,6 +324,7 @@ pub fn discover(host: &Host) -> Result<Inventory, DiscoveryError> {
         arrays: md_arrays(host, &names),
         zfs: zfs::on_board(host),
         failing: Default::default(),
+        existing: Vec::new(),
     })
 }
 

@@ -6,6 +6,7 @@
 pub mod armbian_env;
 pub mod controllers;
 pub mod disks;
+pub mod existing;
 pub mod filesystems;
 pub mod hardware;
 pub mod host;

@@ -208,6 +208,24 @@ fn describe_loss(parity: usize, largest_data: crate::size::Size) -> String {
 /// filesystem and mount point.
 fn md_line(a: &ArrayPlan) -> String {
     let s = &a.spec;
+    if let Some(i) = &a.imported {
+        let was = i
+            .name
+            .as_deref()
+            .map(|n| format!(" '{}'", crate::machine::printable(n)))
+            .unwrap_or_default();
+        return format!(
+            "Array '{}': the {} array{was} (UUID {}) adopted as it is, {} of {} member(s) here, as {}, its {} filesystem mounted at {}; nothing on it is erased\n",
+            s.name,
+            s.level,
+            i.uuid,
+            i.devices.len(),
+            i.raid_devices,
+            s.md_device(),
+            s.filesystem,
+            s.mount
+        );
+    }
     let active = a.active().count();
     let device = if s.level == Level::Single {
         "a partition".to_string()

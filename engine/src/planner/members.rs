@@ -62,11 +62,11 @@ pub(super) fn plan_array(
     for c in &candidates {
         match c {
             Candidate::InUse(d) => skipped.push(format!("{}: {}", d.name, refusals::in_use(d))),
-            Candidate::HoldsData(d) if spec.disks.count == Count::All => {
+            Candidate::HoldsData(d) if spec.disks().count == Count::All => {
                 refused.push(refuse(spec, Some(&d.name), refusals::holds_data(index, d)))
             }
             // "All" is every matching disk: one left out would surprise.
-            Candidate::Failing(d, why) if spec.disks.count == Count::All => {
+            Candidate::Failing(d, why) if spec.disks().count == Count::All => {
                 refused.push(refuse(spec, Some(&d.name), refusals::failing(d, why)))
             }
             Candidate::Failing(d, why) => {
@@ -79,7 +79,7 @@ pub(super) fn plan_array(
     // there are not enough blank ones.
     let mut usable: Vec<(&Disk, bool)> = usable(&candidates).collect();
     usable.sort_by_key(|(_, erase)| *erase);
-    let wanted = match spec.disks.count {
+    let wanted = match spec.disks().count {
         Count::Exactly(n) => n,
         Count::All => usable.len(),
     };
@@ -112,7 +112,7 @@ pub(super) fn candidates<'a>(
         if taken.contains(&disk.name) {
             continue;
         }
-        if let Some(why) = matching::mismatch(&spec.disks, disk) {
+        if let Some(why) = matching::mismatch(spec.disks(), disk) {
             mismatched.push(format!("{} ({why})", disk.name));
             continue;
         }
@@ -159,7 +159,7 @@ fn check_count(
     // Active disks past an even split into the groups.
     let r = wanted.saturating_sub(spec.spares) % spec.vdev_count();
     let rules = refusals::describe_rules(spec);
-    if let Count::Exactly(n) = spec.disks.count
+    if let Count::Exactly(n) = spec.disks().count
         && usable.len() < n
     {
         for c in candidates {
@@ -302,6 +302,7 @@ fn array_plan(
         skipped,
         ashift: spec.is_zfs().then(|| ashift(&all)),
         joined: Vec::new(),
+        imported: None,
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod describe;
 mod estimates;
+mod import;
 mod kept;
 mod members;
 mod mirror;
@@ -80,6 +81,33 @@ pub struct ArrayPlan {
     /// Pools only: the kept disks that join as data disks, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub joined: Vec<KeptPlan>,
+    /// An md array another machine made, adopted as it is (`import`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Imported>,
+}
+
+/// What an adopted array is on the disks: what its steps assemble and
+/// check before anything else is done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Imported {
+    /// md's array UUID, as mdadm prints it.
+    pub uuid: String,
+    /// The name in its superblocks (`openmediavault:0`), kept there.
+    pub name: Option<String>,
+    /// Kernel names of the members md assembles (`sdb`, `sdc5`), at
+    /// planning: the steps find them again by disk and partition.
+    pub devices: Vec<String>,
+    /// How many members it has when whole.
+    pub raid_devices: usize,
+    /// Each member disk (kernel name at planning) with the partition that
+    /// holds its superblock; None for a whole-disk member.
+    pub partitions: Vec<(String, Option<u32>)>,
+    /// Members are missing: it is started degraded (`--run`).
+    pub degraded: bool,
+    /// Disks holding an older copy of a member, which md leaves out: no
+    /// other entry takes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_behind: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,8 +275,27 @@ pub fn plan(
             Err(r) => refusals.push(r),
         }
     }
+    // Arrays adopted as they are next: their members are data, and no
+    // other entry's rules may reach them.
+    let mut imports: BTreeMap<usize, Result<ArrayPlan, Vec<Refusal>>> = BTreeMap::new();
+    for (index, spec) in storage.arrays.iter().enumerate().filter(|(_, a)| a.import) {
+        let planned = import::plan_import(index, spec, inventory, &taken);
+        if let Ok(array) = &planned {
+            taken.extend(array.members.iter().map(|m| m.disk.name.clone()));
+            taken.extend(array.imported.iter().flat_map(|i| i.left_behind.clone()));
+        }
+        imports.insert(index, planned);
+    }
     for (index, spec) in storage.arrays.iter().enumerate() {
-        let planned = if spec.level == crate::spec::Level::Pool {
+        let planned = if let Some(imported) = imports.remove(&index) {
+            match imported {
+                Ok(array) => {
+                    arrays.push(array);
+                    continue;
+                }
+                Err(r) => Err(r),
+            }
+        } else if spec.level == crate::spec::Level::Pool {
             pool::plan_pool(index, spec, inventory, &taken, &kept)
         } else {
             members::plan_array(index, spec, inventory, &taken)

@@ -43,7 +43,7 @@ pub(super) fn plan_pool(
     }
     let mut usable: Vec<(&Disk, bool)> = usable(&candidates).collect();
     usable.sort_by_key(|(_, erase)| *erase);
-    let wanted = match spec.disks.count {
+    let wanted = match spec.disks().count {
         Count::Exactly(n) => n,
         Count::All => usable.len(),
     };
@@ -150,6 +150,7 @@ pub(super) fn plan_pool(
         skipped,
         ashift: None,
         joined,
+        imported: None,
     })
 }
 

@@ -82,7 +82,7 @@ pub(super) fn name_taken(
 }
 
 pub(super) fn describe_rules(spec: &Array) -> String {
-    toml::to_string(&spec.disks)
+    toml::to_string(spec.disks())
         .map(|t| t.lines().collect::<Vec<_>>().join(", "))
         .unwrap_or_default()
 }

@@ -68,7 +68,7 @@ pub(super) fn check_pool(at: &str, array: &Array, storage: &Storage, out: &mut V
     }
     check_kept_members(at, array, storage, out);
     check_place(at, array, storage, out);
-    let Count::Exactly(blank) = array.disks.count else {
+    let Count::Exactly(blank) = array.disks().count else {
         return;
     };
     let kept = array.keep.len();

@@ -75,9 +75,22 @@ pub struct Array {
     /// The md name: the array appears as `/dev/md/<name>`.
     pub name: String,
     pub level: Level,
-    pub disks: DiskMatch,
+    /// Which disks it is made of; read through [`Array::disks`]. Absent
+    /// only for an array adopted as it is (`import`), whose disks say
+    /// where it is.
+    #[serde(default, rename = "disks", skip_serializing_if = "Option::is_none")]
+    pub disk_match: Option<DiskMatch>,
     pub filesystem: Filesystem,
     pub mount: String,
+    /// Adopt an md array another machine made, as it is: nothing erased,
+    /// partitioned or formatted; `level` and `filesystem` say what it must
+    /// be, and setup refuses it if it is something else.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub import: bool,
+    /// Which array to adopt, by md's array UUID as setup's log lists it,
+    /// when its on-disk name does not say (two old arrays called `data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
     /// Allow erasing member disks that hold a partition table, a filesystem
     /// or a RAID/ZFS label. Mounted, in-use and boot disks are never erased.
     #[serde(default)]
@@ -107,7 +120,26 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// What an array without `disks` matches: nothing narrowed.
+const ANY_DISK: DiskMatch = DiskMatch {
+    transport: None,
+    min_size: None,
+    max_size: None,
+    model: None,
+    serial: None,
+    wwn: None,
+    controller: None,
+    rotational: None,
+    count: Count::All,
+};
+
 impl Array {
+    /// The recipe's `disks` (an array adopted with `import` may have none:
+    /// then every disk, its members found by their superblocks).
+    pub fn disks(&self) -> &DiskMatch {
+        self.disk_match.as_ref().unwrap_or(&ANY_DISK)
+    }
+
     /// How many groups the disks are split into: a pool's vdevs, an md
     /// array's legs (1 for an md array without `vdevs`).
     pub fn vdev_count(&self) -> usize {
@@ -624,10 +656,26 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
         ));
     }
     check_mount(at, &array.mount, name, out);
+    if array.import {
+        check_import(at, array, out);
+        return;
+    }
+    if array.disk_match.is_none() {
+        out.push(problem(
+            at.to_string(),
+            "has no `disks`: say which disks make the array, e.g. disks = { transport = \"sata\", count = 3 }; or, to adopt an md array another machine made as it is, import = true".to_string(),
+        ));
+    }
+    if array.uuid.is_some() {
+        out.push(problem(
+            format!("{at}.uuid"),
+            "uuid names an existing array to adopt, which only import = true does; remove it, or add import = true".to_string(),
+        ));
+    }
     if array.level != Level::Pool && check_kind(at, array, out) {
         check_groups(at, array, out);
     }
-    if let (Some(min), Some(max)) = (array.disks.min_size, array.disks.max_size)
+    if let (Some(min), Some(max)) = (array.disks().min_size, array.disks().max_size)
         && min > max
     {
         out.push(problem(
@@ -635,7 +683,47 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
             format!("min_size ({min}) is larger than max_size ({max}), so no disk can match; swap or widen them"),
         ));
     }
-    check_patterns(&format!("{at}.disks"), &array.disks, out);
+    check_patterns(&format!("{at}.disks"), array.disks(), out);
+}
+
+/// An array adopted as it is: the keys that say how to build one have
+/// nothing to say, and only md arrays of a filesystem nasforge mounts can
+/// be adopted so far.
+fn check_import(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
+    let building = [
+        ("disks", array.disk_match.is_some()),
+        ("wipe", array.wipe),
+        ("vdevs", array.vdevs.is_some()),
+        ("spares", array.spares > 0),
+        ("parity", array.parity.is_some()),
+        ("keep", !array.keep.is_empty()),
+    ];
+    for (key, _) in building.iter().filter(|(_, set)| *set) {
+        out.push(problem(
+            format!("{at}.{key}"),
+            format!("an imported array is adopted as its disks hold it, so `{key}` has nothing to say; remove it (the members are found by their md superblocks; uuid = \"…\" picks one array when names clash)"),
+        ));
+    }
+    if matches!(array.level, Level::Single | Level::Pool) || array.level.is_zfs() || array.is_zfs()
+    {
+        out.push(problem(
+            format!("{at}.level"),
+            format!("import adopts md arrays (raid0, raid1, raid5, raid6, raid10); adopting {} is not built yet", if array.is_zfs() { "a ZFS pool".to_string() } else { format!("level {}", array.level) }),
+        ));
+    }
+    if let Some(uuid) = &array.uuid {
+        let hex = uuid.chars().filter(char::is_ascii_hexdigit).count();
+        if hex != 32
+            || !uuid
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '-')
+        {
+            out.push(problem(
+                format!("{at}.uuid"),
+                format!("`{}` is not an md array UUID; copy it from setup's log or `mdadm --examine`, e.g. \"3f1c2a4b:5d6e7f80:91a2b3c4:d5e6f708\"", uuid.escape_debug()),
+            ));
+        }
+    }
 }
 
 /// The pool names zpool(8) reserves, and the prefixes it refuses.
@@ -748,7 +836,7 @@ fn check_groups(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
         ));
         return;
     }
-    let Count::Exactly(n) = array.disks.count else {
+    let Count::Exactly(n) = array.disks().count else {
         return;
     };
     let min = level.min_disks();

@@ -11,10 +11,12 @@ fn array(level: Level, filesystem: Filesystem) -> Array {
         keep: Vec::new(),
         name: "a".into(),
         level,
-        disks: DiskMatch::default(),
+        disk_match: Some(DiskMatch::default()),
         filesystem,
         mount: "/srv/a".into(),
         wipe: false,
+        import: false,
+        uuid: None,
     }
 }
 
@@ -291,7 +293,7 @@ fn layout_problems(
 ) -> Vec<String> {
     let mut a = array(level, fs);
     a.name = "tank".into();
-    a.disks.count = Count::Exactly(count);
+    a.disk_match.as_mut().unwrap().count = Count::Exactly(count);
     a.vdevs = vdevs;
     a.spares = spares;
     validate(&storage(Mode::Unattended, vec![a]), &[])

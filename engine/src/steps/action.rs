@@ -144,6 +144,37 @@ pub enum Action {
     /// are built for the kernel the board boots, and an upgrade that
     /// installed another kernel would boot it without them.
     HoldKernel,
+    /// An md array another machine made, started as it is: assembled
+    /// read-only from `devices` (`--run` when members are missing), its
+    /// filesystem checked to be `filesystem`, and only then made writable.
+    /// A different filesystem stops it again with nothing written. Never
+    /// `--force` or `--update`: the superblocks keep their name and events,
+    /// so the disks can go back to the old machine.
+    AdoptArray {
+        device: String,
+        uuid: String,
+        devices: Vec<String>,
+        run: bool,
+        filesystem: String,
+    },
+}
+
+/// How an adopted array is assembled: read-only, so that its filesystem
+/// can be checked before anything on it changes.
+pub fn adopt_assemble(device: &str, uuid: &str, devices: &[String], run: bool) -> Cmd {
+    let uuid = format!("--uuid={uuid}");
+    let mut argv = vec!["mdadm", "--assemble", device, "--readonly", &uuid];
+    if run {
+        argv.push("--run");
+    }
+    argv.extend(devices.iter().map(String::as_str));
+    Cmd::new(&argv)
+}
+
+/// What the filesystem on an adopted array is, by libblkid's probe of the
+/// device itself (`-p`: not udev's cache, which has not seen it yet).
+pub fn probe_type(device: &str) -> Cmd {
+    Cmd::new(&["blkid", "-p", "-o", "value", "-s", "TYPE", device])
 }
 
 impl fmt::Display for Action {
@@ -269,6 +300,19 @@ impl fmt::Display for Action {
                 "{}\n    # or, if {dataset} exists already: {}",
                 Cmd::new(&zpool::create_dataset(dataset, *quota)),
                 Cmd::new(&zpool::set_quota(dataset, *quota))
+            ),
+            Action::AdoptArray {
+                device,
+                uuid,
+                devices,
+                run,
+                filesystem,
+            } => write!(
+                f,
+                "mdadm --stop <any md array already holding these devices>\n{}\n{}  # must say {filesystem}, else: mdadm --stop {device}, and setup stops\n{}",
+                adopt_assemble(device, uuid, devices, *run),
+                probe_type(device),
+                Cmd::new(&["mdadm", "--readwrite", device])
             ),
             Action::HoldKernel => write!(
                 f,

@@ -50,6 +50,15 @@ pub enum Guard {
         device: String,
         members: Vec<String>,
     },
+    /// Adopting an md array another machine made: done when `device` is
+    /// assembled from exactly `members`, writable, with a `filesystem` on
+    /// it by udev's probe; refused when an array of other devices has the
+    /// name. Assembled read-only (a run cut short) is still to do.
+    Adopted {
+        device: String,
+        members: Vec<String>,
+        filesystem: String,
+    },
     /// Refused if the array is there with other members than `members`:
     /// it is not the one the setup made.
     OurArray {
@@ -218,6 +227,11 @@ impl Step {
                     Err(why) => Check::Refuse(why),
                 }
             }
+            Guard::Adopted {
+                device,
+                members,
+                filesystem,
+            } => check_adopted(host, device, members, filesystem),
             Guard::OurArray { device, members } => {
                 // Absent: wipefs runs and reports the missing array itself.
                 let Some(kernel) = disks::kernel_name(host, device) else {
@@ -609,6 +623,34 @@ fn disk_by_path(host: &Host, device: &str) -> Result<disks::Disk, String> {
         .into_iter()
         .find(|d| d.name == name)
         .ok_or_else(|| format!("{device} ({name}) is not a disk the system lists any more"))
+}
+
+fn check_adopted(host: &Host, device: &str, members: &[String], filesystem: &str) -> Check {
+    let Some(kernel) = disks::kernel_name(host, device) else {
+        return Check::Pending;
+    };
+    if let Err(why) = array_is_ours(host, device, &kernel, members) {
+        return Check::Refuse(why);
+    }
+    let block = host.path("/sys/block").join(&kernel);
+    let state = crate::machine::sysfs::read_trimmed(&block.join("md/array_state"));
+    let writable = matches!(
+        state.as_deref(),
+        Some("clean" | "active" | "active-idle" | "write-pending")
+    );
+    let fstype = crate::machine::sysfs::read_trimmed(&block.join("dev"))
+        .and_then(|d| crate::machine::sysfs::parse_devnum(&d))
+        .map(|(major, minor)| {
+            crate::machine::udev::Record::read(&host.path("/run/udev/data"), major, minor)
+        })
+        .and_then(|r| r.get("ID_FS_TYPE").map(str::to_string));
+    if writable && fstype.as_deref() == Some(filesystem) {
+        Check::Done(format!(
+            "{device} ({kernel}) runs from the planned members with its {filesystem} filesystem"
+        ))
+    } else {
+        Check::Pending
+    }
 }
 
 /// Whether the md array at `device` (kernel name `kernel`) is made of

@@ -10,6 +10,7 @@
 mod action;
 pub mod alerts;
 mod guard;
+mod import;
 mod mirror;
 mod pool;
 mod shares;
@@ -19,7 +20,8 @@ pub mod usb;
 mod zfs;
 
 pub use action::{
-    Action, Cmd, enable_argv, needs_no_enabling, reboot_cmd, shell_quote, start_argv,
+    Action, Cmd, adopt_assemble, enable_argv, needs_no_enabling, probe_type, reboot_cmd,
+    shell_quote, start_argv,
 };
 pub use guard::{CareGuard, Check, Guard, PoolMember};
 pub(crate) use storage::mount_by_systemd;
@@ -120,7 +122,9 @@ fn build_steps(plan: &Plan, ctx: &Context, indices: &[usize], steps: &mut Vec<St
     }
     for &i in indices {
         let array = &plan.arrays[i];
-        if array.spec.is_zfs() {
+        if array.imported.is_some() {
+            continue;
+        } else if array.spec.is_zfs() {
             zfs::pool_steps(array, steps);
         } else if is_pool(array) {
             pool::disk_steps(array, &ctx.fs_uuids[i], steps);
@@ -153,7 +157,12 @@ fn needs_fstab(plan: &Plan) -> bool {
 
 pub fn generate(plan: &Plan, ctx: &Context) -> Vec<Step> {
     let mut steps = Vec::new();
-    // First: what the steps below write to the system (mdadm.conf, fstab,
+    // Adopted arrays first of all: one that is not what the recipe says
+    // stops setup before anything is written anywhere.
+    for array in plan.arrays.iter().filter(|a| a.imported.is_some()) {
+        import::adopt_step(array, &mut steps);
+    }
+    // Then: what the steps below write to the system (mdadm.conf, fstab,
     // smb.conf) goes to the mirrored root, not to the one left behind.
     if let (Some(mirror), Some(uuid)) = (&plan.system_mirror, &ctx.system_uuid) {
         mirror::steps(mirror, uuid, &ctx.hostname, &plan.alert, &mut steps);

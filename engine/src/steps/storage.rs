@@ -341,7 +341,12 @@ pub(super) fn fstab_step(plan: &Plan, ctx: &Context, pool_lines: Vec<String>) ->
         .zip(&ctx.fs_uuids)
         .filter(|(a, _)| !a.spec.is_zfs())
         .filter(|(a, _)| a.spec.level != Level::Pool)
-        .map(|(a, uuid)| fstab::line(uuid, &a.spec.mount, a.spec.filesystem))
+        .map(|(a, uuid)| match a.imported {
+            // Its filesystem's UUID is read only once it is assembled; the
+            // name is as fixed, by its UUID on mdadm.conf's ARRAY line.
+            Some(_) => fstab::adopted_line(&a.spec.md_device(), &a.spec.mount, a.spec.filesystem),
+            None => fstab::line(uuid, &a.spec.mount, a.spec.filesystem),
+        })
         .chain(pool_lines)
         .chain(
             plan.kept
@@ -355,9 +360,14 @@ pub(super) fn fstab_step(plan: &Plan, ctx: &Context, pool_lines: Vec<String>) ->
         (true, false) => "the kept disks",
         _ => "the arrays and kept disks",
     };
+    let by = if plan.arrays.iter().any(|a| a.imported.is_some()) {
+        "by UUID or md name"
+    } else {
+        "by UUID"
+    };
     Step {
         id: "fstab".into(),
-        title: format!("Add {what} to /etc/fstab (by UUID, nofail)"),
+        title: format!("Add {what} to /etc/fstab ({by}, nofail)"),
         guard: Guard::Always,
         actions: vec![
             Action::ManagedBlock {

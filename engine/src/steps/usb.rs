@@ -309,6 +309,7 @@ mod tests {
             arrays: vec![],
             zfs: Default::default(),
             failing: Default::default(),
+            existing: Vec::new(),
         }
     }
 

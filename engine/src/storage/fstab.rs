@@ -17,6 +17,13 @@ pub fn kept_line(uuid: &str, mount: &str, mount_type: &str) -> String {
     format!("UUID={uuid}  {mount}  {mount_type}  defaults,nofail  0  0")
 }
 
+/// An adopted md array's line: by its md name, and, as a kept disk's,
+/// never checked at boot: a repair of the old machine's filesystem is its
+/// owner's to start.
+pub fn adopted_line(device: &str, mount: &str, fs: Filesystem) -> String {
+    format!("{device}  {mount}  {fs}  defaults,nofail  0  0")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

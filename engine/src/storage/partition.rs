@@ -309,6 +309,25 @@ pub fn partition_path(disk: &str, number: u32) -> String {
     }
 }
 
+/// The device md holds of `member`: partition 1 of its disk, which
+/// nasforge made; for an adopted array the whole disk or the partition its
+/// superblock is on.
+pub fn member_device(array: &crate::planner::ArrayPlan, member: &crate::planner::Member) -> String {
+    let stable = member.disk.stable_path();
+    let number = match &array.imported {
+        Some(i) => i
+            .partitions
+            .iter()
+            .find(|(disk, _)| *disk == member.disk.name)
+            .and_then(|(_, n)| *n),
+        None => Some(1),
+    };
+    match number {
+        Some(n) => partition_path(&stable, n),
+        None => stable,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

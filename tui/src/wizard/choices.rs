@@ -302,16 +302,18 @@ pub fn storage(
         spares,
         name: name.to_string(),
         level: choice.level,
-        disks: DiskMatch {
+        disk_match: Some(DiskMatch {
             serial: Some(spec::glob::any_of(&serials)),
             count: Count::Exactly(chosen.len()),
             ..DiskMatch::default()
-        },
+        }),
         filesystem,
         mount: mount.to_string(),
         wipe: chosen.iter().any(|d| !d.is_blank()),
         parity: (choice.level == Level::Pool).then_some(choice.parity),
         keep: Vec::new(),
+        import: false,
+        uuid: None,
     });
     Storage {
         mode: Mode::Unattended,
@@ -720,6 +722,7 @@ mod tests {
                 version: Some("2.1.11-1+deb12u1".into()),
             }),
             failing: Default::default(),
+            existing: Vec::new(),
         };
         let choice = LevelChoice {
             level: Level::Raidz1,
@@ -741,7 +744,7 @@ mod tests {
                 array.level,
                 array.filesystem,
                 array.vdevs,
-                array.disks.count,
+                array.disks().count,
                 array.mount.as_str()
             ),
             (

@@ -1,0 +1,167 @@
+//! An old NAS's md array adopted as it is (issue 38.4), on the PC's last
+//! boot, with the Debian mdadm and kernel on it: three blank SATA disks get
+//! the raid5 OpenMediaVault makes (`omv-mkraid`: whole disks, metadata 1.2,
+//! `/dev/md0` on a host called openmediavault, so md names it
+//! `openmediavault:0`), an ext4 with a file, and the array is stopped.
+//! udev leaves it stopped (mdadm.conf's `AUTO +homehost -all`). Then
+//! nasforge-setup runs unattended with a recipe that adopts it: first
+//! declared raid6, which is refused with the member disks byte for byte as
+//! they were; then raid5, which adopts it: no partition, mkfs or wipe, the
+//! superblocks keep their name, mdadm.conf and fstab list it, and the file
+//! reads back with its sha256.
+//!
+//! What this does not cover (the PC's first boot is long, and shared): a
+//! fresh image's first boot with the old disks in (mdadm's postinst and
+//! the initramfs hook with a foreign array present).
+
+use super::{Board, sudo};
+use std::path::{Path, PathBuf};
+
+const SERIALS: [&str; 3] = ["old-omv0", "old-omv1", "old-omv2"];
+
+/// The old NAS's disks: blank, on SATA ports (neither sas-, ssd- nor usb-).
+pub fn disks(dir: &Path) -> Vec<PathBuf> {
+    SERIALS
+        .iter()
+        .map(|s| {
+            let p = dir.join(format!("{s}.img"));
+            std::fs::File::create(&p)
+                .unwrap()
+                .set_len(256 << 20)
+                .unwrap();
+            p
+        })
+        .collect()
+}
+
+/// The recipe a user writes to adopt the array, with the level they think
+/// it has.
+fn recipe(uuid: &str, level: &str) -> String {
+    format!(
+        "[storage]\nmode = \"unattended\"\n\n[[storage.arrays]]\nname = \"media\"\nimport = true\nuuid = \"{uuid}\"\nlevel = \"{level}\"\nfilesystem = \"ext4\"\nmount = \"/srv/media\"\n"
+    )
+}
+
+fn setup_with(pc: &Board, key: &Path, recipe: &str) -> String {
+    sudo(
+        pc,
+        key,
+        &format!(
+            "printf \"%s\" \"{}\" > /root/import.toml; nasforge-setup --unattended --recipe /root/import.toml 2>&1; echo exit=$?",
+            recipe.replace('"', "\\\"")
+        ),
+    )
+}
+
+pub fn old_array_adopted(pc: &Board, key: &Path) {
+    let listed = sudo(pc, key, "lsblk -ndo NAME,SERIAL");
+    let devices: Vec<String> = SERIALS
+        .iter()
+        .map(|s| {
+            let name = listed
+                .lines()
+                .find_map(|l| {
+                    let mut w = l.split_whitespace();
+                    let name = w.next()?;
+                    (w.next() == Some(*s)).then(|| name.to_string())
+                })
+                .unwrap_or_else(|| panic!("no disk with serial {s}:\n{listed}"));
+            format!("/dev/{name}")
+        })
+        .collect();
+    let members = devices.join(" ");
+    let made = sudo(
+        pc,
+        key,
+        &format!(
+            "mdadm --create /dev/md0 --run --verbose --level=5 --raid-devices=3 --homehost=openmediavault --assume-clean {members} 2>&1 \
+             && mkfs.ext4 -q -L media /dev/md0 && mkdir -p /mnt/old && mount /dev/md0 /mnt/old \
+             && head -c 16777216 /dev/urandom > /mnt/old/photos.bin && sha256sum /mnt/old/photos.bin \
+             && umount /mnt/old && mdadm --stop /dev/md0 && udevadm settle \
+             && mdadm --examine --export {} && cat /proc/mdstat",
+            devices[0]
+        ),
+    );
+    eprintln!("e2e: an OpenMediaVault-style raid5 made on the PC's spare SATA disks:\n{made}");
+    let sha = made
+        .lines()
+        .find(|l| l.ends_with("/mnt/old/photos.bin"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let uuid = made
+        .lines()
+        .find_map(|l| l.strip_prefix("MD_UUID="))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(
+        made.contains("MD_NAME=openmediavault:0") && made.contains("MD_LEVEL=raid5"),
+        "{made}"
+    );
+    let stopped = made.rsplit("MD_EVENTS=").next().unwrap();
+    assert!(
+        !stopped
+            .lines()
+            .any(|l| l.contains(" : active") && l.contains("raid5")),
+        "udev started the foreign array again:\n{made}"
+    );
+    let hashes = || sudo(pc, key, &format!("sha256sum {members}"));
+    let before = hashes();
+
+    // The journal of the PC's own setup is put aside: this is a second
+    // setup, from a recipe that adopts the array and nothing else.
+    sudo(
+        pc,
+        key,
+        "mv /var/lib/nasforge/journal.json /var/lib/nasforge/journal.pc.json",
+    );
+    let refused = setup_with(pc, key, &recipe(&uuid, "raid6"));
+    eprintln!("e2e: setup with the array declared raid6:\n{refused}");
+    assert!(
+        refused.contains(&format!(
+            "storage.arrays[0].level: the array on the disks is raid5 'openmediavault:0' (UUID {uuid}), 3 of 3 members"
+        )) && refused.contains("set level = \"raid5\"")
+            && !refused.contains("exit=0"),
+        "{refused}"
+    );
+    assert_eq!(hashes(), before, "the refused setup wrote to the old disks");
+
+    let adopted = setup_with(pc, key, &recipe(&uuid, "raid5"));
+    eprintln!("e2e: setup adopting the raid5:\n{adopted}");
+    assert!(
+        adopted.contains(&format!(
+            "Adopt the raid5 array 'openmediavault:0' (UUID {uuid}) as /dev/md/media: nothing erased"
+        )) && adopted.contains("--readonly")
+            && adopted.contains("mdadm --readwrite /dev/md/media")
+            && adopted.contains("setup complete")
+            && adopted.contains("exit=0"),
+        "{adopted}"
+    );
+    for never in [
+        "] Partition ",
+        "] Make a",
+        "] Erase ",
+        "--force",
+        "--update",
+    ] {
+        assert!(!adopted.contains(never), "`{never}` in:\n{adopted}");
+    }
+    let after = sudo(
+        pc,
+        key,
+        &format!(
+            "sha256sum /srv/media/photos.bin; mdadm --examine {} | grep Name; grep -E \"^ARRAY|^AUTO\" /etc/mdadm/mdadm.conf; grep /srv/media /etc/fstab; findmnt -no SOURCE /srv/media",
+            devices[0]
+        ),
+    );
+    eprintln!("e2e: the adopted array:\n{after}");
+    assert!(
+        after.contains(&format!("{sha}  /srv/media/photos.bin"))
+            && after.contains("Name : openmediavault:0")
+            && after.contains(&format!("UUID={uuid}"))
+            && after.contains("AUTO +homehost -all")
+            && after.contains("/dev/md/media  /srv/media  ext4  defaults,nofail  0  0"),
+        "{after}"
+    );
+}
