@@ -855,3 +855,33 @@ fn a_spare_is_a_spare_while_md_resyncs_the_array() {
     assert_eq!(s.arrays[0].members[14].state, MemberState::Spare);
     assert!(s.arrays[0].to_replace().is_empty());
 }
+
+#[test]
+fn an_adopted_array_is_neither_replaced_nor_grown_by_nasforge_yet() {
+    let (board, mut journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    journal.plan.arrays[0].imported = Some(nasforge_engine::planner::Imported {
+        uuid: "3196d2bd:022e4df7:b28a494a:97051944".into(),
+        name: Some("openmediavault:0".into()),
+        devices: vec!["sda".into(), "sdb".into(), "sdc".into()],
+        raid_devices: 3,
+        partitions: vec![
+            ("sda".into(), None),
+            ("sdb".into(), None),
+            ("sdc".into(), None),
+        ],
+        degraded: false,
+        left_behind: vec![],
+    });
+    pull(&board, "sdc");
+    let why = refusal(replace(&board, &journal, ReplaceRequest::default()));
+    assert!(
+        why.contains("'data' was adopted as another machine made it (UUID 3196d2bd:022e4df7:b28a494a:97051944); replace and grow of an adopted array are not built yet")
+            && why.ends_with("nothing was changed"),
+        "{why}"
+    );
+    let why = refusal(grow(&board, &journal, &["sdd"], &[]));
+    assert!(
+        why.contains("replace and grow of an adopted array are not built yet"),
+        "{why}"
+    );
+}
