@@ -232,3 +232,66 @@ fn the_recipe_keys_that_say_how_to_build_are_refused_beside_import() {
         "{uuid_alone}"
     );
 }
+
+/// `/dev/md/media` on a copy of the Pi 5 fixture as md127 over the whole
+/// disks `members`, in md's `array_state`, with udev's record of what it
+/// holds.
+fn running(board: &common::Board, members: &[&str], state: &str, fstype: &str) {
+    let md = board.host.path("/sys/block/md127/md");
+    for m in members {
+        let dev = md.join(format!("dev-{m}"));
+        std::fs::create_dir_all(&dev).unwrap();
+        std::os::unix::fs::symlink(format!("../../../../{m}"), dev.join("block")).unwrap();
+    }
+    std::fs::write(md.join("array_state"), format!("{state}\n")).unwrap();
+    std::fs::write(board.host.path("/sys/block/md127/dev"), "9:127\n").unwrap();
+    std::fs::write(
+        board.host.path("/run/udev/data/b9:127"),
+        format!("E:ID_FS_TYPE={fstype}\n"),
+    )
+    .unwrap();
+    std::fs::File::create(board.node("md127")).unwrap();
+    std::fs::create_dir_all(board.node("md")).unwrap();
+    std::os::unix::fs::symlink("../md127", board.node("md/media")).unwrap();
+}
+
+#[test]
+fn the_adopt_step_is_done_only_when_the_array_runs_writable_with_its_filesystem() {
+    use nasforge_engine::steps::{Check, Guard, Step};
+    let guard = Step {
+        id: "adopt-array:media".into(),
+        title: "Adopt".into(),
+        guard: Guard::Adopted {
+            device: "/dev/md/media".into(),
+            members: vec!["/dev/sdb".into(), "/dev/sdc".into()],
+            filesystem: "ext4".into(),
+        },
+        actions: vec![],
+        always: vec![],
+    };
+    let fresh = common::writable_copy("pi5-jmb585");
+    assert!(matches!(guard.check(&fresh.host), Check::Pending));
+
+    // A run cut short after the read-only assembly: still to do.
+    let cut = common::writable_copy("pi5-jmb585");
+    running(&cut, &["sdb", "sdc"], "readonly", "ext4");
+    assert!(matches!(guard.check(&cut.host), Check::Pending));
+
+    let done = common::writable_copy("pi5-jmb585");
+    running(&done, &["sdb", "sdc"], "clean", "ext4");
+    assert!(matches!(guard.check(&done.host), Check::Done(_)));
+
+    let other_fs = common::writable_copy("pi5-jmb585");
+    running(&other_fs, &["sdb", "sdc"], "clean", "xfs");
+    assert!(matches!(guard.check(&other_fs.host), Check::Pending));
+
+    let other = common::writable_copy("pi5-jmb585");
+    running(&other, &["sdd"], "clean", "ext4");
+    let Check::Refuse(why) = guard.check(&other.host) else {
+        panic!("an array of other disks under the name");
+    };
+    assert!(
+        why.contains("/dev/md/media (md127) is made of sdd"),
+        "{why}"
+    );
+}
