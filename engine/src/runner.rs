@@ -298,13 +298,19 @@ impl SystemRunner {
         })
     }
 
-    fn refresh_mdadm_conf(&mut self) -> Result<(), RunError> {
-        let conf = crate::storage::mdadm::CONF;
+    /// mdadm.conf with the ARRAY lines of the arrays running now, when
+    /// they differ from the file's (see `merge_array_lines`).
+    fn merged_mdadm_conf(&mut self) -> Result<Option<String>, RunError> {
         let scan = self.exec(&Cmd::new(&["mdadm", "--detail", "--scan"]))?;
-        let existing = std::fs::read_to_string(self.host.path(conf)).unwrap_or_default();
-        if let Some(text) = crate::storage::mdadm::merge_array_lines(&existing, &scan) {
+        let existing = std::fs::read_to_string(self.host.path(crate::storage::mdadm::CONF))
+            .unwrap_or_default();
+        Ok(crate::storage::mdadm::merge_array_lines(&existing, &scan))
+    }
+
+    fn refresh_mdadm_conf(&mut self) -> Result<(), RunError> {
+        if let Some(text) = self.merged_mdadm_conf()? {
             self.write(INITRAMFS_STALE, "", 0o644)?;
-            self.write(conf, &text, 0o644)?;
+            self.write(crate::storage::mdadm::CONF, &text, 0o644)?;
         }
         if self.host.path(INITRAMFS_STALE).exists() {
             self.rebuild_initramfs()?;
@@ -384,13 +390,9 @@ impl SystemRunner {
             .iter()
             .filter_map(|d| crate::machine::disks::kernel_name(&self.host, d))
             .flat_map(|k| {
-                std::fs::read_dir(self.host.path(&format!("/sys/class/block/{k}/holders")))
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|h| h.starts_with("md"))
+                crate::machine::mounts::holders(&self.host.path(&format!("/sys/class/block/{k}")))
             })
+            .filter(|h| h.starts_with("md"))
             .collect();
         running.sort();
         running.dedup();
@@ -420,11 +422,8 @@ impl SystemRunner {
         // host, so until the conf names it no boot starts it, and a power
         // cut before setup's own mdadm.conf step would leave it stopped for
         // good behind this step, which the journal records as done.
-        let scan = self.exec(&Cmd::new(&["mdadm", "--detail", "--scan"]))?;
-        let conf = crate::storage::mdadm::CONF;
-        let existing = std::fs::read_to_string(self.host.path(conf)).unwrap_or_default();
-        if let Some(text) = crate::storage::mdadm::merge_array_lines(&existing, &scan) {
-            self.write(conf, &text, 0o644)?;
+        if let Some(text) = self.merged_mdadm_conf()? {
+            self.write(crate::storage::mdadm::CONF, &text, 0o644)?;
         }
         Ok(())
     }

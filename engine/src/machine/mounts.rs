@@ -268,8 +268,9 @@ impl SystemUse {
     }
 }
 
-/// What is built on a device (`md127`, `dm-0`), sorted.
-fn holders(sys: &Path) -> Vec<String> {
+/// What is built on a device (`md127`, `dm-0`), sorted; `sys` is its
+/// sysfs directory.
+pub fn holders(sys: &Path) -> Vec<String> {
     let mut by: Vec<String> = fs::read_dir(sys.join("holders"))
         .map(|d| {
             d.flatten()

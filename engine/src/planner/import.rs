@@ -11,17 +11,14 @@ use crate::machine::existing::ExistingMd;
 use crate::size::Size;
 use crate::spec::{Array, Level};
 
-/// md's word for a recipe level.
-fn md_level(level: Level) -> Option<&'static str> {
-    Some(match level {
-        Level::Raid0 => "raid0",
-        Level::Raid1 => "raid1",
-        Level::Raid5 => "raid5",
-        Level::Raid6 => "raid6",
-        Level::Raid10 => "raid10",
-        _ => return None,
-    })
-}
+/// The levels an array can be adopted at, by md's word for each.
+const ADOPTABLE: [(Level, &str); 5] = [
+    (Level::Raid0, "raid0"),
+    (Level::Raid1, "raid1"),
+    (Level::Raid5, "raid5"),
+    (Level::Raid6, "raid6"),
+    (Level::Raid10, "raid10"),
+];
 
 /// The hex digits of an md UUID, whatever separates them (mdadm prints
 /// colons, libblkid dashes).
@@ -103,16 +100,8 @@ pub(super) fn plan_import(
         }
     };
     let mut refusals = Vec::new();
-    let expressible = [
-        Level::Raid0,
-        Level::Raid1,
-        Level::Raid5,
-        Level::Raid6,
-        Level::Raid10,
-    ]
-    .into_iter()
-    .any(|l| md_level(l) == Some(existing.level.as_str()));
-    if !expressible {
+    let on_disk = ADOPTABLE.iter().find(|(_, word)| *word == existing.level);
+    if on_disk.is_none() {
         refusals.push(refuse(
             spec,
             None,
@@ -121,7 +110,7 @@ pub(super) fn plan_import(
                 existing.level
             ),
         ));
-    } else if md_level(spec.level) != Some(existing.level.as_str()) {
+    } else if on_disk.map(|(level, _)| *level) != Some(spec.level) {
         refusals.push(Refusal {
             at: at("level"),
             ..refuse(

@@ -6,22 +6,17 @@ use super::{Action, Guard, Step};
 use crate::planner::ArrayPlan;
 use crate::storage::partition;
 
-/// The members' paths as the step finds them: a whole disk by its stable
-/// path, a partition as that path's partition.
-fn member_paths(array: &ArrayPlan) -> Vec<String> {
-    array
-        .members
-        .iter()
-        .map(|m| partition::member_device(array, m))
-        .collect()
-}
-
 pub(super) fn adopt_step(array: &ArrayPlan, steps: &mut Vec<Step>) {
     let Some(imported) = &array.imported else {
         return;
     };
     let device = array.spec.md_device();
-    let members = member_paths(array);
+    // A whole disk by its stable path, a partition as that path's partition.
+    let members: Vec<String> = array
+        .members
+        .iter()
+        .map(|m| partition::member_device(array, m))
+        .collect();
     let was = imported
         .name
         .as_deref()
