@@ -161,7 +161,7 @@ pub fn default_binary(arch: &str) -> Result<PathBuf> {
         ),
     };
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let binary = workspace.join(format!("target/{triple}/release/nasforge-setup"));
+    let binary = workspace.join(format!("target/{triple}/board/nasforge-setup"));
     let script = workspace.join("scripts/build-setup");
     if !script.is_file() {
         if binary.is_file() {

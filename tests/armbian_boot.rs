@@ -23,6 +23,7 @@ use std::time::Duration;
 #[ignore = "slow, minutes under emulation (and root): NASFORGE_SLOW_TESTS=1 scripts/test runs it, as .ci/run does"]
 fn an_armbian_image_first_boots_its_own_way_then_nasforges_on_the_stand_in_kernel() {
     let mut t = Phases::new();
+    second_to_the_board();
     let cache = persistent_cache(Path::new(env!("CARGO_TARGET_TMPDIR")));
     let dir = tempfile::Builder::new()
         .prefix("nasforge-armbian-")

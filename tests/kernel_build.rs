@@ -707,6 +707,7 @@ fn boot_with_two_sata_disks(image: &Path, scratch: &Path, limit: Duration) -> St
 #[test]
 #[ignore = "slow, minutes under emulation (and root): NASFORGE_SLOW_TESTS=1 scripts/test runs it, as .ci/run does"]
 fn real_kernel_builds_boots_in_qemu_with_ahci_and_is_refused_for_a_pi5() {
+    second_to_the_board();
     real_source();
     let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     let cache = real_cache();

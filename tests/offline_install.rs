@@ -31,6 +31,7 @@ impl Drop for Mounted {
 #[test]
 #[ignore = "slow, minutes under emulation (and root): NASFORGE_SLOW_TESTS=1 scripts/test runs it, as .ci/run does"]
 fn staged_packages_install_offline_with_no_network() {
+    second_to_the_board();
     let dir = tempfile::tempdir().unwrap();
     write_recipe(
         dir.path(),

@@ -428,6 +428,39 @@ impl SystemRunner {
         Ok(())
     }
 
+    fn adopt_pool(
+        &mut self,
+        pool: &str,
+        id: &str,
+        force: bool,
+        mount: &str,
+    ) -> Result<(), RunError> {
+        // A run cut short after the import finds the pool imported: the
+        // guard checked it is this one.
+        let listed = self.spawn(&Cmd::new(&["zpool", "list", "-H", "-o", "name", pool]))?;
+        if listed.0 != 0 {
+            self.exec(&crate::steps::adopt_import(id, force))?;
+        }
+        let (_, found, _) = self.spawn(&Cmd::new(&[
+            "zfs",
+            "get",
+            "-H",
+            "-o",
+            "value",
+            "mountpoint",
+            pool,
+        ]))?;
+        if found.trim() != mount {
+            self.exec(&Cmd::new(&[
+                "zfs",
+                "set",
+                &format!("mountpoint={mount}"),
+                pool,
+            ]))?;
+        }
+        Ok(())
+    }
+
     fn hold_kernel(&mut self) -> Result<(), RunError> {
         let packages = crate::machine::updates::installed_kernel_packages(&self.host);
         if packages.is_empty() {
@@ -543,6 +576,12 @@ impl Runner for SystemRunner {
                 run,
                 filesystem,
             } => self.adopt_array(device, uuid, devices, *run, filesystem),
+            Action::AdoptPool {
+                pool,
+                id,
+                force,
+                mount,
+            } => self.adopt_pool(pool, id, *force, mount),
         }
     }
 

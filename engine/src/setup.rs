@@ -6,6 +6,7 @@ use crate::executor::{self, Ended, Event, ExecError};
 use crate::journal::{self, Journal, JournalError};
 use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
 use crate::machine::existing::{self, ExistingMd};
+use crate::machine::existing_pool::{self, ExistingPool};
 use crate::planner::{self, Plan, Refusal};
 use crate::runner::Runner;
 use crate::size::Size;
@@ -209,6 +210,45 @@ fn existing_arrays(inventory: &Inventory, ask: &mut dyn crate::command::Ask) -> 
     existing::group(examined)
 }
 
+/// The pools `zpool import` lists on `inventory`'s disks, each member
+/// traced to its disk; asked only when a disk carries a ZFS label and
+/// zpool is installed. The listing reads the labels and imports nothing.
+fn existing_pools(
+    host: &Host,
+    inventory: &Inventory,
+    ask: &mut dyn crate::command::Ask,
+) -> Vec<ExistingPool> {
+    let labelled = inventory.disks.iter().any(|d| {
+        d.all_contents()
+            .iter()
+            .any(|(_, s)| matches!(s, crate::machine::signature::Signature::ZfsMember))
+    });
+    if !labelled || crate::machine::zfs::tool(host, "zpool").is_none() {
+        return Vec::new();
+    }
+    let Ok(out) = ask.query(&existing_pool::list_cmd()) else {
+        return Vec::new();
+    };
+    // A name is a link under /dev/disk/by-id (a whole disk's shown without
+    // its -part1), or under /dev when zpool found it there.
+    let disk_of = |name: &str| {
+        ["/dev/disk/by-id/", "/dev/"]
+            .iter()
+            .find_map(|dir| crate::machine::disks::kernel_name(host, &format!("{dir}{name}")))
+            .and_then(|kernel| {
+                inventory
+                    .disks
+                    .iter()
+                    .find(|d| d.name == kernel || d.partitions.iter().any(|p| p.name == kernel))
+                    .map(|d| d.name.clone())
+            })
+    };
+    crate::machine::zfs_report::parse_zpool_import(&out.stdout)
+        .iter()
+        .map(|l| ExistingPool::from_listing(l, &disk_of))
+        .collect()
+}
+
 /// Loads the recipe and plans it against the disks, once they have
 /// settled; says which disks were found through `on_note`.
 pub fn prepare(
@@ -229,6 +269,7 @@ pub fn prepare(
     // Read from the superblocks, nothing assembled: what an `import = true`
     // entry adopts, and what the log lists for a person to name.
     inventory.existing = existing_arrays(&inventory, runner);
+    inventory.existing_pools = existing_pools(host, &inventory, runner);
     on_note(&format!("found {} disk(s):", inventory.disks.len()));
     for d in &inventory.disks {
         // The root filesystem is the reason a reader expects for the boot disk.
@@ -246,10 +287,13 @@ pub fn prepare(
             .unwrap_or_default();
         on_note(&format!("  {}: {}{never}{failing}", d.name, d.summary()));
     }
-    if !inventory.existing.is_empty() {
-        on_note("md arrays another machine made (import = true adopts one as it is):");
+    if !inventory.existing.is_empty() || !inventory.existing_pools.is_empty() {
+        on_note("arrays and pools another machine made (import = true adopts one as it is):");
         for e in &inventory.existing {
             on_note(&format!("  {e}"));
+        }
+        for p in &inventory.existing_pools {
+            on_note(&format!("  {p}"));
         }
     }
     let mut plan = planner::plan(storage, &recipe.shares, &inventory)

@@ -4,7 +4,9 @@
 //! prints it: the array found and listed, planned as it is with nothing
 //! erased, partitioned or formatted, its steps assembling it read-only
 //! first; and each way a recipe can mean something else refused before
-//! anything is written.
+//! anything is written. Then a ZFS pool, on a Pi 5 fixture whose sdb and
+//! sdc carry ZFS labels, with `zpool import` listing it as zpool 2.x's
+//! `show_import` prints a pool last used by another system.
 
 use nasforge_testkit::board as common;
 
@@ -211,10 +213,32 @@ fn the_recipe_keys_that_say_how_to_build_are_refused_beside_import() {
             && with_disks.contains("storage.arrays[0].wipe: an imported array"),
         "{with_disks}"
     );
-    let pool = check(&ADOPT.replace("raid1", "raidz1").replace("ext4", "zfs"));
+    let pool_id = check(
+        &ADOPT
+            .replace("raid1", "mirror")
+            .replace("ext4", "zfs")
+            .replace(
+                "import = true",
+                "import = true\nuuid = \"5c1a7e42:0b9d3f61:8e2a4c75:19d6b803\"",
+            ),
+    );
     assert!(
-        pool.contains("storage.arrays[0].level: import adopts md arrays (raid0, raid1, raid5, raid6, raid10); adopting a ZFS pool is not built yet"),
-        "{pool}"
+        pool_id.contains(
+            "storage.arrays[0].uuid: `5c1a7e42:0b9d3f61:8e2a4c75:19d6b803` is not a ZFS pool's id"
+        ),
+        "{pool_id}"
+    );
+    let kinds = check(&ADOPT.replace("raid1", "raidz1"));
+    assert!(
+        kinds.contains(
+            "storage.arrays[0].filesystem: raidz1 is a ZFS level; set filesystem = \"zfs\""
+        ),
+        "{kinds}"
+    );
+    let single = check(&ADOPT.replace("raid1", "single"));
+    assert!(
+        single.contains("storage.arrays[0].level: import adopts md arrays (raid0, raid1, raid5, raid6, raid10) and ZFS pools (raidz1, raidz2, raidz3, mirror, stripe), not level single"),
+        "{single}"
     );
     let uuid = check(&ADOPT.replace("import = true", "import = true\nuuid = \"data\""));
     assert!(uuid.contains("`data` is not an md array UUID"), "{uuid}");
@@ -292,6 +316,212 @@ fn the_adopt_step_is_done_only_when_the_array_runs_writable_with_its_filesystem(
     };
     assert!(
         why.contains("/dev/md/media (md127) is made of sdd"),
+        "{why}"
+    );
+}
+
+/// As zpool 2.x's `show_import` lists a mirror on the fixture's sdb and
+/// sdc, last used by another system.
+const LISTING: &str = "   pool: oldtank
+     id: 5871402329107765531
+  state: ONLINE
+ status: The pool was last accessed by another system.
+ action: The pool can be imported using its name or numeric identifier and
+\tthe '-f' flag.
+   see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-EY
+ config:
+
+\toldtank                                      ONLINE
+\t  mirror-0                                   ONLINE
+\t    ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000002  ONLINE
+\t    ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000003  ONLINE
+";
+
+/// sdb and sdc of a writable Pi 5 copy labelled as a pool's disks (udev's
+/// record), with zpool and zfs installed.
+fn old_pool() -> common::Board {
+    let board = common::writable_copy("pi5-jmb585");
+    common::with_zfs(&board);
+    for devnum in ["8:16", "8:32"] {
+        let record = board.host.path(&format!("/run/udev/data/b{devnum}"));
+        let mut text = std::fs::read_to_string(&record).unwrap();
+        text.push_str("E:ID_FS_TYPE=zfs_member\nE:ID_FS_LABEL=oldtank\n");
+        std::fs::write(&record, text).unwrap();
+    }
+    board
+}
+
+const ADOPT_POOL: &str = r#"[[storage.arrays]]
+name = "oldtank"
+import = true
+level = "mirror"
+filesystem = "zfs"
+mount = "/srv/oldtank"
+"#;
+
+fn prepare_pool(
+    board: &common::Board,
+    arrays: &str,
+) -> (Result<Prepared, SetupError>, Vec<String>) {
+    let mut notes = Vec::new();
+    let prepared = setup::prepare(
+        &board.host,
+        Path::new("nasforge.toml"),
+        &recipe(arrays),
+        &mut RecordingRunner::answering(vec![(
+            "zpool import -d /dev/disk/by-id".into(),
+            LISTING.into(),
+        )]),
+        &mut |n| notes.push(n.to_string()),
+    );
+    (prepared, notes)
+}
+
+#[test]
+fn an_old_zfs_mirror_is_imported_by_its_id_with_nothing_created() {
+    let board = old_pool();
+    let (prepared, notes) = prepare_pool(&board, ADOPT_POOL);
+    let prepared = prepared.unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            == "  ZFS pool 'oldtank' (id 5871402329107765531), mirror, ONLINE: sdb, sdc; last used by another system"),
+        "{notes:?}"
+    );
+    let pool = &prepared.plan.arrays[0];
+    let imported = pool.imported.as_ref().unwrap();
+    assert!(imported.force && !imported.degraded);
+    let disks: Vec<&str> = pool.members.iter().map(|m| m.disk.name.as_str()).collect();
+    assert_eq!(disks, ["sdb", "sdc"]);
+    assert!(pool.members.iter().all(|m| !m.erase));
+    assert!(
+        pool.warnings.iter().any(|w| w.contains(
+            "last used by another system and not exported there, so it is imported with -f"
+        )),
+        "{:?}",
+        pool.warnings
+    );
+    let described = prepared.plan.describe();
+    assert!(
+        described.contains("Pool 'oldtank': the ZFS mirror pool (id 5871402329107765531) adopted as it is, 2 of its 2 disk(s) here, its top dataset mounted at /srv/oldtank; nothing on it is erased"),
+        "{described}"
+    );
+    let ids: Vec<&str> = prepared.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids[0], "adopt-pool:oldtank", "{ids:?}");
+    assert!(
+        !ids.iter()
+            .any(|id| id.starts_with("create-pool") || id.starts_with("wipe:")),
+        "{ids:?}"
+    );
+    for needed in ["zfs-boot", "mount:oldtank"] {
+        assert!(ids.contains(&needed), "{needed} not in {ids:?}");
+    }
+    let mut dry = RecordingRunner::default();
+    for a in &prepared.steps[0].actions {
+        nasforge_engine::runner::Runner::apply(&mut dry, a).unwrap();
+    }
+    let shown = dry.lines.join("\n");
+    assert!(
+        shown.contains("modprobe zfs\nzpool import -N -d /dev/disk/by-id -o cachefile=/etc/zfs/zpool.cache -f 5871402329107765531  # unless 'oldtank' is imported already\nzfs set mountpoint=/srv/oldtank oldtank")
+            && !shown.contains(" -F")
+            && !shown.contains(" -X")
+            && !shown.contains("upgrade"),
+        "{shown}"
+    );
+    let mount = prepared
+        .steps
+        .iter()
+        .find(|s| s.id == "mount:oldtank")
+        .unwrap();
+    assert!(
+        format!("{:?}", mount.actions).contains("\"mount\", \"-a\""),
+        "{:?}",
+        mount.actions
+    );
+}
+
+#[test]
+fn a_pool_that_is_not_what_the_recipe_says_is_refused_naming_what_is_there() {
+    let board = old_pool();
+    let refused = |arrays: &str| match prepare_pool(&board, arrays).0 {
+        Err(SetupError::Refused(r)) => r.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("planned"),
+    };
+    let level = refused(&ADOPT_POOL.replace("mirror", "raidz1"));
+    assert!(
+        level[0].contains("storage.arrays[0].level: the pool on the disks is ZFS pool 'oldtank' (id 5871402329107765531), mirror, ONLINE: sdb, sdc; last used by another system, not raidz1; if it is the one you mean, set level = \"mirror\""),
+        "{level:?}"
+    );
+    let renamed = refused(&ADOPT_POOL.replace(
+        "name = \"oldtank\"",
+        "name = \"tank\"\nuuid = \"5871402329107765531\"",
+    ));
+    assert!(
+        renamed[0].contains("storage.arrays[0].name: the pool with id 5871402329107765531 is called 'oldtank': a pool keeps its name when it is imported"),
+        "{renamed:?}"
+    );
+    let none = refused(&ADOPT_POOL.replace("oldtank", "media"));
+    assert!(
+        none[0].contains("no ZFS pool called 'media' is on the disks to import; zpool import lists: ZFS pool 'oldtank'"),
+        "{none:?}"
+    );
+    // A new array's rules never reach the pool's disks.
+    let beside = prepare_pool(
+        &board,
+        &format!("{ADOPT_POOL}[[storage.arrays]]\nname = \"new\"\nlevel = \"raid1\"\ndisks = {{ transport = \"sata\", count = 2 }}\nfilesystem = \"ext4\"\nmount = \"/srv/new\"\nwipe = true\n"),
+    )
+    .0
+    .unwrap();
+    let new: Vec<&str> = beside.plan.arrays[1]
+        .members
+        .iter()
+        .map(|m| m.disk.name.as_str())
+        .collect();
+    assert!(!new.contains(&"sdb") && !new.contains(&"sdc"), "{new:?}");
+}
+
+#[test]
+fn the_adopt_pool_step_is_done_only_when_this_pool_is_imported_at_the_mount() {
+    use nasforge_engine::steps::{Check, Guard, Step};
+    let step = Step {
+        id: "adopt-pool:oldtank".into(),
+        title: "Import".into(),
+        guard: Guard::PoolAdopted {
+            pool: "oldtank".into(),
+            id: "5871402329107765531".into(),
+            mount: "/srv/oldtank".into(),
+        },
+        actions: vec![],
+        always: vec![],
+    };
+    let board = old_pool();
+    assert!(matches!(step.check(&board.host), Check::Pending));
+    common::zfs_answer(&board, "zpool list -H -o name", "oldtank\n");
+    common::zfs_answer(
+        &board,
+        "zpool get -H -o value guid oldtank",
+        "5871402329107765531\n",
+    );
+    common::zfs_answer(
+        &board,
+        "zfs get -H -o value mountpoint oldtank",
+        "/oldtank\n",
+    );
+    assert!(matches!(step.check(&board.host), Check::Pending));
+    common::zfs_answer(
+        &board,
+        "zfs get -H -o value mountpoint oldtank",
+        "/srv/oldtank\n",
+    );
+    assert!(matches!(step.check(&board.host), Check::Done(_)));
+    common::zfs_answer(&board, "zpool get -H -o value guid oldtank", "42\n");
+    let Check::Refuse(why) = step.check(&board.host) else {
+        panic!("another pool under the name");
+    };
+    assert!(
+        why.contains(
+            "a pool called 'oldtank' is imported here already, and it is not the one to adopt"
+        ),
         "{why}"
     );
 }

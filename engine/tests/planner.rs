@@ -425,6 +425,7 @@ fn the_bottleneck_is_the_slowest_of_disks_pcie_link_and_network() {
         zfs: Default::default(),
         failing: Default::default(),
         existing: Vec::new(),
+        existing_pools: Vec::new(),
     };
     // Four SSDs ≈ 4 × 500 MB/s, Gen2 x1 ≈ 330 MB/s (CM4 seed), 10 GbE ≈ 1170 MB/s.
     let plan = planner::plan(&spec, &[], &inv).unwrap();

@@ -630,6 +630,24 @@ pub fn write_recipe(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// The emulated board's test is the run's longest chain (tests/e2e.rs):
+/// the other slow tests, which share the two cores with it, leave it the
+/// larger share. Nice 5 for the calling thread (the test's own, under
+/// libtest) and everything it starts; on Linux a thread's id names it to
+/// renice.
+pub fn second_to_the_board() {
+    let Some(tid) = fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+    else {
+        return;
+    };
+    let _ = std::process::Command::new("renice")
+        .args(["-n", "5", "-p", &tid])
+        .stdout(std::process::Stdio::null())
+        .status();
+}
+
 /// A download and base-image cache that survives test runs (under the
 /// target directory), so slow inputs are built once per machine.
 pub fn persistent_cache(target_tmp: &Path) -> PathBuf {

@@ -1,14 +1,19 @@
-//! An old NAS's md array adopted as it is (issue 38.4), on the PC's last
-//! boot, with the Debian mdadm and kernel on it: three blank SATA disks get
-//! the raid5 OpenMediaVault makes (`omv-mkraid`: whole disks, metadata 1.2,
-//! `/dev/md0` on a host called openmediavault, so md names it
-//! `openmediavault:0`), an ext4 with a file, and the array is stopped.
-//! udev leaves it stopped (mdadm.conf's `AUTO +homehost -all`). Then
-//! nasforge-setup runs unattended with a recipe that adopts it: first
-//! declared raid6, which is refused with the member disks byte for byte as
-//! they were; then raid5, which adopts it: no partition, mkfs or wipe, the
-//! superblocks keep their name, mdadm.conf and fstab list it, and the file
-//! reads back with its sha256.
+//! An old NAS's md array and ZFS pool adopted as they are (issue 38.4), on
+//! the PC's last boot, with the Debian mdadm, OpenZFS and kernel on it:
+//! three blank SATA disks get the raid5 OpenMediaVault makes
+//! (`omv-mkraid`: whole disks, metadata 1.2, `/dev/md0` on a host called
+//! openmediavault, so md names it `openmediavault:0`), an ext4 with a
+//! file, and the array is stopped; udev leaves it stopped (mdadm.conf's
+//! `AUTO +homehost -all`). Two more get a ZFS mirror `oldtank` made by
+//! zpool itself (default mountpoint /oldtank, a dataset with a file),
+//! exported as a person moving disks does. Then nasforge-setup runs
+//! unattended with a recipe that adopts both: first declared raid6 and
+//! raidz1, which is refused with every disk byte for byte as it was (the
+//! `zpool import` listing and `mdadm --examine` read only); then raid5 and
+//! mirror, which adopts them: no partition, mkfs, wipe or zpool create, the
+//! superblocks keep their name, mdadm.conf and fstab list the array, the
+//! pool is imported by id into the cache file and mounted at the recipe's
+//! mount, and both files read back with their sha256.
 //!
 //! What this does not cover (the PC's first boot is long, and shared): a
 //! fresh image's first boot with the old disks in (mdadm's postinst and
@@ -18,11 +23,13 @@ use super::{Board, sudo};
 use std::path::{Path, PathBuf};
 
 const SERIALS: [&str; 3] = ["old-omv0", "old-omv1", "old-omv2"];
+const POOL_SERIALS: [&str; 2] = ["old-zfs0", "old-zfs1"];
 
 /// The old NAS's disks: blank, on SATA ports (neither sas-, ssd- nor usb-).
 pub fn disks(dir: &Path) -> Vec<PathBuf> {
     SERIALS
         .iter()
+        .chain(&POOL_SERIALS)
         .map(|s| {
             let p = dir.join(format!("{s}.img"));
             std::fs::File::create(&p)
@@ -34,12 +41,30 @@ pub fn disks(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The recipe a user writes to adopt the array, with the level they think
-/// it has.
-fn recipe(uuid: &str, level: &str) -> String {
+/// The recipe a user writes to adopt the array and the pool, with the
+/// levels they think they have.
+fn recipe(uuid: &str, level: &str, pool_level: &str) -> String {
     format!(
-        "[storage]\nmode = \"unattended\"\n\n[[storage.arrays]]\nname = \"media\"\nimport = true\nuuid = \"{uuid}\"\nlevel = \"{level}\"\nfilesystem = \"ext4\"\nmount = \"/srv/media\"\n"
+        "[storage]\nmode = \"unattended\"\n\n[[storage.arrays]]\nname = \"media\"\nimport = true\nuuid = \"{uuid}\"\nlevel = \"{level}\"\nfilesystem = \"ext4\"\nmount = \"/srv/media\"\n\n[[storage.arrays]]\nname = \"oldtank\"\nimport = true\nlevel = \"{pool_level}\"\nfilesystem = \"zfs\"\nmount = \"/srv/oldtank\"\n"
     )
+}
+
+/// `/dev/<name>` of the disk with each serial.
+fn devices_of(listed: &str, serials: &[&str]) -> Vec<String> {
+    serials
+        .iter()
+        .map(|s| {
+            let name = listed
+                .lines()
+                .find_map(|l| {
+                    let mut w = l.split_whitespace();
+                    let name = w.next()?;
+                    (w.next() == Some(*s)).then(|| name.to_string())
+                })
+                .unwrap_or_else(|| panic!("no disk with serial {s}:\n{listed}"));
+            format!("/dev/{name}")
+        })
+        .collect()
 }
 
 fn setup_with(pc: &Board, key: &Path, recipe: &str) -> String {
@@ -55,20 +80,8 @@ fn setup_with(pc: &Board, key: &Path, recipe: &str) -> String {
 
 pub fn old_array_adopted(pc: &Board, key: &Path) {
     let listed = sudo(pc, key, "lsblk -ndo NAME,SERIAL");
-    let devices: Vec<String> = SERIALS
-        .iter()
-        .map(|s| {
-            let name = listed
-                .lines()
-                .find_map(|l| {
-                    let mut w = l.split_whitespace();
-                    let name = w.next()?;
-                    (w.next() == Some(*s)).then(|| name.to_string())
-                })
-                .unwrap_or_else(|| panic!("no disk with serial {s}:\n{listed}"));
-            format!("/dev/{name}")
-        })
-        .collect();
+    let devices = devices_of(&listed, &SERIALS);
+    let pool_devices = devices_of(&listed, &POOL_SERIALS).join(" ");
     let members = devices.join(" ");
     let made = sudo(
         pc,
@@ -106,7 +119,28 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
             .any(|l| l.contains(" : active") && l.contains("raid5")),
         "udev started the foreign array again:\n{made}"
     );
-    let hashes = || sudo(pc, key, &format!("sha256sum {members}"));
+    let pool = sudo(
+        pc,
+        key,
+        &format!(
+            "zpool create -f -o cachefile=none oldtank mirror {pool_devices} && zfs create oldtank/photos \
+             && head -c 8388608 /dev/urandom > /oldtank/photos/family.bin && sha256sum /oldtank/photos/family.bin \
+             && zpool get -H -o value guid oldtank && zpool export oldtank && udevadm settle && zpool import -d /dev/disk/by-id"
+        ),
+    );
+    eprintln!("e2e: a ZFS mirror made by zpool on two more, exported:\n{pool}");
+    let pool_sha = pool
+        .lines()
+        .find(|l| l.ends_with("/oldtank/photos/family.bin"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let pool_id = pool
+        .lines()
+        .find(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap()
+        .to_string();
+    let hashes = || sudo(pc, key, &format!("sha256sum {members} {pool_devices}"));
     let before = hashes();
 
     // The journal of the PC's own setup is put aside: this is a second
@@ -116,24 +150,34 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
         key,
         "mv /var/lib/nasforge/journal.json /var/lib/nasforge/journal.pc.json",
     );
-    let refused = setup_with(pc, key, &recipe(&uuid, "raid6"));
-    eprintln!("e2e: setup with the array declared raid6:\n{refused}");
+    let refused = setup_with(pc, key, &recipe(&uuid, "raid6", "raidz1"));
+    eprintln!("e2e: setup with the array declared raid6 and the pool raidz1:\n{refused}");
     assert!(
         refused.contains(&format!(
             "storage.arrays[0].level: the array on the disks is raid5 'openmediavault:0' (UUID {uuid}), 3 of 3 members"
         )) && refused.contains("set level = \"raid5\"")
+            && refused.contains(&format!(
+                "storage.arrays[1].level: the pool on the disks is ZFS pool 'oldtank' (id {pool_id}), mirror, ONLINE"
+            ))
+            && refused.contains("set level = \"mirror\"")
             && !refused.contains("exit=0"),
         "{refused}"
     );
     assert_eq!(hashes(), before, "the refused setup wrote to the old disks");
 
-    let adopted = setup_with(pc, key, &recipe(&uuid, "raid5"));
-    eprintln!("e2e: setup adopting the raid5:\n{adopted}");
+    let adopted = setup_with(pc, key, &recipe(&uuid, "raid5", "mirror"));
+    eprintln!("e2e: setup adopting the raid5 and the mirror:\n{adopted}");
     assert!(
         adopted.contains(&format!(
             "Adopt the raid5 array 'openmediavault:0' (UUID {uuid}) as /dev/md/media: nothing erased"
         )) && adopted.contains("--readonly")
             && adopted.contains("mdadm --readwrite /dev/md/media")
+            && adopted.contains(&format!(
+                "Import the ZFS pool 'oldtank' (id {pool_id}, mirror) mounted at /srv/oldtank: nothing erased"
+            ))
+            && adopted.contains(&format!(
+                "zpool import -N -d /dev/disk/by-id -o cachefile=/etc/zfs/zpool.cache {pool_id}"
+            ))
             && adopted.contains("setup complete")
             && adopted.contains("exit=0"),
         "{adopted}"
@@ -142,8 +186,10 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
         "] Partition ",
         "] Make a",
         "] Erase ",
+        "] Create ZFS pool",
         "--force",
         "--update",
+        "zpool upgrade",
     ] {
         assert!(!adopted.contains(never), "`{never}` in:\n{adopted}");
     }
@@ -151,7 +197,7 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
         pc,
         key,
         &format!(
-            "sha256sum /srv/media/photos.bin; mdadm --examine {} | grep Name; grep -E \"^ARRAY|^AUTO\" /etc/mdadm/mdadm.conf; grep /srv/media /etc/fstab; findmnt -no SOURCE /srv/media",
+            "sha256sum /srv/media/photos.bin /srv/oldtank/photos/family.bin; mdadm --examine {} | grep Name; grep -E \"^ARRAY|^AUTO\" /etc/mdadm/mdadm.conf; grep /srv/media /etc/fstab; findmnt -no SOURCE /srv/media; zpool list -H -o name,health oldtank; zpool status -P oldtank | grep -c /dev/disk/by-id/; grep -q oldtank /etc/zfs/zpool.cache && echo cached-oldtank",
             devices[0]
         ),
     );
@@ -161,7 +207,10 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
             && after.contains("Name : openmediavault:0")
             && after.contains(&format!("UUID={uuid}"))
             && after.contains("AUTO +homehost -all")
-            && after.contains("/dev/md/media  /srv/media  ext4  defaults,nofail  0  0"),
+            && after.contains("/dev/md/media  /srv/media  ext4  defaults,nofail  0  0")
+            && after.contains(&format!("{pool_sha}  /srv/oldtank/photos/family.bin"))
+            && after.contains("oldtank\tONLINE")
+            && after.contains("cached-oldtank"),
         "{after}"
     );
 }

@@ -166,6 +166,7 @@ fn plan_over(
         zfs: Default::default(),
         failing: Default::default(),
         existing: Vec::new(),
+        existing_pools: Vec::new(),
     };
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();
     let context = Context {

@@ -33,6 +33,7 @@ fn setup_files() -> (String, String, Vec<String>) {
         zfs: Default::default(),
         failing: Default::default(),
         existing: Vec::new(),
+        existing_pools: Vec::new(),
     };
     let recipe = DeviceRecipe::parse(RECIPE, Path::new("recipe.toml")).unwrap();
     let plan = planner::plan(recipe.storage.as_ref().unwrap(), &[], &inventory).unwrap();

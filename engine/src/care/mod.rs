@@ -64,13 +64,14 @@ fn refuse<T>(why: impl Into<String>) -> Result<T, CareError> {
 /// An adopted array's members are whole disks or any partition, which the
 /// replace and grow steps (one nasforge partition per disk) do not make.
 fn refuse_adopted(journal: &Journal, name: &str) -> Result<(), CareError> {
-    match journal
-        .plan
-        .arrays
-        .iter()
-        .find(|a| a.spec.name == name)
-        .and_then(|a| a.imported.as_ref())
-    {
+    let Some(array) = journal.plan.arrays.iter().find(|a| a.spec.name == name) else {
+        return Ok(());
+    };
+    match &array.imported {
+        Some(i) if array.spec.is_zfs() => refuse(format!(
+            "'{name}' was adopted as another machine made it (pool id {}); replace and grow of an adopted pool are not built yet: use zpool on it itself (zpool-replace(8), zpool-attach(8))",
+            i.uuid
+        )),
         Some(i) => refuse(format!(
             "'{name}' was adopted as another machine made it (UUID {}); replace and grow of an adopted array are not built yet: use mdadm on /dev/md/{name} itself (mdadm(8), --add and --grow)",
             i.uuid

@@ -70,6 +70,11 @@ pub struct Inventory {
     /// asks mdadm, as it fills `failing`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub existing: Vec<ExistingMd>,
+    /// ZFS pools another machine made, as `zpool import` lists them
+    /// (`machine::existing_pool`); filled by unattended setup when a disk
+    /// carries a ZFS label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub existing_pools: Vec<crate::machine::existing_pool::ExistingPool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -325,6 +330,7 @@ pub fn discover(host: &Host) -> Result<Inventory, DiscoveryError> {
         zfs: zfs::on_board(host),
         failing: Default::default(),
         existing: Vec::new(),
+        existing_pools: Vec::new(),
     })
 }
 

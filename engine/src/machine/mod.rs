@@ -7,6 +7,7 @@ pub mod armbian_env;
 pub mod controllers;
 pub mod disks;
 pub mod existing;
+pub mod existing_pool;
 pub mod filesystems;
 pub mod hardware;
 pub mod host;

@@ -269,6 +269,101 @@ pub fn parse_zpool_status_all(text: &str) -> Vec<PoolReport> {
         .collect()
 }
 
+/// One pool `zpool import` (no pool named) lists as importable: what
+/// `show_import` prints, read from the pool's labels without importing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportListing {
+    pub pool: String,
+    /// The pool's GUID, in decimal: what `zpool import <id>` takes.
+    pub id: String,
+    /// ONLINE, DEGRADED, UNAVAIL, FAULTED.
+    pub state: String,
+    /// The `status:` paragraph, when zpool has a problem to explain.
+    pub status: Option<String>,
+    /// The `action:` paragraph: how (or whether) it can be imported.
+    pub action: Option<String>,
+    /// The config rows of its data vdevs, the pool itself first; rows
+    /// under a class heading (`logs`, `cache`, `spares`) are in `other`.
+    pub vdevs: Vec<Vdev>,
+    /// Headings of the classes below the data vdevs, with their rows'
+    /// names: `("logs", ["sdd"])`.
+    pub other: Vec<(String, Vec<String>)>,
+}
+
+/// `zpool import` with no pool: one entry per `pool:` paragraph. The
+/// heading words are right-aligned (`   pool:`, `     id:`), paragraphs go
+/// on after a tab, and config rows have a name and a state but no counts.
+pub fn parse_zpool_import(text: &str) -> Vec<ImportListing> {
+    let mut out: Vec<ImportListing> = Vec::new();
+    let mut key = "";
+    let mut in_config = false;
+    for line in text.lines() {
+        if let Some((k, value)) = line.trim_start().split_once(':')
+            && !line.starts_with('\t')
+            && matches!(
+                k,
+                "pool" | "id" | "state" | "status" | "action" | "see" | "config" | "comment"
+            )
+        {
+            in_config = false;
+            key = k;
+            let value = value.trim().to_string();
+            if k == "pool" {
+                out.push(ImportListing {
+                    pool: value,
+                    id: String::new(),
+                    state: String::new(),
+                    status: None,
+                    action: None,
+                    vdevs: Vec::new(),
+                    other: Vec::new(),
+                });
+                continue;
+            }
+            let Some(entry) = out.last_mut() else {
+                continue;
+            };
+            match k {
+                "id" => entry.id = value,
+                "state" => entry.state = value,
+                "status" => entry.status = Some(value),
+                "action" => entry.action = Some(value),
+                "config" => in_config = true,
+                _ => {}
+            }
+            continue;
+        }
+        let Some(entry) = out.last_mut() else {
+            continue;
+        };
+        let Some(row) = line.strip_prefix('\t') else {
+            continue;
+        };
+        if in_config {
+            if !row.starts_with(' ') && row.split_whitespace().count() == 1 {
+                entry.other.push((row.trim().to_string(), Vec::new()));
+            } else if let Some(v) = parse_row(row) {
+                match entry.other.last_mut() {
+                    Some((_, names)) => names.push(v.name),
+                    None => entry.vdevs.push(v),
+                }
+            }
+            continue;
+        }
+        let paragraph = match key {
+            "status" => entry.status.as_mut(),
+            "action" => entry.action.as_mut(),
+            _ => None,
+        };
+        if let Some(p) = paragraph {
+            *p += " ";
+            *p += row.trim();
+        }
+    }
+    out.retain(|e| !e.id.is_empty());
+    out
+}
+
 /// A config row without its leading tab; None for the NAME header.
 fn parse_row(row: &str) -> Option<Vdev> {
     let indent = row.len() - row.trim_start_matches(' ').len();

@@ -254,6 +254,17 @@ fn md_line(a: &ArrayPlan) -> String {
 /// size.
 fn pool_line(a: &ArrayPlan) -> String {
     let s = &a.spec;
+    if let Some(i) = &a.imported {
+        return format!(
+            "Pool '{}': the ZFS {} pool (id {}) adopted as it is, {} of its {} disk(s) here, its top dataset mounted at {}; nothing on it is erased\n",
+            s.name,
+            s.level,
+            i.uuid,
+            a.members.len(),
+            i.raid_devices,
+            s.mount
+        );
+    }
     let vdevs = s.vdev_count();
     let active = a.active().count();
     let width = active / vdevs.max(1);

@@ -263,6 +263,7 @@ pub(super) fn plan_import(
             partitions: members.iter().map(|(d, p)| (d.name.clone(), *p)).collect(),
             degraded: missing > 0,
             left_behind,
+            force: false,
         }),
     })
 }

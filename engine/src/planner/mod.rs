@@ -9,6 +9,7 @@
 mod describe;
 mod estimates;
 mod import;
+mod import_pool;
 mod kept;
 mod members;
 mod mirror;
@@ -108,6 +109,10 @@ pub struct Imported {
     /// other entry takes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_behind: Vec<String>,
+    /// A ZFS pool last used by another system and not exported there:
+    /// imported with `-f`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -279,7 +284,11 @@ pub fn plan(
     // other entry's rules may reach them.
     let mut imports: BTreeMap<usize, Result<ArrayPlan, Vec<Refusal>>> = BTreeMap::new();
     for (index, spec) in storage.arrays.iter().enumerate().filter(|(_, a)| a.import) {
-        let planned = import::plan_import(index, spec, inventory, &taken);
+        let planned = if spec.is_zfs() {
+            import_pool::plan_pool_import(index, spec, inventory, &taken)
+        } else {
+            import::plan_import(index, spec, inventory, &taken)
+        };
         if let Ok(array) = &planned {
             taken.extend(array.members.iter().map(|m| m.disk.name.clone()));
             taken.extend(array.imported.iter().flat_map(|i| i.left_behind.clone()));

@@ -82,13 +82,14 @@ pub struct Array {
     pub disk_match: Option<DiskMatch>,
     pub filesystem: Filesystem,
     pub mount: String,
-    /// Adopt an md array another machine made, as it is: nothing erased,
-    /// partitioned or formatted; `level` and `filesystem` say what it must
-    /// be, and setup refuses it if it is something else.
+    /// Adopt an md array or ZFS pool another machine made, as it is:
+    /// nothing erased, partitioned or formatted; `level` and `filesystem`
+    /// say what it must be, and setup refuses it if it is something else.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub import: bool,
-    /// Which array to adopt, by md's array UUID as setup's log lists it,
-    /// when its on-disk name does not say (two old arrays called `data`).
+    /// Which array to adopt, by md's array UUID (or a pool's numeric id) as
+    /// setup's log lists it, when its on-disk name does not say (two old
+    /// arrays called `data`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
     /// Allow erasing member disks that hold a partition table, a filesystem
@@ -686,9 +687,8 @@ fn check_array(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
     check_patterns(&format!("{at}.disks"), array.disks(), out);
 }
 
-/// An array adopted as it is: the keys that say how to build one have
-/// nothing to say, and only md arrays of a filesystem nasforge mounts can
-/// be adopted so far.
+/// An array or pool adopted as it is: the keys that say how to build one
+/// have nothing to say; level and filesystem must still agree.
 fn check_import(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
     let building = [
         ("disks", array.disk_match.is_some()),
@@ -704,14 +704,24 @@ fn check_import(at: &str, array: &Array, out: &mut Vec<SpecProblem>) {
             format!("an imported array is adopted as its disks hold it, so `{key}` has nothing to say; remove it (the members are found by their md superblocks; uuid = \"…\" picks one array when names clash)"),
         ));
     }
-    if matches!(array.level, Level::Single | Level::Pool) || array.level.is_zfs() || array.is_zfs()
-    {
+    if matches!(array.level, Level::Single | Level::Pool) {
         out.push(problem(
             format!("{at}.level"),
-            format!("import adopts md arrays (raid0, raid1, raid5, raid6, raid10); adopting {} is not built yet", if array.is_zfs() { "a ZFS pool".to_string() } else { format!("level {}", array.level) }),
+            format!("import adopts md arrays (raid0, raid1, raid5, raid6, raid10) and ZFS pools (raidz1, raidz2, raidz3, mirror, stripe), not level {}", array.level),
         ));
+    } else {
+        check_kind(at, array, out);
     }
-    if let Some(uuid) = &array.uuid {
+    if array.is_zfs() {
+        if let Some(id) = &array.uuid
+            && (id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()))
+        {
+            out.push(problem(
+                format!("{at}.uuid"),
+                format!("`{}` is not a ZFS pool's id; copy the number from setup's log or `zpool import`, e.g. \"5871402329107765531\"", id.escape_debug()),
+            ));
+        }
+    } else if let Some(uuid) = &array.uuid {
         let hex = uuid.chars().filter(char::is_ascii_hexdigit).count();
         if hex != 32
             || !uuid

@@ -157,6 +157,36 @@ pub enum Action {
         run: bool,
         filesystem: String,
     },
+    /// A ZFS pool another machine made, imported as it is by its id, with
+    /// nothing mounted (`-N`), into the cache file the boot imports from
+    /// (`-f` when it was last used elsewhere), unless it is imported
+    /// already; then its top dataset's mountpoint set to `mount` when it
+    /// says otherwise. Never `-F`, `-X` or `zpool upgrade`.
+    AdoptPool {
+        pool: String,
+        id: String,
+        force: bool,
+        mount: String,
+    },
+}
+
+/// How an adopted pool is imported: by id, from the disks' stable links,
+/// into the cache file, nothing mounted yet.
+pub fn adopt_import(id: &str, force: bool) -> Cmd {
+    let mut argv = vec![
+        "zpool",
+        "import",
+        "-N",
+        "-d",
+        "/dev/disk/by-id",
+        "-o",
+        "cachefile=/etc/zfs/zpool.cache",
+    ];
+    if force {
+        argv.push("-f");
+    }
+    argv.push(id);
+    Cmd::new(&argv)
 }
 
 /// How an adopted array is assembled: read-only, so that its filesystem
@@ -313,6 +343,16 @@ impl fmt::Display for Action {
                 adopt_assemble(device, uuid, devices, *run),
                 probe_type(device),
                 Cmd::new(&["mdadm", "--readwrite", device])
+            ),
+            Action::AdoptPool {
+                pool,
+                id,
+                force,
+                mount,
+            } => write!(
+                f,
+                "{}  # unless '{pool}' is imported already\nzfs set mountpoint={mount} {pool}  # if its mountpoint is another",
+                adopt_import(id, *force)
             ),
             Action::HoldKernel => write!(
                 f,

@@ -59,6 +59,14 @@ pub enum Guard {
         members: Vec<String>,
         filesystem: String,
     },
+    /// Adopting a ZFS pool another machine made: done when `pool` is
+    /// imported here with the GUID `id` and its top dataset's mountpoint
+    /// is `mount`; refused when a pool of that name with another GUID is.
+    PoolAdopted {
+        pool: String,
+        id: String,
+        mount: String,
+    },
     /// Refused if the array is there with other members than `members`:
     /// it is not the one the setup made.
     OurArray {
@@ -232,6 +240,7 @@ impl Step {
                 members,
                 filesystem,
             } => check_adopted(host, device, members, filesystem),
+            Guard::PoolAdopted { pool, id, mount } => check_pool_adopted(host, pool, id, mount),
             Guard::OurArray { device, members } => {
                 // Absent: wipefs runs and reports the missing array itself.
                 let Some(kernel) = disks::kernel_name(host, device) else {
@@ -647,6 +656,36 @@ fn check_adopted(host: &Host, device: &str, members: &[String], filesystem: &str
     if writable && fstype.as_deref() == Some(filesystem) {
         Check::Done(format!(
             "{device} ({kernel}) runs from the planned members with its {filesystem} filesystem"
+        ))
+    } else {
+        Check::Pending
+    }
+}
+
+fn check_pool_adopted(host: &Host, pool: &str, id: &str, mount: &str) -> Check {
+    match imported(host, pool) {
+        Err(why) => {
+            return Check::Refuse(format!(
+                "cannot tell whether a pool '{pool}' is imported: {why}; nothing was imported"
+            ));
+        }
+        Ok(Some(true)) => {}
+        Ok(_) => return Check::Pending,
+    }
+    let get = |tool: &str, property: &str| {
+        zfs::read(host, tool, &["get", "-H", "-o", "value", property, pool])
+            .ok()
+            .flatten()
+            .map(|v| v.trim().to_string())
+    };
+    if get("zpool", "guid").as_deref() != Some(id) {
+        return Check::Refuse(format!(
+            "a pool called '{pool}' is imported here already, and it is not the one to adopt (id {id}); nothing was imported. Export it (`sudo zpool export {pool}`) or adopt the other by its id under this name elsewhere"
+        ));
+    }
+    if get("zfs", "mountpoint").as_deref() == Some(mount) {
+        Check::Done(format!(
+            "pool '{pool}' (id {id}) is imported, mounted at {mount}"
         ))
     } else {
         Check::Pending

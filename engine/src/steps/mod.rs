@@ -20,8 +20,8 @@ pub mod usb;
 mod zfs;
 
 pub use action::{
-    Action, Cmd, adopt_assemble, enable_argv, needs_no_enabling, probe_type, reboot_cmd,
-    shell_quote, start_argv,
+    Action, Cmd, adopt_assemble, adopt_import, enable_argv, needs_no_enabling, probe_type,
+    reboot_cmd, shell_quote, start_argv,
 };
 pub use guard::{CareGuard, Check, Guard, PoolMember};
 pub(crate) use storage::mount_by_systemd;

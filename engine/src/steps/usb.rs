@@ -310,6 +310,7 @@ mod tests {
             zfs: Default::default(),
             failing: Default::default(),
             existing: Vec::new(),
+            existing_pools: Vec::new(),
         }
     }
 

@@ -109,16 +109,22 @@ pub(super) fn boot_step() -> Step {
 }
 
 /// zpool create mounts the pool, and zfs-mount.service at boot; this
-/// mounts it when neither has (a pool imported by hand with -N).
+/// mounts it when neither has (a pool imported by hand with -N). An
+/// adopted pool's datasets below the top one are mounted with it.
 pub(super) fn mount_step(array: &ArrayPlan) -> Step {
     let name = &array.spec.name;
+    let mount = if array.imported.is_some() {
+        run(&["zfs", "mount", "-a"])
+    } else {
+        run(&["zfs", "mount", name])
+    };
     Step {
         id: format!("mount:{name}"),
         title: format!("Mount pool '{name}' at {}", array.spec.mount),
         guard: Guard::Mounted {
             mount: array.spec.mount.clone(),
         },
-        actions: vec![run(&["zfs", "mount", name])],
+        actions: vec![mount],
         always: vec![],
     }
 }

@@ -723,6 +723,7 @@ mod tests {
             }),
             failing: Default::default(),
             existing: Vec::new(),
+            existing_pools: Vec::new(),
         };
         let choice = LevelChoice {
             level: Level::Raidz1,

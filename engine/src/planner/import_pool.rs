@@ -1,0 +1,231 @@
+//! A ZFS pool another machine made, adopted as it is (`import = true` with
+//! `filesystem = "zfs"`): which of the pools `zpool import` lists the
+//! recipe means, whether its layout is the recipe's level, and whether
+//! zpool can import it without being told to discard anything. Nothing
+//! here plans a write to its disks.
+
+use super::estimates::{capacity_in, throughput, tolerance_in};
+use super::members::refuse;
+use super::{ArrayPlan, Imported, Member, Refusal, Tolerance};
+use crate::machine::disks::{Disk, Inventory};
+use crate::machine::existing_pool::ExistingPool;
+use crate::machine::zfs::ZfsOnBoard;
+use crate::size::Size;
+use crate::spec::Array;
+
+/// The pools found, as setup's log and a refusal list them.
+fn found(inventory: &Inventory) -> String {
+    if inventory.existing_pools.is_empty() {
+        "zpool import lists no pool on the disks".to_string()
+    } else {
+        let all: Vec<String> = inventory
+            .existing_pools
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        format!("zpool import lists: {}", all.join("; "))
+    }
+}
+
+pub(super) fn plan_pool_import(
+    index: usize,
+    spec: &Array,
+    inventory: &Inventory,
+    taken: &[String],
+) -> Result<ArrayPlan, Vec<Refusal>> {
+    let at = |key: &str| Some(format!("storage.arrays[{index}].{key}"));
+    if let ZfsOnBoard::Unavailable(why) = &inventory.zfs {
+        return Err(vec![refuse(
+            spec,
+            None,
+            format!("a ZFS pool cannot be imported on this board: {why}"),
+        )]);
+    }
+    let matching: Vec<&ExistingPool> = inventory
+        .existing_pools
+        .iter()
+        .filter(|p| match &spec.uuid {
+            Some(id) => *id == p.id,
+            None => p.name == spec.name,
+        })
+        .collect();
+    let pool = match matching[..] {
+        [one] => one,
+        [] => {
+            let wanted = match &spec.uuid {
+                Some(id) => format!("with id {id}"),
+                None => format!("called '{}'", spec.name),
+            };
+            return Err(vec![Refusal {
+                at: at(if spec.uuid.is_some() { "uuid" } else { "name" }),
+                ..refuse(
+                    spec,
+                    None,
+                    format!(
+                        "no ZFS pool {wanted} is on the disks to import; {}",
+                        found(inventory)
+                    ),
+                )
+            }]);
+        }
+        _ => {
+            let all: Vec<String> = matching.iter().map(|p| p.to_string()).collect();
+            return Err(vec![Refusal {
+                at: at("name"),
+                ..refuse(
+                    spec,
+                    None,
+                    format!(
+                        "{} pools on the disks are called '{}': {}; say which with uuid = \"<id>\"",
+                        matching.len(),
+                        spec.name,
+                        all.join("; ")
+                    ),
+                )
+            }]);
+        }
+    };
+    let mut refusals = Vec::new();
+    if pool.name != spec.name {
+        refusals.push(Refusal {
+            at: at("name"),
+            ..refuse(
+                spec,
+                None,
+                format!(
+                    "the pool with id {} is called '{}': a pool keeps its name when it is imported (renaming it writes every label), so set name = \"{}\"",
+                    pool.id,
+                    crate::machine::printable(&pool.name),
+                    crate::machine::printable(&pool.name)
+                ),
+            )
+        });
+    }
+    if pool.layout != spec.level.to_string() {
+        refusals.push(Refusal {
+            at: at("level"),
+            ..refuse(
+                spec,
+                None,
+                if pool.layout == "mixed" || pool.layout.starts_with("draid") {
+                    format!("the pool on the disks is {pool}: its vdevs are not all of one kind nasforge knows (raidz1, raidz2, raidz3, mirror, stripe), so it is not adopted")
+                } else {
+                    format!(
+                        "the pool on the disks is {pool}, not {}; if it is the one you mean, set level = \"{}\"",
+                        spec.level, pool.layout
+                    )
+                },
+            )
+        });
+    }
+    if let Some(why) = pool.unimportable() {
+        refusals.push(refuse(
+            spec,
+            None,
+            format!(
+                "cannot be imported: {why} (nasforge never imports with -F or -X, which discard the pool's latest writes)"
+            ),
+        ));
+    }
+    let mut members: Vec<&Disk> = Vec::new();
+    for name in pool.disks() {
+        let Some(disk) = inventory.disks.iter().find(|d| d.name == name) else {
+            continue;
+        };
+        if taken.contains(&disk.name) {
+            refusals.push(refuse(
+                spec,
+                Some(&disk.name),
+                "holds a disk of this pool, but an earlier entry of the recipe takes the disk"
+                    .into(),
+            ));
+        } else if let Some(why) = disk.in_use.first() {
+            refusals.push(refuse(
+                spec,
+                Some(&disk.name),
+                format!("holds a disk of this pool, but {why}"),
+            ));
+        }
+        if !members.iter().any(|m| m.name == disk.name) {
+            members.push(disk);
+        }
+    }
+    if members.is_empty() && refusals.is_empty() {
+        refusals.push(refuse(
+            spec,
+            None,
+            format!("none of the disks of {pool} could be found among this machine's disks"),
+        ));
+    }
+    if !refusals.is_empty() {
+        return Err(refusals);
+    }
+    let missing = pool.members.iter().filter(|m| m.state != "ONLINE").count();
+    let sizes: Vec<u64> = members.iter().map(|d| d.size.0).collect();
+    let (capacity, lost) = capacity_in(spec.level, &sizes, pool.vdevs);
+    let mut warnings = Vec::new();
+    if pool.state != "ONLINE" {
+        warnings.push(format!(
+            "zpool lists it {}: {}",
+            pool.state,
+            pool.status
+                .as_deref()
+                .unwrap_or("some of its disks are not here")
+        ));
+    }
+    if pool.needs_force() {
+        warnings.push(
+            "it was last used by another system and not exported there, so it is imported with -f: do not put its disks back into that machine while this one uses them"
+                .to_string(),
+        );
+    }
+    if !pool.other.is_empty() {
+        warnings.push(format!(
+            "its {} come along as they are",
+            pool.other.join(" and ")
+        ));
+    }
+    warnings.push(format!(
+        "it keeps its name '{}'; its top dataset is mounted at {} (its mountpoint property is set there if it says otherwise), and its datasets below it",
+        crate::machine::printable(&pool.name),
+        spec.mount
+    ));
+    warnings.push(format!(
+        "its files keep the owners and modes they had on the old machine; check them with ls -ln {} before sharing",
+        spec.mount
+    ));
+    let whole = tolerance_in(spec.level, pool.members.len(), pool.vdevs);
+    Ok(ArrayPlan {
+        spec: spec.clone(),
+        members: members
+            .iter()
+            .map(|d| Member {
+                disk: (*d).clone(),
+                erase: false,
+                spare: false,
+                parity: false,
+            })
+            .collect(),
+        capacity,
+        lost_to_mixed_sizes: Size(lost.0),
+        tolerance: Tolerance {
+            guaranteed: whole.guaranteed.saturating_sub(missing),
+            best_case: whole.best_case.saturating_sub(missing),
+        },
+        throughput: throughput(spec.level, pool.vdevs, &members, inventory),
+        warnings,
+        skipped: Vec::new(),
+        ashift: None,
+        joined: Vec::new(),
+        imported: Some(Imported {
+            uuid: pool.id.clone(),
+            name: Some(pool.name.clone()),
+            devices: pool.members.iter().map(|m| m.name.clone()).collect(),
+            raid_devices: pool.members.len(),
+            partitions: members.iter().map(|d| (d.name.clone(), None)).collect(),
+            degraded: missing > 0,
+            left_behind: Vec::new(),
+            force: pool.needs_force(),
+        }),
+    })
+}
