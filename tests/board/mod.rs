@@ -204,12 +204,33 @@ impl Board {
     }
 
     /// Waits for `marker` on the serial console.
+    /// Waits for `marker` on the console. A first boot that gave up
+    /// (firstboot's "FAILED:" line) fails the wait at once with what setup
+    /// said: nothing more comes on that boot, and the limit is long.
     pub fn wait_for(&mut self, marker: &str, limit: Duration) {
         self.wait_until(
             &format!("`{marker}` on the console"),
             limit,
             Duration::from_secs(2),
-            |b| b.log().contains(marker),
+            |b| {
+                let log = b.log();
+                if !log.contains(marker)
+                    && let Some(line) = log
+                        .lines()
+                        .find(|l| l.contains("nasforge-firstboot: FAILED:"))
+                {
+                    let said: Vec<&str> = log
+                        .lines()
+                        .filter(|l| l.contains("nasforge-setup:") && l.contains("failed"))
+                        .collect();
+                    panic!(
+                        "the first boot failed before `{marker}`: {line}\n{}\n{}",
+                        said.join("\n"),
+                        tail(&log, 80)
+                    );
+                }
+                log.contains(marker)
+            },
         );
     }
 
