@@ -48,6 +48,42 @@ fn in_use(disk: &Disk) -> Option<&InUse> {
         .find(|u| !matches!(u, InUse::Held { by, .. } if by.starts_with("md")))
 }
 
+/// The one thing on the disks an import entry means, or its refusal:
+/// `none` when nothing matches, or the matches listed when several do
+/// (`what` names them, `id` is what `uuid = "…"` takes).
+pub(super) fn the_one<'a, T: std::fmt::Display>(
+    index: usize,
+    spec: &Array,
+    matching: &[&'a T],
+    none: &str,
+    (what, id): (&str, &str),
+) -> Result<&'a T, Vec<Refusal>> {
+    let at = |key: &str| Some(format!("storage.arrays[{index}].{key}"));
+    match matching {
+        [one] => Ok(one),
+        [] => Err(vec![Refusal {
+            at: at(if spec.uuid.is_some() { "uuid" } else { "name" }),
+            ..refuse(spec, None, none.to_string())
+        }]),
+        _ => {
+            let all: Vec<String> = matching.iter().map(|m| m.to_string()).collect();
+            Err(vec![Refusal {
+                at: at("name"),
+                ..refuse(
+                    spec,
+                    None,
+                    format!(
+                        "{} {what} on the disks are called '{}': {}; say which with uuid = \"{id}\"",
+                        matching.len(),
+                        spec.name,
+                        all.join("; ")
+                    ),
+                )
+            }])
+        }
+    }
+}
+
 pub(super) fn plan_import(
     index: usize,
     spec: &Array,
@@ -63,42 +99,20 @@ pub(super) fn plan_import(
             None => e.short_name() == Some(&spec.name) || e.name.as_deref() == Some(&spec.name),
         })
         .collect();
-    let existing = match matching[..] {
-        [one] => one,
-        [] => {
-            let wanted = match &spec.uuid {
-                Some(u) => format!("with UUID {u}"),
-                None => format!("called '{}' (or '<host>:{}')", spec.name, spec.name),
-            };
-            return Err(vec![Refusal {
-                at: at(if spec.uuid.is_some() { "uuid" } else { "name" }),
-                ..refuse(
-                    spec,
-                    None,
-                    format!(
-                        "no md array {wanted} is on the disks to import; {}. Name the one you mean with uuid = \"…\"",
-                        found(inventory)
-                    ),
-                )
-            }]);
-        }
-        _ => {
-            let both: Vec<String> = matching.iter().map(|e| e.to_string()).collect();
-            return Err(vec![Refusal {
-                at: at("name"),
-                ..refuse(
-                    spec,
-                    None,
-                    format!(
-                        "{} md arrays on the disks are called '{}': {}; say which with uuid = \"…\"",
-                        matching.len(),
-                        spec.name,
-                        both.join("; ")
-                    ),
-                )
-            }]);
-        }
+    let wanted = match &spec.uuid {
+        Some(u) => format!("with UUID {u}"),
+        None => format!("called '{}' (or '<host>:{}')", spec.name, spec.name),
     };
+    let existing = the_one(
+        index,
+        spec,
+        &matching,
+        &format!(
+            "no md array {wanted} is on the disks to import; {}. Name the one you mean with uuid = \"…\"",
+            found(inventory)
+        ),
+        ("md arrays", "…"),
+    )?;
     let mut refusals = Vec::new();
     let on_disk = ADOPTABLE.iter().find(|(_, word)| *word == existing.level);
     if on_disk.is_none() {

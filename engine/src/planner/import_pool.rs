@@ -5,6 +5,7 @@
 //! here plans a write to its disks.
 
 use super::estimates::{capacity_in, throughput, tolerance_in};
+use super::import::the_one;
 use super::members::refuse;
 use super::{ArrayPlan, Imported, Member, Refusal, Tolerance};
 use crate::machine::disks::{Disk, Inventory};
@@ -49,42 +50,20 @@ pub(super) fn plan_pool_import(
             None => p.name == spec.name,
         })
         .collect();
-    let pool = match matching[..] {
-        [one] => one,
-        [] => {
-            let wanted = match &spec.uuid {
-                Some(id) => format!("with id {id}"),
-                None => format!("called '{}'", spec.name),
-            };
-            return Err(vec![Refusal {
-                at: at(if spec.uuid.is_some() { "uuid" } else { "name" }),
-                ..refuse(
-                    spec,
-                    None,
-                    format!(
-                        "no ZFS pool {wanted} is on the disks to import; {}",
-                        found(inventory)
-                    ),
-                )
-            }]);
-        }
-        _ => {
-            let all: Vec<String> = matching.iter().map(|p| p.to_string()).collect();
-            return Err(vec![Refusal {
-                at: at("name"),
-                ..refuse(
-                    spec,
-                    None,
-                    format!(
-                        "{} pools on the disks are called '{}': {}; say which with uuid = \"<id>\"",
-                        matching.len(),
-                        spec.name,
-                        all.join("; ")
-                    ),
-                )
-            }]);
-        }
+    let wanted = match &spec.uuid {
+        Some(id) => format!("with id {id}"),
+        None => format!("called '{}'", spec.name),
     };
+    let pool = the_one(
+        index,
+        spec,
+        &matching,
+        &format!(
+            "no ZFS pool {wanted} is on the disks to import; {}",
+            found(inventory)
+        ),
+        ("pools", "<id>"),
+    )?;
     let mut refusals = Vec::new();
     if pool.name != spec.name {
         refusals.push(Refusal {
