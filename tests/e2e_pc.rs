@@ -53,6 +53,7 @@ fn users_recipe(pubkey: &str) -> String {
     bundled
         .replace(password, &format!("password = \"{PASSWORD}\""))
         .replace(key, &format!("ssh_authorized_keys = [\"{pubkey}\"]"))
+        + &host_installer_section()
 }
 
 /// Polls an SSH command until its output satisfies `ready`.

@@ -36,7 +36,7 @@ fn staged_packages_install_offline_with_no_network() {
     write_recipe(
         dir.path(),
         "nas.toml",
-        r#"[base]
+        &(r#"[base]
 debian = { suite = "bookworm", arch = "amd64" }
 [board]
 model = "x86-64"
@@ -68,7 +68,9 @@ smb = { users = ["admin"] }
 nfs = { clients = "10.0.2.0/24" }
 [output]
 path = "out/nas.img"
-"#,
+"#
+        .to_string()
+            + &host_installer_section()),
     );
     let cache = persistent_cache(Path::new(env!("CARGO_TARGET_TMPDIR")));
     let started = std::time::Instant::now();

@@ -6,6 +6,7 @@ use crate::command::{Ask, Query, SpawnError, System};
 use crate::machine::disks::Host;
 use crate::steps::{Action, Cmd};
 use crate::storage::partition::{self, PartitionError};
+use crate::storage::zpool;
 use crate::{atomic_file, machine::signature, managed, share_dir};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -363,7 +364,6 @@ impl SystemRunner {
         dataset: &str,
         quota: Option<crate::size::Size>,
     ) -> Result<(), RunError> {
-        use crate::storage::zpool;
         let (status, _, _) =
             self.spawn(&Cmd::new(&["zfs", "list", "-H", "-o", "name", dataset]))?;
         let argv = if status == 0 {
@@ -459,6 +459,21 @@ impl SystemRunner {
             ]))?;
         }
         Ok(())
+    }
+
+    fn create_pool(&mut self, argv: &[String]) -> Result<(), RunError> {
+        match self.exec(&Cmd::new(argv)) {
+            Err(RunError::Failed { stderr, .. }) if zpool::create_raced_udev(&stderr) => {
+                let note = "# a disk zpool had just partitioned was briefly gone: once more, after udev settles\n";
+                if self.echo {
+                    eprint!("{note}");
+                }
+                self.log(note);
+                self.exec(&Cmd::new(&["udevadm", "settle"]))?;
+                self.exec(&Cmd::new(&zpool::create_forced(argv))).map(drop)
+            }
+            done => done.map(drop),
+        }
     }
 
     fn hold_kernel(&mut self) -> Result<(), RunError> {
@@ -568,6 +583,7 @@ impl Runner for SystemRunner {
                 mode,
             } => self.share_dir(action, mount, path, owner.as_deref(), *mode),
             Action::ZfsDataset { dataset, quota } => self.zfs_dataset(dataset, *quota),
+            Action::CreatePool { argv } => self.create_pool(argv),
             Action::HoldKernel => self.hold_kernel(),
             Action::AdoptArray {
                 device,

@@ -648,6 +648,28 @@ pub fn second_to_the_board() {
         .status();
 }
 
+/// The `[installer]` section for an amd64 image: the nasforge-setup this
+/// test run built for the host, instead of `nasforge build`'s default, a
+/// second compile of the whole dependency tree in the board profile (about
+/// 250 CPU-s of a CI run's two cores). The emulated board's test still
+/// takes the default, so scripts/build-setup stays proven. Built beside
+/// the test binaries by `cargo nextest run --workspace`, as scripts/test
+/// runs it (nasforge-setup's own tests need it).
+pub fn host_installer_section() -> String {
+    let exe = std::env::current_exe().unwrap();
+    let binary = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("nasforge-setup");
+    assert!(
+        binary.is_file(),
+        "{} is missing: run the tests with `cargo nextest run --workspace` (scripts/test), which builds it",
+        binary.display()
+    );
+    format!("\n[installer]\nbinary = \"{}\"\n", binary.display())
+}
+
 /// A download and base-image cache that survives test runs (under the
 /// target directory), so slow inputs are built once per machine.
 pub fn persistent_cache(target_tmp: &Path) -> PathBuf {

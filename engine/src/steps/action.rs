@@ -139,6 +139,13 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         quota: Option<crate::size::Size>,
     },
+    /// `zpool create`, tried once more with `-f` after `udevadm settle`
+    /// when a disk it had just partitioned was briefly gone (see
+    /// [`zpool::create_raced_udev`]); the step's guard had found every
+    /// disk blank or erased by this setup, which is all `-f` skips.
+    CreatePool {
+        argv: Vec<String>,
+    },
     /// `apt-mark hold` for every kernel package installed when the step
     /// runs (see [`crate::machine::updates::is_kernel`]): ZFS's modules
     /// are built for the kernel the board boots, and an upgrade that
@@ -353,6 +360,11 @@ impl fmt::Display for Action {
                 f,
                 "{}  # unless '{pool}' is imported already\nzfs set mountpoint={mount} {pool}  # if its mountpoint is another",
                 adopt_import(id, *force)
+            ),
+            Action::CreatePool { argv } => write!(
+                f,
+                "{}\n    # if a disk was briefly unavailable: udevadm settle, then again with -f",
+                Cmd::new(argv)
             ),
             Action::HoldKernel => write!(
                 f,

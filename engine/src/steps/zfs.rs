@@ -90,7 +90,9 @@ fn create_step(array: &ArrayPlan) -> Step {
         // settle first lets the events of the erase steps finish.
         actions: vec![
             run(&["udevadm", "settle"]),
-            Action::Run(super::Cmd::new(&zpool::create(array))),
+            Action::CreatePool {
+                argv: zpool::create(array),
+            },
         ],
         always: vec![],
     }

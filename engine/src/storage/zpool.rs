@@ -84,6 +84,26 @@ pub fn create(array: &ArrayPlan) -> Vec<String> {
     argv
 }
 
+/// Whether `zpool create` failed on a device that was there a moment
+/// before: zpool partitions each whole disk, and udev's re-read of the new
+/// table removes and re-adds the partitions while the kernel opens them
+/// (openzfs/zfs#3708, #4077). Seen on the emulated board, whose udev
+/// trails the kernel by seconds.
+pub fn create_raced_udev(stderr: &str) -> bool {
+    stderr.contains("one or more devices is currently unavailable")
+        || stderr.contains("Device or resource busy")
+}
+
+/// `argv` of [`create`] with `-f`: a second try finds the disks
+/// partitioned by the first, which zpool would otherwise call in use.
+pub fn create_forced(argv: &[String]) -> Vec<String> {
+    let mut forced = argv.to_vec();
+    if !forced.iter().any(|a| a == "-f") {
+        forced.insert(2, "-f".into());
+    }
+    forced
+}
+
 /// `zpool add` of new vdevs to `pool`, each of `level`'s kind over its
 /// disks (by stable path), at the pool's ashift: left to zpool, a new
 /// vdev's would follow what its disks report, and a 512-byte one is slow
@@ -202,5 +222,56 @@ mod tests {
             set_quota("tank/media", None),
             ["zfs", "set", "quota=none", "tank/media"]
         );
+    }
+
+    #[test]
+    fn only_a_device_gone_for_a_moment_earns_a_second_create() {
+        // What zpool 2.3.9 printed on the emulated board, and what it
+        // prints when the partition is still held.
+        assert!(create_raced_udev(
+            "cannot create 'tank': one or more devices is currently unavailable\n"
+        ));
+        assert!(create_raced_udev(
+            "cannot open '/dev/disk/by-id/ata-QEMU_HARDDISK_zfs0-part1': Device or resource busy\n"
+        ));
+        for other in [
+            "cannot create 'tank': pool already exists\n",
+            "invalid vdev specification\nuse '-f' to override the following errors:\n/dev/sdb1 contains a filesystem of type 'ext4'\n",
+            "cannot create 'tank': permission denied\n",
+        ] {
+            assert!(!create_raced_udev(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn the_second_create_is_forced_once() {
+        let argv: Vec<String> = [
+            "zpool",
+            "create",
+            "-o",
+            "ashift=12",
+            "tank",
+            "mirror",
+            "/a",
+            "/b",
+        ]
+        .map(String::from)
+        .to_vec();
+        let forced = create_forced(&argv);
+        assert_eq!(
+            forced,
+            [
+                "zpool",
+                "create",
+                "-f",
+                "-o",
+                "ashift=12",
+                "tank",
+                "mirror",
+                "/a",
+                "/b"
+            ]
+        );
+        assert_eq!(create_forced(&forced), forced);
     }
 }
