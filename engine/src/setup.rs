@@ -212,7 +212,10 @@ fn existing_arrays(inventory: &Inventory, ask: &mut dyn crate::command::Ask) -> 
 
 /// The pools `zpool import` lists on `inventory`'s disks, each member
 /// traced to its disk; asked only when a disk carries a ZFS label and
-/// zpool is installed. The listing reads the labels and imports nothing.
+/// zpool is installed. The listing reads the labels and imports nothing;
+/// each pool zpool could import is then looked into read-only
+/// ([`existing_pool::probe`]), so that the planner sees an operating
+/// system's pool and datasets that would mount outside the recipe's mount.
 fn existing_pools(
     host: &Host,
     inventory: &Inventory,
@@ -245,7 +248,16 @@ fn existing_pools(
     };
     crate::machine::zfs_report::parse_zpool_import(&out.stdout)
         .iter()
-        .map(|l| ExistingPool::from_listing(l, &disk_of))
+        .map(|l| {
+            let mut pool = ExistingPool::from_listing(l, &disk_of);
+            if pool.unimportable().is_none() {
+                match existing_pool::probe(&pool, ask) {
+                    Ok(probed) => pool.probed = Some(probed),
+                    Err(why) => pool.unreadable = Some(why),
+                }
+            }
+            pool
+        })
         .collect()
 }
 

@@ -363,18 +363,112 @@ fn prepare_pool(
     board: &common::Board,
     arrays: &str,
 ) -> (Result<Prepared, SetupError>, Vec<String>) {
+    let (prepared, notes, _) = prepare_looking_inside(board, arrays, "", "-\n");
+    (prepared, notes)
+}
+
+/// As [`prepare_pool`], with zfs and zpool answering the read-only look
+/// inside the pool with `datasets` (`zfs get`'s lines) and `bootfs`; the
+/// commands run are returned too.
+fn prepare_looking_inside(
+    board: &common::Board,
+    arrays: &str,
+    datasets: &str,
+    bootfs: &str,
+) -> (Result<Prepared, SetupError>, Vec<String>, Vec<String>) {
     let mut notes = Vec::new();
+    let mut runner = RecordingRunner::answering(vec![
+        ("zpool import -d /dev/disk/by-id".into(), LISTING.into()),
+        ("zfs get -H -r -t filesystem".into(), datasets.into()),
+        ("zpool get -H -o value bootfs".into(), bootfs.into()),
+    ]);
     let prepared = setup::prepare(
         &board.host,
         Path::new("nasforge.toml"),
         &recipe(arrays),
-        &mut RecordingRunner::answering(vec![(
-            "zpool import -d /dev/disk/by-id".into(),
-            LISTING.into(),
-        )]),
+        &mut runner,
         &mut |n| notes.push(n.to_string()),
     );
-    (prepared, notes)
+    (prepared, notes, runner.lines)
+}
+
+/// zfs get's lines for the pool looked at under its probe name: its top
+/// at its default mountpoint, and `child` with `mountpoint` (`source`)
+/// and `encryption`.
+fn looked(child: &str, mountpoint: &str, source: &str, encryption: &str) -> String {
+    let probe = "nasforge-probe-5871402329107765531";
+    format!(
+        "{probe}\tmountpoint\t/oldtank\tdefault\n{probe}\tcanmount\ton\tdefault\n{probe}\tencryption\toff\tdefault\n\
+         {probe}/{child}\tmountpoint\t{mountpoint}\t{source}\n{probe}/{child}\tcanmount\ton\tdefault\n{probe}/{child}\tencryption\t{encryption}\t-\n"
+    )
+}
+
+#[test]
+fn a_pool_is_looked_into_read_only_and_a_system_pool_or_a_dataset_mounted_elsewhere_is_refused() {
+    let board = old_pool();
+    let refused = |datasets: &str, bootfs: &str| {
+        let (prepared, _, ran) = prepare_looking_inside(&board, ADOPT_POOL, datasets, bootfs);
+        let Err(SetupError::Refused(r)) = prepared else {
+            panic!("planned");
+        };
+        (r.iter().map(ToString::to_string).collect::<Vec<_>>(), ran)
+    };
+    let (home, ran) = refused(&looked("home", "/home", "local", "off"), "-\n");
+    assert!(
+        home.len() == 1
+            && home[0].contains("its dataset oldtank/home has a mountpoint of its own, /home, outside /srv/oldtank, where zfs mount -a would mount it")
+            && home[0].contains("run zfs inherit mountpoint oldtank/home (or zfs set canmount=noauto oldtank/home), then zpool export oldtank and run setup again"),
+        "{home:?}"
+    );
+    // Looked at read-only under a name of its own, exported again, and
+    // imported no other way.
+    let zpool: Vec<&String> = ran.iter().filter(|l| l.starts_with("zpool ")).collect();
+    assert_eq!(
+        zpool,
+        [
+            "zpool import -d /dev/disk/by-id",
+            "zpool import -N -o readonly=on -o cachefile=none -d /dev/disk/by-id -f -t 5871402329107765531 nasforge-probe-5871402329107765531",
+            "zpool get -H -o value bootfs nasforge-probe-5871402329107765531",
+            "zpool export nasforge-probe-5871402329107765531",
+        ]
+    );
+
+    let (system, _) = refused(
+        &looked("ROOT", "none", "local", "off"),
+        "nasforge-probe-5871402329107765531/ROOT/pve-1\n",
+    );
+    assert!(
+        system.len() == 1 && system[0].contains("it is an operating system's pool (its bootfs is oldtank/ROOT/pve-1): nasforge adopts pools of data only"),
+        "{system:?}"
+    );
+    let (root, _) = refused(&looked("ROOT/debian", "/", "local", "off"), "-\n");
+    assert!(
+        root[0].contains("(oldtank/ROOT/debian mounts at /)"),
+        "{root:?}"
+    );
+
+    // Below the recipe's mount, or inherited: adopted; an encrypted child
+    // stays locked, and the plan says so.
+    for (mountpoint, source) in [
+        ("/srv/oldtank/photos", "local"),
+        (
+            "/oldtank/photos",
+            "inherited from nasforge-probe-5871402329107765531",
+        ),
+    ] {
+        let (prepared, _, _) = prepare_looking_inside(
+            &board,
+            ADOPT_POOL,
+            &looked("photos", mountpoint, source, "aes-256-gcm"),
+            "-\n",
+        );
+        let plan = prepared.unwrap().plan;
+        assert!(
+            plan.arrays[0].warnings.iter().any(|w| w.starts_with("dataset oldtank/photos is encrypted (aes-256-gcm) and stays locked: zfs load-key oldtank/photos then zfs mount oldtank/photos opens it")),
+            "{:?}",
+            plan.arrays[0].warnings
+        );
+    }
 }
 
 #[test]

@@ -5,11 +5,14 @@
 //! openmediavault, so md names it `openmediavault:0`), an ext4 with a
 //! file, and the array is stopped; udev leaves it stopped (mdadm.conf's
 //! `AUTO +homehost -all`). Two more get a ZFS mirror `oldtank` made by
-//! zpool itself (default mountpoint /oldtank, a dataset with a file),
-//! exported as a person moving disks does. Then nasforge-setup runs
-//! unattended with a recipe that adopts both: first declared raid6 and
-//! raidz1, which is refused with every disk byte for byte as it was (the
-//! `zpool import` listing and `mdadm --examine` read only); then raid5 and
+//! zpool itself (default mountpoint /oldtank, a dataset with a file, and
+//! one mounted at a folder of its own under /home), exported as a person
+//! moving disks does. Then nasforge-setup runs unattended with a recipe
+//! that adopts both: first declared raid6 and raidz1, which is refused,
+//! with the dataset that would mount under /home, and every disk byte for
+//! byte as it was (the `zpool import` listing, the pool's read-only import
+//! to look inside and `mdadm --examine` write nothing); the dataset's
+//! mountpoint is inherited again as the refusal says; then raid5 and
 //! mirror, which adopts them: no partition, mkfs, wipe or zpool create, the
 //! superblocks keep their name, mdadm.conf and fstab list the array, the
 //! pool is imported by id into the cache file and mounted at the recipe's
@@ -124,6 +127,7 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
         key,
         &format!(
             "zpool create -f -o cachefile=none oldtank mirror {pool_devices} && zfs create oldtank/photos \
+             && zfs create -o mountpoint=/home/oldtank-home oldtank/home \
              && head -c 8388608 /dev/urandom > /oldtank/photos/family.bin && sha256sum /oldtank/photos/family.bin \
              && zpool get -H -o value guid oldtank && zpool export oldtank && udevadm settle && zpool import -d /dev/disk/by-id"
         ),
@@ -160,10 +164,18 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
                 "storage.arrays[1].level: the pool on the disks is ZFS pool 'oldtank' (id {pool_id}), mirror, ONLINE"
             ))
             && refused.contains("set level = \"mirror\"")
+            && refused.contains("its dataset oldtank/home has a mountpoint of its own, /home/oldtank-home, outside /srv/oldtank")
             && !refused.contains("exit=0"),
         "{refused}"
     );
+    // The pool was looked into read-only to find that: nothing written.
     assert_eq!(hashes(), before, "the refused setup wrote to the old disks");
+    // As the refusal says.
+    sudo(
+        pc,
+        key,
+        "zpool import -N -d /dev/disk/by-id oldtank && zfs inherit mountpoint oldtank/home && zpool export oldtank",
+    );
 
     let adopted = setup_with(pc, key, &recipe(&uuid, "raid5", "mirror"));
     eprintln!("e2e: setup adopting the raid5 and the mirror:\n{adopted}");

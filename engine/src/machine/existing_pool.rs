@@ -4,7 +4,7 @@
 //! its disk. Whether a pool can be adopted, and under which recipe entry,
 //! is the planner's to say.
 
-use crate::command::Cmd;
+use crate::command::{Ask, Cmd};
 use crate::machine::printable;
 use crate::machine::zfs_report::{ImportListing, Vdev};
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,37 @@ pub struct ExistingPool {
     pub members: Vec<PoolDisk>,
     /// Log, cache and special vdevs and spares, by heading.
     pub other: Vec<String>,
+    /// What a read-only look inside showed ([`probe`]); None when it was
+    /// not looked at (zpool would not import it anyway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probed: Option<Probed>,
+    /// zpool's words when the read-only import for that look failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+/// What a read-only import shows of a pool before it is adopted: whether an
+/// operating system boots from it, and where each dataset would mount.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probed {
+    /// `zpool get bootfs`: the dataset a system boots from, set on the
+    /// root pools of Proxmox and of ZFS-on-root installs.
+    pub bootfs: Option<String>,
+    pub datasets: Vec<Dataset>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dataset {
+    /// Under the pool's own name.
+    pub name: String,
+    pub mountpoint: String,
+    /// Set on the dataset itself (or received with it), not inherited: it
+    /// stays where it is when the pool's top is mounted elsewhere.
+    pub own_mountpoint: bool,
+    /// `on`, `off` or `noauto`: `zfs mount -a` mounts only `on`.
+    pub canmount: String,
+    /// `off`, or the cipher of a dataset whose key must be loaded first.
+    pub encryption: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,7 +122,122 @@ impl ExistingPool {
             vdevs: top.len(),
             members,
             other: listing.other.iter().map(|(h, _)| h.clone()).collect(),
+            probed: None,
+            unreadable: None,
         }
+    }
+
+    /// The in-core name it has while [`probe`] looks at it: its own may be
+    /// taken here, by this board's pool of the same name.
+    fn probe_name(&self) -> String {
+        format!("nasforge-probe-{}", self.id)
+    }
+
+    /// Read-only, under the probe's name (`-t`: the disks keep theirs),
+    /// nothing mounted, into no cache file, so no boot imports it.
+    pub fn probe_import(&self) -> Cmd {
+        let mut argv = vec![
+            "zpool",
+            "import",
+            "-N",
+            "-o",
+            "readonly=on",
+            "-o",
+            "cachefile=none",
+            "-d",
+            "/dev/disk/by-id",
+        ];
+        if self.needs_force() {
+            argv.push("-f");
+        }
+        let name = self.probe_name();
+        argv.extend(["-t", &self.id, &name]);
+        Cmd::new(&argv)
+    }
+
+    /// Its filesystems (no snapshots or volumes), a line per property.
+    pub fn datasets_cmd(&self) -> Cmd {
+        Cmd::new(&[
+            "zfs",
+            "get",
+            "-H",
+            "-r",
+            "-t",
+            "filesystem",
+            "-o",
+            "name,property,value,source",
+            "mountpoint,canmount,encryption",
+            &self.probe_name(),
+        ])
+    }
+
+    pub fn bootfs_cmd(&self) -> Cmd {
+        Cmd::new(&[
+            "zpool",
+            "get",
+            "-H",
+            "-o",
+            "value",
+            "bootfs",
+            &self.probe_name(),
+        ])
+    }
+
+    pub fn probe_export(&self) -> Cmd {
+        Cmd::new(&["zpool", "export", &self.probe_name()])
+    }
+
+    /// A name zfs printed under the probe's name, under the pool's own.
+    fn own_name(&self, probed: &str) -> Option<String> {
+        let probe = self.probe_name();
+        match probed.strip_prefix(probe.as_str()) {
+            Some("") => Some(self.name.clone()),
+            Some(rest) if rest.starts_with('/') => Some(format!("{}{rest}", self.name)),
+            _ => None,
+        }
+    }
+
+    /// `zfs get -H -o name,property,value,source` of [`Self::datasets_cmd`].
+    pub fn parse_datasets(&self, text: &str) -> Vec<Dataset> {
+        let mut datasets: Vec<Dataset> = Vec::new();
+        for line in text.lines() {
+            let [name, property, value, source] = line.split('\t').collect::<Vec<_>>()[..] else {
+                continue;
+            };
+            let Some(name) = self.own_name(name) else {
+                continue;
+            };
+            let at = match datasets.iter().position(|d| d.name == name) {
+                Some(i) => i,
+                None => {
+                    datasets.push(Dataset {
+                        name,
+                        mountpoint: String::new(),
+                        own_mountpoint: false,
+                        canmount: String::new(),
+                        encryption: String::new(),
+                    });
+                    datasets.len() - 1
+                }
+            };
+            let d = &mut datasets[at];
+            match property {
+                "mountpoint" => {
+                    d.mountpoint = value.to_string();
+                    d.own_mountpoint = matches!(source, "local" | "received");
+                }
+                "canmount" => d.canmount = value.to_string(),
+                "encryption" => d.encryption = value.to_string(),
+                _ => {}
+            }
+        }
+        datasets
+    }
+
+    /// `zpool get -H -o value bootfs`: `-` when none is set.
+    pub fn parse_bootfs(&self, text: &str) -> Option<String> {
+        let value = text.trim();
+        (!value.is_empty() && value != "-").then(|| self.own_name(value).unwrap_or(value.into()))
     }
 
     /// The pool was last used by another system and not exported there:
@@ -122,6 +268,37 @@ impl ExistingPool {
     /// The disks it is on, by kernel name.
     pub fn disks(&self) -> impl Iterator<Item = &str> {
         self.members.iter().filter_map(|m| m.disk.as_deref())
+    }
+}
+
+/// Looks inside an importable pool before anything adopts it: imported
+/// read-only under a name of its own, its datasets and bootfs read, and
+/// exported again, whatever was read. A read-only pool writes nothing to
+/// its disks, so the machine and the disks are left as they were found.
+/// zpool's words when it cannot be done.
+pub fn probe(pool: &ExistingPool, ask: &mut dyn Ask) -> Result<Probed, String> {
+    said(ask, &pool.probe_import())?;
+    let datasets = said(ask, &pool.datasets_cmd());
+    let bootfs = said(ask, &pool.bootfs_cmd());
+    said(ask, &pool.probe_export()).map_err(|why| {
+        format!(
+            "it stays imported read-only as {}: {why}",
+            pool.probe_name()
+        )
+    })?;
+    Ok(Probed {
+        bootfs: pool.parse_bootfs(&bootfs?),
+        datasets: pool.parse_datasets(&datasets?),
+    })
+}
+
+/// A command's output, or what it said on failing.
+fn said(ask: &mut dyn Ask, cmd: &Cmd) -> Result<String, String> {
+    let answer = ask.query(cmd).map_err(|e| e.to_string())?;
+    if answer.status == 0 {
+        Ok(answer.stdout)
+    } else {
+        Err(format!("`{cmd}` said: {}", answer.stderr.trim()))
     }
 }
 
@@ -256,5 +433,58 @@ mod tests {
         );
         let pool = ExistingPool::from_listing(&features[0], &|_| None);
         assert!(pool.unimportable().unwrap().contains("read-only mode"));
+    }
+
+    #[test]
+    fn a_look_inside_reads_datasets_under_the_pools_own_name() {
+        let pool = &found()[0];
+        assert_eq!(
+            pool.probe_import().to_string(),
+            "zpool import -N -o readonly=on -o cachefile=none -d /dev/disk/by-id -f -t 5871402329107765531 nasforge-probe-5871402329107765531"
+        );
+        // As zfs 2.x prints `get -H -o name,property,value,source`.
+        let text = "nasforge-probe-5871402329107765531\tmountpoint\t/oldtank\tdefault
+nasforge-probe-5871402329107765531\tcanmount\ton\tdefault
+nasforge-probe-5871402329107765531\tencryption\toff\tdefault
+nasforge-probe-5871402329107765531/home\tmountpoint\t/home\tlocal
+nasforge-probe-5871402329107765531/home\tcanmount\ton\tdefault
+nasforge-probe-5871402329107765531/home\tencryption\toff\tdefault
+nasforge-probe-5871402329107765531/vault\tmountpoint\t/oldtank/vault\tdefault
+nasforge-probe-5871402329107765531/vault\tcanmount\ton\tdefault
+nasforge-probe-5871402329107765531/vault\tencryption\taes-256-gcm\t-
+";
+        let datasets = pool.parse_datasets(text);
+        assert_eq!(
+            datasets,
+            [
+                Dataset {
+                    name: "oldtank".into(),
+                    mountpoint: "/oldtank".into(),
+                    own_mountpoint: false,
+                    canmount: "on".into(),
+                    encryption: "off".into(),
+                },
+                Dataset {
+                    name: "oldtank/home".into(),
+                    mountpoint: "/home".into(),
+                    own_mountpoint: true,
+                    canmount: "on".into(),
+                    encryption: "off".into(),
+                },
+                Dataset {
+                    name: "oldtank/vault".into(),
+                    mountpoint: "/oldtank/vault".into(),
+                    own_mountpoint: false,
+                    canmount: "on".into(),
+                    encryption: "aes-256-gcm".into(),
+                },
+            ]
+        );
+        assert_eq!(pool.parse_bootfs("-\n"), None);
+        assert_eq!(
+            pool.parse_bootfs("nasforge-probe-5871402329107765531/ROOT/pve-1\n")
+                .as_deref(),
+            Some("oldtank/ROOT/pve-1")
+        );
     }
 }

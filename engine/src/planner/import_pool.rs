@@ -9,7 +9,8 @@ use super::import::the_one;
 use super::members::refuse;
 use super::{ArrayPlan, Imported, Member, Refusal, Tolerance};
 use crate::machine::disks::{Disk, Inventory};
-use crate::machine::existing_pool::ExistingPool;
+use crate::machine::existing_pool::{ExistingPool, Probed};
+use crate::machine::printable;
 use crate::machine::zfs::ZfsOnBoard;
 use crate::size::Size;
 use crate::spec::Array;
@@ -106,6 +107,20 @@ pub(super) fn plan_pool_import(
             ),
         ));
     }
+    if let Some(why) = &pool.unreadable {
+        refusals.push(refuse(
+            spec,
+            None,
+            format!("its datasets could not be looked at (a read-only import): {why}"),
+        ));
+    }
+    if let Some(probed) = &pool.probed {
+        refusals.extend(
+            looked_inside(pool, probed, &spec.mount)
+                .into_iter()
+                .map(|why| refuse(spec, None, why)),
+        );
+    }
     let mut members: Vec<&Disk> = Vec::new();
     for name in pool.disks() {
         let Some(disk) = inventory.disks.iter().find(|d| d.name == name) else {
@@ -164,6 +179,17 @@ pub(super) fn plan_pool_import(
             pool.other.join(" and ")
         ));
     }
+    for d in pool.probed.iter().flat_map(|p| &p.datasets) {
+        if d.name != pool.name && d.encryption != "off" {
+            warnings.push(format!(
+                "dataset {} is encrypted ({}) and stays locked: zfs load-key {} then zfs mount {} opens it; until then a share below it shows an empty folder",
+                printable(&d.name),
+                d.encryption,
+                printable(&d.name),
+                printable(&d.name)
+            ));
+        }
+    }
     warnings.push(format!(
         "it keeps its name '{}'; its top dataset is mounted at {} (its mountpoint property is set there if it says otherwise), and its datasets below it",
         crate::machine::printable(&pool.name),
@@ -207,4 +233,60 @@ pub(super) fn plan_pool_import(
             force: pool.needs_force(),
         }),
     })
+}
+
+/// Why what a read-only look inside found keeps the pool from being
+/// adopted: an operating system's pool, a dataset `zfs mount -a` would
+/// mount outside `mount` (over this board's own folders: OpenZFS mounts
+/// over a folder that is not empty), a top dataset no key was loaded for.
+fn looked_inside(pool: &ExistingPool, probed: &Probed, mount: &str) -> Vec<String> {
+    let name = printable(&pool.name);
+    let system = probed
+        .bootfs
+        .as_ref()
+        .map(|b| format!("its bootfs is {}", printable(b)))
+        .or_else(|| {
+            probed
+                .datasets
+                .iter()
+                .find(|d| d.mountpoint == "/")
+                .map(|d| format!("{} mounts at /", printable(&d.name)))
+        });
+    if let Some(system) = system {
+        return vec![format!(
+            "it is an operating system's pool ({system}): nasforge adopts pools of data only, and mounting a system's datasets would put them over this board's own /, /home or /var"
+        )];
+    }
+    let mut why = Vec::new();
+    for d in &probed.datasets {
+        if d.name != pool.name
+            && d.own_mountpoint
+            && d.canmount == "on"
+            && !matches!(d.mountpoint.as_str(), "none" | "legacy")
+            && !within(&d.mountpoint, mount)
+        {
+            let dataset = printable(&d.name);
+            why.push(format!(
+                "its dataset {dataset} has a mountpoint of its own, {}, outside {mount}, where zfs mount -a would mount it; on the old machine, or here after zpool import -N {name}, run zfs inherit mountpoint {dataset} (or zfs set canmount=noauto {dataset}), then zpool export {name} and run setup again",
+                printable(&d.mountpoint)
+            ));
+        }
+    }
+    if let Some(top) = probed.datasets.iter().find(|d| d.name == pool.name)
+        && top.encryption != "off"
+    {
+        why.push(format!(
+            "its top dataset is encrypted ({}): nasforge loads no keys, so nothing of it could be mounted or shared",
+            top.encryption
+        ));
+    }
+    why
+}
+
+/// `path` is `mount` or below it.
+fn within(path: &str, mount: &str) -> bool {
+    path == mount
+        || path
+            .strip_prefix(mount)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
