@@ -103,19 +103,7 @@ path = "out/rock.img"
     t.lap("build the NAS image");
 
     let old = d.join("old.img");
-    std::fs::File::create(&old)
-        .unwrap()
-        .set_len(64 << 20)
-        .unwrap();
-    run(Command::new("mkfs.ext4")
-        .args(["-q", "-L", "old"])
-        .arg(&old));
-    std::fs::write(d.join("kept.txt"), "kept as it is\n").unwrap();
-    run(Command::new("debugfs")
-        .arg("-w")
-        .arg("-R")
-        .arg(format!("write {} kept.txt", d.join("kept.txt").display()))
-        .arg(&old));
+    ext4_disk_with_file(&old, 64 << 20, "old", "kept.txt", "kept as it is\n");
     let mut board = Board::boot(d, &image, &[old], "armbian.log");
     board.wait_for(
         "nasforge-firstboot: first boot complete",

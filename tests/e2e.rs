@@ -206,22 +206,13 @@ path = "out/nas.img"
     // On USB, as the six SATA ports hold the md members and the pool's:
     // between the raid1's 512 MiB and the kept disk's 1 GiB, no rule's size.
     let old = d.join("usb-olddata.img");
-    std::fs::File::create(&old)
-        .unwrap()
-        .set_len(768 << 20)
-        .unwrap();
-    run(Command::new("mkfs.ext4")
-        .args(["-q", "-L", "olddata"])
-        .arg(&old));
-    std::fs::write(d.join("precious.txt"), "family photos, do not lose\n").unwrap();
-    run(Command::new("debugfs")
-        .arg("-w")
-        .arg("-R")
-        .arg(format!(
-            "write {} precious.txt",
-            d.join("precious.txt").display()
-        ))
-        .arg(&old));
+    ext4_disk_with_file(
+        &old,
+        768 << 20,
+        "olddata",
+        "precious.txt",
+        "family photos, do not lose\n",
+    );
     let old_sha = sha256_file(&old);
     let usb = usb::Usb::create(d);
     let pool = zfs::disks(d);

@@ -648,6 +648,20 @@ pub fn second_to_the_board() {
         .status();
 }
 
+/// A disk image of `size` bytes holding an ext4 labelled `label` with one
+/// file, `name`, at its root: a disk from elsewhere that setup keeps.
+pub fn ext4_disk_with_file(img: &Path, size: u64, label: &str, name: &str, contents: &str) {
+    fs::File::create(img).unwrap().set_len(size).unwrap();
+    run(Command::new("mkfs.ext4").args(["-q", "-L", label]).arg(img));
+    let file = img.with_file_name(name);
+    fs::write(&file, contents).unwrap();
+    run(Command::new("debugfs")
+        .arg("-w")
+        .arg("-R")
+        .arg(format!("write {} {name}", file.display()))
+        .arg(img));
+}
+
 /// The `[installer]` section for an amd64 image: the nasforge-setup this
 /// test run built for the host, instead of `nasforge build`'s default, a
 /// second compile of the whole dependency tree in the board profile (about
