@@ -113,6 +113,15 @@ impl SystemRunner {
         }
     }
 
+    /// A line that is no command's output, on the terminal (when echoing)
+    /// and in the log.
+    fn note(&mut self, note: &str) {
+        if self.echo {
+            eprint!("{note}");
+        }
+        self.log(note);
+    }
+
     fn exec(&mut self, cmd: &Cmd) -> Result<String, RunError> {
         let shown = cmd.to_string();
         if self.echo {
@@ -177,10 +186,7 @@ impl SystemRunner {
     /// not run.
     fn skip_absent(&mut self, path: &str, cmd: &Cmd) {
         let note = format!("# skipped, {path} no longer exists: {cmd}\n");
-        if self.echo {
-            eprint!("{note}");
-        }
-        self.log(&note);
+        self.note(&note);
     }
 
     fn replace_managed_block(&mut self, path: &str, contents: &str) -> Result<(), RunError> {
@@ -350,10 +356,7 @@ impl SystemRunner {
                 images.join(", ")
             }
         );
-        if self.echo {
-            eprint!("{note}");
-        }
-        self.log(&note);
+        self.note(&note);
         Ok(())
     }
 }
@@ -465,10 +468,7 @@ impl SystemRunner {
         match self.exec(&Cmd::new(argv)) {
             Err(RunError::Failed { stderr, .. }) if zpool::create_raced_udev(&stderr) => {
                 let note = "# a disk zpool had just partitioned was briefly gone: once more, after udev settles\n";
-                if self.echo {
-                    eprint!("{note}");
-                }
-                self.log(note);
+                self.note(note);
                 self.exec(&Cmd::new(&["udevadm", "settle"]))?;
                 self.exec(&Cmd::new(&zpool::create_forced(argv))).map(drop)
             }
@@ -481,10 +481,7 @@ impl SystemRunner {
         if packages.is_empty() {
             let note =
                 "# no kernel package is installed (the kernel is not dpkg's): nothing to hold\n";
-            if self.echo {
-                eprint!("{note}");
-            }
-            self.log(note);
+            self.note(note);
             return Ok(());
         }
         let mut argv = vec!["apt-mark", "hold"];
@@ -516,10 +513,7 @@ impl SystemRunner {
         }
         if missing.is_empty() {
             let note = format!("# enabled already: {}\n", units.join(" "));
-            if self.echo {
-                eprint!("{note}");
-            }
-            self.log(&note);
+            self.note(&note);
         } else {
             self.exec(&Cmd::new(&enable_argv(&missing)))?;
         }
