@@ -13,7 +13,7 @@ use crate::machine::existing_pool::{ExistingPool, Probed};
 use crate::machine::printable;
 use crate::machine::zfs::ZfsOnBoard;
 use crate::size::Size;
-use crate::spec::Array;
+use crate::spec::{Array, is_under};
 
 /// The pools found, as setup's log and a refusal list them.
 fn found(inventory: &Inventory) -> String {
@@ -263,7 +263,8 @@ fn looked_inside(pool: &ExistingPool, probed: &Probed, mount: &str) -> Vec<Strin
             && d.own_mountpoint
             && d.canmount == "on"
             && !matches!(d.mountpoint.as_str(), "none" | "legacy")
-            && !within(&d.mountpoint, mount)
+            && d.mountpoint != mount
+            && !is_under(&d.mountpoint, mount)
         {
             let dataset = printable(&d.name);
             why.push(format!(
@@ -281,12 +282,4 @@ fn looked_inside(pool: &ExistingPool, probed: &Probed, mount: &str) -> Vec<Strin
         ));
     }
     why
-}
-
-/// `path` is `mount` or below it.
-fn within(path: &str, mount: &str) -> bool {
-    path == mount
-        || path
-            .strip_prefix(mount)
-            .is_some_and(|rest| rest.starts_with('/'))
 }

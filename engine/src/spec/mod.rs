@@ -22,6 +22,7 @@ mod storage;
 pub use crate::machine::usb_quirk::UsbQuirk;
 pub use alerts::{Alerts, DEFAULT_TEMPERATURE, Smtp, Tls};
 pub use kept::KeptFilesystem;
+pub use paths::is_under;
 pub use position::{Location, locate, location};
 pub use shares::{Clients, Nfs, Share, Smb};
 pub use storage::KeptDisk;

@@ -33,7 +33,8 @@ pub(super) fn is_safe_path(path: &str) -> bool {
                 .all(|part| !part.is_empty() && part != "." && part != ".."))
 }
 
-pub(super) fn is_under(path: &str, dir: &str) -> bool {
+/// `path` is strictly below `dir`.
+pub fn is_under(path: &str, dir: &str) -> bool {
     path.strip_prefix(dir)
         .is_some_and(|rest| rest.starts_with('/'))
         || (dir == "/" && path != "/")
