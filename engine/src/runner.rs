@@ -385,7 +385,7 @@ impl SystemRunner {
         run: bool,
         filesystem: &str,
     ) -> Result<(), RunError> {
-        use crate::steps::{adopt_assemble, probe_type};
+        use crate::machine::existing::{assemble_readonly, probe_type};
         // udev may have started the array under a name of its own (an old
         // nasforge's disks carry this board's home host): stopped, so that
         // it can be assembled under the recipe's name.
@@ -402,7 +402,7 @@ impl SystemRunner {
         for md in running {
             self.exec(&Cmd::new(&["mdadm", "--stop", &format!("/dev/{md}")]))?;
         }
-        self.exec(&adopt_assemble(device, uuid, devices, run))?;
+        self.exec(&assemble_readonly(device, uuid, devices, run))?;
         let (_, found, _) = self.spawn(&probe_type(device))?;
         let found = found.trim();
         if found != filesystem {
@@ -619,6 +619,10 @@ pub struct RecordingRunner {
     pub lines: Vec<String>,
     /// Standard output for queries, by the command's first words.
     pub responses: Vec<(String, String)>,
+    /// Queries that fail (exit status 1), by the command's first words,
+    /// with the standard error they print: a tool refusing, as a real one
+    /// can.
+    pub failures: Vec<(String, String)>,
     /// Fail the action with this index (counted over all `apply` calls),
     /// as a power cut would.
     pub interrupt_at: Option<usize>,
@@ -664,6 +668,17 @@ impl Ask for RecordingRunner {
     fn query(&mut self, cmd: &Cmd) -> Result<Query, SpawnError> {
         let shown = cmd.to_string();
         self.lines.push(shown.clone());
+        if let Some((_, stderr)) = self
+            .failures
+            .iter()
+            .find(|(prefix, _)| shown.starts_with(prefix.as_str()))
+        {
+            return Ok(Query {
+                status: 1,
+                stderr: stderr.clone(),
+                ..Query::default()
+            });
+        }
         let stdout = self
             .responses
             .iter()

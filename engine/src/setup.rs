@@ -7,6 +7,7 @@ use crate::journal::{self, Journal, JournalError};
 use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
 use crate::machine::existing::{self, ExistingMd};
 use crate::machine::existing_pool::{self, ExistingPool};
+use crate::machine::md_contents;
 use crate::planner::{self, Plan, Refusal};
 use crate::runner::Runner;
 use crate::size::Size;
@@ -192,8 +193,14 @@ fn md_member_devices(inventory: &Inventory) -> Vec<(String, String)> {
 
 /// The arrays on `inventory`'s disks, asking mdadm about each member.
 /// A device mdadm cannot read is left out: it was only ever offered as
-/// holding data, and stays so.
-fn existing_arrays(inventory: &Inventory, ask: &mut dyn crate::command::Ask) -> Vec<ExistingMd> {
+/// holding data, and stays so. Each array md would run is looked into
+/// read-only ([`md_contents::probe`]), so that the planner sees what it
+/// holds.
+fn existing_arrays(
+    host: &Host,
+    inventory: &Inventory,
+    ask: &mut dyn crate::command::Ask,
+) -> Vec<ExistingMd> {
     let examined = md_member_devices(inventory)
         .into_iter()
         .filter_map(|(device, disk)| {
@@ -207,7 +214,14 @@ fn existing_arrays(inventory: &Inventory, ask: &mut dyn crate::command::Ask) -> 
             Some((device, disk, e))
         })
         .collect();
-    existing::group(examined)
+    let mut arrays = existing::group(examined);
+    for md in arrays.iter_mut().filter(|md| md.unstartable().is_none()) {
+        match md_contents::probe(md, host, ask) {
+            Ok(holds) => md.holds = Some(holds),
+            Err(why) => md.unreadable = Some(why),
+        }
+    }
+    arrays
 }
 
 /// The pools `zpool import` lists on `inventory`'s disks, each member
@@ -261,6 +275,15 @@ fn existing_pools(
         .collect()
 }
 
+/// Fills `inventory` with the md arrays and ZFS pools another machine made:
+/// read from the superblocks and labels (a pool also looked into
+/// read-only), nothing assembled or imported. What an `import = true` entry
+/// or the wizard adopts, and what the log lists for a person to name.
+pub fn find_existing(host: &Host, inventory: &mut Inventory, ask: &mut dyn crate::command::Ask) {
+    inventory.existing = existing_arrays(host, inventory, ask);
+    inventory.existing_pools = existing_pools(host, inventory, ask);
+}
+
 /// Loads the recipe and plans it against the disks, once they have
 /// settled; says which disks were found through `on_note`.
 pub fn prepare(
@@ -278,10 +301,7 @@ pub fn prepare(
     // Asked before planning, so that no array is planned onto a disk SMART
     // already calls failing; the wizard asked its person instead.
     inventory.failing = failing_disks(&inventory, runner);
-    // Read from the superblocks, nothing assembled: what an `import = true`
-    // entry adopts, and what the log lists for a person to name.
-    inventory.existing = existing_arrays(&inventory, runner);
-    inventory.existing_pools = existing_pools(host, &inventory, runner);
+    find_existing(host, &mut inventory, runner);
     on_note(&format!("found {} disk(s):", inventory.disks.len()));
     for d in &inventory.disks {
         // The root filesystem is the reason a reader expects for the boot disk.

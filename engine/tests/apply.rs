@@ -4,6 +4,7 @@
 
 use nasforge_testkit::board as common;
 use nasforge_testkit::finished;
+use nasforge_testkit::old_nas::{OMV_PROBE, labelled, omv_member};
 
 use nasforge_engine::apply::{self, ApplyError, users};
 use nasforge_engine::journal::{self, Journal};
@@ -44,7 +45,13 @@ fn set_up(manifest: &str) -> common::Board {
 
 fn plan(board: &common::Board, text: &str, erase: &[&str]) -> apply::ApplyPlan {
     let erase: Vec<String> = erase.iter().map(|s| s.to_string()).collect();
-    apply::prepare(&board.host, &recipe(text), &erase).unwrap()
+    apply::prepare(
+        &board.host,
+        &recipe(text),
+        &erase,
+        &mut RecordingRunner::default(),
+    )
+    .unwrap()
 }
 
 /// Runs the plan with the fake runner; the record step is performed by
@@ -315,7 +322,13 @@ fn a_recipe_with_a_typo_is_reported_with_file_and_line() {
 #[test]
 fn apply_before_setup_finished_says_what_to_run() {
     let board = common::writable_copy("pi5-jmb585");
-    let err = apply::prepare(&board.host, &recipe(SET_UP), &[]).unwrap_err();
+    let err = apply::prepare(
+        &board.host,
+        &recipe(SET_UP),
+        &[],
+        &mut RecordingRunner::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("was never set up"), "{err}");
 
     let mut journal = finished::setup(&board.host, &recipe(SET_UP));
@@ -326,7 +339,13 @@ fn apply_before_setup_finished_says_what_to_run() {
         "setup has not finished (2 of {} steps done): run `sudo nasforge-setup --unattended` to finish it first",
         journal.steps.len()
     );
-    let err = apply::prepare(&board.host, &recipe(SET_UP), &[]).unwrap_err();
+    let err = apply::prepare(
+        &board.host,
+        &recipe(SET_UP),
+        &[],
+        &mut RecordingRunner::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.to_string(), stopped);
     let err: nasforge_engine::care::CareError = journal::finished(&board.host).unwrap_err().into();
     assert_eq!(err.to_string(), stopped, "care words it as apply does");
@@ -551,5 +570,100 @@ fn the_review_shows_alerts_changes_and_where_the_stored_password_would_go() {
             && text.contains("~ disks warn over 45 °C (was 50 °C)")
             && !text.contains("SMTP password"),
         "the relay is unchanged: {text}"
+    );
+}
+
+/// sdc and sdd hold the two members of a raid1 OpenMediaVault made, with
+/// ext4 on it: what mdadm and blkid say of them.
+fn old_raid1_on_sdc_sdd(board: &common::Board) -> RecordingRunner {
+    let mut answers = vec![(
+        format!("blkid -p -o value -s TYPE {OMV_PROBE}"),
+        "ext4\n".to_string(),
+    )];
+    for (devnum, disk, dev_uuid) in [
+        ("8:32", "sdc", "0a0b0c0d:0e0f1011:12131415:16171819"),
+        ("8:48", "sdd", "1a0b0c0d:0e0f1011:12131415:16171819"),
+    ] {
+        labelled(board, devnum, "linux_raid_member", "openmediavault:0");
+        answers.push((
+            format!("mdadm --examine --export /dev/{disk}"),
+            omv_member("raid1", 2, dev_uuid),
+        ));
+    }
+    RecordingRunner::answering(answers)
+}
+
+const ADOPT_OLD: &str = r#"
+[[storage.arrays]]
+name = "old"
+import = true
+uuid = "3f1c2a4b:5d6e7f80:91a2b3c4:d5e6f708"
+level = "raid1"
+filesystem = "ext4"
+mount = "/srv/old"
+"#;
+
+#[test]
+fn an_old_array_added_to_the_recipe_after_setup_is_adopted_as_it_is() {
+    let board = set_up("dev.txt");
+    let text = SET_UP.replacen("\n[[shares]]", &format!("{ADOPT_OLD}\n[[shares]]"), 1);
+    let mut runner = old_raid1_on_sdc_sdd(&board);
+    let p = apply::prepare(&board.host, &recipe(&text), &[], &mut runner).unwrap();
+    assert!(p.refusals.is_empty(), "{}", p.describe());
+    let shown = p.describe();
+    assert!(
+        shown.contains("the raid1 array 'openmediavault:0' (UUID 3f1c2a4b:5d6e7f80:91a2b3c4:d5e6f708) adopted as it is, 2 of 2 member(s) here, as /dev/md/old, its ext4 filesystem mounted at /srv/old; nothing on it is erased"),
+        "{shown}"
+    );
+    // Looked into read-only before the plan was shown.
+    assert!(
+        runner
+            .lines
+            .iter()
+            .any(|c| c.starts_with("mdadm --assemble /dev/md/nasforge-probe-3f1c2a4b --readonly"))
+            && runner
+                .lines
+                .iter()
+                .any(|c| c == "mdadm --stop /dev/md/nasforge-probe-3f1c2a4b"),
+        "{:?}",
+        runner.lines
+    );
+    let ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
+    assert!(
+        ids[0].starts_with("adopt"),
+        "adopted before anything else: {ids:?}"
+    );
+    assert!(
+        ids.iter().all(|id| !id.starts_with("wipe:")
+            && !id.starts_with("partition:")
+            && !id.starts_with("mkfs:")
+            && !id.starts_with("create-array:")),
+        "{ids:?}"
+    );
+    assert!(
+        ids.contains(&"mdadm-conf") && ids.contains(&"fstab") && ids.contains(&"mount:old"),
+        "{ids:?}"
+    );
+    assert_eq!(ids.last(), Some(&"record-setup"));
+
+    // A recipe naming the array as something it is not changes nothing.
+    let wrong = text.replacen(
+        "level = \"raid1\"\nfilesystem = \"ext4\"\nmount = \"/srv/old\"",
+        "level = \"raid1\"\nfilesystem = \"xfs\"\nmount = \"/srv/old\"",
+        1,
+    );
+    let p = apply::prepare(
+        &board.host,
+        &recipe(&wrong),
+        &[],
+        &mut old_raid1_on_sdc_sdd(&set_up("dev.txt")),
+    )
+    .unwrap();
+    assert!(p.steps.is_empty());
+    assert!(
+        p.describe()
+            .contains("the array holds an ext4 filesystem, not xfs"),
+        "{}",
+        p.describe()
     );
 }

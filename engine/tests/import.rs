@@ -9,6 +9,7 @@
 //! `show_import` prints a pool last used by another system.
 
 use nasforge_testkit::board as common;
+use nasforge_testkit::old_nas::{OLDTANK_LISTING, labelled};
 
 use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::setup::{self, Prepared, SetupError};
@@ -19,11 +20,20 @@ use std::path::Path;
 /// on 'oldnas', its other member not in this machine.
 const SDD: &str = "MD_LEVEL=raid1\nMD_DEVICES=2\nMD_NAME=oldnas:data\nMD_ARRAY_SIZE=4.00 TB\nMD_UUID=5c1a7e42:0b9d3f61:8e2a4c75:19d6b803\nMD_UPDATE_TIME=1796380000\nMD_DEV_UUID=77e0c2d1:4a5b6c7d:8e9f0a1b:2c3d4e5f\nMD_EVENTS=4127\n";
 
+/// Where the array is assembled read-only to be looked into.
+const PROBE: &str = "/dev/md/nasforge-probe-5c1a7e42";
+
+/// mdadm reading sdd's superblock, and blkid finding `holds` on the array
+/// assembled read-only.
+fn mdadm_finding(holds: &str) -> RecordingRunner {
+    RecordingRunner::answering(vec![
+        ("mdadm --examine --export /dev/sdd".into(), SDD.into()),
+        (format!("blkid -p -o value -s TYPE {PROBE}"), holds.into()),
+    ])
+}
+
 fn mdadm() -> RecordingRunner {
-    RecordingRunner::answering(vec![(
-        "mdadm --examine --export /dev/sdd".into(),
-        SDD.into(),
-    )])
+    mdadm_finding("ext4\n")
 }
 
 fn recipe(arrays: &str) -> DeviceRecipe {
@@ -73,7 +83,7 @@ fn an_old_raid1_is_adopted_as_it_is_and_a_new_array_takes_only_the_other_disks()
     let prepared = prepared.unwrap();
     assert!(
         notes.iter().any(|n| n
-            == "  raid1 'oldnas:data' (UUID 5c1a7e42:0b9d3f61:8e2a4c75:19d6b803), 1 of 2 members: sdd; 4.00 TB"),
+            == "  raid1 'oldnas:data' (UUID 5c1a7e42:0b9d3f61:8e2a4c75:19d6b803), 1 of 2 members: sdd; 4.00 TB; holds ext4"),
         "{notes:?}"
     );
     let adopted = &prepared.plan.arrays[1];
@@ -150,7 +160,7 @@ fn an_array_that_is_not_what_the_recipe_says_is_refused_naming_what_is_there() {
     let wrong_level = refusals(&ADOPT.replace("raid1", "raid5"));
     assert_eq!(wrong_level.len(), 1, "{wrong_level:?}");
     assert!(
-        wrong_level[0].contains("storage.arrays[0].level: the array on the disks is raid1 'oldnas:data' (UUID 5c1a7e42:0b9d3f61:8e2a4c75:19d6b803), 1 of 2 members: sdd; 4.00 TB, not raid5; if it is the one you mean, set level = \"raid1\""),
+        wrong_level[0].contains("storage.arrays[0].level: the array on the disks is raid1 'oldnas:data' (UUID 5c1a7e42:0b9d3f61:8e2a4c75:19d6b803), 1 of 2 members: sdd; 4.00 TB; holds ext4, not raid5; if it is the one you mean, set level = \"raid1\""),
         "{wrong_level:?}"
     );
     let no_such = refusals(&ADOPT.replace("name = \"data\"", "name = \"media\""));
@@ -167,6 +177,98 @@ fn an_array_that_is_not_what_the_recipe_says_is_refused_naming_what_is_there() {
     assert_eq!(
         by_uuid.plan.arrays[0].imported.as_ref().unwrap().devices,
         ["sdd"]
+    );
+}
+
+/// What setup plans for `arrays` with `runner` answering, and the
+/// commands it asked.
+fn prepare_with(
+    arrays: &str,
+    mut runner: RecordingRunner,
+) -> (Result<Prepared, SetupError>, Vec<String>) {
+    let board = common::board("cm4-marvell9215");
+    let prepared = setup::prepare(
+        &board.host,
+        Path::new("nasforge.toml"),
+        &recipe(arrays),
+        &mut runner,
+        &mut |_| {},
+    );
+    (prepared, runner.lines)
+}
+
+fn refused_with(arrays: &str, runner: RecordingRunner) -> String {
+    match prepare_with(arrays, runner).0 {
+        Err(SetupError::Refused(r)) => r
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("planned"),
+    }
+}
+
+#[test]
+fn the_array_is_looked_into_read_only_and_a_recipe_naming_another_filesystem_is_refused() {
+    let (prepared, ran) = prepare_with(ADOPT, mdadm());
+    prepared.unwrap();
+    let looked: Vec<&str> = ran
+        .iter()
+        .map(String::as_str)
+        .filter(|c| c.starts_with("mdadm") || c.starts_with("blkid"))
+        .filter(|c| !c.starts_with("mdadm --examine"))
+        .collect();
+    assert_eq!(
+        looked,
+        [
+            "mdadm --assemble /dev/md/nasforge-probe-5c1a7e42 --readonly --uuid=5c1a7e42:0b9d3f61:8e2a4c75:19d6b803 --run /dev/sdd",
+            "blkid -p -o value -s TYPE /dev/md/nasforge-probe-5c1a7e42",
+            "mdadm --stop /dev/md/nasforge-probe-5c1a7e42",
+        ],
+        "assembled read-only under a name of its own, looked at, stopped; never --readwrite, --update or --force"
+    );
+
+    let xfs = refused_with(&ADOPT.replace("\"ext4\"", "\"xfs\""), mdadm());
+    assert!(
+        xfs.contains("storage.arrays[0].filesystem: the array holds an ext4 filesystem, not xfs; if it is the one you mean, set filesystem = \"ext4\""),
+        "{xfs}"
+    );
+    let lvm = refused_with(ADOPT, mdadm_finding("LVM2_member\n"));
+    assert!(
+        lvm.contains("the array holds LVM2_member, not a filesystem: nasforge adopts an array with ext4, xfs, btrfs directly on it"),
+        "{lvm}"
+    );
+    let nothing = refused_with(ADOPT, mdadm_finding(""));
+    assert!(
+        nothing.contains("a read-only look found no filesystem libblkid knows on the array"),
+        "{nothing}"
+    );
+
+    // mdadm refusing to assemble it: refused in mdadm's words, and nothing
+    // is left to stop.
+    let mut busy = mdadm();
+    busy.failures.push((
+        "mdadm --assemble".into(),
+        "mdadm: /dev/sdd is busy - skipping\n".into(),
+    ));
+    let (prepared, ran) = prepare_with(ADOPT, busy);
+    let Err(SetupError::Refused(r)) = prepared else {
+        panic!("planned")
+    };
+    let why = r
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        why.contains("it could not be looked into (assembled read-only, nothing written): `mdadm --assemble /dev/md/nasforge-probe-5c1a7e42 --readonly --uuid=5c1a7e42:0b9d3f61:8e2a4c75:19d6b803 --run /dev/sdd` said: mdadm: /dev/sdd is busy - skipping"),
+        "{why}"
+    );
+    assert!(
+        !ran.iter()
+            .any(|c| c.starts_with("mdadm --stop") || c.starts_with("blkid -p")),
+        "{ran:?}"
     );
 }
 
@@ -320,33 +422,13 @@ fn the_adopt_step_is_done_only_when_the_array_runs_writable_with_its_filesystem(
     );
 }
 
-/// As zpool 2.x's `show_import` lists a mirror on the fixture's sdb and
-/// sdc, last used by another system.
-const LISTING: &str = "   pool: oldtank
-     id: 5871402329107765531
-  state: ONLINE
- status: The pool was last accessed by another system.
- action: The pool can be imported using its name or numeric identifier and
-\tthe '-f' flag.
-   see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-EY
- config:
-
-\toldtank                                      ONLINE
-\t  mirror-0                                   ONLINE
-\t    ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000002  ONLINE
-\t    ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000003  ONLINE
-";
-
 /// sdb and sdc of a writable Pi 5 copy labelled as a pool's disks (udev's
 /// record), with zpool and zfs installed.
 fn old_pool() -> common::Board {
     let board = common::writable_copy("pi5-jmb585");
     common::with_zfs(&board);
     for devnum in ["8:16", "8:32"] {
-        let record = board.host.path(&format!("/run/udev/data/b{devnum}"));
-        let mut text = std::fs::read_to_string(&record).unwrap();
-        text.push_str("E:ID_FS_TYPE=zfs_member\nE:ID_FS_LABEL=oldtank\n");
-        std::fs::write(&record, text).unwrap();
+        labelled(&board, devnum, "zfs_member", "oldtank");
     }
     board
 }
@@ -378,7 +460,10 @@ fn prepare_looking_inside(
 ) -> (Result<Prepared, SetupError>, Vec<String>, Vec<String>) {
     let mut notes = Vec::new();
     let mut runner = RecordingRunner::answering(vec![
-        ("zpool import -d /dev/disk/by-id".into(), LISTING.into()),
+        (
+            "zpool import -d /dev/disk/by-id".into(),
+            OLDTANK_LISTING.into(),
+        ),
         ("zfs get -H -r -t filesystem".into(), datasets.into()),
         ("zpool get -H -o value bootfs".into(), bootfs.into()),
     ]);
@@ -617,5 +702,40 @@ fn the_adopt_pool_step_is_done_only_when_this_pool_is_imported_at_the_mount() {
             "a pool called 'oldtank' is imported here already, and it is not the one to adopt"
         ),
         "{why}"
+    );
+}
+
+#[test]
+fn a_pool_whose_read_only_import_fails_is_refused_in_zpools_words() {
+    let board = old_pool();
+    let mut runner = RecordingRunner::answering(vec![(
+        "zpool import -d /dev/disk/by-id".into(),
+        OLDTANK_LISTING.into(),
+    )]);
+    runner.failures.push((
+        "zpool import -N -o readonly=on".into(),
+        "cannot import 'oldtank': I/O error\n".into(),
+    ));
+    let err = setup::prepare(
+        &board.host,
+        Path::new("nasforge.toml"),
+        &recipe(ADOPT_POOL),
+        &mut runner,
+        &mut |_| {},
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.contains("its datasets could not be looked at (a read-only import): `zpool import -N -o readonly=on -o cachefile=none -d /dev/disk/by-id -f -t 5871402329107765531 nasforge-probe-5871402329107765531` said: cannot import 'oldtank': I/O error"),
+        "{err}"
+    );
+    assert!(
+        !runner
+            .lines
+            .iter()
+            .any(|c| c.starts_with("zpool export") || c.starts_with("zfs get")),
+        "nothing was imported, so nothing is read or exported: {:?}",
+        runner.lines
     );
 }

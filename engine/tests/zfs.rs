@@ -865,7 +865,13 @@ fn a_share_added_later_on_a_pool_gets_its_dataset_from_apply() {
     let added = format!(
         "{set_up_text}\n[[shares]]\nname = \"photos\"\npath = \"/srv/tank/media/photos\"\nsmb = {{ users = [\"admin\"] }}\nquota = \"50GiB\"\n"
     );
-    let plan = nasforge_engine::apply::prepare(&board.host, &recipe(&added), &[]).unwrap();
+    let plan = nasforge_engine::apply::prepare(
+        &board.host,
+        &recipe(&added),
+        &[],
+        &mut RecordingRunner::default(),
+    )
+    .unwrap();
     assert!(plan.refusals.is_empty(), "{:?}", plan.refusals);
     let photos = plan
         .steps

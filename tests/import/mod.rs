@@ -8,12 +8,15 @@
 //! zpool itself (default mountpoint /oldtank, a dataset with a file, and
 //! one mounted at a folder of its own under /home), exported as a person
 //! moving disks does. Then nasforge-setup runs unattended with a recipe
-//! that adopts both: first declared raid6 and raidz1, which is refused,
-//! with the dataset that would mount under /home, and every disk byte for
-//! byte as it was (the `zpool import` listing, the pool's read-only import
-//! to look inside and `mdadm --examine` write nothing); the dataset's
-//! mountpoint is inherited again as the refusal says; then raid5 and
-//! mirror, which adopts them: no partition, mkfs, wipe or zpool create, the
+//! that adopts both: first declared a raid6 of xfs and raidz1, which is
+//! refused, with the ext4 found on the array and the dataset that would
+//! mount under /home, and every disk byte for byte as it was (the `zpool
+//! import` listing, `mdadm --examine`, the array's read-only assembly and
+//! the pool's read-only import to look inside write nothing, and neither
+//! is left assembled or imported); the dataset's
+//! mountpoint is inherited again as the refusal says; then raid5, which
+//! setup adopts, and the mirror added to the recipe after setup, which
+//! `apply` adopts: no partition, mkfs, wipe or zpool create, the
 //! superblocks keep their name, mdadm.conf and fstab list the array, the
 //! pool is imported by id into the cache file and mounted at the recipe's
 //! mount, and both files read back with their sha256.
@@ -70,15 +73,29 @@ fn devices_of(listed: &str, serials: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn setup_with(pc: &Board, key: &Path, recipe: &str) -> String {
+/// `nasforge-setup <command>` run with `recipe` as /root/import.toml: its
+/// output, and its exit status as `exit=N`.
+fn run_with(pc: &Board, key: &Path, recipe: &str, command: &str) -> String {
     sudo(
         pc,
         key,
         &format!(
-            "printf \"%s\" \"{}\" > /root/import.toml; nasforge-setup --unattended --recipe /root/import.toml 2>&1; echo exit=$?",
+            "printf \"%s\" \"{}\" > /root/import.toml; nasforge-setup --recipe /root/import.toml {command} 2>&1; echo exit=$?",
             recipe.replace('"', "\\\"")
         ),
     )
+}
+
+fn setup_with(pc: &Board, key: &Path, recipe: &str) -> String {
+    run_with(pc, key, recipe, "--unattended")
+}
+
+/// The recipe without its second array: the pool.
+fn without_pool(recipe: &str) -> String {
+    recipe[..recipe
+        .find("\n[[storage.arrays]]\nname = \"oldtank\"")
+        .unwrap()]
+        .to_string()
 }
 
 pub fn old_array_adopted(pc: &Board, key: &Path) {
@@ -154,8 +171,13 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
         key,
         "mv /var/lib/nasforge/journal.json /var/lib/nasforge/journal.pc.json",
     );
-    let refused = setup_with(pc, key, &recipe(&uuid, "raid6", "raidz1"));
-    eprintln!("e2e: setup with the array declared raid6 and the pool raidz1:\n{refused}");
+    let wrong = recipe(&uuid, "raid6", "raidz1").replacen(
+        "filesystem = \"ext4\"",
+        "filesystem = \"xfs\"",
+        1,
+    );
+    let refused = setup_with(pc, key, &wrong);
+    eprintln!("e2e: setup with the array declared raid6 of xfs and the pool raidz1:\n{refused}");
     assert!(
         refused.contains(&format!(
             "storage.arrays[0].level: the array on the disks is raid5 'openmediavault:0' (UUID {uuid}), 3 of 3 members"
@@ -164,12 +186,23 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
                 "storage.arrays[1].level: the pool on the disks is ZFS pool 'oldtank' (id {pool_id}), mirror, ONLINE"
             ))
             && refused.contains("set level = \"mirror\"")
+            && refused.contains("3 of 3 members") && refused.contains("; holds ext4")
+            && refused.contains("storage.arrays[0].filesystem: the array holds an ext4 filesystem, not xfs; if it is the one you mean, set filesystem = \"ext4\"")
             && refused.contains("its dataset oldtank/home has a mountpoint of its own, /home/oldtank-home, outside /srv/oldtank")
             && !refused.contains("exit=0"),
         "{refused}"
     );
-    // The pool was looked into read-only to find that: nothing written.
+    // The array was assembled read-only and the pool imported read-only
+    // to look into them: nothing written, and neither left behind.
     assert_eq!(hashes(), before, "the refused setup wrote to the old disks");
+    let left = sudo(pc, key, "cat /proc/mdstat; zpool list -H -o name");
+    assert!(
+        !left
+            .lines()
+            .any(|l| l.contains(" : active") && l.contains("raid5"))
+            && !left.contains("nasforge-probe"),
+        "{left}"
+    );
     // As the refusal says.
     sudo(
         pc,
@@ -177,23 +210,32 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
         "zpool import -N -d /dev/disk/by-id oldtank && zfs inherit mountpoint oldtank/home && zpool export oldtank",
     );
 
-    let adopted = setup_with(pc, key, &recipe(&uuid, "raid5", "mirror"));
-    eprintln!("e2e: setup adopting the raid5 and the mirror:\n{adopted}");
+    let right = recipe(&uuid, "raid5", "mirror");
+    let adopted = setup_with(pc, key, &without_pool(&right));
+    eprintln!("e2e: setup adopting the raid5:\n{adopted}");
     assert!(
         adopted.contains(&format!(
             "Adopt the raid5 array 'openmediavault:0' (UUID {uuid}) as /dev/md/media: nothing erased"
         )) && adopted.contains("--readonly")
             && adopted.contains("mdadm --readwrite /dev/md/media")
-            && adopted.contains(&format!(
-                "Import the ZFS pool 'oldtank' (id {pool_id}, mirror) mounted at /srv/oldtank: nothing erased"
-            ))
-            && adopted.contains(&format!(
-                "zpool import -N -d /dev/disk/by-id -o cachefile=/etc/zfs/zpool.cache {pool_id}"
-            ))
             && adopted.contains("setup complete")
             && adopted.contains("exit=0"),
         "{adopted}"
     );
+    // The pool's disks come later, as a person adds them to a running NAS:
+    // its entry is added to the recipe and `apply` adopts it.
+    let applied = run_with(pc, key, &right, "apply --yes");
+    eprintln!("e2e: apply adopting the mirror after setup:\n{applied}");
+    assert!(
+        applied.contains(&format!(
+            "Import the ZFS pool 'oldtank' (id {pool_id}, mirror) mounted at /srv/oldtank: nothing erased"
+        )) && applied.contains(&format!(
+            "zpool import -N -d /dev/disk/by-id -o cachefile=/etc/zfs/zpool.cache {pool_id}"
+        )) && applied.contains("apply complete")
+            && applied.contains("exit=0"),
+        "{applied}"
+    );
+    let adopted = format!("{adopted}\n{applied}");
     for never in [
         "] Partition ",
         "] Make a",

@@ -4,6 +4,7 @@
 
 use nasforge_testkit::board as common;
 use nasforge_testkit::finished;
+use nasforge_testkit::old_nas::{OLDTANK_LISTING, OMV_PROBE, labelled, omv_member};
 
 use nasforge_engine::journal::{self, Journal, StepRecord};
 use nasforge_engine::machine::zfs::ZfsSupport;
@@ -43,28 +44,9 @@ fn board() -> common::Board {
 /// The wizard on the fixture; smartctl says sdc is failing, the other WD
 /// Reds pass, and the SD card cannot tell.
 fn wizard_on(board: &common::Board, theme: Theme) -> Wizard {
-    let mut runner = RecordingRunner::default();
-    for (disk, json) in [
-        ("sda", SMART_PASSED),
-        ("sdb", SMART_PASSED),
-        ("sdc", SMART_FAILED),
-        ("sdd", SMART_PASSED),
-    ] {
-        runner.responses.push((
-            format!("smartctl --json -H -A /dev/{disk}"),
-            json.to_string(),
-        ));
-    }
-    let facts = facts::gather(&board.host, &mut runner).unwrap();
-    Wizard::new(
-        facts,
-        Settings {
-            theme,
-            dry_run: false,
-            fs_uuid: FS_UUID.into(),
-            now: NOW,
-        },
-    )
+    let (mut w, _) = wizard_answering(board, Vec::new());
+    w.settings.theme = theme;
+    w
 }
 
 fn key(w: &mut Wizard, code: KeyCode) -> Effect {
@@ -2410,5 +2392,314 @@ fn fifteen_disks_as_a_pool_get_two_raidz2_vdevs_and_a_hot_spare_at_80x24() {
     assert_eq!(
         words[words.len() - 1],
         "/dev/disk/by-id/wwn-0x5000c500b0000007"
+    );
+}
+
+// An old NAS's array adopted as it is (`i` on one of its disks).
+
+const ADOPT: KeyCode = KeyCode::Char('i');
+
+/// The fixture with sda and sdb members of 'openmediavault:0' holding
+/// xfs, and the answers mdadm and blkid give about them.
+fn old_raid1() -> (common::Board, Vec<(String, String)>) {
+    let board = board();
+    for devnum in ["8:0", "8:16"] {
+        labelled(&board, devnum, "linux_raid_member", "openmediavault:0");
+    }
+    let answers = vec![
+        (
+            "mdadm --examine --export /dev/sda".to_string(),
+            omv_member("raid1", 2, "0a0b0c0d:0e0f1011:12131415:16171819"),
+        ),
+        (
+            "mdadm --examine --export /dev/sdb".to_string(),
+            omv_member("raid1", 2, "1a0b0c0d:0e0f1011:12131415:16171819"),
+        ),
+        (
+            format!("blkid -p -o value -s TYPE {OMV_PROBE}"),
+            "xfs\n".to_string(),
+        ),
+    ];
+    (board, answers)
+}
+
+/// As [`wizard_on`] (plainly drawn), with more answers for the commands
+/// discovery asks; the commands it ran are returned too.
+fn wizard_answering(
+    board: &common::Board,
+    answers: Vec<(String, String)>,
+) -> (Wizard, Vec<String>) {
+    let mut runner = RecordingRunner::answering(answers);
+    for (disk, json) in [
+        ("sda", SMART_PASSED),
+        ("sdb", SMART_PASSED),
+        ("sdc", SMART_FAILED),
+        ("sdd", SMART_PASSED),
+    ] {
+        runner.responses.push((
+            format!("smartctl --json -H -A /dev/{disk}"),
+            json.to_string(),
+        ));
+    }
+    let facts = facts::gather(&board.host, &mut runner).unwrap();
+    let settings = Settings {
+        theme: PLAIN,
+        dry_run: false,
+        fs_uuid: FS_UUID.into(),
+        now: NOW,
+    };
+    (Wizard::new(facts, settings), runner.lines)
+}
+
+#[test]
+fn an_old_md_array_is_adopted_as_it_is_and_the_service_plans_the_same() {
+    let (board, answers) = old_raid1();
+    let (mut w, _) = wizard_answering(&board, answers.clone());
+    keys(&mut w, &[Enter]);
+    on_disk(&mut w, "sdb", ADOPT);
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        !notice.error
+            && notice.text.contains("raid1 'openmediavault:0'")
+            && notice.text.contains("Nothing on it is erased"),
+        "{notice:?}"
+    );
+    let shown = screen(&w);
+    assert!(
+        shown.contains(" [i] sda") && shown.contains(">[i] sdb"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Adopted: the raid1 array on sda, sdb"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("disks_adopted", shown);
+
+    // One array: nothing is chosen beside it.
+    on_disk(&mut w, "sdd", SPACE);
+    assert!(w.notice.as_ref().unwrap().error);
+    assert!(w.disks.chosen.is_empty());
+
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout);
+    let shown = screen(&w);
+    assert!(
+        flat(&shown).contains("Adopting the raid1 array as it is:"),
+        "{shown}"
+    );
+    assert!(
+        flat(&shown).contains("checks that it still holds the xfs filesystem seen there now"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("layout_adopted", shown);
+
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    admin_password(&mut w);
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let review = flat(&review_text(&w));
+    assert!(
+        review.contains("the raid1 array 'openmediavault:0' (UUID 3f1c2a4b:5d6e7f80:91a2b3c4:d5e6f708) adopted as it is, 2 of 2 member(s) here, as /dev/md/data, its xfs filesystem mounted at /srv/data; nothing on it is erased"),
+        "{review}"
+    );
+    // No disk is erased, so no name is typed: Enter starts.
+    let handoff = start(&mut w);
+    let array = &handoff.recipe.storage.as_ref().unwrap().arrays[0];
+    assert_eq!(
+        (
+            array.import,
+            array.uuid.as_deref(),
+            array.level,
+            array.filesystem,
+            array.wipe,
+            array.disk_match.is_none()
+        ),
+        (
+            true,
+            Some("3f1c2a4b:5d6e7f80:91a2b3c4:d5e6f708"),
+            Level::Raid1,
+            Filesystem::Xfs,
+            false,
+            true
+        )
+    );
+    let ids: Vec<&str> = handoff.steps.iter().map(|s| s.id.as_str()).collect();
+    assert!(
+        ids.iter().all(|id| !id.starts_with("wipe:")
+            && !id.starts_with("partition:")
+            && !id.starts_with("mkfs:")
+            && !id.starts_with("create-array:")),
+        "{ids:?}"
+    );
+    assert!(ids.iter().any(|id| id.starts_with("adopt")), "{ids:?}");
+
+    // nasforge-setup.service runs `--unattended` on the recipe the wizard
+    // wrote: it finds the same array and plans exactly what was reviewed.
+    let host = &board.host;
+    service::start(host, &handoff, &mut RecordingRunner::default()).unwrap();
+    let recipe_file = host.path(image_files::WIZARD_RECIPE);
+    assert_eq!(DeviceRecipe::load(&recipe_file).unwrap(), handoff.recipe);
+    let mut planned = None;
+    let result = setup::unattended(
+        host,
+        &recipe_file,
+        &mut RecordingRunner::answering(answers),
+        &mut |_| {},
+        &mut |plan| planned = Some(plan.clone()),
+        &mut |_| {},
+    );
+    assert!(
+        matches!(result, Err(SetupError::NotTheRealRoot(_))),
+        "{result:?}"
+    );
+    assert_eq!(planned.as_ref(), Some(&handoff.plan));
+}
+
+#[test]
+fn adopting_needs_an_array_and_nothing_chosen_beside_it() {
+    let (board, answers) = old_raid1();
+    let (mut w, _) = wizard_answering(&board, answers);
+    keys(&mut w, &[Enter]);
+    on_disk(&mut w, "sdd", ADOPT);
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        notice.error && notice.text.contains("sdd holds no md array or ZFS pool"),
+        "{notice:?}"
+    );
+    on_disk(&mut w, "sdd", SPACE);
+    on_disk(&mut w, "sda", ADOPT);
+    let notice = w.notice.clone().unwrap();
+    assert!(
+        notice.error && notice.text.contains("unchoose sdd"),
+        "{notice:?}"
+    );
+    assert!(w.disks.adopted.is_none());
+    // Let go with i again, after adopting: a new array may be built.
+    on_disk(&mut w, "sdd", SPACE);
+    on_disk(&mut w, "sda", ADOPT);
+    assert!(w.disks.adopted.is_some());
+    on_disk(&mut w, "sdb", ADOPT);
+    assert!(w.disks.adopted.is_none());
+    assert!(w.storage().arrays.is_empty());
+}
+
+#[test]
+fn an_array_md_cannot_run_is_shown_refused_before_anything_is_written() {
+    let board = board();
+    labelled(&board, "8:0", "linux_raid_member", "openmediavault:0");
+    let (mut w, ran) = wizard_answering(
+        &board,
+        vec![(
+            "mdadm --examine --export /dev/sda".into(),
+            omv_member("raid0", 2, "0a0b0c0d:0e0f1011:12131415:16171819"),
+        )],
+    );
+    assert!(
+        ran.iter()
+            .all(|c| !c.contains("--assemble") && !c.contains("--create")),
+        "{ran:?}"
+    );
+    keys(&mut w, &[Enter]);
+    on_disk(&mut w, "sda", ADOPT);
+    keys(&mut w, &[Enter]);
+    let shown = flat(&screen(&w));
+    assert!(
+        shown.contains("! array 'data': cannot be imported: 1 of its 2 members are here (1 missing); raid0 runs with at most 0 missing"),
+        "{shown}"
+    );
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout, "refused plans stay here");
+    assert!(w.notice.as_ref().unwrap().error);
+}
+
+#[test]
+fn an_old_zfs_pool_is_adopted_under_its_own_name_after_a_read_only_look() {
+    let board = board();
+    common::with_zfs(&board);
+    for devnum in ["8:16", "8:32"] {
+        labelled(&board, devnum, "zfs_member", "oldtank");
+    }
+    let probe = "nasforge-probe-5871402329107765531";
+    let (mut w, ran) = wizard_answering(
+        &board,
+        vec![
+            (
+                "zpool import -d /dev/disk/by-id".into(),
+                OLDTANK_LISTING.into(),
+            ),
+            (
+                "zfs get -H -r -t filesystem".into(),
+                format!(
+                    "{probe}\tmountpoint\t/oldtank\tdefault\n{probe}\tcanmount\ton\tdefault\n{probe}\tencryption\toff\tdefault\n"
+                ),
+            ),
+            ("zpool get -H -o value bootfs".into(), "-\n".into()),
+        ],
+    );
+    // Discovery imported it only read-only, under another name, and
+    // exported it again.
+    let imports: Vec<&String> = ran
+        .iter()
+        .filter(|c| c.contains(" import ") || c.starts_with("zpool export"))
+        .collect();
+    assert_eq!(
+        imports,
+        [
+            "zpool import -d /dev/disk/by-id",
+            &format!(
+                "zpool import -N -o readonly=on -o cachefile=none -d /dev/disk/by-id -f -t 5871402329107765531 {probe}"
+            ),
+            &format!("zpool export {probe}"),
+        ]
+    );
+    keys(&mut w, &[Enter]);
+    on_disk(&mut w, "sdc", ADOPT);
+    assert!(screen(&w).contains("Adopted: the mirror pool on sdb, sdc"));
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Layout);
+    assert_eq!(w.layout.mount.value(), "/srv/oldtank");
+    let shown = flat(&screen(&w));
+    assert!(shown.contains("It keeps its name 'oldtank'"), "{shown}");
+    assert!(shown.contains("! "), "the -f warning: {shown}");
+    keys(&mut w, &[Enter]);
+    assert_eq!(w.screen, Screen::Shares, "{:?}", w.notice);
+    admin_password(&mut w);
+    keys(&mut w, &[Enter, Enter]);
+    assert_eq!(w.screen, Screen::Review, "{:?}", w.notice);
+    let handoff = start(&mut w);
+    let array = &handoff.recipe.storage.as_ref().unwrap().arrays[0];
+    assert_eq!(
+        (
+            array.name.as_str(),
+            array.import,
+            array.uuid.as_deref(),
+            array.level,
+            array.filesystem,
+            array.mount.as_str()
+        ),
+        (
+            "oldtank",
+            true,
+            Some("5871402329107765531"),
+            Level::Mirror,
+            Filesystem::Zfs,
+            "/srv/oldtank"
+        )
+    );
+    let commands: Vec<String> = handoff
+        .steps
+        .iter()
+        .flat_map(|s| s.actions.iter().map(ToString::to_string))
+        .collect();
+    assert!(
+        commands.iter().any(|c| c.contains("zpool import -N -d /dev/disk/by-id -o cachefile=/etc/zfs/zpool.cache -f 5871402329107765531")),
+        "{commands:#?}"
+    );
+    assert!(
+        commands
+            .iter()
+            .all(|c| !c.contains("zpool create") && !c.contains("wipefs")),
+        "{commands:#?}"
     );
 }

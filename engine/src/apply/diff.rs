@@ -251,7 +251,11 @@ fn array_change(was: &Array, now: &Array) -> Option<String> {
     None
 }
 
-fn new_arrays<'a>(old: Option<&Storage>, new: Option<&'a Storage>) -> Vec<(usize, &'a Array)> {
+/// The arrays `new` has and `old` had not, with their index in `new`.
+pub(super) fn new_arrays<'a>(
+    old: Option<&Storage>,
+    new: Option<&'a Storage>,
+) -> Vec<(usize, &'a Array)> {
     let Some(new) = new else { return Vec::new() };
     new.arrays
         .iter()
@@ -261,7 +265,9 @@ fn new_arrays<'a>(old: Option<&Storage>, new: Option<&'a Storage>) -> Vec<(usize
 }
 
 /// The new arrays planned on the disks no set-up array uses, with setup's
-/// rules; a disk that holds data also needs `--erase`.
+/// rules; a disk that holds data also needs `--erase`. An array or pool
+/// another machine made is adopted as it is (`import = true`), as setup
+/// adopts one: nothing on it is erased, so it needs no `--erase`.
 fn plan_arrays(
     storage: Option<&Storage>,
     added: &[(usize, &Array)],
@@ -272,13 +278,6 @@ fn plan_arrays(
     let Some(storage) = storage else {
         return Vec::new();
     };
-    if let Some((i, a)) = added.iter().find(|(_, a)| a.import) {
-        refusals.push(format!(
-            "storage.arrays[{i}] ('{}'): adopting an existing array after setup is not built yet; setup adopts it at first boot",
-            a.name
-        ));
-        return Vec::new();
-    }
     let used: Vec<&str> = setup
         .arrays
         .iter()

@@ -122,14 +122,23 @@ pub enum ApplyError {
 
 /// Compares `recipe` (already loaded with [`DeviceRecipe::load`], so its
 /// errors carry file:line:col) with the set-up state on this board.
-/// `erase` holds the disks named with `--erase`.
+/// `erase` holds the disks named with `--erase`. When the recipe adopts an
+/// array or pool it did not before, the disks' md superblocks and ZFS
+/// labels are read and looked into read-only through `ask`, as setup does.
 pub fn prepare(
     host: &Host,
     recipe: &DeviceRecipe,
     erase: &[String],
+    ask: &mut dyn crate::command::Ask,
 ) -> Result<ApplyPlan, ApplyError> {
     let journal = crate::journal::finished(host)?;
-    let inventory = disks::discover(host)?;
+    let mut inventory = disks::discover(host)?;
+    let adopting = diff::new_arrays(journal.recipe.storage.as_ref(), recipe.storage.as_ref())
+        .iter()
+        .any(|(_, a)| a.import);
+    if adopting {
+        crate::setup::find_existing(host, &mut inventory, ask);
+    }
     let accounts = users::accounts(host)?;
     let names: Vec<String> = accounts.iter().map(|a| a.name.clone()).collect();
     let board = Board {

@@ -26,6 +26,15 @@ pub struct ExistingMd {
     pub size: Option<String>,
     /// Its members on this machine, newest superblock first.
     pub members: Vec<ExistingMember>,
+    /// What a read-only look inside found ([`super::md_contents::probe`]):
+    /// libblkid's name for it (`ext4`, `LVM2_member`), empty when libblkid
+    /// knows nothing there; None when it was not looked at (md would not
+    /// run it anyway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holds: Option<String>,
+    /// mdadm's or blkid's words when that look failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,6 +125,26 @@ pub fn examine_long_cmd(device: &str) -> Cmd {
     Cmd::new(&["mdadm", "--examine", &format!("/dev/{device}")])
 }
 
+/// How an array is assembled to be looked into, or adopted: read-only
+/// ("no writes will be allowed to the array, and no resync, recovery, or
+/// reshape will be started", mdadm.8), `--run` when a member is missing.
+pub fn assemble_readonly(device: &str, uuid: &str, devices: &[String], run: bool) -> Cmd {
+    let uuid = format!("--uuid={uuid}");
+    let mut argv = vec!["mdadm", "--assemble", device, "--readonly", &uuid];
+    if run {
+        argv.push("--run");
+    }
+    argv.extend(devices.iter().map(String::as_str));
+    Cmd::new(&argv)
+}
+
+/// What is on an array, by libblkid's probe of the device itself (`-p`:
+/// not udev's cache, which has not seen it yet). blkid exits 2 when it
+/// finds nothing.
+pub fn probe_type(device: &str) -> Cmd {
+    Cmd::new(&["blkid", "-p", "-o", "value", "-s", "TYPE", device])
+}
+
 /// Members grouped into arrays by UUID, in the order their first member
 /// was found; the newest superblock says what the array is.
 pub fn group(examined: Vec<(String, String, Examined)>) -> Vec<ExistingMd> {
@@ -147,6 +176,8 @@ pub fn group(examined: Vec<(String, String, Examined)>) -> Vec<ExistingMd> {
                     raid_devices: e.raid_devices,
                     size: e.size,
                     members: vec![member],
+                    holds: None,
+                    unreadable: None,
                 },
                 e.events,
             )),
@@ -265,6 +296,11 @@ impl fmt::Display for ExistingMd {
         }
         if let Some(size) = &self.size {
             write!(f, "; {size}")?;
+        }
+        match self.holds.as_deref() {
+            Some("") => write!(f, "; holds no filesystem libblkid knows")?,
+            Some(fstype) => write!(f, "; holds {}", printable(fstype))?,
+            None => {}
         }
         Ok(())
     }

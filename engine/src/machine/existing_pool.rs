@@ -293,7 +293,7 @@ pub fn probe(pool: &ExistingPool, ask: &mut dyn Ask) -> Result<Probed, String> {
 }
 
 /// A command's output, or what it said on failing.
-fn said(ask: &mut dyn Ask, cmd: &Cmd) -> Result<String, String> {
+pub(super) fn said(ask: &mut dyn Ask, cmd: &Cmd) -> Result<String, String> {
     let answer = ask.query(cmd).map_err(|e| e.to_string())?;
     if answer.status == 0 {
         Ok(answer.stdout)

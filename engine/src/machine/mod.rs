@@ -12,6 +12,7 @@ pub mod filesystems;
 pub mod hardware;
 pub mod host;
 pub mod md;
+pub mod md_contents;
 pub mod mounts;
 pub mod parity_record;
 pub mod power;

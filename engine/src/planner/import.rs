@@ -84,6 +84,34 @@ pub(super) fn the_one<'a, T: std::fmt::Display>(
     }
 }
 
+/// What a read-only look inside the array says against the recipe's
+/// `filesystem`, when it says no.
+fn looked_inside(existing: &ExistingMd, wanted: &str) -> Option<String> {
+    const MADE: [&str; 3] = ["ext4", "xfs", "btrfs"];
+    if let Some(why) = &existing.unreadable {
+        return Some(format!(
+            "it could not be looked into (assembled read-only, nothing written): {why}"
+        ));
+    }
+    let found = existing.holds.as_deref()?;
+    match found {
+        _ if found == wanted => None,
+        "" => Some(format!(
+            "a read-only look found no filesystem libblkid knows on the array; nasforge adopts an array with {} directly on it",
+            MADE.join(", ")
+        )),
+        _ if MADE.contains(&found) => Some(format!(
+            "the array holds {} {found} filesystem, not {wanted}; if it is the one you mean, set filesystem = \"{found}\"",
+            crate::machine::signature::a_or_an(found)
+        )),
+        _ => Some(format!(
+            "the array holds {}, not a filesystem: nasforge adopts an array with {} directly on it, not LVM or encryption over it (as a Synology's SHR has)",
+            crate::machine::printable(found),
+            MADE.join(", ")
+        )),
+    }
+}
+
 pub(super) fn plan_import(
     index: usize,
     spec: &Array,
@@ -139,6 +167,12 @@ pub(super) fn plan_import(
     }
     if let Some(why) = existing.unstartable() {
         refusals.push(refuse(spec, None, format!("cannot be imported: {why}")));
+    }
+    if let Some(why) = looked_inside(existing, &spec.filesystem.to_string()) {
+        refusals.push(Refusal {
+            at: at("filesystem"),
+            ..refuse(spec, None, why)
+        });
     }
     let mut members: Vec<(&Disk, Option<u32>)> = Vec::new();
     for m in existing.assembled() {

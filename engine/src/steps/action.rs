@@ -196,24 +196,6 @@ pub fn adopt_import(id: &str, force: bool) -> Cmd {
     Cmd::new(&argv)
 }
 
-/// How an adopted array is assembled: read-only, so that its filesystem
-/// can be checked before anything on it changes.
-pub fn adopt_assemble(device: &str, uuid: &str, devices: &[String], run: bool) -> Cmd {
-    let uuid = format!("--uuid={uuid}");
-    let mut argv = vec!["mdadm", "--assemble", device, "--readonly", &uuid];
-    if run {
-        argv.push("--run");
-    }
-    argv.extend(devices.iter().map(String::as_str));
-    Cmd::new(&argv)
-}
-
-/// What the filesystem on an adopted array is, by libblkid's probe of the
-/// device itself (`-p`: not udev's cache, which has not seen it yet).
-pub fn probe_type(device: &str) -> Cmd {
-    Cmd::new(&["blkid", "-p", "-o", "value", "-s", "TYPE", device])
-}
-
 impl fmt::Display for Action {
     /// One line per command, as `plan --dry-run` prints them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -347,8 +329,8 @@ impl fmt::Display for Action {
             } => write!(
                 f,
                 "mdadm --stop <any md array already holding these devices>\n{}\n{}  # must say {filesystem}, else: mdadm --stop {device}, and setup stops\n{}",
-                adopt_assemble(device, uuid, devices, *run),
-                probe_type(device),
+                crate::machine::existing::assemble_readonly(device, uuid, devices, *run),
+                crate::machine::existing::probe_type(device),
                 Cmd::new(&["mdadm", "--readwrite", device])
             ),
             Action::AdoptPool {

@@ -20,8 +20,7 @@ pub mod usb;
 mod zfs;
 
 pub use action::{
-    Action, Cmd, adopt_assemble, adopt_import, enable_argv, needs_no_enabling, probe_type,
-    reboot_cmd, shell_quote, start_argv,
+    Action, Cmd, adopt_import, enable_argv, needs_no_enabling, reboot_cmd, shell_quote, start_argv,
 };
 pub use guard::{CareGuard, Check, Guard, PoolMember};
 pub(crate) use storage::mount_by_systemd;
@@ -220,6 +219,11 @@ pub fn share_steps(plan: &Plan) -> Vec<Step> {
 /// their mounts.
 pub fn added_array_steps(plan: &Plan, ctx: &Context, added: &[usize]) -> Vec<Step> {
     let mut steps = Vec::new();
+    // Adopted first, as at setup: one that is not what the recipe says
+    // stops the run before anything else is written.
+    for &i in added.iter().filter(|&&i| plan.arrays[i].imported.is_some()) {
+        import::adopt_step(&plan.arrays[i], &mut steps);
+    }
     build_steps(plan, ctx, added, &mut steps);
     let md = added.iter().any(|&i| is_md(&plan.arrays[i]));
     if md {

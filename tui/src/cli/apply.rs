@@ -89,7 +89,10 @@ fn review_and_run(
     edited: Option<&str>,
     confirm: &Confirm,
 ) -> anyhow::Result<()> {
-    let plan = apply::prepare(host, recipe, &confirm.erase)?;
+    // Commands run only to look at an old array or pool the recipe adopts
+    // (read-only), and then for the plan itself; all go to setup's log.
+    let mut runner = runner(host)?;
+    let plan = apply::prepare(host, recipe, &confirm.erase, runner.as_mut())?;
     print!("{}", plan.describe());
     if plan.nothing_to_change() {
         return Ok(());
@@ -114,7 +117,7 @@ fn review_and_run(
         atomic_file::write(recipe_file, text.as_bytes(), 0o644)
             .with_context(|| format!("cannot write {}", recipe_file.display()))?;
     }
-    apply::run(host, &plan, runner(host)?.as_mut(), &mut progress)?;
+    apply::run(host, &plan, runner.as_mut(), &mut progress)?;
     println!("nasforge-setup: apply complete");
     Ok(())
 }

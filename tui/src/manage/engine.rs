@@ -33,7 +33,8 @@ impl EngineBackend {
         let journal = journal::finished(&self.host).map_err(|e| e.to_string())?;
         let mut recipe = journal.recipe.clone();
         recipe.shares = shares.to_vec();
-        let plan = apply::prepare(&self.host, &recipe, &[]).map_err(|e| e.to_string())?;
+        let plan = apply::prepare(&self.host, &recipe, &[], self.runner()?.as_mut())
+            .map_err(|e| e.to_string())?;
         if !plan.refusals.is_empty() {
             return Err(plan.describe());
         }

@@ -45,7 +45,10 @@ pub struct Account {
 }
 
 pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryError> {
-    let inventory = disks::discover(host)?;
+    let mut inventory = disks::discover(host)?;
+    // What the disks screen offers to adopt; a pool is looked into
+    // read-only, which writes nothing to its disks.
+    nasforge_engine::setup::find_existing(host, &mut inventory, runner);
     let health = inventory
         .disks
         .iter()

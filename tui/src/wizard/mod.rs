@@ -8,10 +8,12 @@
 //! renders the state. Only [`run`] touches the terminal and the machine,
 //! so tests drive `update` with keys and render `draw` on a `TestBackend`.
 //!
-//! The wizard only builds a spec: one array and its shares, and the disks
-//! kept as they are with theirs, in the recipe's own types. The planner, step generator and executor are the
+//! The wizard only builds a spec: one array (new, or an old NAS's adopted
+//! as it is) and its shares, and the disks kept as they are with theirs,
+//! in the recipe's own types. The planner, step generator and executor are the
 //! ones `--unattended` uses; the setup runs as a service (see [`service`]).
 
+pub mod adopted;
 pub mod alerts;
 pub mod choices;
 pub mod facts;
@@ -240,9 +242,18 @@ impl Wizard {
             .collect()
     }
 
-    /// The RAID level in effect for the chosen disks.
+    /// Whether there is an array to share: disks chosen for a new one, or
+    /// an old one adopted.
+    pub fn has_array(&self) -> bool {
+        !self.disks.chosen.is_empty() || self.disks.adopted.is_some()
+    }
+
+    /// The RAID level in effect for the chosen disks, or the adopted array's.
     pub fn level(&self) -> Level {
-        self.level_choice().level
+        match &self.disks.adopted {
+            Some(a) => a.level,
+            None => self.level_choice().level,
+        }
     }
 
     /// The level in effect and the vdevs it is split into.
@@ -281,6 +292,9 @@ impl Wizard {
             mount,
             &self.array_name(),
         );
+        if let Some(adopted) = &self.disks.adopted {
+            storage.arrays = vec![adopted.array(mount, &self.array_name())];
+        }
         let array = storage.arrays.first().map(|a| a.name.clone());
         storage.disks = kept::entries(&self.kept(), array.as_deref().map(|name| (name, mount)));
         storage.spin_down = self.layout.spin_down;
@@ -317,9 +331,9 @@ impl Wizard {
     /// (user, uid, NT hash) to stage for Samba. The users belong to the
     /// array's share; kept disks alone are read by guests, with no password.
     pub fn passwords_to_stage(&self) -> Vec<(String, u32, String)> {
-        match self.disks.chosen.is_empty() {
-            true => Vec::new(),
-            false => self.shares.passwords_to_stage(&self.facts),
+        match self.has_array() {
+            false => Vec::new(),
+            true => self.shares.passwords_to_stage(&self.facts),
         }
     }
 
@@ -475,7 +489,9 @@ pub fn run_with(
     // never runs anything, whatever the flag says.
     let fake_root = host.root != std::path::Path::new("/");
     let mut runner = runner::for_host(host, None, false)?;
-    eprintln!("nasforge-setup: reading the disks and their SMART health...");
+    eprintln!(
+        "nasforge-setup: reading the disks, their SMART health and any old NAS's arrays and pools (read-only)..."
+    );
     let facts = facts::gather(host, runner.as_mut())?;
     let settings = Settings {
         theme: Theme::from_env(),

@@ -3,6 +3,8 @@
 //! others. A disk holding data may be chosen ("erase and use"), but it is
 //! only erased after its name is typed on the review screen; or, when it
 //! holds a filesystem setup can mount, k keeps it ("share as it is").
+//! A disk holding a member of an md array or a ZFS pool another machine
+//! made offers i: adopt that array as it is, all its disks with it.
 //! With disks on several controllers (a PC with SAS HBAs) the table groups
 //! them under a header per controller, scrolls, and `a` chooses a whole
 //! controller's disks.
@@ -10,7 +12,8 @@
 mod groups;
 
 use super::Help;
-use crate::ui::input::{Nav, nav};
+use crate::ui::input::{Nav, TextField, nav};
+use crate::wizard::adopted::{self, Adopted};
 use crate::wizard::choices;
 use crate::wizard::kept::{self, Kept};
 use crate::wizard::{Effect, Screen, Wizard};
@@ -32,6 +35,9 @@ pub struct DiskList {
     pub chosen: Vec<String>,
     /// Disks shared as they are: never array members, never erased.
     pub kept: Vec<Kept>,
+    /// An old NAS's array or pool adopted as it is: the wizard's one array
+    /// instead of a new one, its disks neither chosen nor kept.
+    pub adopted: Option<Adopted>,
     /// The failing disk Space was pressed on once: a second press on it
     /// chooses it all the same.
     pub asked_failing: Option<String>,
@@ -54,7 +60,8 @@ pub fn key(w: &mut Wizard, key: KeyEvent) -> Effect {
         Some(Nav::Toggle) => toggle(w),
         None if key.code == KeyCode::Char('k') => toggle_kept(w),
         None if key.code == KeyCode::Char('a') => toggle_controller(w),
-        Some(Nav::Next) if w.disks.chosen.is_empty() && w.disks.kept.is_empty() => w.error(
+        None if key.code == KeyCode::Char('i') => toggle_adopted(w),
+        Some(Nav::Next) if !w.has_array() && w.disks.kept.is_empty() => w.error(
             "Choose at least one disk with Space, or keep one that holds files with k, first.",
         ),
         Some(Nav::Next) => w.screen = Screen::Layout,
@@ -71,6 +78,8 @@ fn toggle(w: &mut Wizard) {
     let name = disk.name.clone();
     if let Some(i) = w.disks.chosen.iter().position(|n| *n == name) {
         w.disks.chosen.remove(i);
+    } else if let Some(adopted) = &w.disks.adopted {
+        w.error(one_array(adopted));
     } else if let Some(why) = choices::ineligible(disk) {
         w.error(format!("{name} cannot be used: {why}"));
     } else {
@@ -106,6 +115,10 @@ fn toggle_controller(w: &mut Wizard) {
     let Some(cursor) = disks.get(w.disks.cursor) else {
         return;
     };
+    if let Some(adopted) = &w.disks.adopted {
+        w.error(one_array(adopted));
+        return;
+    }
     let pci = groups::controller_of(cursor);
     let on = cursor.controller.as_ref().map_or_else(
         || "no PCI controller".to_string(),
@@ -157,6 +170,69 @@ fn toggle_controller(w: &mut Wizard) {
     w.info(text);
 }
 
+/// Why no disk can be chosen beside an adopted array.
+fn one_array(adopted: &Adopted) -> String {
+    format!(
+        "The wizard sets up one array, and the {} {} is adopted: press i on one of its disks to build a new array instead (a recipe can do both)",
+        adopted.level,
+        if adopted.is_pool() { "pool" } else { "array" }
+    )
+}
+
+/// "Adopt as it is": the array or pool holding the cursor disk becomes the
+/// wizard's array, with all its disks; or is let go again. Nothing is
+/// chosen beside it: the wizard sets up one array.
+fn toggle_adopted(w: &mut Wizard) {
+    let Some(disk) = w.facts.inventory.disks.get(w.disks.cursor) else {
+        return;
+    };
+    let name = disk.name.clone();
+    if w.disks
+        .adopted
+        .as_ref()
+        .is_some_and(|a| a.disks.contains(&name))
+    {
+        w.disks.adopted = None;
+        w.info(format!("The array on {name} is no longer adopted"));
+        return;
+    }
+    let adopted = match adopted::of_disk(&name, &w.facts.inventory) {
+        None => {
+            w.error(format!(
+                "{name} holds no md array or ZFS pool another machine made, so there is nothing to adopt"
+            ));
+            return;
+        }
+        Some(Err(why)) => {
+            w.error(format!("{name} cannot be adopted: {why}"));
+            return;
+        }
+        Some(Ok(adopted)) => adopted,
+    };
+    if !w.disks.chosen.is_empty() {
+        w.error(format!(
+            "The wizard sets up one array: unchoose {} to adopt {name}'s, or adopt it with a recipe beside a new one",
+            w.disks.chosen.join(", ")
+        ));
+        return;
+    }
+    w.disks.kept.retain(|k| !adopted.disks.contains(&k.disk));
+    // The layout screen and the shares follow what the array is: its
+    // filesystem, and a pool's own name.
+    if let Some(filesystem) = adopted.filesystem {
+        w.layout.filesystem = filesystem;
+    }
+    if let Some(pool) = &adopted.pool {
+        w.layout.pool = TextField::new(pool);
+        w.layout.mount = TextField::new(&format!("/srv/{pool}"));
+    }
+    w.info(format!(
+        "Adopted as it is: {}. Nothing on it is erased, partitioned or formatted",
+        adopted.words
+    ));
+    w.disks.adopted = Some(adopted);
+}
+
 /// "Share as it is": marks the cursor disk kept (no longer chosen for the
 /// array), or unmarks it.
 fn toggle_kept(w: &mut Wizard) {
@@ -205,6 +281,10 @@ pub fn help(w: &Wizard) -> Help {
     let mut keys = vec![("↑↓", "move"), ("Space", "choose")];
     if grouped {
         keys.push(("a", "all on controller"));
+    }
+    let cursor = w.facts.inventory.disks.get(w.disks.cursor);
+    if cursor.is_some_and(|d| adopted::of_disk(&d.name, &w.facts.inventory).is_some()) {
+        keys.push(("i", "adopt as it is"));
     }
     keys.extend([("Enter", "layout"), ("Esc", "back"), ("Ctrl-C", "quit")]);
     keys
@@ -351,7 +431,13 @@ fn table<'a>(w: &'a Wizard, rows: &[ListRow]) -> Table<'a> {
         let chosen = w.disks.chosen.contains(&d.name);
         let kept = w.disks.kept.iter().any(|k| k.disk == d.name);
         let ineligible = choices::ineligible(d).is_some();
+        let adopted = w
+            .disks
+            .adopted
+            .as_ref()
+            .is_some_and(|a| a.disks.contains(&d.name));
         let mark = match (chosen, kept, ineligible) {
+            _ if adopted => "[i]",
             (true, _, _) => "[x]",
             (_, true, _) => "[k]",
             (false, false, true) => " - ",
@@ -450,6 +536,14 @@ fn chosen_summary(w: &Wizard, width: usize) -> String {
         true => String::new(),
         false => format!("; kept as it is: {}", kept.join(", ")),
     };
+    if let Some(a) = &w.disks.adopted {
+        let what = if a.is_pool() { "pool" } else { "array" };
+        return format!(
+            "Adopted: the {} {what} on {}{kept}",
+            a.level,
+            a.disks.join(", ")
+        );
+    }
     if chosen.is_empty() {
         return format!("Chosen: none yet{kept}");
     }
@@ -495,7 +589,25 @@ fn detail(w: &Wizard, d: &Disk) -> Vec<Line<'static>> {
             theme.error(),
         ));
     }
-    if let Some(k) = w.disks.kept.iter().find(|k| k.disk == d.name) {
+    let adopted = w
+        .disks
+        .adopted
+        .as_ref()
+        .filter(|a| a.disks.contains(&d.name));
+    if let Some(a) = adopted {
+        lines.push(Line::styled(
+            format!("Adopted as it is: {}; nothing on it is erased.", a.words),
+            theme.good(),
+        ));
+    } else if let Some(Ok(a)) = adopted::of_disk(&d.name, &w.facts.inventory) {
+        lines.push(Line::styled(
+            format!(
+                "Holds {}: i adopts it as it is, with its files; Space erases it for a new array.",
+                a.words
+            ),
+            theme.warning(),
+        ));
+    } else if let Some(k) = w.disks.kept.iter().find(|k| k.disk == d.name) {
         lines.push(Line::styled(
             format!(
                 "Holds {}. Kept: {} is shared as it is; nothing on it is erased.",

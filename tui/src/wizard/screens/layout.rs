@@ -2,7 +2,9 @@
 //! planner says of it (usable space, failures it survives, expected
 //! speed), a recommendation, the filesystem and the mount point; and when
 //! idle hard disks spin down. With only kept disks there is no array: the
-//! screen says so and offers the spin-down alone.
+//! screen says so and offers the spin-down alone. An adopted array has its
+//! level and filesystem already: the screen says what it is and what
+//! adopting does, and asks where it is mounted.
 //!
 //! A ZFS pool is one more filesystem, zfs, offered where the board can run
 //! it (else one line says why not): choosing it turns the list into ZFS's
@@ -18,6 +20,7 @@
 
 use super::Help;
 use crate::ui::input::{Nav, TextField, nav};
+use crate::wizard::adopted::Adopted;
 use crate::wizard::choices::{self, DEFAULT_POOL, LevelChoice, LevelOption};
 use crate::wizard::{Effect, Screen, Wizard};
 use nasforge_engine::machine::disks::Disk;
@@ -127,6 +130,9 @@ fn is_zfs(w: &Wizard) -> bool {
 
 /// The fields in Tab order: without an array, only the spin-down.
 fn fields(w: &Wizard) -> Vec<Focus> {
+    if w.disks.adopted.is_some() {
+        return vec![Focus::Mount, Focus::SpinDown];
+    }
     if w.disks.chosen.is_empty() {
         return vec![Focus::SpinDown];
     }
@@ -300,7 +306,13 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         Constraint::Length(2),
     ])
     .areas(area);
-    if w.disks.chosen.is_empty() {
+    if let Some(a) = &w.disks.adopted {
+        frame.render_widget(
+            Paragraph::new(adopting(w, a)).wrap(Wrap { trim: false }),
+            text_area,
+        );
+        draw_mount(frame, mount_area, w);
+    } else if w.disks.chosen.is_empty() {
         frame.render_widget(
             Paragraph::new(no_array(w)).wrap(Wrap { trim: false }),
             text_area.union(fs_area).union(mount_area),
@@ -319,6 +331,48 @@ pub fn draw(frame: &mut Frame, area: Rect, w: &Wizard) {
         draw_mount(frame, mount_area, w);
     }
     draw_spin_down(frame, spin_area, w);
+}
+
+/// An adopted array: what it is, what adopting does, and what the planner
+/// says of it (a member missing, a pool that cannot be adopted).
+fn adopting(w: &Wizard, a: &Adopted) -> Vec<Line<'static>> {
+    let theme = &w.settings.theme;
+    let mut lines = vec![
+        Line::styled(
+            format!(
+                "Adopting the {} {} as it is:",
+                a.level,
+                if a.is_pool() { "pool" } else { "array" }
+            ),
+            theme.title(),
+        ),
+        Line::raw(format!("  {}", a.words)),
+        Line::raw(""),
+    ];
+    let how = match &a.pool {
+        Some(pool) => format!(
+            "Nothing on its disks is erased, partitioned or formatted. It keeps its name '{pool}', is imported and mounted at the mount point below with its datasets, and is never upgraded: the old machine can still read the disks."
+        ),
+        None => format!(
+            "Nothing on its disks is erased, partitioned or formatted. Setup assembles it read-only, checks that it still holds the {} seen there now, and only then makes it writable and mounts it at the mount point below.",
+            a.filesystem
+                .map_or("filesystem".to_string(), |f| format!("{f} filesystem"))
+        ),
+    };
+    lines.push(Line::raw(how));
+    match w.plan() {
+        Ok(plan) => {
+            for warning in plan.arrays.iter().flat_map(|p| &p.warnings) {
+                lines.push(Line::styled(format!("! {warning}"), theme.warning()));
+            }
+        }
+        Err(problems) => {
+            for problem in problems {
+                lines.push(Line::styled(format!("! {problem}"), theme.error()));
+            }
+        }
+    }
+    lines
 }
 
 /// Only kept disks: what becomes of them, and that no array is built.
@@ -500,7 +554,7 @@ fn draw_filesystem(frame: &mut Frame, area: Rect, w: &Wizard) {
         Layout::horizontal([Constraint::Length(42), Constraint::Fill(1)]).areas(area);
     draw_spares(frame, spares_area, w);
     let theme = &w.settings.theme;
-    let focused = w.layout.focus == Focus::Filesystem;
+    let focused = focus(w) == Focus::Filesystem;
     let mut spans = vec![
         Span::raw(marker(focused)),
         Span::styled(" Filesystem  ", theme.title()),
@@ -587,7 +641,7 @@ fn draw_spin_down(frame: &mut Frame, area: Rect, w: &Wizard) {
 /// field of its own beside it).
 fn draw_mount(frame: &mut Frame, area: Rect, w: &Wizard) {
     let theme = &w.settings.theme;
-    let focused = w.layout.focus == Focus::Mount;
+    let focused = focus(w) == Focus::Mount;
     let [label, field, note] = Layout::horizontal([
         Constraint::Length(14),
         Constraint::Length(24),

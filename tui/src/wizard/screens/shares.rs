@@ -369,7 +369,7 @@ struct Shape {
 
 fn shape(w: &Wizard) -> Shape {
     Shape {
-        array: !w.disks.chosen.is_empty(),
+        array: w.has_array(),
         zfs: w.layout.filesystem == Filesystem::Zfs,
         kept: w.disks.kept.len(),
     }

@@ -1,0 +1,46 @@
+//! Disks from an old NAS on the fake boards: udev's record of what a disk
+//! holds, and what mdadm and zpool say of the arrays and pools on them, in
+//! those tools' own formats.
+
+use crate::board::Board;
+
+/// udev's record of the disk `devnum` (`8:16`) says it holds `fstype`
+/// (`linux_raid_member`, `zfs_member`) labelled `label`, as libblkid
+/// reports an md member's "host:name" and a pool's name.
+pub fn labelled(board: &Board, devnum: &str, fstype: &str, label: &str) {
+    let record = board.host.path(&format!("/run/udev/data/b{devnum}"));
+    let mut text = std::fs::read_to_string(&record).unwrap();
+    text.push_str(&format!("E:ID_FS_TYPE={fstype}\nE:ID_FS_LABEL={label}\n"));
+    std::fs::write(&record, text).unwrap();
+}
+
+/// The lines super1.c's `export_examine_super1` prints for one member of
+/// the `level` array 'openmediavault:0' of `devices` members (OpenMediaVault
+/// names an array after its host), UUID `OMV_UUID`.
+pub fn omv_member(level: &str, devices: usize, dev_uuid: &str) -> String {
+    format!(
+        "MD_LEVEL={level}\nMD_DEVICES={devices}\nMD_NAME=openmediavault:0\nMD_ARRAY_SIZE=4.00 TB\nMD_UUID={OMV_UUID}\nMD_UPDATE_TIME=1796380000\nMD_DEV_UUID={dev_uuid}\nMD_EVENTS=18\n"
+    )
+}
+
+pub const OMV_UUID: &str = "3f1c2a4b:5d6e7f80:91a2b3c4:d5e6f708";
+
+/// Where setup assembles that array read-only to look into it.
+pub const OMV_PROBE: &str = "/dev/md/nasforge-probe-3f1c2a4b";
+
+/// As zpool 2.x's `show_import` lists a mirror 'oldtank' on the Pi 5
+/// fixture's sdb and sdc, last used by another system.
+pub const OLDTANK_LISTING: &str = "   pool: oldtank
+     id: 5871402329107765531
+  state: ONLINE
+ status: The pool was last accessed by another system.
+ action: The pool can be imported using its name or numeric identifier and
+\tthe '-f' flag.
+   see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-EY
+ config:
+
+\toldtank                                      ONLINE
+\t  mirror-0                                   ONLINE
+\t    ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000002  ONLINE
+\t    ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000003  ONLINE
+";
