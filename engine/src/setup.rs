@@ -5,9 +5,6 @@
 use crate::executor::{self, Ended, Event, ExecError};
 use crate::journal::{self, Journal, JournalError};
 use crate::machine::disks::{self, DiscoveryError, Host, Inventory};
-use crate::machine::existing::{self, ExistingMd};
-use crate::machine::existing_pool::{self, ExistingPool};
-use crate::machine::md_contents;
 use crate::planner::{self, Plan, Refusal};
 use crate::runner::Runner;
 use crate::size::Size;
@@ -167,123 +164,6 @@ fn failing_disks(inventory: &Inventory, runner: &mut dyn Runner) -> BTreeMap<Str
         .collect()
 }
 
-/// The devices (kernel names) that carry an md superblock by udev's or the
-/// probe's account, each with its disk: what `mdadm --examine` is asked
-/// about.
-fn md_member_devices(inventory: &Inventory) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    // The disk the system runs from is never adopted (its own mirror is
-    // on it, on a PC).
-    let not_boot = |d: &&crate::machine::disks::Disk| {
-        !d.in_use
-            .iter()
-            .any(|u| matches!(u, crate::machine::disks::InUse::Boot))
-    };
-    for disk in inventory.disks.iter().filter(not_boot) {
-        for (device, sig) in disk.all_contents() {
-            if matches!(sig, crate::machine::signature::Signature::MdMember { .. })
-                && !out.iter().any(|(d, _): &(String, String)| *d == device)
-            {
-                out.push((device, disk.name.clone()));
-            }
-        }
-    }
-    out
-}
-
-/// The arrays on `inventory`'s disks, asking mdadm about each member.
-/// A device mdadm cannot read is left out: it was only ever offered as
-/// holding data, and stays so. Each array md would run is looked into
-/// read-only ([`md_contents::probe`]), so that the planner sees what it
-/// holds.
-fn existing_arrays(
-    host: &Host,
-    inventory: &Inventory,
-    ask: &mut dyn crate::command::Ask,
-) -> Vec<ExistingMd> {
-    let examined = md_member_devices(inventory)
-        .into_iter()
-        .filter_map(|(device, disk)| {
-            let out = ask.query(&existing::examine_cmd(&device)).ok()?;
-            let mut e = (out.status == 0)
-                .then(|| existing::parse_examine(&out.stdout))
-                .flatten()?;
-            e.spare = ask
-                .query(&existing::examine_long_cmd(&device))
-                .is_ok_and(|long| existing::is_spare(&long.stdout));
-            Some((device, disk, e))
-        })
-        .collect();
-    let mut arrays = existing::group(examined);
-    for md in arrays.iter_mut().filter(|md| md.unstartable().is_none()) {
-        match md_contents::probe(md, host, ask) {
-            Ok(holds) => md.holds = Some(holds),
-            Err(why) => md.unreadable = Some(why),
-        }
-    }
-    arrays
-}
-
-/// The pools `zpool import` lists on `inventory`'s disks, each member
-/// traced to its disk; asked only when a disk carries a ZFS label and
-/// zpool is installed. The listing reads the labels and imports nothing;
-/// each pool zpool could import is then looked into read-only
-/// ([`existing_pool::probe`]), so that the planner sees an operating
-/// system's pool and datasets that would mount outside the recipe's mount.
-fn existing_pools(
-    host: &Host,
-    inventory: &Inventory,
-    ask: &mut dyn crate::command::Ask,
-) -> Vec<ExistingPool> {
-    let labelled = inventory.disks.iter().any(|d| {
-        d.all_contents()
-            .iter()
-            .any(|(_, s)| matches!(s, crate::machine::signature::Signature::ZfsMember))
-    });
-    if !labelled || crate::machine::zfs::tool(host, "zpool").is_none() {
-        return Vec::new();
-    }
-    let Ok(out) = ask.query(&existing_pool::list_cmd()) else {
-        return Vec::new();
-    };
-    // A name is a link under /dev/disk/by-id (a whole disk's shown without
-    // its -part1), or under /dev when zpool found it there.
-    let disk_of = |name: &str| {
-        ["/dev/disk/by-id/", "/dev/"]
-            .iter()
-            .find_map(|dir| crate::machine::disks::kernel_name(host, &format!("{dir}{name}")))
-            .and_then(|kernel| {
-                inventory
-                    .disks
-                    .iter()
-                    .find(|d| d.name == kernel || d.partitions.iter().any(|p| p.name == kernel))
-                    .map(|d| d.name.clone())
-            })
-    };
-    crate::machine::zfs_report::parse_zpool_import(&out.stdout)
-        .iter()
-        .map(|l| {
-            let mut pool = ExistingPool::from_listing(l, &disk_of);
-            if pool.unimportable().is_none() {
-                match existing_pool::probe(&pool, ask) {
-                    Ok(probed) => pool.probed = Some(probed),
-                    Err(why) => pool.unreadable = Some(why),
-                }
-            }
-            pool
-        })
-        .collect()
-}
-
-/// Fills `inventory` with the md arrays and ZFS pools another machine made:
-/// read from the superblocks and labels (a pool also looked into
-/// read-only), nothing assembled or imported. What an `import = true` entry
-/// or the wizard adopts, and what the log lists for a person to name.
-pub fn find_existing(host: &Host, inventory: &mut Inventory, ask: &mut dyn crate::command::Ask) {
-    inventory.existing = existing_arrays(host, inventory, ask);
-    inventory.existing_pools = existing_pools(host, inventory, ask);
-}
-
 /// Loads the recipe and plans it against the disks, once they have
 /// settled; says which disks were found through `on_note`.
 pub fn prepare(
@@ -301,7 +181,7 @@ pub fn prepare(
     // Asked before planning, so that no array is planned onto a disk SMART
     // already calls failing; the wizard asked its person instead.
     inventory.failing = failing_disks(&inventory, runner);
-    find_existing(host, &mut inventory, runner);
+    crate::machine::old_nas::find(host, &mut inventory, runner);
     on_note(&format!("found {} disk(s):", inventory.disks.len()));
     for d in &inventory.disks {
         // The root filesystem is the reason a reader expects for the boot disk.

@@ -137,7 +137,7 @@ pub fn prepare(
         .iter()
         .any(|(_, a)| a.import);
     if adopting {
-        crate::setup::find_existing(host, &mut inventory, ask);
+        crate::machine::old_nas::find(host, &mut inventory, ask);
     }
     let accounts = users::accounts(host)?;
     let names: Vec<String> = accounts.iter().map(|a| a.name.clone()).collect();

@@ -14,6 +14,7 @@ pub mod host;
 pub mod md;
 pub mod md_contents;
 pub mod mounts;
+pub mod old_nas;
 pub mod parity_record;
 pub mod power;
 pub mod resilver;

@@ -48,7 +48,7 @@ pub fn gather(host: &Host, runner: &mut dyn Runner) -> Result<Facts, DiscoveryEr
     let mut inventory = disks::discover(host)?;
     // What the disks screen offers to adopt; a pool is looked into
     // read-only, which writes nothing to its disks.
-    nasforge_engine::setup::find_existing(host, &mut inventory, runner);
+    nasforge_engine::machine::old_nas::find(host, &mut inventory, runner);
     let health = inventory
         .disks
         .iter()
