@@ -80,7 +80,7 @@ fn run_with(pc: &Board, key: &Path, recipe: &str, command: &str) -> String {
         pc,
         key,
         &format!(
-            "printf \"%s\" \"{}\" > /root/import.toml; nasforge-setup --recipe /root/import.toml {command} 2>&1; echo exit=$?",
+            "printf \"%s\" \"{}\" > /root/import.toml; nasforge-setup {command} --recipe /root/import.toml 2>&1; echo exit=$?",
             recipe.replace('"', "\\\"")
         ),
     )

@@ -6,7 +6,7 @@
 mod cli;
 
 use anyhow::Context as _;
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use cli::{alert, apply, care, pool};
 use nasforge_engine::executor::{self, Event};
 use nasforge_engine::journal::Journal;
@@ -30,11 +30,7 @@ use std::process::ExitCode;
 /// unless the recipe says `wipe = true` for their array, or their name was
 /// typed in the wizard.
 #[derive(Parser)]
-#[command(
-    name = "nasforge-setup",
-    version,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "nasforge-setup", version)]
 struct Cli {
     /// Set up everything from the recipe without asking (what first boot
     /// runs). Resumes an interrupted setup; does nothing once complete.
@@ -141,7 +137,20 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Checked here, not with clap's args_conflicts_with_subcommands, which
+    // would refuse `--root` and `--recipe` before a command too.
+    if let (Some(name), true) = (matches.subcommand_name(), cli.unattended || cli.dry_run) {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--unattended and --dry-run are for setup itself, not for `{name}`; a command's own options go after it (`nasforge-setup {name} --help`)"
+                ),
+            )
+            .exit();
+    }
     let host = Host::new(&cli.root);
     let recipe = cli
         .recipe

@@ -394,3 +394,27 @@ fn completions_and_the_manual_page_name_every_command() {
         text(&bad.stderr)
     );
 }
+
+#[test]
+fn root_and_recipe_go_before_or_after_a_command_and_setup_flags_not_with_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    for args in [
+        ["--root", root, "apply", "--yes"],
+        ["apply", "--yes", "--root", root],
+    ] {
+        let out = nasforge_setup(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("cannot read the recipe {root}/boot/nasforge.toml")),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = nasforge_setup(&["--unattended", "--root", root, "status"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--unattended and --dry-run are for setup itself, not for `status`"),
+        "{stderr}"
+    );
+}
