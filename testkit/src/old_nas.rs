@@ -3,6 +3,7 @@
 //! those tools' own formats.
 
 use crate::board::Board;
+use nasforge_engine::steps::Step;
 
 /// udev's record of the disk `devnum` (`8:16`) says it holds `fstype`
 /// (`linux_raid_member`, `zfs_member`) labelled `label`, as libblkid
@@ -44,3 +45,25 @@ pub const OLDTANK_LISTING: &str = "   pool: oldtank
 \t    ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000002  ONLINE
 \t    ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000003  ONLINE
 ";
+
+/// The steps adopt an array or pool first of all, and nothing in them
+/// erases, partitions, formats or creates an array.
+pub fn adopts_and_builds_nothing(steps: &[Step]) {
+    let ids: Vec<&str> = steps.iter().map(|s| s.id.as_str()).collect();
+    assert!(
+        ids.first().is_some_and(|id| id.starts_with("adopt")),
+        "adopted before anything else: {ids:?}"
+    );
+    for building in [
+        "wipe:",
+        "partition:",
+        "mkfs:",
+        "create-array:",
+        "create-pool:",
+    ] {
+        assert!(
+            !ids.iter().any(|id| id.starts_with(building)),
+            "{building} in {ids:?}"
+        );
+    }
+}

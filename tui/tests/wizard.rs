@@ -4,10 +4,14 @@
 
 use nasforge_testkit::board as common;
 use nasforge_testkit::finished;
-use nasforge_testkit::old_nas::{OLDTANK_LISTING, OMV_PROBE, labelled, omv_member};
+use nasforge_testkit::old_nas::{
+    OLDTANK_LISTING, OMV_PROBE, adopts_and_builds_nothing, labelled, omv_member,
+};
 
 use nasforge_engine::journal::{self, Journal, StepRecord};
+use nasforge_engine::machine::disks::Host;
 use nasforge_engine::machine::zfs::ZfsSupport;
+use nasforge_engine::planner::Plan;
 use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::setup::{self, SetupError};
 use nasforge_engine::size::Size;
@@ -842,11 +846,24 @@ fn the_service_runs_the_reviewed_journal_from_the_recipe_it_is_given() {
     // What nasforge-setup.service runs: `--unattended --recipe wizard.toml`
     // takes the wizard's journal as its own (on a fake root it stops just
     // before the first step).
+    assert_eq!(
+        service_plan(host, RecordingRunner::default()).as_ref(),
+        Some(&handoff.plan)
+    );
+
+    let again = service::start(host, &handoff, &mut RecordingRunner::default());
+    assert!(again.unwrap_err().to_string().contains("already started"));
+}
+
+/// What nasforge-setup.service plans from the recipe the wizard handed it
+/// (`--unattended --recipe wizard.toml`), with `runner` answering
+/// discovery; on a fake root it stops just before the first step.
+fn service_plan(host: &Host, mut runner: RecordingRunner) -> Option<Plan> {
     let mut planned = None;
     let result = setup::unattended(
         host,
-        &recipe_file,
-        &mut RecordingRunner::default(),
+        &host.path(image_files::WIZARD_RECIPE),
+        &mut runner,
         &mut |_| {},
         &mut |plan| planned = Some(plan.clone()),
         &mut |_| {},
@@ -855,10 +872,7 @@ fn the_service_runs_the_reviewed_journal_from_the_recipe_it_is_given() {
         matches!(result, Err(SetupError::NotTheRealRoot(_))),
         "{result:?}"
     );
-    assert_eq!(planned.as_ref(), Some(&handoff.plan));
-
-    let again = service::start(host, &handoff, &mut RecordingRunner::default());
-    assert!(again.unwrap_err().to_string().contains("already started"));
+    planned
 }
 
 /// The screen's text with borders and line breaks taken out, so sentences
@@ -2524,15 +2538,7 @@ fn an_old_md_array_is_adopted_as_it_is_and_the_service_plans_the_same() {
             true
         )
     );
-    let ids: Vec<&str> = handoff.steps.iter().map(|s| s.id.as_str()).collect();
-    assert!(
-        ids.iter().all(|id| !id.starts_with("wipe:")
-            && !id.starts_with("partition:")
-            && !id.starts_with("mkfs:")
-            && !id.starts_with("create-array:")),
-        "{ids:?}"
-    );
-    assert!(ids.iter().any(|id| id.starts_with("adopt")), "{ids:?}");
+    adopts_and_builds_nothing(&handoff.steps);
 
     // nasforge-setup.service runs `--unattended` on the recipe the wizard
     // wrote: it finds the same array and plans exactly what was reviewed.
@@ -2540,20 +2546,10 @@ fn an_old_md_array_is_adopted_as_it_is_and_the_service_plans_the_same() {
     service::start(host, &handoff, &mut RecordingRunner::default()).unwrap();
     let recipe_file = host.path(image_files::WIZARD_RECIPE);
     assert_eq!(DeviceRecipe::load(&recipe_file).unwrap(), handoff.recipe);
-    let mut planned = None;
-    let result = setup::unattended(
-        host,
-        &recipe_file,
-        &mut RecordingRunner::answering(answers),
-        &mut |_| {},
-        &mut |plan| planned = Some(plan.clone()),
-        &mut |_| {},
+    assert_eq!(
+        service_plan(host, RecordingRunner::answering(answers)).as_ref(),
+        Some(&handoff.plan)
     );
-    assert!(
-        matches!(result, Err(SetupError::NotTheRealRoot(_))),
-        "{result:?}"
-    );
-    assert_eq!(planned.as_ref(), Some(&handoff.plan));
 }
 
 #[test]
