@@ -872,6 +872,7 @@ fn an_adopted_array_is_neither_replaced_nor_grown_by_nasforge_yet() {
         degraded: false,
         left_behind: vec![],
         force: false,
+        locked: vec![],
     });
     pull(&board, "sdc");
     let why = refusal(replace(&board, &journal, ReplaceRequest::default()));

@@ -557,6 +557,43 @@ fn a_pool_is_looked_into_read_only_and_a_system_pool_or_a_dataset_mounted_elsewh
 }
 
 #[test]
+fn a_share_inside_a_locked_dataset_is_refused_and_one_beside_it_is_served() {
+    let board = old_pool();
+    let share = |path: &str| {
+        format!(
+            "{ADOPT_POOL}\n[[shares]]\nname = \"album\"\npath = \"{path}\"\nsmb = {{ users = [\"admin\"] }}\n"
+        )
+    };
+    let encrypted = looked(
+        "photos",
+        "/oldtank/photos",
+        "inherited from nasforge-probe-5871402329107765531",
+        "aes-256-gcm",
+    );
+    let (prepared, _, _) =
+        prepare_looking_inside(&board, &share("/srv/oldtank/music"), &encrypted, "-\n");
+    let plan = prepared.unwrap().plan;
+    assert_eq!(
+        plan.arrays[0].imported.as_ref().unwrap().locked,
+        [nasforge_engine::planner::Locked {
+            dataset: "oldtank/photos".into(),
+            path: "/srv/oldtank/photos".into(),
+        }]
+    );
+    for inside in ["/srv/oldtank/photos", "/srv/oldtank/photos/2024"] {
+        let (prepared, _, _) = prepare_looking_inside(&board, &share(inside), &encrypted, "-\n");
+        let Err(SetupError::Refused(r)) = prepared else {
+            panic!("{inside}: planned")
+        };
+        let why: Vec<String> = r.iter().map(ToString::to_string).collect();
+        assert!(
+            why.iter().any(|w| w.contains(&format!("shares[0].path: share 'album': {inside} is in the encrypted dataset oldtank/photos, which stays locked (nasforge loads no keys)"))),
+            "{why:?}"
+        );
+    }
+}
+
+#[test]
 fn an_old_zfs_mirror_is_imported_by_its_id_with_nothing_created() {
     let board = old_pool();
     let (prepared, notes) = prepare_pool(&board, ADOPT_POOL);

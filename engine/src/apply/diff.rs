@@ -70,7 +70,7 @@ pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
     refusals.extend(
         new.shares
             .iter()
-            .filter_map(|s| Some(format!("share '{}': {}", s.name, plan.homeless(&s.path)?))),
+            .filter_map(|s| Some(format!("share '{}': {}", s.name, plan.unservable(&s.path)?))),
     );
     let mut context = setup.context.clone();
     context.fs_uuids.extend(

@@ -312,6 +312,7 @@ pub(super) fn plan_import(
             degraded: missing > 0,
             left_behind,
             force: false,
+            locked: Vec::new(),
         }),
     })
 }

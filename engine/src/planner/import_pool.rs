@@ -7,7 +7,7 @@
 use super::estimates::{capacity_in, throughput, tolerance_in};
 use super::import::the_one;
 use super::members::refuse;
-use super::{ArrayPlan, Imported, Member, Refusal, Tolerance};
+use super::{ArrayPlan, Imported, Locked, Member, Refusal, Tolerance};
 use crate::machine::disks::{Disk, Inventory};
 use crate::machine::existing_pool::{ExistingPool, Probed};
 use crate::machine::printable;
@@ -182,7 +182,7 @@ pub(super) fn plan_pool_import(
     for d in pool.probed.iter().flat_map(|p| &p.datasets) {
         if d.name != pool.name && d.encryption != "off" {
             warnings.push(format!(
-                "dataset {} is encrypted ({}) and stays locked: zfs load-key {} then zfs mount {} opens it; until then a share below it shows an empty folder",
+                "dataset {} is encrypted ({}) and stays locked: zfs load-key {} then zfs mount {} opens it; nasforge shares nothing inside it",
                 printable(&d.name),
                 d.encryption,
                 printable(&d.name),
@@ -231,8 +231,43 @@ pub(super) fn plan_pool_import(
             degraded: missing > 0,
             left_behind: Vec::new(),
             force: pool.needs_force(),
+            locked: pool
+                .probed
+                .as_ref()
+                .map(|p| locked(pool, p, &spec.mount))
+                .unwrap_or_default(),
         }),
     })
+}
+
+/// The pool's encrypted datasets below its top, each with the folder it
+/// mounts at once the top is at `mount`: its own mountpoint, or its
+/// parent's folder and its own name (`zfs get -r` lists parents first).
+fn locked(pool: &ExistingPool, probed: &Probed, mount: &str) -> Vec<Locked> {
+    let mut folders: Vec<(&str, String)> = Vec::new();
+    let mut out = Vec::new();
+    for d in &probed.datasets {
+        let folder = if d.name == pool.name {
+            mount.to_string()
+        } else if d.own_mountpoint {
+            d.mountpoint.clone()
+        } else {
+            let (parent, leaf) = d.name.rsplit_once('/').unwrap_or((&pool.name, &d.name));
+            let above = folders
+                .iter()
+                .find(|(name, _)| *name == parent)
+                .map_or(mount.to_string(), |(_, f)| f.clone());
+            format!("{above}/{leaf}")
+        };
+        if d.name != pool.name && d.encryption != "off" {
+            out.push(Locked {
+                dataset: d.name.clone(),
+                path: folder.clone(),
+            });
+        }
+        folders.push((&d.name, folder));
+    }
+    out
 }
 
 /// Why what a read-only look inside found keeps the pool from being

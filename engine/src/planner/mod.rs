@@ -113,6 +113,16 @@ pub struct Imported {
     /// imported with `-f`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
+    /// A pool's encrypted datasets, which stay locked (nasforge loads no
+    /// keys), each with the folder it mounts at once its key is loaded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locked: Vec<Locked>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Locked {
+    pub dataset: String,
+    pub path: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -325,6 +335,17 @@ pub fn plan(
             Err(mut r) => refusals.append(&mut r),
         }
     }
+    for (index, share) in shares.iter().enumerate() {
+        if let Some((array, why)) = locked_share(&arrays, &share.path) {
+            refusals.push(Refusal {
+                array: array.to_string(),
+                kept: false,
+                disk: None,
+                reason: format!("share '{}': {why}", share.name),
+                at: Some(format!("shares[{index}].path")),
+            });
+        }
+    }
     if !refusals.is_empty() {
         return Err(refusals);
     }
@@ -343,7 +364,36 @@ pub fn plan(
     })
 }
 
+/// The pool holding `path` in one of its locked datasets, and why a share
+/// there is refused: it would serve an empty folder, and files written to
+/// it would go under the dataset, hidden once its key is loaded.
+fn locked_share<'a>(arrays: &'a [ArrayPlan], path: &str) -> Option<(&'a str, String)> {
+    arrays.iter().find_map(|a| {
+        let locked = a
+            .imported
+            .iter()
+            .flat_map(|i| &i.locked)
+            .find(|l| path == l.path || crate::spec::is_under(path, &l.path))?;
+        Some((
+            a.spec.name.as_str(),
+            format!(
+                "{path} is in the encrypted dataset {}, which stays locked (nasforge loads no keys): the share would serve an empty folder, and files written there would be hidden once its key is loaded; share a folder outside {}",
+                crate::machine::printable(&locked.dataset),
+                locked.path
+            ),
+        ))
+    })
+}
+
 impl Plan {
+    /// Why a share at `path` may not be served on this plan: not on any of
+    /// its arrays, pools or kept disks ([`Plan::homeless`]), or in a locked
+    /// dataset of an adopted pool.
+    pub fn unservable(&self, path: &str) -> Option<String> {
+        self.homeless(path)
+            .or_else(|| locked_share(&self.arrays, path).map(|(_, why)| why))
+    }
+
     /// The array a path lies on: the one with the longest mount point at or
     /// above it.
     pub fn array_of(&self, path: &str) -> Option<&ArrayPlan> {
