@@ -6,9 +6,9 @@ use nasforge_testkit::board as common;
 use nasforge_testkit::care as care_support;
 use nasforge_testkit::finished;
 
-use care_support::{fail, pull, resize, set, set_up};
+use care_support::{adopt_whole_disks, fail, pull, resize, set, set_up};
 use nasforge_engine::care::{
-    self, CareError, Fit, GrowRequest, MemberState, ReplaceRequest, Survey, survey_of,
+    self, CareError, Fit, GrowRequest, Layout, MemberState, ReplaceRequest, Survey, survey_of,
 };
 use nasforge_engine::executor;
 use nasforge_engine::journal::Journal;
@@ -18,6 +18,7 @@ use nasforge_engine::machine::resync::follow_sync;
 use nasforge_engine::operation;
 use nasforge_engine::runner::RecordingRunner;
 use nasforge_engine::storage::mdadm::merge_array_lines;
+use nasforge_testkit::old_nas::OMV_UUID;
 
 const SDC_SERIAL: &str = "WD-WCC7K0000003";
 const SDD_PART: &str = "/dev/disk/by-id/wwn-0x50014ee2b0000004-part1";
@@ -857,33 +858,116 @@ fn a_spare_is_a_spare_while_md_resyncs_the_array() {
 }
 
 #[test]
-fn an_adopted_array_is_neither_replaced_nor_grown_by_nasforge_yet() {
+fn a_lost_member_of_an_adopted_array_of_whole_disks_is_replaced_by_a_whole_disk() {
     let (board, mut journal) = set_up("raid5", 3, "ext4", "dev.txt");
-    journal.plan.arrays[0].imported = Some(nasforge_engine::planner::Imported {
-        uuid: "3196d2bd:022e4df7:b28a494a:97051944".into(),
-        name: Some("openmediavault:0".into()),
-        devices: vec!["sda".into(), "sdb".into(), "sdc".into()],
-        raid_devices: 3,
-        partitions: vec![
-            ("sda".into(), None),
-            ("sdb".into(), None),
-            ("sdc".into(), None),
-        ],
-        degraded: false,
-        left_behind: vec![],
-        force: false,
-        locked: vec![],
-    });
+    adopt_whole_disks(&board, &mut journal);
     pull(&board, "sdc");
-    let why = refusal(replace(&board, &journal, ReplaceRequest::default()));
+    let s = survey(&board, &journal);
+    let data = &s.arrays[0];
+    assert_eq!(data.layout, Layout::WholeDisks);
+    let states: Vec<MemberState> = data.members.iter().map(|m| m.state).collect();
+    assert_eq!(
+        states,
+        [
+            MemberState::Working,
+            MemberState::Working,
+            MemberState::Missing
+        ]
+    );
+    assert_eq!(
+        data.members[0].partition.as_deref(),
+        Some("/dev/disk/by-id/wwn-0x50014ee2b0000001")
+    );
+    // The smallest member disk, not its partition: the new one joins whole.
+    assert_eq!(data.member_size, data.members[0].size);
+
+    let plan = replace(&board, &journal, ReplaceRequest::default()).unwrap();
+    assert_eq!(
+        ids(&plan),
+        [
+            "add:sdd",
+            "follow:data",
+            "mdadm-conf",
+            "record-members:data"
+        ]
+    );
+    let dry = executor::dry_run(&plan.steps);
+    let sdd = SDD_PART.trim_end_matches("-part1");
     assert!(
-        why.contains("'data' was adopted as another machine made it (UUID 3196d2bd:022e4df7:b28a494a:97051944); replace and grow of an adopted array are not built yet")
+        dry.contains(&format!("mdadm /dev/md/data --add {sdd}\n")) && !dry.contains("-part1"),
+        "{dry}"
+    );
+    let recorded = match &plan.steps[3].actions[0] {
+        nasforge_engine::steps::Action::WriteFile { contents, .. } => contents.clone(),
+        other => panic!("{other:?}"),
+    };
+    let recorded: Journal = serde_json::from_str(&recorded).unwrap();
+    let imported = recorded.plan.arrays[0].imported.clone().unwrap();
+    assert_eq!(
+        imported.partitions,
+        [
+            ("sda".to_string(), None),
+            ("sdb".to_string(), None),
+            ("sdd".to_string(), None)
+        ]
+    );
+    assert_eq!(imported.uuid, OMV_UUID, "the array keeps its UUID");
+
+    // A failed member is failed and removed as the whole disk md knows.
+    let (board, mut journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    adopt_whole_disks(&board, &mut journal);
+    fail(&board, "sdb");
+    let plan = replace(&board, &journal, onto("/dev/sdd", &[])).unwrap();
+    assert_eq!(ids(&plan)[..2], ["remove:sdb", "add:sdd"]);
+    let sdb = "/dev/disk/by-id/wwn-0x50014ee2b0000002";
+    assert!(
+        executor::dry_run(&plan.steps)
+            .contains(&format!("mdadm /dev/md/data --fail {sdb} --remove {sdb}")),
+        "{}",
+        executor::dry_run(&plan.steps)
+    );
+}
+
+#[test]
+fn a_disk_smaller_than_an_adopted_arrays_member_disks_is_refused() {
+    let (board, mut journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    adopt_whole_disks(&board, &mut journal);
+    pull(&board, "sdc");
+    // One sector short: as a partition would be, and md gives a new
+    // member the others' data offset and size.
+    let sectors = survey(&board, &journal).arrays[0].member_size.0 / 512 - 1;
+    resize(&board, "sdd", sectors);
+    let why = refusal(replace(&board, &journal, onto("/dev/sdd", &[])));
+    assert!(
+        why.contains("sdd")
+            && why.contains(
+                "is too small for 'data': it is 512 B smaller than its smallest member disk"
+            )
+            && why.contains("a new member joins whole"),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_adopted_array_on_another_systems_partitions_or_pool_is_not_replaced_and_none_is_grown() {
+    let (board, mut journal) = set_up("raid5", 3, "ext4", "dev.txt");
+    adopt_whole_disks(&board, &mut journal);
+    let why = refusal(grow(&board, &journal, &["sdd"], &[]));
+    assert!(
+        why.contains(&format!("'data' was adopted as another machine made it (UUID {OMV_UUID}); nasforge replaces a lost member of it but does not reshape it: grow it with mdadm itself"))
             && why.ends_with("nothing was changed"),
         "{why}"
     );
-    let why = refusal(grow(&board, &journal, &["sdd"], &[]));
+    // A Synology's data array: its members are the disks' fifth partitions.
+    let imported = journal.plan.arrays[0].imported.as_mut().unwrap();
+    for (_, n) in imported.partitions.iter_mut() {
+        *n = Some(5);
+    }
+    pull(&board, "sdc");
+    let why = refusal(replace(&board, &journal, ReplaceRequest::default()));
     assert!(
-        why.contains("replace and grow of an adopted array are not built yet"),
+        why.contains("on partitions that machine made (sda5, sdb5, sdc5); nasforge does not copy that layout onto a new disk")
+            && why.contains("sudo mdadm /dev/md/data --add /dev/<partition>"),
         "{why}"
     );
 }

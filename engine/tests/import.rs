@@ -776,3 +776,30 @@ fn a_pool_whose_read_only_import_fails_is_refused_in_zpools_words() {
         runner.lines
     );
 }
+
+#[test]
+fn a_synologys_system_and_swap_arrays_are_never_adopted() {
+    use nasforge_testkit::old_nas::{SYNOLOGY_SYSTEM, synology_arrays};
+    let board = common::board("pi5-jmb585");
+    let mut inventory = board.inventory();
+    inventory.existing = synology_arrays();
+    let recipe = recipe(&ADOPT.replace(
+        "import = true",
+        &format!("import = true\nuuid = \"{SYNOLOGY_SYSTEM}\""),
+    ));
+    let refused: Vec<String> = nasforge_engine::planner::plan(
+        recipe.storage.as_ref().unwrap(),
+        &recipe.shares,
+        &inventory,
+    )
+    .unwrap_err()
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].contains(&format!("the array on the disks is raid1 (UUID {SYNOLOGY_SYSTEM}), 2 of 2 members: sda1, sdb1"))
+            && refused[0].contains("an operating system's system partition, which nasforge does not adopt. A Synology keeps the files on the arrays of partitions 5 and up"),
+        "{refused:?}"
+    );
+}

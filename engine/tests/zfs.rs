@@ -764,6 +764,44 @@ fn a_pool_not_imported_is_neither_replaced_into_nor_grown() {
     );
 }
 
+#[test]
+fn an_adopted_pool_is_left_to_zpool_for_replace_and_grow() {
+    let (board, mut j) = set_up(&admin_only());
+    j.plan.arrays[0].imported = Some(nasforge_engine::planner::Imported {
+        uuid: "13389264486172569815".into(),
+        name: Some("tank".into()),
+        devices: vec!["sda".into(), "sdb".into(), "sdc".into()],
+        raid_devices: 3,
+        partitions: vec![],
+        degraded: false,
+        left_behind: vec![],
+        force: false,
+        locked: vec![],
+    });
+    pull(&board, "sdb");
+    zfs_answer(
+        &board,
+        "zpool status -P -p tank",
+        &zfs_output("status-raidz1-degraded-scrubbing.txt"),
+    );
+    let survey = care::survey(&board.host, &j).unwrap();
+    let inventory = board.inventory();
+    let request = care::ReplaceRequest {
+        array: Some("tank".into()),
+        ..Default::default()
+    };
+    let err = care::replace(&board.host, &j, &survey, &inventory, &request).unwrap_err();
+    let want = "'tank' was adopted as another machine made it (pool id 13389264486172569815); nasforge does not replace or grow a disk of an adopted pool yet: use zpool on it itself (zpool-replace(8), zpool-attach(8)); nothing was changed";
+    assert_eq!(err.to_string(), want);
+    let request = care::GrowRequest {
+        array: "tank".into(),
+        disks: vec!["sdd".into()],
+        erase: vec![],
+    };
+    let err = care::grow(&board.host, &j, &survey, &inventory, &request).unwrap_err();
+    assert_eq!(err.to_string(), want);
+}
+
 /// zpool's status of a healthy pool of `vdevs` two-way mirrors over the
 /// pi5-jmb585 board's disks, numbered from 1 in their by-id names.
 fn mirrors_status(vdevs: usize) -> String {

@@ -133,10 +133,16 @@ pub fn fail(board: &Board, part: &str) {
     set(board, "degraded", "1");
 }
 
-/// `disk` is pulled out: gone from sysfs, /dev and the array.
+/// `disk` is pulled out: gone from sysfs, /dev and the array (its
+/// partition 1, or the disk itself for an adopted array of whole disks).
 pub fn pull(board: &Board, disk: &str) {
-    let part = format!("{disk}1");
-    fs::remove_dir_all(md_dir(board).join(format!("dev-{part}"))).unwrap();
+    let part = md_dir(board).join(format!("dev-{disk}1"));
+    let member = if part.exists() {
+        part
+    } else {
+        md_dir(board).join(format!("dev-{disk}"))
+    };
+    fs::remove_dir_all(member).unwrap();
     fs::remove_file(board.host.path("/sys/block").join(disk)).unwrap();
     fs::remove_file(board.host.dev.join(disk)).unwrap();
     set(board, "degraded", "1");
@@ -145,4 +151,41 @@ pub fn pull(board: &Board, disk: &str) {
 /// `disk` reports `sectors` 512-byte sectors.
 pub fn resize(board: &Board, disk: &str, sectors: u64) {
     fs::write(disk_sys(board, disk).join("size"), format!("{sectors}\n")).unwrap();
+}
+
+/// [`set_up`]'s array as an old NAS made it and setup adopted it: md's
+/// superblocks on the whole disks (as OpenMediaVault puts them), no
+/// partition on them, and the journal's entry adopted with that UUID.
+pub fn adopt_whole_disks(board: &Board, journal: &mut Journal) {
+    let array = &mut journal.plan.arrays[0];
+    let disks: Vec<String> = array.members.iter().map(|m| m.disk.name.clone()).collect();
+    let md = md_dir(board);
+    let by_id = board.host.dev.join("disk/by-id");
+    for disk in &disks {
+        let part = format!("{disk}1");
+        fs::remove_dir_all(md.join(format!("dev-{part}"))).unwrap();
+        fs::remove_dir_all(disk_sys(board, disk).join(&part)).unwrap();
+        fs::remove_file(board.host.dev.join(&part)).unwrap();
+        for link in fs::read_dir(&by_id).unwrap().flatten() {
+            if fs::read_link(link.path()).unwrap().file_name().unwrap() == part.as_str() {
+                fs::remove_file(link.path()).unwrap();
+            }
+        }
+        fs::create_dir_all(disk_sys(board, disk).join("holders").join(MD)).unwrap();
+        let dev = md.join(format!("dev-{disk}"));
+        fs::create_dir_all(&dev).unwrap();
+        fs::write(dev.join("state"), "in_sync\n").unwrap();
+        std::os::unix::fs::symlink(disk_sys(board, disk), dev.join("block")).unwrap();
+    }
+    array.imported = Some(planner::Imported {
+        uuid: crate::old_nas::OMV_UUID.into(),
+        name: Some("openmediavault:0".into()),
+        devices: disks.clone(),
+        raid_devices: disks.len(),
+        partitions: disks.into_iter().map(|d| (d, None)).collect(),
+        degraded: false,
+        left_behind: vec![],
+        force: false,
+        locked: vec![],
+    });
 }

@@ -3,6 +3,7 @@
 //! those tools' own formats.
 
 use crate::board::Board;
+use nasforge_engine::machine::existing::{self, ExistingMd};
 use nasforge_engine::steps::Step;
 
 /// udev's record of the disk `devnum` (`8:16`) says it holds `fstype`
@@ -67,3 +68,38 @@ pub fn adopts_and_builds_nothing(steps: &[Step]) {
         );
     }
 }
+
+/// What a Synology's two disks `sda` and `sdb` hold, as mdadm examines
+/// them: DSM's own system on a raid1 over each disk's partition 1 and its
+/// swap on one over partition 2, both with 0.90 superblocks, whose export
+/// (super0.c `export_examine_super0`) has no name; the files on a raid1
+/// over partition 5, metadata 1.2, named after the DiskStation.
+pub fn synology_arrays() -> Vec<ExistingMd> {
+    let super0 = |uuid: &str| {
+        format!(
+            "MD_LEVEL=raid1\nMD_DEVICES=2\nMD_UUID={uuid}\nMD_UPDATE_TIME=1796380000\nMD_EVENTS=40\n"
+        )
+    };
+    let super1 = format!(
+        "MD_LEVEL=raid1\nMD_DEVICES=2\nMD_NAME=DiskStation:2\nMD_UUID={SYNOLOGY_DATA}\nMD_UPDATE_TIME=1796380000\nMD_EVENTS=90\n"
+    );
+    let mut examined = Vec::new();
+    for (part, text) in [
+        ("1", super0(SYNOLOGY_SYSTEM)),
+        ("2", super0("0b5e3a61:1c2d3e4f:50617283:94a5b6c7")),
+        ("5", super1),
+    ] {
+        for disk in ["sda", "sdb"] {
+            examined.push((
+                format!("{disk}{part}"),
+                disk.to_string(),
+                existing::parse_examine(&text).unwrap(),
+            ));
+        }
+    }
+    existing::group(examined)
+}
+
+/// The UUIDs of [`synology_arrays`]' system and data arrays.
+pub const SYNOLOGY_SYSTEM: &str = "a1b2c3d4:e5f60718:293a4b5c:6d7e8f90";
+pub const SYNOLOGY_DATA: &str = "5c4b3a29:18f7e6d5:c4b3a291:8f7e6d5c";

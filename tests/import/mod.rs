@@ -21,6 +21,10 @@
 //! pool is imported by id into the cache file and mounted at the recipe's
 //! mount, and both files read back with their sha256.
 //!
+//! Then a member of the adopted array fails, and `nasforge-setup replace`
+//! adds a blank disk whole in its place, as the old NAS made the others;
+//! md rebuilds onto it and the file reads back.
+//!
 //! What this does not cover (the PC's first boot is long, and shared): a
 //! fresh image's first boot with the old disks in (mdadm's postinst and
 //! the initramfs hook with a foreign array present).
@@ -30,12 +34,16 @@ use std::path::{Path, PathBuf};
 
 const SERIALS: [&str; 3] = ["old-omv0", "old-omv1", "old-omv2"];
 const POOL_SERIALS: [&str; 2] = ["old-zfs0", "old-zfs1"];
+/// A blank disk of the same size, for a failed member of the array.
+const NEW: &str = "old-new0";
 
-/// The old NAS's disks: blank, on SATA ports (neither sas-, ssd- nor usb-).
+/// The old NAS's disks and a new one: blank, on SATA ports (neither sas-,
+/// ssd- nor usb-).
 pub fn disks(dir: &Path) -> Vec<PathBuf> {
     SERIALS
         .iter()
         .chain(&POOL_SERIALS)
+        .chain(&[NEW])
         .map(|s| {
             let p = dir.join(format!("{s}.img"));
             std::fs::File::create(&p)
@@ -266,5 +274,29 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
             && after.contains("oldtank\tONLINE")
             && after.contains("cached-oldtank"),
         "{after}"
+    );
+
+    // Cared for as nasforge's own: a member fails, and `replace` puts the
+    // blank disk in its place whole, as OpenMediaVault made the others.
+    let failed = &devices[2];
+    let replaced = sudo(
+        pc,
+        key,
+        &format!(
+            "mdadm /dev/md/media --fail {failed} 2>&1; nasforge-setup replace --array media --disk {NEW} --yes 2>&1; mdadm --detail /dev/md/media; sha256sum /srv/media/photos.bin"
+        ),
+    );
+    eprintln!("e2e: a member of the adopted array failed, replaced:\n{replaced}");
+    let new = devices_of(&listed, &[NEW]).remove(0);
+    assert!(
+        replaced.contains("Replace the failed member of 'media'")
+            && replaced.contains("replace complete")
+            && !replaced.contains("] Partition ")
+            && replaced.contains("Active Devices : 3")
+            && replaced
+                .lines()
+                .any(|l| l.contains("active sync") && l.ends_with(new.as_str()))
+            && replaced.contains(&format!("{sha}  /srv/media/photos.bin")),
+        "{replaced}"
     );
 }

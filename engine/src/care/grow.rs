@@ -50,7 +50,7 @@ pub fn grow(
             names.join(", ")
         ));
     };
-    super::refuse_adopted(journal, &array.name)?;
+    super::refuse_adopted(journal, &array.name, Kind::Grow)?;
     check_growable(array)?;
     if request.disks.is_empty() {
         return refuse("name the disks to add with --disk DEV (once per disk)");

@@ -16,7 +16,8 @@ mod zpool;
 pub use grow::{GrowRequest, grow};
 pub use replace::{ReplaceRequest, replace};
 pub use survey::{
-    ArraySurvey, Candidate, Fit, MemberReport, MemberState, Survey, partition_bytes, survey_of,
+    ArraySurvey, Candidate, Fit, Layout, MemberReport, MemberState, Survey, partition_bytes,
+    survey_of,
 };
 pub use survey::{cannot_grow, nested_cannot_grow};
 
@@ -27,6 +28,7 @@ use crate::machine::zfs;
 use crate::machine::zfs_report::parse_zpool_status;
 use crate::operation::{Kind, Operation};
 use crate::steps::{Action, Step};
+use crate::storage::partition;
 
 /// What the arrays look like now (see [`Survey`]).
 pub fn survey(host: &Host, journal: &Journal) -> Result<Survey, CareError> {
@@ -61,23 +63,43 @@ fn refuse<T>(why: impl Into<String>) -> Result<T, CareError> {
     Err(CareError::Refused(why.into()))
 }
 
-/// An adopted array's members are whole disks or any partition, which the
-/// replace and grow steps (one nasforge partition per disk) do not make.
-fn refuse_adopted(journal: &Journal, name: &str) -> Result<(), CareError> {
+/// What nasforge does not do to an adopted array or pool: a pool's disks
+/// and an md array's growth are left to zpool and mdadm; a lost member of
+/// an md array of whole disks is replaced by a whole disk, as the others
+/// are, but one on another system's partitions (a Synology's `sdX5`) is
+/// not, since nasforge does not copy that layout.
+fn refuse_adopted(journal: &Journal, name: &str, kind: Kind) -> Result<(), CareError> {
     let Some(array) = journal.plan.arrays.iter().find(|a| a.spec.name == name) else {
         return Ok(());
     };
-    match &array.imported {
-        Some(i) if array.spec.is_zfs() => refuse(format!(
-            "'{name}' was adopted as another machine made it (pool id {}); replace and grow of an adopted pool are not built yet: use zpool on it itself (zpool-replace(8), zpool-attach(8))",
+    let Some(i) = &array.imported else {
+        return Ok(());
+    };
+    if array.spec.is_zfs() {
+        return refuse(format!(
+            "'{name}' was adopted as another machine made it (pool id {}); nasforge does not replace or grow a disk of an adopted pool yet: use zpool on it itself (zpool-replace(8), zpool-attach(8))",
             i.uuid
-        )),
-        Some(i) => refuse(format!(
-            "'{name}' was adopted as another machine made it (UUID {}); replace and grow of an adopted array are not built yet: use mdadm on /dev/md/{name} itself (mdadm(8), --add and --grow)",
-            i.uuid
-        )),
-        None => Ok(()),
+        ));
     }
+    if kind == Kind::Grow {
+        return refuse(format!(
+            "'{name}' was adopted as another machine made it (UUID {}); nasforge replaces a lost member of it but does not reshape it: grow it with mdadm itself (mdadm(8): --add, then --grow --raid-devices), then the filesystem",
+            i.uuid
+        ));
+    }
+    let on_partitions: Vec<String> = i
+        .partitions
+        .iter()
+        .filter_map(|(disk, n)| n.map(|n| partition::partition_path(disk, n)))
+        .collect();
+    if on_partitions.is_empty() {
+        return Ok(());
+    }
+    refuse(format!(
+        "'{name}' was adopted as another machine made it (UUID {}), on partitions that machine made ({}); nasforge does not copy that layout onto a new disk. Give the new disk a partition at least as large as a member's (`sfdisk -l` on a member's disk shows them), then add it: `sudo mdadm /dev/md/{name} --add /dev/<partition>`",
+        i.uuid,
+        on_partitions.join(", ")
+    ))
 }
 
 /// The review's line for each disk that is erased first.

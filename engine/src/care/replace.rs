@@ -3,8 +3,8 @@
 //! added, and md rebuilds onto it.
 
 use super::{
-    ArraySurvey, CareError, CarePlan, Fit, MemberReport, MemberState, Survey, conf_step, find_disk,
-    follow_step, record_step, refuse,
+    ArraySurvey, CareError, CarePlan, Fit, Layout, MemberReport, MemberState, Survey, conf_step,
+    find_disk, follow_step, record_step, refuse,
 };
 use crate::journal::Journal;
 use crate::machine::disks::{Disk, Host, Inventory};
@@ -48,7 +48,7 @@ pub fn replace(
         );
     }
     let array = pick_array(survey, request.array.as_deref())?;
-    super::refuse_adopted(journal, &array.name)?;
+    super::refuse_adopted(journal, array.array_name(), Kind::Replace)?;
     if array.level.is_zfs() && array.kernel.is_none() {
         return refuse(format!(
             "the ZFS pool '{}' is not imported, so zpool cannot replace a disk of it: import it (`sudo zpool import {}`), then run replace again",
@@ -222,6 +222,10 @@ pub(super) fn usable(
             "{} holds {what}. If that may be lost, name it twice: --disk {0} --erase {0}",
             disk.name
         )),
+        Fit::TooSmall { short_by } if array.layout == Layout::WholeDisks => refuse(format!(
+            "{} ({}) is too small for '{}': it is {short_by} smaller than its smallest member disk ({}), and a new member joins whole, as they are",
+            disk.name, disk.size, array.name, array.member_size
+        )),
         Fit::TooSmall { short_by } => refuse(format!(
             "{} ({}) is too small for '{}': its partition would be {short_by} smaller than the members' ({})",
             disk.name, disk.size, array.name, array.member_size
@@ -314,6 +318,19 @@ fn recorded(
         .iter_mut()
         .find(|a| a.spec.name == array.array_name())
     {
+        // An adopted array's new member is a whole disk, as the others.
+        if let Some(imported) = &mut plan.imported {
+            for (disk, _) in imported.partitions.iter_mut() {
+                if *disk == old.was {
+                    disk.clone_from(&new.name);
+                }
+            }
+            for device in imported.devices.iter_mut() {
+                if *device == old.was {
+                    device.clone_from(&new.name);
+                }
+            }
+        }
         let mut member = Member {
             disk: new.clone(),
             erase,
@@ -338,7 +355,8 @@ fn recorded(
 }
 
 /// Erase (when allowed), partition like the siblings (named for the
-/// recipe's array, a leg's too), add to the md array.
+/// recipe's array, a leg's too), add to the md array; a disk joining an
+/// adopted array of whole disks is added whole.
 pub(super) fn join_steps(survey: &ArraySurvey, disk: &Disk, erase: bool) -> Vec<Step> {
     let md = survey.device.clone();
     let array = &survey.name;
@@ -346,22 +364,27 @@ pub(super) fn join_steps(survey: &ArraySurvey, disk: &Disk, erase: bool) -> Vec<
     if erase {
         steps.push(wipe_step(disk));
     }
-    let (step, part) = partition_step(
-        disk,
-        survey.array_name(),
-        partition::PartitionKind::LinuxRaid,
-    );
-    steps.push(step);
+    let member = if survey.layout == Layout::WholeDisks {
+        disk.stable_path()
+    } else {
+        let (step, part) = partition_step(
+            disk,
+            survey.array_name(),
+            partition::PartitionKind::LinuxRaid,
+        );
+        steps.push(step);
+        part
+    };
     steps.push(Step {
         id: format!("add:{}", disk.name),
         title: format!("Add {} ({}) to '{array}'", disk.name, disk.summary()),
         guard: Guard::Care(CareGuard::Added {
             array: md.clone(),
-            member: part.clone(),
+            member: member.clone(),
         }),
         actions: vec![
             Action::Run(Cmd::new(&["udevadm", "settle"])),
-            Action::Run(Cmd::new(&mdadm::add(&md, &part))),
+            Action::Run(Cmd::new(&mdadm::add(&md, &member))),
         ],
         always: vec![],
     });

@@ -51,11 +51,29 @@ pub struct ArraySurvey {
     pub members: Vec<MemberReport>,
     /// The partition size a new member needs: the smallest member's
     /// partition (every member is partitioned from 1 MiB to its last
-    /// whole MiB).
+    /// whole MiB). Of an adopted array, the smallest member disk's size.
     pub member_size: Size,
+    /// How the members are laid out; a new one joins the same way.
+    pub layout: Layout,
     /// Attached disks that are not members of any array, with whether they
     /// can join this one.
     pub candidates: Vec<Candidate>,
+}
+
+/// Where an array's members are on their disks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// nasforge's own: partition 1 of each disk, from 1 MiB to the last
+    /// whole MiB.
+    Partition,
+    /// An adopted array of whole disks (as OpenMediaVault makes them): a
+    /// new disk joins whole, and must be as large as the smallest member
+    /// disk, since md gives it the members' data offset and size.
+    WholeDisks,
+    /// An adopted array on partitions another system made (a Synology's
+    /// `sdX5`): nasforge does not copy that layout onto a new disk.
+    ForeignPartitions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -225,7 +243,9 @@ pub fn survey_of(
                         report.as_ref(),
                         size,
                         inventory,
-                        free.iter().map(|f| candidate(f, size)).collect(),
+                        free.iter()
+                            .map(|f| candidate(f, size, Layout::Partition))
+                            .collect(),
                     )]
                 } else {
                     array_surveys(a, inventory, &free, md)
@@ -284,16 +304,51 @@ fn array_surveys(
 /// Every member's partition is as large as the smallest one's, legs and
 /// spares alike: a replacement fits wherever it joins. Of a ZFS pool's
 /// new disk this asks what `zpool replace` does: at least the smallest
-/// member's size.
+/// member's size. Of an adopted array of whole disks, the smallest disk.
 fn member_size(array: &ArrayPlan) -> Size {
+    let whole = layout(array) == Layout::WholeDisks;
     Size(
         array
             .members
             .iter()
-            .map(|m| partition_bytes(m.disk.size, m.disk.logical_block_size))
+            .map(|m| {
+                if whole {
+                    m.disk.size.0
+                } else {
+                    partition_bytes(m.disk.size, m.disk.logical_block_size)
+                }
+            })
             .min()
             .unwrap_or(0),
     )
+}
+
+/// nasforge's partitions, or what the adopted array's superblocks were
+/// found on.
+fn layout(array: &ArrayPlan) -> Layout {
+    match &array.imported {
+        None => Layout::Partition,
+        Some(_) if array.spec.is_zfs() => Layout::Partition,
+        Some(i) if i.partitions.iter().all(|(_, p)| p.is_none()) => Layout::WholeDisks,
+        Some(_) => Layout::ForeignPartitions,
+    }
+}
+
+/// The device holding `disk`'s superblock: partition 1 (nasforge's), or
+/// the whole disk or the partition the adopted array recorded for it.
+fn member_device(array: &ArrayPlan, planned: &Disk, found: &Disk) -> String {
+    let number = match &array.imported {
+        Some(i) => i
+            .partitions
+            .iter()
+            .find(|(disk, _)| *disk == planned.name)
+            .map_or(Some(1), |(_, p)| *p),
+        None => Some(1),
+    };
+    match number {
+        Some(n) => partition::partition_path(&found.stable_path(), n),
+        None => found.stable_path(),
+    }
 }
 
 /// A nested array's legs, each with the members md lists in it now: a
@@ -355,7 +410,7 @@ fn unit_survey(
     let mut members: Vec<MemberReport> = unit
         .members
         .iter()
-        .map(|d| member_report(d, inventory, state.as_ref(), spec.level))
+        .map(|d| member_report(array, d, inventory, state.as_ref()))
         .collect();
     if let Some(state) = &state {
         let extra: Vec<MemberReport> = unrecorded(&members, state, inventory).collect();
@@ -385,15 +440,19 @@ fn unit_survey(
         sync: state.as_ref().and_then(|s| s.sync.clone()),
         members,
         member_size,
-        candidates: free.iter().map(|f| candidate(f, member_size)).collect(),
+        layout: layout(array),
+        candidates: free
+            .iter()
+            .map(|f| candidate(f, member_size, layout(array)))
+            .collect(),
     }
 }
 
 fn member_report(
+    array: &ArrayPlan,
     planned: &Disk,
     inventory: &Inventory,
     md: Option<&MdState>,
-    level: Level,
 ) -> MemberReport {
     let found = inventory
         .disks
@@ -405,19 +464,18 @@ fn member_report(
         size: planned.size,
         disk: found.map(|d| d.name.clone()),
         was: planned.name.clone(),
-        partition: found.map(|d| partition::partition_path(&d.stable_path(), 1)),
+        partition: found.map(|d| member_device(array, planned, d)),
         state: MemberState::Missing,
     };
     let Some(disk) = found else {
         return report;
     };
-    report.state = match (level, md) {
+    report.state = match (array.spec.level, md) {
         (Level::Single, _) => MemberState::Working,
         (_, None) => MemberState::NotInArray,
-        (_, Some(md)) => disk
-            .partitions
-            .iter()
-            .find_map(|p| md.member(&p.name))
+        (_, Some(md)) => md
+            .member(&disk.name)
+            .or_else(|| disk.partitions.iter().find_map(|p| md.member(&p.name)))
             .map_or(MemberState::NotInArray, |m| member_state(m, md)),
     };
     report
@@ -447,7 +505,7 @@ fn unrecorded<'a>(
         let disk = inventory
             .disks
             .iter()
-            .find(|d| d.partitions.iter().any(|p| p.name == m.device));
+            .find(|d| d.name == m.device || d.partitions.iter().any(|p| p.name == m.device));
         let name = disk.map_or(m.device.clone(), |d| d.name.clone());
         if known
             .iter()
@@ -467,9 +525,14 @@ fn unrecorded<'a>(
     })
 }
 
-fn candidate(free: &Free, needed: Size) -> Candidate {
+fn candidate(free: &Free, needed: Size, layout: Layout) -> Candidate {
     let disk = free.disk;
-    let have = partition_bytes(disk.size, disk.logical_block_size);
+    let have = match layout {
+        Layout::WholeDisks => disk.size.0,
+        Layout::Partition | Layout::ForeignPartitions => {
+            partition_bytes(disk.size, disk.logical_block_size)
+        }
+    };
     let fit = if let Some(name) = &free.kept {
         Fit::Kept { name: name.clone() }
     } else if !disk.in_use.is_empty() {

@@ -89,6 +89,7 @@ pub(super) fn survey(
         }),
         members,
         member_size,
+        layout: super::Layout::Partition,
         candidates,
     }
 }

@@ -193,6 +193,31 @@ pub fn group(examined: Vec<(String, String, Examined)>) -> Vec<ExistingMd> {
 }
 
 impl ExistingMd {
+    /// "system" or "swap" when the array is laid out as a Synology's DSM
+    /// keeps its own system and swap: a raid1 with 0.90 superblocks (no
+    /// name) over partition 1, or partition 2, of every disk, its files
+    /// being on arrays of partitions 5 and up (and LVM over those). Another
+    /// Linux system may keep its /boot and swap so too. Either way it is an
+    /// operating system's, not files to adopt and serve.
+    pub fn system_array(&self) -> Option<&'static str> {
+        if self.name.is_some() || self.level != "raid1" || self.members.is_empty() {
+            return None;
+        }
+        let number = |m: &ExistingMember| {
+            let rest = m.device.strip_prefix(m.disk.as_str())?;
+            rest.strip_prefix('p').unwrap_or(rest).parse::<u32>().ok()
+        };
+        let first = number(&self.members[0])?;
+        if !self.members.iter().all(|m| number(m) == Some(first)) {
+            return None;
+        }
+        match first {
+            1 => Some("system"),
+            2 => Some("swap"),
+            _ => None,
+        }
+    }
+
     /// The name without the home host: `media` of `oldnas:media`, what a
     /// recipe calls it.
     pub fn short_name(&self) -> Option<&str> {
@@ -302,6 +327,12 @@ impl fmt::Display for ExistingMd {
             Some(fstype) => write!(f, "; holds {}", printable(fstype))?,
             None => {}
         }
+        if let Some(role) = self.system_array() {
+            write!(
+                f,
+                "; laid out as a Synology's DSM keeps its {role} (or another Linux system's), not files"
+            )?;
+        }
         Ok(())
     }
 }
@@ -344,6 +375,51 @@ mod tests {
             parse_examine("MD_METADATA=imsm\nMD_LEVEL=container\nMD_UUID=a:b:c:d\nMD_DEVICES=2\n"),
             None
         );
+    }
+
+    #[test]
+    fn a_raid1_of_every_disks_first_or_second_partition_with_no_name_is_a_systems() {
+        let super0 = "MD_LEVEL=raid1\nMD_DEVICES=2\nMD_UUID=a1b2c3d4:e5f60718:293a4b5c:6d7e8f90\nMD_UPDATE_TIME=1796380000\nMD_EVENTS=40\n";
+        let on = |devices: &[(&str, &str)], text: &str| {
+            group(
+                devices
+                    .iter()
+                    .map(|(d, disk)| {
+                        (
+                            d.to_string(),
+                            disk.to_string(),
+                            parse_examine(text).unwrap(),
+                        )
+                    })
+                    .collect(),
+            )
+            .remove(0)
+        };
+        let system = on(&[("sda1", "sda"), ("sdb1", "sdb")], super0);
+        assert_eq!(system.system_array(), Some("system"));
+        assert!(
+            system
+                .to_string()
+                .ends_with("; laid out as a Synology's DSM keeps its system (or another Linux system's), not files"),
+            "{system}"
+        );
+        let nvme = on(
+            &[("nvme0n1p2", "nvme0n1"), ("nvme1n1p2", "nvme1n1")],
+            super0,
+        );
+        assert_eq!(nvme.system_array(), Some("swap"));
+        for not in [
+            on(&[("sda5", "sda"), ("sdb5", "sdb")], super0),
+            on(&[("sda1", "sda"), ("sdb2", "sdb")], super0),
+            on(&[("sda", "sda"), ("sdb", "sdb")], super0),
+            on(
+                &[("sda1", "sda"), ("sdb1", "sdb")],
+                &super0.replace("raid1", "raid5"),
+            ),
+            on(&[("sda1", "sda"), ("sdb1", "sdb")], OMV_MEMBER),
+        ] {
+            assert_eq!(not.system_array(), None, "{not}");
+        }
     }
 
     #[test]

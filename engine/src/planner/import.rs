@@ -141,6 +141,15 @@ pub(super) fn plan_import(
         ),
         ("md arrays", "…"),
     )?;
+    if let Some(role) = existing.system_array() {
+        return Err(vec![refuse(
+            spec,
+            None,
+            format!(
+                "the array on the disks is {existing}: an operating system's {role} partition, which nasforge does not adopt. A Synology keeps the files on the arrays of partitions 5 and up, with LVM over them (`sudo mdadm --examine --scan` lists every array)"
+            ),
+        )]);
+    }
     let mut refusals = Vec::new();
     let on_disk = ADOPTABLE.iter().find(|(_, word)| *word == existing.level);
     if on_disk.is_none() {

@@ -6,6 +6,7 @@
 
 use super::choices::{FILESYSTEMS, LEVELS, ZFS_LEVELS};
 use nasforge_engine::machine::disks::Inventory;
+use nasforge_engine::machine::existing::ExistingMd;
 use nasforge_engine::spec::{Array, Filesystem, Level};
 
 /// The array or pool the person chose to adopt, as it was found.
@@ -70,11 +71,14 @@ fn level(word: &str) -> Option<Level> {
 /// The planner says the rest (too few members, a pool zpool would not
 /// import, a dataset that would mount over the system's folders).
 pub fn of_disk(disk: &str, inventory: &Inventory) -> Option<Result<Adopted, String>> {
-    if let Some(md) = inventory
+    let arrays: Vec<&ExistingMd> = inventory
         .existing
         .iter()
-        .find(|e| e.members.iter().any(|m| m.disk == disk))
-    {
+        .filter(|e| e.members.iter().any(|m| m.disk == disk))
+        .collect();
+    // A Synology's disk holds its system's and swap's arrays before its
+    // files': the files' are the ones a person means.
+    if let Some(md) = arrays.iter().find(|e| e.system_array().is_none()) {
         let mut disks: Vec<String> = Vec::new();
         for m in &md.members {
             if !disks.contains(&m.disk) {
@@ -97,6 +101,11 @@ pub fn of_disk(disk: &str, inventory: &Inventory) -> Option<Result<Adopted, Stri
                 md.level
             )),
         });
+    }
+    if let Some(md) = arrays.first() {
+        return Some(Err(format!(
+            "it holds a member of {md}: an operating system's arrays are not adopted"
+        )));
     }
     let pool = inventory
         .existing_pools
@@ -121,6 +130,25 @@ pub fn of_disk(disk: &str, inventory: &Inventory) -> Option<Result<Adopted, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nasforge_testkit::old_nas::{SYNOLOGY_DATA, synology_arrays};
+
+    #[test]
+    fn on_a_synologys_disk_i_means_the_files_array_never_the_systems() {
+        let mut inventory = Inventory {
+            existing: synology_arrays(),
+            ..Default::default()
+        };
+        let adopted = of_disk("sdb", &inventory).unwrap().unwrap();
+        assert_eq!(adopted.uuid, SYNOLOGY_DATA);
+        assert_eq!(adopted.disks, ["sda", "sdb"]);
+        inventory.existing.retain(|e| e.system_array().is_some());
+        let why = of_disk("sda", &inventory).unwrap().unwrap_err();
+        assert!(
+            why.ends_with("an operating system's arrays are not adopted")
+                && why.contains("laid out as a Synology's DSM keeps its system"),
+            "{why}"
+        );
+    }
 
     #[test]
     fn md_and_zpool_words_are_the_levels_a_recipe_names() {
