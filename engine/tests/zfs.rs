@@ -628,16 +628,21 @@ fn pull(board: &Board, disk: &str) {
     std::fs::remove_file(board.host.dev.join(disk)).unwrap();
 }
 
-#[test]
-fn a_lost_pool_disk_is_replaced_by_zpool_replace_and_the_resilver_followed() {
-    let (board, j) = set_up(&admin_only());
-    pull(&board, "sdb");
+/// The survey once sdb is pulled and zpool reports the raidz1 degraded.
+fn without_sdb(board: &Board, j: &Journal) -> care::Survey {
+    pull(board, "sdb");
     zfs_answer(
-        &board,
+        board,
         "zpool status -P -p tank",
         &zfs_output("status-raidz1-degraded-scrubbing.txt"),
     );
-    let survey = care::survey(&board.host, &j).unwrap();
+    care::survey(&board.host, j).unwrap()
+}
+
+#[test]
+fn a_lost_pool_disk_is_replaced_by_zpool_replace_and_the_resilver_followed() {
+    let (board, j) = set_up(&admin_only());
+    let survey = without_sdb(&board, &j);
     let tank = &survey.arrays[0];
     let states: Vec<String> = tank.members.iter().map(|m| m.state.to_string()).collect();
     assert_eq!(states, ["working", "MISSING", "working"]);
@@ -778,13 +783,7 @@ fn an_adopted_pool_is_left_to_zpool_for_replace_and_grow() {
         force: false,
         locked: vec![],
     });
-    pull(&board, "sdb");
-    zfs_answer(
-        &board,
-        "zpool status -P -p tank",
-        &zfs_output("status-raidz1-degraded-scrubbing.txt"),
-    );
-    let survey = care::survey(&board.host, &j).unwrap();
+    let survey = without_sdb(&board, &j);
     let inventory = board.inventory();
     let request = care::ReplaceRequest {
         array: Some("tank".into()),
