@@ -342,13 +342,16 @@ fi
 mkdir -p /run/nasforge/system-mirror
 dst=/run/nasforge/system-mirror
 mountpoint -q "$dst" || mount "$md" "$dst"
-# 24: files vanished while being copied (a log's temporary file), as on
-# any running system; the second pass copies what changed meanwhile.
-copy() { rsync -aHAXxS --numeric-ids --delete --exclude='/etc/nasforge/system-mirror.*' / "$dst/" || [ $? -eq 24 ]; }
-copy
+# The first pass is cp's: rsync checksums every file it sends, twice
+# over (sender and receiver); on the emulated PC this step took 76 s so,
+# against 125 s with a second rsync pass in cp's place. A file that
+# vanished meanwhile (a log's temporary file, as on any running system)
+# fails cp but not the copy: rsync then brings over what changed since,
+# deletes what went, and fails on what cannot be copied at all (its 24 is
+# only "files vanished").
+cp -ax /. "$dst/" || echo "cp could not copy everything; rsync follows" >&2
 sync
-# Again: what changed during the first pass.
-copy
+rsync -aHAXxS --numeric-ids --delete --exclude='/etc/nasforge/system-mirror.*' / "$dst/" || [ $? -eq 24 ]
 sed -i "s|^UUID=$old[[:space:]]|UUID=$new |" "$dst/etc/fstab"
 grep -q "^UUID=$new " "$dst/etc/fstab" || { echo "$dst/etc/fstab does not name the root UUID=$old" >&2; exit 1; }
 # Not lsinitramfs: bookworm's reads no initramfs that is zstd from its
