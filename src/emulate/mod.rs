@@ -110,11 +110,19 @@ pub struct Ports {
     pub nfs: u16,
 }
 
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")
-        .context("finding a free local port")?
-        .local_addr()?
-        .port())
+/// `N` local ports no listener has now, distinct from each other: every
+/// one is held until all are found. Bound and let go one at a time, the
+/// kernel may hand out the same port again (it did, in a CI run: SSH and
+/// SMB both on one port, and qemu refused the second forwarding rule).
+fn free_ports<const N: usize>() -> Result<[u16; N]> {
+    let held = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").context("finding a free local port"))
+        .collect::<Result<Vec<_>>>()?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&held) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
 }
 
 /// Whether the board will run an SSH server: enabled in the image already,
@@ -257,11 +265,8 @@ pub fn run(opts: &Options, cache: &Path) -> Result<ExitStatus> {
         .zip(&all)
         .map(|((d, serial), (_, bus))| (d, serial, *bus))
         .collect();
-    let ports = Ports {
-        ssh: free_port()?,
-        smb: free_port()?,
-        nfs: free_port()?,
-    };
+    let [ssh, smb, nfs] = free_ports()?;
+    let ports = Ports { ssh, smb, nfs };
     let mut cmd = qemu_command(opts, &machine, &overlay, &disks, ports);
     print_banner(opts, &image, &machine, &disks, ports);
     use std::io::Write;
@@ -524,6 +529,18 @@ fn qcow2_over(base: &Path, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_forwarded_ports_are_free_and_never_the_same_twice() {
+        let ports: [u16; 64] = free_ports().unwrap();
+        let mut distinct = ports.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+        for port in ports {
+            TcpListener::bind(("127.0.0.1", port)).expect("the port is free again");
+        }
+    }
 
     fn options() -> Options {
         Options {

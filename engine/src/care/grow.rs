@@ -13,7 +13,7 @@ use crate::machine::disks::{Disk, Host, Inventory};
 use crate::operation::Kind;
 use crate::planner::Member;
 use crate::spec::{Filesystem, Level};
-use crate::steps::{Action, CareGuard, Cmd, Guard, Step};
+use crate::steps::{Action, CareGuard, Cmd, Guard, Step, mount_unit};
 use crate::storage::mdadm;
 
 /// What `nasforge-setup grow` was asked.
@@ -196,8 +196,12 @@ fn steps(journal: &Journal, array: &ArraySurvey, new: &[(&Disk, bool)], count: u
     steps
 }
 
-/// The filesystem takes the array's new size; each tool grows to the
-/// device's size and does nothing when it already fills it.
+/// The filesystem takes the array's new size, mounted; each tool grows to
+/// the device's size and does nothing when it already fills it. After a
+/// power cut the resume runs at boot while systemd may still be checking
+/// the filesystem or waiting for an array mdadm's last-resort timer starts
+/// late, and resize2fs refuses an unmounted ext4 not checked since (seen
+/// on the emulated board): starting the mount unit waits for that mount.
 fn grow_filesystem_step(array: &ArraySurvey, md: &str) -> Step {
     let argv: Vec<&str> = match array.filesystem {
         Filesystem::Ext4 => vec!["resize2fs", md],
@@ -212,7 +216,10 @@ fn grow_filesystem_step(array: &ArraySurvey, md: &str) -> Step {
             array.filesystem, array.name
         ),
         guard: Guard::Always,
-        actions: vec![Action::Run(Cmd::new(&argv))],
+        actions: vec![
+            Action::Run(Cmd::new(&["systemctl", "start", &mount_unit(&array.mount)])),
+            Action::Run(Cmd::new(&argv)),
+        ],
         always: vec![],
     }
 }
