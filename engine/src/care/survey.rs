@@ -406,6 +406,7 @@ fn unit_survey(
     free: &[Free],
 ) -> ArraySurvey {
     let spec = &array.spec;
+    let laid_out = layout(array);
     let state = unit.state;
     let mut members: Vec<MemberReport> = unit
         .members
@@ -440,10 +441,10 @@ fn unit_survey(
         sync: state.as_ref().and_then(|s| s.sync.clone()),
         members,
         member_size,
-        layout: layout(array),
+        layout: laid_out,
         candidates: free
             .iter()
-            .map(|f| candidate(f, member_size, layout(array)))
+            .map(|f| candidate(f, member_size, laid_out))
             .collect(),
     }
 }
