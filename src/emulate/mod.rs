@@ -711,7 +711,7 @@ mod tests {
         let append = &args[args.iter().position(|a| a == "-append").unwrap() + 1];
         assert_eq!(
             append,
-            "root=LABEL=RASPIROOT rw usb-storage.quirks=46f4:0001:u console=ttyAMA0 net.ifnames=0"
+            "root=LABEL=RASPIROOT rw usb-storage.quirks=46f4:0001:u console=ttyAMA0 net.ifnames=0 nokaslr"
         );
     }
 }

@@ -31,6 +31,7 @@ pub(super) const DIFFERENCES: &[&str] = &[
     "no vendor firmware or boot loader: config.txt and armbianEnv.txt are not read (cmdline.txt's arguments are), and no device tree",
     "no GPIO, HATs, camera or display; the network card is virtio, the SATA controller an ich9-ahci",
     "the image's own initramfs does not run (Raspberry Pi OS grows its root partition and picks a new disk id there): the board does that at its first boot",
+    "the kernel is loaded at a fixed address (nokaslr): randomised, it isolates its page tables from programs', which emulation pays for on every system call",
 ];
 
 pub(super) struct StandIn {
