@@ -378,7 +378,7 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
         "status names only the disk still missing:\n{status}"
     );
     t.lap("replace one lost disk with a blank SAS disk: zpool replace, resilver, file intact");
-    import::old_array_adopted(&pc, &key);
+    import::old_array_adopted(&pc, &key, d);
     t.lap("an OpenMediaVault-style raid5 and a ZFS mirror on five more disks: wrong levels refused with the disks unchanged, then adopted as they are, files intact");
     pc.poweroff(&key);
 }

@@ -33,6 +33,7 @@ fn disk(name: &str, size: u64, transport: Transport, rotational: bool) -> Disk {
         usb_mbit: None,
         usb: None,
         by_id: None,
+        links: Vec::new(),
         partitions: vec![],
         contents: vec![],
         in_use: vec![],

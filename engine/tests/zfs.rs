@@ -770,7 +770,7 @@ fn a_pool_not_imported_is_neither_replaced_into_nor_grown() {
 }
 
 #[test]
-fn an_adopted_pool_is_left_to_zpool_for_replace_and_grow() {
+fn a_lost_disk_of_an_adopted_pool_is_replaced_by_its_other_links_and_growth_left_to_zpool() {
     let (board, mut j) = set_up(&admin_only());
     j.plan.arrays[0].imported = Some(nasforge_engine::planner::Imported {
         uuid: "13389264486172569815".into(),
@@ -783,22 +783,57 @@ fn an_adopted_pool_is_left_to_zpool_for_replace_and_grow() {
         force: false,
         locked: vec![],
     });
-    let survey = without_sdb(&board, &j);
+    // Made elsewhere and imported from /dev/disk/by-id, the pool names its
+    // disks by their ata- links, where nasforge takes the wwn- ones.
+    pull(&board, "sdb");
+    let elsewhere = (1..=3).fold(
+        zfs_output("status-raidz1-degraded-scrubbing.txt"),
+        |text, n| {
+            text.replace(
+                &format!("wwn-0x50014ee2b000000{n}-part1"),
+                &format!("ata-WDC_WD40EFRX-68N32N0_WD-WCC7K000000{n}-part1"),
+            )
+        },
+    );
+    zfs_answer(&board, "zpool status -P -p tank", &elsewhere);
+    let survey = care::survey(&board.host, &j).unwrap();
+    let states: Vec<String> = survey.arrays[0]
+        .members
+        .iter()
+        .map(|m| format!("{} {}", m.was, m.state))
+        .collect();
+    assert_eq!(states, ["sda working", "sdb MISSING", "sdc working"]);
     let inventory = board.inventory();
     let request = care::ReplaceRequest {
         array: Some("tank".into()),
         ..Default::default()
     };
-    let err = care::replace(&board.host, &j, &survey, &inventory, &request).unwrap_err();
-    let want = "'tank' was adopted as another machine made it (pool id 13389264486172569815); nasforge does not replace or grow a disk of an adopted pool yet: use zpool on it itself (zpool-replace(8), zpool-attach(8)); nothing was changed";
-    assert_eq!(err.to_string(), want);
+    let plan = care::replace(&board.host, &j, &survey, &inventory, &request).unwrap();
+    assert_eq!(
+        lines(&plan.steps[0]),
+        [
+            "udevadm settle",
+            "zpool replace tank 9876543210987654321 /dev/disk/by-id/wwn-0x50014ee2b0000004"
+        ]
+    );
+    let Action::WriteFile { contents, .. } = &plan.steps[2].actions[0] else {
+        panic!("{:?}", plan.steps[2]);
+    };
+    let recorded: Journal = serde_json::from_str(contents).unwrap();
+    assert_eq!(
+        recorded.plan.arrays[0].imported.as_ref().unwrap().devices,
+        ["sda", "sdd", "sdc"]
+    );
     let request = care::GrowRequest {
         array: "tank".into(),
         disks: vec!["sdd".into()],
         erase: vec![],
     };
     let err = care::grow(&board.host, &j, &survey, &inventory, &request).unwrap_err();
-    assert_eq!(err.to_string(), want);
+    assert_eq!(
+        err.to_string(),
+        "'tank' was adopted as another machine made it (pool id 13389264486172569815); nasforge replaces a lost disk of it, but leaves growing it to zpool: add a vdev of the pool's shape (zpool-add(8)), or widen a mirror (zpool-attach(8)); nothing was changed"
+    );
 }
 
 /// zpool's status of a healthy pool of `vdevs` two-way mirrors over the

@@ -26,6 +26,7 @@ pub fn usb(name: &str, size: u64, model: &str) -> Disk {
         usb_mbit: Some(5000),
         usb: None,
         by_id: Some(format!("/dev/disk/by-id/usb-TEST_{name}")),
+        links: Vec::new(),
         partitions: vec![],
         contents: vec![],
         in_use: vec![],

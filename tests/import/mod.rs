@@ -23,19 +23,28 @@
 //!
 //! Then a member of the adopted array fails, and `nasforge-setup replace`
 //! adds a blank disk whole in its place, as the old NAS made the others;
-//! md rebuilds onto it and the file reads back.
+//! md rebuilds onto it and the file reads back. A disk of the adopted pool
+//! fails too (`zpool offline -f`), named by the `ata-` link zpool's import
+//! picked, and replace puts another blank disk in its place with `zpool
+//! replace`; after the resilver the pool is ONLINE and its file reads back.
 //!
 //! What this does not cover (the PC's first boot is long, and shared): a
 //! fresh image's first boot with the old disks in (mdadm's postinst and
 //! the initramfs hook with a foreign array present).
 
-use super::{Board, sudo};
+use super::{Board, sha256_file, sudo};
 use std::path::{Path, PathBuf};
 
 const SERIALS: [&str; 3] = ["old-omv0", "old-omv1", "old-omv2"];
 const POOL_SERIALS: [&str; 2] = ["old-zfs0", "old-zfs1"];
-/// A blank disk of the same size, for a failed member of the array.
+/// Blank disks of the same size, for a failed member of the array and one
+/// of the pool.
 const NEW: &str = "old-new0";
+const POOL_NEW: &str = "old-new1";
+
+fn image(dir: &Path, serial: &str) -> PathBuf {
+    dir.join(format!("{serial}.img"))
+}
 
 /// The old NAS's disks and a new one: blank, on SATA ports (neither sas-,
 /// ssd- nor usb-).
@@ -43,9 +52,9 @@ pub fn disks(dir: &Path) -> Vec<PathBuf> {
     SERIALS
         .iter()
         .chain(&POOL_SERIALS)
-        .chain(&[NEW])
+        .chain(&[NEW, POOL_NEW])
         .map(|s| {
-            let p = dir.join(format!("{s}.img"));
+            let p = image(dir, s);
             std::fs::File::create(&p)
                 .unwrap()
                 .set_len(256 << 20)
@@ -106,7 +115,8 @@ fn without_pool(recipe: &str) -> String {
         .to_string()
 }
 
-pub fn old_array_adopted(pc: &Board, key: &Path) {
+/// `dir` holds the disks' images (`disks`).
+pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
     let listed = sudo(pc, key, "lsblk -ndo NAME,SERIAL");
     let devices = devices_of(&listed, &SERIALS);
     let pool_devices = devices_of(&listed, &POOL_SERIALS).join(" ");
@@ -169,7 +179,17 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
         .find(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
         .unwrap()
         .to_string();
-    let hashes = || sudo(pc, key, &format!("sha256sum {members} {pool_devices}"));
+    // The old disks' bytes, read from their images on the host once the
+    // PC's sync has handed qemu everything written: sha256sum of the five
+    // disks on the emulated PC took about half a minute each time.
+    let hashes = || {
+        sudo(pc, key, "sync");
+        SERIALS
+            .iter()
+            .chain(&POOL_SERIALS)
+            .map(|s| sha256_file(&image(dir, s)))
+            .collect::<Vec<_>>()
+    };
     let before = hashes();
 
     // The journal of the PC's own setup is put aside: this is a second
@@ -297,6 +317,35 @@ pub fn old_array_adopted(pc: &Board, key: &Path) {
                 .lines()
                 .any(|l| l.contains("active sync") && l.ends_with(new.as_str()))
             && replaced.contains(&format!("{sha}  /srv/media/photos.bin")),
+        "{replaced}"
+    );
+
+    let leaf = format!(
+        "/dev/disk/by-id/ata-QEMU_HARDDISK_{}-part1",
+        POOL_SERIALS[1]
+    );
+    let replaced = sudo(
+        pc,
+        key,
+        &format!(
+            "zpool offline -f oldtank {leaf} 2>&1; nasforge-setup replace --array oldtank --disk {POOL_NEW} --yes 2>&1; echo ==after==; zpool status -P oldtank; sha256sum /srv/oldtank/photos/family.bin"
+        ),
+    );
+    eprintln!("e2e: a disk of the adopted pool faulted, replaced:\n{replaced}");
+    let new_leaf = format!("/dev/disk/by-id/ata-QEMU_HARDDISK_{POOL_NEW}-part1");
+    let after = replaced.rsplit("==after==").next().unwrap();
+    assert!(
+        replaced.contains("Replace the failed member of 'oldtank'")
+            && replaced.contains(&format!(
+                "zpool replace oldtank {leaf} /dev/disk/by-id/ata-QEMU_HARDDISK_{POOL_NEW}"
+            ))
+            && replaced.contains("replace complete")
+            && after
+                .lines()
+                .any(|l| l.contains(&new_leaf) && l.contains("ONLINE"))
+            && !after.contains(&leaf)
+            && after.contains(" state: ONLINE")
+            && after.contains(&format!("{pool_sha}  /srv/oldtank/photos/family.bin")),
         "{replaced}"
     );
 }

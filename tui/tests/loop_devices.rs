@@ -142,6 +142,7 @@ fn loop_disk(name: &str) -> Disk {
         usb_mbit: None,
         usb: None,
         by_id: None,
+        links: Vec::new(),
         partitions: vec![],
         contents: vec![],
         in_use: vec![],

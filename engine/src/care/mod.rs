@@ -63,11 +63,12 @@ fn refuse<T>(why: impl Into<String>) -> Result<T, CareError> {
     Err(CareError::Refused(why.into()))
 }
 
-/// What nasforge does not do to an adopted array or pool: a pool's disks
-/// and an md array's growth are left to zpool and mdadm; a lost member of
-/// an md array of whole disks is replaced by a whole disk, as the others
-/// are, but one on another system's partitions (a Synology's `sdX5`) is
-/// not, since nasforge does not copy that layout.
+/// What nasforge does not do to an adopted array or pool: growth is left
+/// to zpool and mdadm; a lost disk of a pool is replaced as in nasforge's
+/// own (zpool partitions the new one), and a lost member of an md array of
+/// whole disks by a whole disk, as the others are, but one on another
+/// system's partitions (a Synology's `sdX5`) is not, since nasforge does
+/// not copy that layout.
 fn refuse_adopted(journal: &Journal, name: &str, kind: Kind) -> Result<(), CareError> {
     let Some(array) = journal.plan.arrays.iter().find(|a| a.spec.name == name) else {
         return Ok(());
@@ -76,8 +77,11 @@ fn refuse_adopted(journal: &Journal, name: &str, kind: Kind) -> Result<(), CareE
         return Ok(());
     };
     if array.spec.is_zfs() {
+        if kind == Kind::Replace {
+            return Ok(());
+        }
         return refuse(format!(
-            "'{name}' was adopted as another machine made it (pool id {}); nasforge does not replace or grow a disk of an adopted pool yet: use zpool on it itself (zpool-replace(8), zpool-attach(8))",
+            "'{name}' was adopted as another machine made it (pool id {}); nasforge replaces a lost disk of it, but leaves growing it to zpool: add a vdev of the pool's shape (zpool-add(8)), or widen a mirror (zpool-attach(8))",
             i.uuid
         ));
     }

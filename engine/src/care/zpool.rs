@@ -45,7 +45,7 @@ pub(super) fn survey(
             continue;
         }
         let whole = whole_disk_path(path);
-        let disk = inventory.disks.iter().find(|d| d.stable_path() == whole);
+        let disk = inventory.disks.iter().find(|d| d.is_named_by(&whole));
         let name = disk.map_or_else(|| path.to_string(), |d| d.name.clone());
         members.push(MemberReport {
             model: disk.and_then(|d| d.model.clone()),
@@ -95,19 +95,18 @@ pub(super) fn survey(
 }
 
 /// A recorded disk's state: its leaf in the pool, found by the by-id path
-/// zpool was given (a missing disk's row carries it as "was ...").
+/// zpool was given (a missing disk's row carries it as "was ..."): the one
+/// nasforge gave it, or for a pool made elsewhere any of the disk's links.
 fn member_report(planned: &Disk, inventory: &Inventory, leaves: &[&Vdev]) -> MemberReport {
     let found = inventory
         .disks
         .iter()
         .find(|d| d.identity().same_disk(&planned.identity()));
-    let paths: Vec<String> = [Some(planned.stable_path()), found.map(Disk::stable_path)]
-        .into_iter()
-        .flatten()
-        .collect();
     let leaf = leaves.iter().find(|v| {
-        v.path()
-            .is_some_and(|p| paths.contains(&whole_disk_path(p)))
+        v.path().is_some_and(|p| {
+            let whole = whole_disk_path(p);
+            planned.is_named_by(&whole) || found.is_some_and(|d| d.is_named_by(&whole))
+        })
     });
     let state = match leaf {
         Some(leaf) => leaf_state(leaf, found.is_some()),

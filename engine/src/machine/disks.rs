@@ -163,6 +163,11 @@ pub struct Disk {
     pub usb: Option<UsbBridge>,
     /// A stable `/dev/disk/by-id/...` path, when udev made a unique one.
     pub by_id: Option<String>,
+    /// Every `/dev/disk/by-id/...` path udev made for the whole disk:
+    /// another system may have named it by one other than `by_id` (a pool
+    /// made elsewhere lists the `ata-` link where nasforge takes `wwn-`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
     pub partitions: Vec<Partition>,
     /// What the whole disk holds (partition table, filesystem, RAID label...).
     pub contents: Vec<Signature>,
@@ -217,6 +222,12 @@ impl Disk {
     /// resumed setup finds the same disk even if sdX names moved.
     pub fn stable_path(&self) -> String {
         self.by_id.clone().unwrap_or_else(|| self.dev_path())
+    }
+
+    /// Whether `path` (a whole disk's) names this disk: its stable path or
+    /// any of its by-id links.
+    pub fn is_named_by(&self, path: &str) -> bool {
+        self.stable_path() == path || self.links.iter().any(|l| l == path)
     }
 
     /// Everything found on the disk and inside its partitions.
@@ -462,6 +473,7 @@ fn read_disk(host: &Host, system: &SystemUse, name: &str) -> Option<Disk> {
             .then(|| usb::bridge(&sys))
             .flatten(),
         by_id: pick_by_id(&db.links),
+        links: by_id_links(&db.links),
         partitions,
         contents,
         in_use,
@@ -565,6 +577,14 @@ fn udev_contents(db: &udev::Record) -> Vec<Signature> {
         });
     }
     found
+}
+
+fn by_id_links(links: &[String]) -> Vec<String> {
+    links
+        .iter()
+        .filter(|l| l.starts_with("disk/by-id/") && !l.contains("-part"))
+        .map(|l| format!("/dev/{l}"))
+        .collect()
 }
 
 fn pick_by_id(links: &[String]) -> Option<String> {

@@ -192,7 +192,7 @@ pub fn spares(report: &PoolReport, members: &[&Disk]) -> Vec<String> {
 
 fn disk_words(path: &str, members: &[&Disk]) -> String {
     let whole = whole_disk_path(path);
-    match members.iter().find(|d| d.stable_path() == whole) {
+    match members.iter().find(|d| d.is_named_by(&whole)) {
         Some(d) => d.words(),
         None => path.to_string(),
     }

@@ -462,6 +462,7 @@ mod tests {
                 usb_mbit: None,
                 usb: None,
                 by_id: None,
+                links: Vec::new(),
                 partitions: vec![],
                 contents: vec![],
                 in_use: vec![],

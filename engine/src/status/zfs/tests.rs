@@ -78,6 +78,7 @@ fn a_missing_disk_is_named_by_its_last_path_and_the_planned_disk() {
         model: Some("WDC WD40EFRX-68N32N0".into()),
         serial: Some("WD-WCC7K0000002".into()),
         by_id: Some("/dev/disk/by-id/wwn-0x50014ee2b0000002".into()),
+        links: Vec::new(),
         ..test_disk()
     };
     assert_eq!(
@@ -86,6 +87,18 @@ fn a_missing_disk_is_named_by_its_last_path_and_the_planned_disk() {
             "raidz1-0: DEGRADED",
             "the disk that was sdb (WDC WD40EFRX-68N32N0, serial WD-WCC7K0000002): UNAVAIL, was /dev/disk/by-id/wwn-0x50014ee2b0000002-part1"
         ]
+    );
+    // A pool made elsewhere names the disk by another of its links.
+    let elsewhere = Disk {
+        by_id: Some("/dev/disk/by-id/ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000002".into()),
+        links: vec![
+            "/dev/disk/by-id/ata-WDC_WD40EFRX-68N32N0_WD-WCC7K0000002".into(),
+            "/dev/disk/by-id/wwn-0x50014ee2b0000002".into(),
+        ],
+        ..disk
+    };
+    assert!(
+        problems(&r, &[&elsewhere])[1].starts_with("the disk that was sdb (WDC WD40EFRX-68N32N0")
     );
 }
 
