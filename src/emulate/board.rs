@@ -213,7 +213,7 @@ pub(super) fn machine_args(cmd: &mut Command, boot: &Boot, overlay: &Path) {
     // nokaslr: with KASLR on, the arm64 kernel forces page table isolation,
     // so every system call and interrupt switches page tables, and qemu's
     // software TLB is flushed each time: under TCG a guest's system calls
-    // ran 3 times slower and its forks 1.3 times (a busybox initramfs on
+    // ran 3 times slower and its forks 1.5 times (a busybox initramfs on
     // Debian trixie's 6.12 kernel, cortex-a72). What nasforge does on the
     // board does not depend on where the kernel is loaded.
     for w in ["rw", "console=ttyAMA0", "net.ifnames=0", "nokaslr"] {

@@ -46,8 +46,8 @@ fn image(dir: &Path, serial: &str) -> PathBuf {
     dir.join(format!("{serial}.img"))
 }
 
-/// The old NAS's disks and a new one: blank, on SATA ports (neither sas-,
-/// ssd- nor usb-).
+/// The old NAS's disks and two new ones: blank, on SATA ports (neither
+/// sas-, ssd- nor usb-).
 pub fn disks(dir: &Path) -> Vec<PathBuf> {
     SERIALS
         .iter()
