@@ -165,7 +165,7 @@ pub struct Disk {
     pub by_id: Option<String>,
     /// Every `/dev/disk/by-id/...` path udev made for the whole disk:
     /// another system may have named it by one other than `by_id` (a pool
-    /// made elsewhere lists the `ata-` link where nasforge takes `wwn-`).
+    /// made elsewhere may list the `ata-` link where nasforge takes `wwn-`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<String>,
     pub partitions: Vec<Partition>,
