@@ -13,7 +13,7 @@ use nasforge_engine::care::{
 use nasforge_engine::executor;
 use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
-use nasforge_engine::machine::md::MdState;
+use nasforge_engine::machine::md::{MdState, md_dir, sync_progress};
 use nasforge_engine::machine::resync::follow_sync;
 use nasforge_engine::operation;
 use nasforge_engine::runner::RecordingRunner;
@@ -970,5 +970,22 @@ fn an_adopted_array_on_another_systems_partitions_or_pool_is_not_replaced_and_no
         why.contains("on partitions that machine made (sda5, sdb5, sdc5); nasforge does not copy that layout onto a new disk")
             && why.contains("sudo mdadm /dev/md/data --add /dev/<partition>"),
         "{why}"
+    );
+}
+
+#[test]
+fn no_time_left_is_guessed_before_one_percent_of_a_rebuild_is_done() {
+    let (board, _) = set_up("raid5", 3, "ext4", "dev.txt");
+    let progress = |done, total, speed| {
+        common::md_at_work(&board.host, "md9", "recover", done, total, speed);
+        sync_progress(&md_dir(&board.host, "md9"))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(progress(5_000, 524_288, 7), "rebuilding 0%");
+    // 1% of 100 GiB done, 99 GiB left at 100 MiB/s: about 17 min.
+    assert_eq!(
+        progress(2_097_152, 209_715_200, 102_400),
+        "rebuilding 1% (about 17 min left)"
     );
 }

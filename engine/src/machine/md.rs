@@ -201,30 +201,3 @@ pub fn sync_progress(dir: &Path) -> Option<SyncProgress> {
         minutes_left: speed.map(|s| (left_kib as f64 / s as f64 / 60.0) as f32),
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at_work(done: u64, total: u64, speed: u64) -> SyncProgress {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, value) in [
-            ("sync_action", "recover".to_string()),
-            ("sync_completed", format!("{done} / {total}")),
-            ("sync_speed", speed.to_string()),
-        ] {
-            std::fs::write(dir.path().join(name), value + "\n").unwrap();
-        }
-        sync_progress(dir.path()).unwrap()
-    }
-
-    #[test]
-    fn no_time_left_is_guessed_before_one_percent_is_done() {
-        assert_eq!(at_work(5_000, 524_288, 7).to_string(), "rebuilding 0%");
-        // 1% of 100 GiB done, 99 GiB left at 100 MiB/s: about 17 min.
-        assert_eq!(
-            at_work(2_097_152, 209_715_200, 102_400).to_string(),
-            "rebuilding 1% (about 17 min left)"
-        );
-    }
-}
