@@ -961,6 +961,54 @@ fn a_share_added_later_on_a_pool_gets_its_dataset_from_apply() {
 }
 
 #[test]
+fn a_share_added_later_inside_an_adopted_pools_locked_dataset_is_refused_by_apply() {
+    let set_up_text = admin_only();
+    let (board, mut j) = set_up(&set_up_text);
+    j.plan.arrays[0].imported = Some(planner::Imported {
+        uuid: "13389264486172569815".into(),
+        name: Some("tank".into()),
+        devices: vec!["sda".into(), "sdb".into(), "sdc".into()],
+        raid_devices: 3,
+        partitions: vec![],
+        degraded: false,
+        left_behind: vec![],
+        force: false,
+        locked: vec![planner::Locked {
+            dataset: "tank/vault".into(),
+            path: "/srv/tank/vault".into(),
+        }],
+    });
+    finished::save(&board.host, j);
+    let share = |name: &str, path: &str| {
+        format!(
+            "{set_up_text}\n[[shares]]\nname = \"{name}\"\npath = \"{path}\"\nsmb = {{ users = [\"admin\"] }}\n"
+        )
+    };
+    let apply = |text: &str| {
+        nasforge_engine::apply::prepare(
+            &board.host,
+            &recipe(text),
+            &[],
+            &mut RecordingRunner::default(),
+        )
+        .unwrap()
+    };
+
+    let refused = apply(&share("vault", "/srv/tank/vault/2024"));
+    assert_eq!(
+        refused.refusals,
+        [
+            "share 'vault': /srv/tank/vault/2024 is in the encrypted dataset tank/vault, which stays locked (nasforge loads no keys): the share would serve an empty folder, and files written there would be hidden once its key is loaded; share a folder outside /srv/tank/vault"
+        ]
+    );
+    assert!(refused.steps.is_empty(), "{:?}", refused.steps);
+
+    let beside = apply(&share("photos", "/srv/tank/photos"));
+    assert!(beside.refusals.is_empty(), "{:?}", beside.refusals);
+    assert!(beside.steps.iter().any(|s| s.id == "dataset:photos"));
+}
+
+#[test]
 fn the_status_shows_the_pool_its_scrub_errors_and_datasets() {
     let (board, c) = zfs_board();
     let journal = finished::save(

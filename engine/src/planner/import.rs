@@ -11,13 +11,14 @@ use crate::machine::existing::ExistingMd;
 use crate::size::Size;
 use crate::spec::{Array, Level};
 
-/// The levels an array can be adopted at, by md's word for each.
-const ADOPTABLE: [(Level, &str); 5] = [
-    (Level::Raid0, "raid0"),
-    (Level::Raid1, "raid1"),
-    (Level::Raid5, "raid5"),
-    (Level::Raid6, "raid6"),
-    (Level::Raid10, "raid10"),
+/// The levels an array can be adopted at; each is written as md writes
+/// it (`raid5`).
+const ADOPTABLE: [Level; 5] = [
+    Level::Raid0,
+    Level::Raid1,
+    Level::Raid5,
+    Level::Raid6,
+    Level::Raid10,
 ];
 
 /// The hex digits of an md UUID, whatever separates them (mdadm prints
@@ -151,7 +152,9 @@ pub(super) fn plan_import(
         )]);
     }
     let mut refusals = Vec::new();
-    let on_disk = ADOPTABLE.iter().find(|(_, word)| *word == existing.level);
+    let on_disk = ADOPTABLE
+        .into_iter()
+        .find(|level| level.to_string() == existing.level);
     if on_disk.is_none() {
         refusals.push(refuse(
             spec,
@@ -161,7 +164,7 @@ pub(super) fn plan_import(
                 existing.level
             ),
         ));
-    } else if on_disk.map(|(level, _)| *level) != Some(spec.level) {
+    } else if on_disk != Some(spec.level) {
         refusals.push(Refusal {
             at: at("level"),
             ..refuse(
