@@ -502,7 +502,7 @@ fn a_pool_is_looked_into_read_only_and_a_system_pool_or_a_dataset_mounted_elsewh
     assert!(
         home.len() == 1
             && home[0].contains("its dataset oldtank/home has a mountpoint of its own, /home, outside /srv/oldtank, where zfs mount -a would mount it")
-            && home[0].contains("run zfs inherit mountpoint oldtank/home (or zfs set canmount=noauto oldtank/home), then zpool export oldtank and run setup again"),
+            && home[0].contains("on the old machine, or here after zpool import -N -f oldtank, run zfs inherit mountpoint oldtank/home (or zfs set canmount=noauto oldtank/home), then zpool export oldtank and run setup again"),
         "{home:?}"
     );
     // Looked at read-only under a name of its own, exported again, and

@@ -6,17 +6,21 @@
 //! file, and the array is stopped; udev leaves it stopped (mdadm.conf's
 //! `AUTO +homehost -all`). Two more get a ZFS mirror `oldtank` made by
 //! zpool itself (default mountpoint /oldtank, a dataset with a file, and
-//! one mounted at a folder of its own under /home), exported as a person
-//! moving disks does. Then nasforge-setup runs unattended with a recipe
-//! that adopts both: first declared a raid6 of xfs and raidz1, which is
-//! refused, with the ext4 found on the array and the dataset that would
-//! mount under /home, and every disk byte for byte as it was (the `zpool
-//! import` listing, `mdadm --examine`, the array's read-only assembly and
-//! the pool's read-only import to look inside write nothing, and neither
-//! is left assembled or imported); the dataset's
-//! mountpoint is inherited again as the refusal says; then raid5, which
-//! setup adopts, and the mirror added to the recipe after setup, which
-//! `apply` adopts: no partition, mkfs, wipe or zpool create, the
+//! one mounted at a folder of its own under /home) on the old NAS, which
+//! the PC plays under another hostid, and left in use there as a power cut
+//! leaves it: zpool lists it as last used by another system. Then
+//! nasforge-setup runs unattended with a recipe that adopts both: first
+//! declared a raid6 of xfs and raidz1, which is refused, with the ext4
+//! found on the array and the dataset that would mount under /home (to be
+//! mended after `zpool import -N -f`), and every disk byte for byte as it
+//! was (the `zpool import` listing, `mdadm --examine`, the array's
+//! read-only assembly and the pool's read-only import with -f to look
+//! inside write nothing, and neither is left assembled or imported); the
+//! dataset's mountpoint is inherited again as the refusal says, on the old
+//! NAS, which leaves the pool in use again; then raid5, which setup
+//! adopts, and the mirror added to the recipe after setup, which `apply`
+//! imports with -f and a warning saying why: no partition, mkfs, wipe or
+//! zpool create, the
 //! superblocks keep their name, mdadm.conf and fstab list the array, the
 //! pool is imported by id into the cache file and mounted at the recipe's
 //! mount, and both files read back with their sha256.
@@ -115,6 +119,33 @@ fn without_pool(recipe: &str) -> String {
         .to_string()
 }
 
+/// The old NAS the pool comes from, played by the PC under another hostid
+/// (OpenZFS reads spl_hostid at each use): `commands` run there, then the
+/// pool is left in use as that NAS's power cut leaves it. Its disks are
+/// saved while it is imported, it is exported (which would clear the
+/// mark), and the saved bytes are put back, so zpool here lists it as last
+/// used by another system, to be imported only with -f. The output of
+/// `commands`, then that listing.
+fn on_the_old_nas(pc: &Board, key: &Path, pool_devices: &str, commands: &str) -> String {
+    let out = sudo(
+        pc,
+        key,
+        &format!(
+            "own=$(cat /sys/module/spl/parameters/spl_hostid) && echo 0xdeadbeef > /sys/module/spl/parameters/spl_hostid \
+             && {commands} && zpool sync oldtank \
+             && for d in {pool_devices}; do dd if=$d of=/var/tmp/$(basename $d).old bs=1M iflag=direct conv=sparse status=none || exit 1; done \
+             && zpool export oldtank && echo $own > /sys/module/spl/parameters/spl_hostid \
+             && for d in {pool_devices}; do dd if=/var/tmp/$(basename $d).old of=$d bs=1M oflag=direct status=none && rm /var/tmp/$(basename $d).old || exit 1; done \
+             && udevadm settle && zpool import -d /dev/disk/by-id"
+        ),
+    );
+    assert!(
+        out.contains("The pool was last accessed by another system") && out.contains("'-f'"),
+        "{out}"
+    );
+    out
+}
+
 /// `dir` holds the disks' images (`disks`).
 pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
     let listed = sudo(pc, key, "lsblk -ndo NAME,SERIAL");
@@ -157,17 +188,20 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
             .any(|l| l.contains(" : active") && l.contains("raid5")),
         "udev started the foreign array again:\n{made}"
     );
-    let pool = sudo(
+    let pool = on_the_old_nas(
         pc,
         key,
+        &pool_devices,
         &format!(
             "zpool create -f -o cachefile=none oldtank mirror {pool_devices} && zfs create oldtank/photos \
              && zfs create -o mountpoint=/home/oldtank-home oldtank/home \
              && head -c 8388608 /dev/urandom > /oldtank/photos/family.bin && sha256sum /oldtank/photos/family.bin \
-             && zpool get -H -o value guid oldtank && zpool export oldtank && udevadm settle && zpool import -d /dev/disk/by-id"
+             && zpool get -H -o value guid oldtank"
         ),
     );
-    eprintln!("e2e: a ZFS mirror made by zpool on two more, exported:\n{pool}");
+    eprintln!(
+        "e2e: a ZFS mirror made by zpool on two more, left in use under another hostid:\n{pool}"
+    );
     let pool_sha = pool
         .lines()
         .find(|l| l.ends_with("/oldtank/photos/family.bin"))
@@ -217,6 +251,7 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
             && refused.contains("3 of 3 members") && refused.contains("; holds ext4")
             && refused.contains("storage.arrays[0].filesystem: the array holds an ext4 filesystem, not xfs; if it is the one you mean, set filesystem = \"ext4\"")
             && refused.contains("its dataset oldtank/home has a mountpoint of its own, /home/oldtank-home, outside /srv/oldtank")
+            && refused.contains("or here after zpool import -N -f oldtank, run zfs inherit mountpoint oldtank/home")
             && !refused.contains("exit=0"),
         "{refused}"
     );
@@ -231,11 +266,13 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
             && !left.contains("nasforge-probe"),
         "{left}"
     );
-    // As the refusal says.
-    sudo(
+    // As the refusal says, on the old NAS, which leaves the pool in use
+    // again.
+    on_the_old_nas(
         pc,
         key,
-        "zpool import -N -d /dev/disk/by-id oldtank && zfs inherit mountpoint oldtank/home && zpool export oldtank",
+        &pool_devices,
+        "zpool import -N -d /dev/disk/by-id oldtank && zfs inherit mountpoint oldtank/home",
     );
 
     let right = recipe(&uuid, "raid5", "mirror");
@@ -256,10 +293,11 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
     eprintln!("e2e: apply adopting the mirror after setup:\n{applied}");
     assert!(
         applied.contains(&format!(
-            "Import the ZFS pool 'oldtank' (id {pool_id}, mirror) mounted at /srv/oldtank: nothing erased"
+            "Import the ZFS pool 'oldtank' (id {pool_id}, mirror, last used by another system: -f) mounted at /srv/oldtank: nothing erased"
         )) && applied.contains(&format!(
-            "zpool import -N -d /dev/disk/by-id -o cachefile=/etc/zfs/zpool.cache {pool_id}"
-        )) && applied.contains("apply complete")
+            "zpool import -N -d /dev/disk/by-id -o cachefile=/etc/zfs/zpool.cache -f {pool_id}"
+        )) && applied.contains("it was last used by another system and not exported there, so it is imported with -f")
+            && applied.contains("apply complete")
             && applied.contains("exit=0"),
         "{applied}"
     );

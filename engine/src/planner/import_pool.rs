@@ -292,6 +292,13 @@ fn looked_inside(pool: &ExistingPool, probed: &Probed, mount: &str) -> Vec<Strin
             "it is an operating system's pool ({system}): nasforge adopts pools of data only, and mounting a system's datasets would put them over this board's own /, /home or /var"
         )];
     }
+    // A pool last used by another system is imported here only with -f,
+    // so the way to mend it here says so.
+    let import = if pool.needs_force() {
+        format!("zpool import -N -f {name}")
+    } else {
+        format!("zpool import -N {name}")
+    };
     let mut why = Vec::new();
     for d in &probed.datasets {
         if d.name != pool.name
@@ -303,7 +310,7 @@ fn looked_inside(pool: &ExistingPool, probed: &Probed, mount: &str) -> Vec<Strin
         {
             let dataset = printable(&d.name);
             why.push(format!(
-                "its dataset {dataset} has a mountpoint of its own, {}, outside {mount}, where zfs mount -a would mount it; on the old machine, or here after zpool import -N {name}, run zfs inherit mountpoint {dataset} (or zfs set canmount=noauto {dataset}), then zpool export {name} and run setup again",
+                "its dataset {dataset} has a mountpoint of its own, {}, outside {mount}, where zfs mount -a would mount it; on the old machine, or here after {import}, run zfs inherit mountpoint {dataset} (or zfs set canmount=noauto {dataset}), then zpool export {name} and run setup again",
                 printable(&d.mountpoint)
             ));
         }
