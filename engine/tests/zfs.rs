@@ -769,10 +769,10 @@ fn a_pool_not_imported_is_neither_replaced_into_nor_grown() {
     );
 }
 
-#[test]
-fn a_lost_disk_of_an_adopted_pool_is_replaced_by_its_other_links_and_growth_left_to_zpool() {
-    let (board, mut j) = set_up(&admin_only());
-    j.plan.arrays[0].imported = Some(nasforge_engine::planner::Imported {
+/// The record of the set-up raidz1 'tank' as if another machine had made
+/// it and setup had adopted it, with `locked` datasets.
+fn adopted(locked: Vec<planner::Locked>) -> planner::Imported {
+    planner::Imported {
         uuid: "13389264486172569815".into(),
         name: Some("tank".into()),
         devices: vec!["sda".into(), "sdb".into(), "sdc".into()],
@@ -781,8 +781,14 @@ fn a_lost_disk_of_an_adopted_pool_is_replaced_by_its_other_links_and_growth_left
         degraded: false,
         left_behind: vec![],
         force: false,
-        locked: vec![],
-    });
+        locked,
+    }
+}
+
+#[test]
+fn a_lost_disk_of_an_adopted_pool_is_replaced_by_its_other_links_and_growth_left_to_zpool() {
+    let (board, mut j) = set_up(&admin_only());
+    j.plan.arrays[0].imported = Some(adopted(vec![]));
     // Made elsewhere and imported from /dev/disk/by-id, the pool names its
     // disks by their ata- links, where nasforge takes the wwn- ones.
     pull(&board, "sdb");
@@ -964,20 +970,10 @@ fn a_share_added_later_on_a_pool_gets_its_dataset_from_apply() {
 fn a_share_added_later_inside_an_adopted_pools_locked_dataset_is_refused_by_apply() {
     let set_up_text = admin_only();
     let (board, mut j) = set_up(&set_up_text);
-    j.plan.arrays[0].imported = Some(planner::Imported {
-        uuid: "13389264486172569815".into(),
-        name: Some("tank".into()),
-        devices: vec!["sda".into(), "sdb".into(), "sdc".into()],
-        raid_devices: 3,
-        partitions: vec![],
-        degraded: false,
-        left_behind: vec![],
-        force: false,
-        locked: vec![planner::Locked {
-            dataset: "tank/vault".into(),
-            path: "/srv/tank/vault".into(),
-        }],
-    });
+    j.plan.arrays[0].imported = Some(adopted(vec![planner::Locked {
+        dataset: "tank/vault".into(),
+        path: "/srv/tank/vault".into(),
+    }]));
     finished::save(&board.host, j);
     let share = |name: &str, path: &str| {
         format!(
