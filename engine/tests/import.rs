@@ -458,12 +458,20 @@ fn prepare_looking_inside(
     datasets: &str,
     bootfs: &str,
 ) -> (Result<Prepared, SetupError>, Vec<String>, Vec<String>) {
+    prepare_listed(board, OLDTANK_LISTING, arrays, datasets, bootfs)
+}
+
+/// As [`prepare_looking_inside`], with `zpool import` listing `listing`.
+fn prepare_listed(
+    board: &common::Board,
+    listing: &str,
+    arrays: &str,
+    datasets: &str,
+    bootfs: &str,
+) -> (Result<Prepared, SetupError>, Vec<String>, Vec<String>) {
     let mut notes = Vec::new();
     let mut runner = RecordingRunner::answering(vec![
-        (
-            "zpool import -d /dev/disk/by-id".into(),
-            OLDTANK_LISTING.into(),
-        ),
+        ("zpool import -d /dev/disk/by-id".into(), listing.into()),
         ("zfs get -H -r -t filesystem".into(), datasets.into()),
         ("zpool get -H -o value bootfs".into(), bootfs.into()),
     ]);
@@ -554,6 +562,37 @@ fn a_pool_is_looked_into_read_only_and_a_system_pool_or_a_dataset_mounted_elsewh
             plan.arrays[0].warnings
         );
     }
+}
+
+#[test]
+fn a_pool_exported_by_its_old_machine_is_looked_into_and_mended_without_f() {
+    let board = old_pool();
+    // show_import's words for a pool exported where it was last used.
+    let exported = OLDTANK_LISTING.replace(
+        " status: The pool was last accessed by another system.\n action: The pool can be imported using its name or numeric identifier and\n\tthe '-f' flag.\n   see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-EY\n",
+        " action: The pool can be imported using its name or numeric identifier.\n",
+    );
+    assert_ne!(exported, OLDTANK_LISTING);
+    let (prepared, _, ran) = prepare_listed(
+        &board,
+        &exported,
+        ADOPT_POOL,
+        &looked("home", "/home", "local", "off"),
+        "-\n",
+    );
+    let Err(SetupError::Refused(r)) = prepared else {
+        panic!("planned");
+    };
+    let why: Vec<String> = r.iter().map(ToString::to_string).collect();
+    assert!(
+        why.len() == 1
+            && why[0].contains("on the old machine, or here after zpool import -N oldtank, run zfs inherit mountpoint oldtank/home"),
+        "{why:?}"
+    );
+    assert!(
+        ran.contains(&"zpool import -N -o readonly=on -o cachefile=none -d /dev/disk/by-id -t 5871402329107765531 nasforge-probe-5871402329107765531".to_string()),
+        "{ran:?}"
+    );
 }
 
 #[test]
