@@ -22,7 +22,9 @@
 //! errors, status names the missing disks and the mirror's, and `replace`
 //! puts a blank SAS disk, named by its serial, in one lost disk's place.
 //! At that boot too, an old NAS's md array on three more disks and a ZFS
-//! mirror on two are adopted as they are (tests/import).
+//! mirror on two are adopted as they are (tests/import); then copies of
+//! those disks, as the old NAS left them, are adopted by the first boot
+//! of a second image built for them.
 //!
 //! Slow (minutes under TCG): runs when NASFORGE_SLOW_TESTS=1 (.ci/run).
 
@@ -122,7 +124,8 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
         .args(["-q", "-t", "ed25519", "-N", "", "-f"])
         .arg(&key));
     let pubkey = std::fs::read_to_string(d.join("id_ed25519.pub")).unwrap();
-    write_recipe(d, "pc.toml", &users_recipe(pubkey.trim()));
+    let users = users_recipe(pubkey.trim());
+    write_recipe(d, "pc.toml", &users);
     let r = nasforge(&["build", "pc.toml", "--timings"], d, &cache);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(
@@ -139,16 +142,18 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
             .join("\n")
     );
     t.lap("build: Debian amd64 base, ZFS modules for its kernel (both cached after the first run), packages");
-    // Again: the modules come from the cache, in seconds. (Here rather than
+    // A second image, for a NAS that takes over an old one's disks at the
+    // end: the modules come from the cache, in seconds. (Here rather than
     // on the board, whose test is the longest of the run.)
-    let r = nasforge(&["build", "pc.toml"], d, &cache);
+    write_recipe(d, "moved.toml", &import::moved_recipe(&users));
+    let r = nasforge(&["build", "moved.toml"], d, &cache);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(
         r.stderr.contains("modules from the cache"),
         "a second build takes the ZFS modules from the cache:\n{}",
         r.stderr
     );
-    t.lap("build the image again, ZFS modules from the cache");
+    t.lap("build a second image, to adopt an old NAS's disks, ZFS modules from the cache");
     let image = d.join("out/x86-15-drive-raidz2.img");
     assert!(
         !contains_bytes(&image, PASSWORD.as_bytes()),
@@ -378,7 +383,8 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
         "status names only the disk still missing:\n{status}"
     );
     t.lap("replace one lost disk with a blank SAS disk: zpool replace, resilver, file intact");
-    import::old_array_adopted(&pc, &key, d);
+    let old = import::old_array_adopted(&pc, &key, d);
     t.lap("an OpenMediaVault-style raid5 and a ZFS mirror on five more disks: wrong levels refused with the disks unchanged, then adopted as they are, files intact");
     pc.poweroff(&key);
+    import::moved_to_a_fresh_image(d, &key, &old, &mut t);
 }

@@ -521,7 +521,7 @@ fn a_share_off_the_arrays_is_refused_also_on_a_card_in_wizard_mode() {
         assert!(p.steps.is_empty(), "{path}: {}", p.describe());
         assert!(
             p.refusals.iter().any(|r| r.starts_with(&format!(
-                "share 'x': {path} is on none of the arrays, pools or kept disks setup made (/srv/data)"
+                "shares[1].path: share 'x': {path} is on none of the arrays, pools or kept disks setup made (/srv/data)"
             ))),
             "{path}: {:?}",
             p.refusals

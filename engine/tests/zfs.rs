@@ -994,7 +994,7 @@ fn a_share_added_later_inside_an_adopted_pools_locked_dataset_is_refused_by_appl
     assert_eq!(
         refused.refusals,
         [
-            "share 'vault': /srv/tank/vault/2024 is in the encrypted dataset tank/vault, which stays locked (nasforge loads no keys): the share would serve an empty folder, and files written there would be hidden once its key is loaded; share a folder outside /srv/tank/vault"
+            "shares[2].path: share 'vault': /srv/tank/vault/2024 is in the encrypted dataset tank/vault, which stays locked (nasforge loads no keys): the share would serve an empty folder, and files written there would be hidden once its key is loaded; share a folder outside /srv/tank/vault"
         ]
     );
     assert!(refused.steps.is_empty(), "{:?}", refused.steps);

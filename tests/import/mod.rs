@@ -32,12 +32,17 @@
 //! picked, and replace puts another blank disk in its place with `zpool
 //! replace`; after the resilver the pool is ONLINE and its file reads back.
 //!
-//! What this does not cover (the PC's first boot is long, and shared): a
-//! fresh image's first boot with the old disks in (mdadm's postinst and
-//! the initramfs hook with a foreign array present).
+//! Last, copies of the old NAS's five disks as it left them (the array
+//! stopped, the pool in use under the other hostid) go into a fresh
+//! image's first boot (`moved_to_a_fresh_image`): mdadm and OpenZFS
+//! installed offline with a foreign array and pool present, a recipe that
+//! asks for the array by a name it does not have, then the UUID the
+//! refusal names written into the recipe on the boot disk, and a reboot.
 
-use super::{Board, sha256_file, sudo};
+use super::{Board, Phases, run, sha256_file, smb_get, sudo, wait_for_output};
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
 
 const SERIALS: [&str; 3] = ["old-omv0", "old-omv1", "old-omv2"];
 const POOL_SERIALS: [&str; 2] = ["old-zfs0", "old-zfs1"];
@@ -45,6 +50,11 @@ const POOL_SERIALS: [&str; 2] = ["old-zfs0", "old-zfs1"];
 /// of the pool.
 const NEW: &str = "old-new0";
 const POOL_NEW: &str = "old-new1";
+/// Where the copies of the old NAS's disks go, and the fresh PC that takes
+/// them keeps its emulator's files.
+const MOVED: &str = "moved";
+/// The image built to adopt them (`moved_recipe`).
+pub const MOVED_IMAGE: &str = "out/x86-moved.img";
 
 fn image(dir: &Path, serial: &str) -> PathBuf {
     dir.join(format!("{serial}.img"))
@@ -69,10 +79,14 @@ pub fn disks(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The recipe a user writes to adopt the array and the pool, with the
-/// levels they think they have.
-fn recipe(uuid: &str, level: &str, pool_level: &str) -> String {
+/// levels they think they have; without `uuid`, the array is asked for by
+/// the name 'media', which is not its name on the disks.
+fn recipe(uuid: Option<&str>, level: &str, pool_level: &str) -> String {
+    let uuid = uuid
+        .map(|u| format!("uuid = \"{u}\"\n"))
+        .unwrap_or_default();
     format!(
-        "[storage]\nmode = \"unattended\"\n\n[[storage.arrays]]\nname = \"media\"\nimport = true\nuuid = \"{uuid}\"\nlevel = \"{level}\"\nfilesystem = \"ext4\"\nmount = \"/srv/media\"\n\n[[storage.arrays]]\nname = \"oldtank\"\nimport = true\nlevel = \"{pool_level}\"\nfilesystem = \"zfs\"\nmount = \"/srv/oldtank\"\n"
+        "[storage]\nmode = \"unattended\"\n\n[[storage.arrays]]\nname = \"media\"\nimport = true\n{uuid}level = \"{level}\"\nfilesystem = \"ext4\"\nmount = \"/srv/media\"\n\n[[storage.arrays]]\nname = \"oldtank\"\nimport = true\nlevel = \"{pool_level}\"\nfilesystem = \"zfs\"\nmount = \"/srv/oldtank\"\n"
     )
 }
 
@@ -146,8 +160,17 @@ fn on_the_old_nas(pc: &Board, key: &Path, pool_devices: &str, commands: &str) ->
     out
 }
 
-/// `dir` holds the disks' images (`disks`).
-pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
+/// What the old NAS left on its disks, as its maker knows it.
+pub struct Old {
+    uuid: String,
+    pool_id: String,
+    sha: String,
+    pool_sha: String,
+}
+
+/// `dir` holds the disks' images (`disks`); copies of the old NAS's five,
+/// as it left them, are left in `dir/moved`.
+pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) -> Old {
     let listed = sudo(pc, key, "lsblk -ndo NAME,SERIAL");
     let devices = devices_of(&listed, &SERIALS);
     let pool_devices = devices_of(&listed, &POOL_SERIALS).join(" ");
@@ -233,7 +256,7 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
         key,
         "mv /var/lib/nasforge/journal.json /var/lib/nasforge/journal.pc.json",
     );
-    let wrong = recipe(&uuid, "raid6", "raidz1").replacen(
+    let wrong = recipe(Some(&uuid), "raid6", "raidz1").replacen(
         "filesystem = \"ext4\"",
         "filesystem = \"xfs\"",
         1,
@@ -275,7 +298,19 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
         "zpool import -N -d /dev/disk/by-id oldtank && zfs inherit mountpoint oldtank/home",
     );
 
-    let right = recipe(&uuid, "raid5", "mirror");
+    // The disks as they leave the old NAS, for a fresh image built to adopt
+    // them (`moved_to_a_fresh_image`): this PC adopts and changes them next.
+    sudo(pc, key, "sync");
+    let moved = dir.join(MOVED);
+    std::fs::create_dir_all(&moved).unwrap();
+    for s in SERIALS.iter().chain(&POOL_SERIALS) {
+        run(Command::new("cp")
+            .arg("--sparse=always")
+            .arg(image(dir, s))
+            .arg(&moved));
+    }
+
+    let right = recipe(Some(&uuid), "raid5", "mirror");
     let adopted = setup_with(pc, key, &without_pool(&right));
     eprintln!("e2e: setup adopting the raid5:\n{adopted}");
     assert!(
@@ -386,4 +421,175 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) {
             && after.contains(&format!("{pool_sha}  /srv/oldtank/photos/family.bin")),
         "{replaced}"
     );
+    Old {
+        uuid,
+        pool_id,
+        sha,
+        pool_sha,
+    }
+}
+
+/// The PC's recipe (`pc`, the bundled one made a user's) turned into one
+/// for a new NAS that takes over the old one's disks: its storage adopts
+/// the array, asked for as 'media', and the pool, with nothing else, and
+/// shares the array as `data`.
+pub fn moved_recipe(pc: &str) -> String {
+    let (head, rest) = pc.split_once("\n[storage]\n").unwrap();
+    let tail = &rest[rest.find("\n[output]\n").unwrap()..];
+    let output = "path = \"out/x86-15-drive-raidz2.img\"";
+    assert!(tail.contains(output), "{tail}");
+    format!(
+        "{head}\n{}\n[[shares]]\nname = \"data\"\npath = \"/srv/media\"\nsmb = {{ users = [\"admin\"] }}\n{}",
+        recipe(None, "raid5", "mirror"),
+        tail.replace(output, &format!("path = \"{MOVED_IMAGE}\""))
+    )
+}
+
+/// The old NAS's five disks, as it left them, moved to a fresh image built
+/// from `moved_recipe`, booted for the first time with them in. Its first
+/// boot installs mdadm and OpenZFS offline with the foreign array and
+/// pool present: neither is assembled or imported, mdadm's postinst lists
+/// neither, and the disks hash the same. Setup refuses the array asked
+/// for by a name it does not have, naming what is there with its UUID;
+/// with the UUID written into the recipe on the boot disk, the first boot
+/// run again adopts both, and after a reboot they are back under their
+/// names, imported from the cache file and shared.
+pub fn moved_to_a_fresh_image(dir: &Path, key: &Path, old: &Old, t: &mut Phases) {
+    let here = dir.join(MOVED);
+    let image = dir.join(MOVED_IMAGE);
+    let disks: Vec<PathBuf> = SERIALS
+        .iter()
+        .chain(&POOL_SERIALS)
+        .map(|s| here.join(format!("{s}.img")))
+        .collect();
+    let hashes = || disks.iter().map(|p| sha256_file(p)).collect::<Vec<_>>();
+    let before = hashes();
+    let mut pc = Board::boot(&here, &image, &disks, "first-boot.log");
+    pc.wait_until(
+        "the first boot gave up",
+        Duration::from_secs(2400),
+        Duration::from_secs(5),
+        |b| b.log().contains("nasforge-firstboot: FAILED:"),
+    );
+    let log = pc.log();
+    let Old {
+        uuid,
+        pool_id,
+        sha,
+        pool_sha,
+    } = old;
+    assert!(
+        log.contains(&format!(
+            "storage.arrays[0].name: no md array called 'media' (or '<host>:media') is on the disks to import; the disks hold: raid5 'openmediavault:0' (UUID {uuid}), 3 of 3 members"
+        )) && log.contains(&format!(
+            "ZFS pool 'oldtank' (id {pool_id}), mirror, ONLINE"
+        )) && !log.contains("storage.arrays[1]"),
+        "the first boot refuses the array by the wrong name, and only that:\n{}",
+        super::tail(&log, 80)
+    );
+    pc.wait_for_ssh(key, Duration::from_secs(300));
+    let state = sudo(
+        &pc,
+        key,
+        "sync; cat /proc/mdstat; zpool list -H -o name; echo ==conf==; cat /etc/mdadm/mdadm.conf; echo ==units==; systemctl is-enabled zfs-import-scan.service zfs-import-cache.service; true",
+    );
+    eprintln!("e2e: a fresh image's first boot with the old NAS's disks in, refused:\n{state}");
+    let conf = state.split("==conf==").nth(1).unwrap();
+    // zfs-import-scan.service is disabled as bookworm's zfsutils-linux
+    // leaves it; enabled, its `zpool import -a` would take an exported
+    // pool at boot before anyone chose it.
+    assert!(
+        state
+            .split("==units==")
+            .nth(1)
+            .unwrap()
+            .trim_start()
+            .starts_with("disabled\nenabled"),
+        "zfs-import-scan.service is enabled: {state}"
+    );
+    assert!(
+        !state.lines().any(|l| l.starts_with("md"))
+            && !state.contains("oldtank")
+            && conf.contains("AUTO +homehost -all")
+            && !conf.contains(uuid.as_str()),
+        "the first boot assembled, imported or listed the old NAS's array or pool:\n{state}"
+    );
+    assert_eq!(
+        hashes(),
+        before,
+        "the first boot wrote to the old NAS's disks"
+    );
+    t.lap("a fresh image's first boot with an old NAS's raid5 and pool in: offline packages, nothing assembled, imported or written, the array asked for by a wrong name refused");
+
+    let from = pc.log().len();
+    let fixed = sudo(
+        &pc,
+        key,
+        &format!(
+            r#"sed -i "s/^name = \"media\"$/&\nuuid = \"{uuid}\"/" /boot/nasforge.toml && grep -c "^uuid = " /boot/nasforge.toml && systemctl start nasforge-firstboot.service; systemctl is-active nasforge-firstboot.service; cat /boot/nasforge-status.txt"#
+        ),
+    );
+    let log = pc.log();
+    let adopted = log.get(from..).unwrap_or_default();
+    eprintln!(
+        "e2e: the UUID written into /boot/nasforge.toml, first boot run again:\n{fixed}\n{adopted}"
+    );
+    assert!(
+        fixed.starts_with('1')
+            && fixed.contains("\nactive")
+            && adopted.contains(&format!(
+                "Adopt the raid5 array 'openmediavault:0' (UUID {uuid}) as /dev/md/media: nothing erased"
+            ))
+            && adopted.contains(&format!(
+                "Import the ZFS pool 'oldtank' (id {pool_id}, mirror, last used by another system: -f) mounted at /srv/oldtank: nothing erased"
+            ))
+            && adopted.contains("setup complete")
+            && adopted.contains("nasforge-firstboot: first boot complete"),
+        "{fixed}\n{adopted}"
+    );
+    for never in [
+        "] Partition ",
+        "] Make a",
+        "] Erase ",
+        "] Create ZFS pool",
+        "--force",
+        "--update",
+    ] {
+        assert!(!adopted.contains(never), "`{never}` in:\n{adopted}");
+    }
+    assert_eq!(
+        smb_get(&pc, &here, "photos.bin"),
+        *sha,
+        "the raid5's file over SMB"
+    );
+    t.lap("the UUID written into the recipe, first boot again: the raid5 and the pool adopted");
+
+    let _ = pc.ssh(key, "sudo -S systemctl reboot");
+    pc.wait_for_exit(Duration::from_secs(300));
+    let mut pc = Board::boot(&here, &image, &disks, "after-reboot.log");
+    pc.wait_for_ssh(key, Duration::from_secs(600));
+    let back = wait_for_output(
+        &mut pc,
+        key,
+        "cat /proc/mdstat; [ -e /dev/md/media ] && echo named /dev/md/media; zpool list -H -o name,health oldtank; mountpoint /srv/media; mountpoint /srv/oldtank; sha256sum /srv/media/photos.bin /srv/oldtank/photos/family.bin",
+        Duration::from_secs(300),
+        |s| s.contains("/srv/oldtank is a mountpoint"),
+    );
+    eprintln!("e2e: the adopted array and pool after a reboot:\n{back}");
+    assert!(
+        back.contains(" : active raid5 ")
+            && back.contains("named /dev/md/media")
+            && back.contains("oldtank\tONLINE")
+            && back.contains("/srv/media is a mountpoint")
+            && back.contains(&format!("{sha}  /srv/media/photos.bin"))
+            && back.contains(&format!("{pool_sha}  /srv/oldtank/photos/family.bin")),
+        "{back}"
+    );
+    assert_eq!(
+        smb_get(&pc, &here, "photos.bin"),
+        *sha,
+        "over SMB after the reboot"
+    );
+    t.lap("reboot: the adopted raid5 assembled under its name, the pool imported from the cache file, both mounted and the share served");
+    pc.poweroff(key);
 }

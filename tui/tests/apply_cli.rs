@@ -177,7 +177,7 @@ fn share_add_refuses_a_system_directory_on_a_nas_the_wizard_set_up() {
     assert!(!out.status.success(), "{shown}");
     assert!(
         shown.contains(
-            "share 'x': / is on none of the arrays, pools or kept disks setup made (/srv/data)"
+            "! refused: shares[1].path: share 'x': / is on none of the arrays, pools or kept disks setup made (/srv/data)"
         ),
         "{shown}"
     );

@@ -67,11 +67,13 @@ pub fn diff(setup: &Journal, new: &DeviceRecipe, board: &Board) -> ApplyPlan {
     let mut plan = setup.plan.clone();
     plan.arrays.extend(arrays_added.iter().cloned());
     plan.shares = new.shares.clone();
-    refusals.extend(
-        new.shares
-            .iter()
-            .filter_map(|s| Some(format!("share '{}': {}", s.name, plan.unservable(&s.path)?))),
-    );
+    refusals.extend(new.shares.iter().enumerate().filter_map(|(i, s)| {
+        Some(format!(
+            "shares[{i}].path: share '{}': {}",
+            s.name,
+            plan.unservable(&s.path)?
+        ))
+    }));
     let mut context = setup.context.clone();
     context.fs_uuids.extend(
         arrays_added
