@@ -168,6 +168,22 @@ pub struct Old {
     pool_sha: String,
 }
 
+/// Setup's or apply's log of an adoption: nothing partitioned, made,
+/// erased, forced, rewritten or upgraded.
+fn adopted_as_it_is(log: &str) {
+    for never in [
+        "] Partition ",
+        "] Make a",
+        "] Erase ",
+        "] Create ZFS pool",
+        "--force",
+        "--update",
+        "zpool upgrade",
+    ] {
+        assert!(!log.contains(never), "`{never}` in:\n{log}");
+    }
+}
+
 /// `dir` holds the disks' images (`disks`); copies of the old NAS's five,
 /// as it left them, are left in `dir/moved`.
 pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) -> Old {
@@ -337,17 +353,7 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) -> Old {
         "{applied}"
     );
     let adopted = format!("{adopted}\n{applied}");
-    for never in [
-        "] Partition ",
-        "] Make a",
-        "] Erase ",
-        "] Create ZFS pool",
-        "--force",
-        "--update",
-        "zpool upgrade",
-    ] {
-        assert!(!adopted.contains(never), "`{never}` in:\n{adopted}");
-    }
+    adopted_as_it_is(&adopted);
     let after = sudo(
         pc,
         key,
@@ -547,16 +553,7 @@ pub fn moved_to_a_fresh_image(dir: &Path, key: &Path, old: &Old, t: &mut Phases)
             && adopted.contains("nasforge-firstboot: first boot complete"),
         "{fixed}\n{adopted}"
     );
-    for never in [
-        "] Partition ",
-        "] Make a",
-        "] Erase ",
-        "] Create ZFS pool",
-        "--force",
-        "--update",
-    ] {
-        assert!(!adopted.contains(never), "`{never}` in:\n{adopted}");
-    }
+    adopted_as_it_is(adopted);
     assert_eq!(
         smb_get(&pc, &here, "photos.bin"),
         *sha,
