@@ -28,6 +28,16 @@ impl Drop for Mounted {
     }
 }
 
+/// A child process killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 #[ignore = "slow, minutes under emulation (and root): NASFORGE_SLOW_TESTS=1 scripts/test runs it, as .ci/run does"]
 fn staged_packages_install_offline_with_no_network() {
@@ -182,19 +192,63 @@ path = "out/nas.img"
         .arg(&mnt)
         .args(["dpkg", "--purge", "nasforge-broken"]));
 
+    // Another program holds debconf's database while the install starts,
+    // as a distribution's own first-boot job may (dpkg-reconfigure): the
+    // packages whose scripts use debconf fail, and the first boot waits
+    // for the database and finishes the install. It is let go when the
+    // first boot says it waits.
+    // One process that takes the lock as debconf does and keeps it
+    // (flock(1) would leave it with its command when killed).
+    let mut killed = Killed(
+        Command::new("perl")
+            .args([
+                "-MFcntl=:flock",
+                "-e",
+                "open(my $f, '<', $ARGV[0]) or die; flock($f, LOCK_EX) or die; $| = 1; print \"held\\n\"; sleep 600",
+            ])
+            .arg(mnt.join("var/cache/debconf/config.dat"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut held = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(killed.0.stdout.as_mut().unwrap()),
+        &mut held,
+    )
+    .unwrap();
+    assert_eq!(held, "held\n");
+    let mut holder = Some(killed);
     let started = std::time::Instant::now();
-    let out = Command::new("unshare")
+    let mut install = Command::new("unshare")
         .args(["--net", "chroot"])
         .arg(&mnt)
-        .args(["/usr/lib/nasforge/firstboot", "packages"])
-        .output()
+        .args(["sh", "-c", "/usr/lib/nasforge/firstboot packages 2>&1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let mut log = String::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(install.stdout.take().unwrap())) {
+        let line = line.unwrap();
+        // Let go a little later, so that the first boot is seen waiting.
+        if line.contains("nasforge-firstboot: the install failed; waiting")
+            && let Some(h) = holder.take()
+        {
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(8));
+                drop(h);
+            });
+        }
+        log += &line;
+        log.push('\n');
+    }
+    let status = install.wait().unwrap();
+    assert!(status.success(), "the offline install failed:\n{log}");
+    assert!(
+        log.contains("is locked by another process")
+            && log.contains("nasforge-firstboot: debconf's database was free after"),
+        "the install met debconf's database held, waited and finished:\n{log}"
     );
-    assert!(out.status.success(), "the offline install failed:\n{log}");
     eprintln!("offline install: {:.0}s", started.elapsed().as_secs_f64());
 
     let packages = [
