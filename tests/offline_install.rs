@@ -195,10 +195,10 @@ path = "out/nas.img"
     // Another program holds debconf's database while the install starts,
     // as a distribution's own first-boot job may (dpkg-reconfigure): the
     // packages whose scripts use debconf fail, and the first boot waits
-    // for the database and finishes the install. It is let go when the
-    // first boot says it waits.
-    // One process that takes the lock as debconf does and keeps it
-    // (flock(1) would leave it with its command when killed).
+    // for the database and finishes the install. It is let go shortly
+    // after the first boot says it waits. The holder is one process that
+    // takes the lock as debconf does (flock(1) would leave the lock with
+    // its command when killed).
     let mut killed = Killed(
         Command::new("perl")
             .args([
