@@ -379,7 +379,7 @@ fn a_nas_recipe_stages_packages_users_firstboot_and_no_plaintext() {
     // disks that came from another machine, and boot assembles none.
     let mdadm = debugfs_cat(&img, off, "/etc/mdadm/mdadm.conf");
     assert!(
-        mdadm.lines().any(|l| l == "AUTO +homehost -all")
+        mdadm.lines().any(|l| l == "AUTO -all")
             && mdadm
                 .lines()
                 .filter(|l| l.starts_with("ARRAY"))

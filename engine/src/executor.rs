@@ -1,10 +1,11 @@
 //! Runs the journal's steps in order from where it stopped, checking each
 //! step's guard first and saving the journal after each one.
 
+use crate::command::Cmd;
 use crate::journal::{self, Failure, Journal, JournalError, Reboot, StepRecord};
 use crate::machine::disks::Host;
 use crate::runner::{RecordingRunner, RunError, Runner};
-use crate::steps::{Check, Step};
+use crate::steps::{Action, Check, Step};
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +39,11 @@ pub enum Event<'a> {
     },
     Finished {
         index: usize,
+    },
+    /// An array a step made was not running and was assembled again from
+    /// its members before the steps went on (see [`execute`]).
+    Reassembled {
+        device: &'a str,
     },
 }
 
@@ -97,6 +103,12 @@ pub enum Ended {
 /// reboot is requested; it is recorded done only when, after the reboot,
 /// its guard finds the work in effect, and refused when it does not (a
 /// second reboot would change nothing).
+///
+/// Only arrays mdadm.conf lists assemble at boot (`AUTO -all`, so that an
+/// old NAS's disks are left alone), and a step lists them only after it
+/// made them: an array made in a boot that a power cut ended before that
+/// is assembled first, from its planned members, so that its own step
+/// finds it made and the steps after it find its device.
 pub fn execute<P: Progress + ?Sized>(
     journal: &mut P,
     journal_path: &Path,
@@ -105,6 +117,7 @@ pub fn execute<P: Progress + ?Sized>(
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Ended, ExecError> {
     journal.set_failure(None);
+    reassemble(journal, journal_path, host, runner, on_event)?;
     let total = journal.steps().len();
     while journal.done().len() < total {
         let index = journal.done().len();
@@ -165,6 +178,51 @@ pub fn execute<P: Progress + ?Sized>(
         on_event(Event::Finished { index });
     }
     Ok(Ended::Finished)
+}
+
+/// Assembles the arrays of the steps done, and of the one that was
+/// running, that are on their disks but not running. One that a done step
+/// made and that does not assemble stops the run; the running step's may
+/// not have been made in full, so its own guard and actions decide. A
+/// finished run is left alone: its arrays are listed, and one stopped
+/// since was stopped by someone.
+fn reassemble<P: Progress + ?Sized>(
+    journal: &mut P,
+    journal_path: &Path,
+    host: &Host,
+    runner: &mut dyn Runner,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(), ExecError> {
+    let next = journal.done().len();
+    if next >= journal.steps().len() {
+        return Ok(());
+    }
+    // In order, one at a time: a nested array's legs are its members.
+    for index in 0..=next {
+        let step = journal.steps()[index].clone();
+        let Some((device, assemble)) = step.unassembled_array(host) else {
+            continue;
+        };
+        let result = runner
+            .apply(&Action::Run(assemble))
+            .and_then(|()| runner.apply(&Action::Run(Cmd::new(&["udevadm", "settle"]))));
+        match result {
+            Ok(()) => on_event(Event::Reassembled { device }),
+            Err(_) if index == next => {}
+            Err(source) => {
+                let reason = format!(
+                    "{device}, which this step made, is not running and did not assemble from its members: {source}. Check its disks (`mdadm --examine` on each), assemble it, then run setup again"
+                );
+                record_failure(journal, journal_path, index, &step, &reason)?;
+                return Err(ExecError::Refused {
+                    index,
+                    id: step.id,
+                    reason,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The id of the running boot, None where the kernel does not give one.

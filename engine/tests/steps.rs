@@ -1001,3 +1001,123 @@ fn mount_units_are_named_as_systemd_names_them() {
         assert_eq!(steps::mount_unit(path), want.trim(), "{path}");
     }
 }
+
+/// What `mdadm --create` leaves on partition 1 of each of `disks`: a
+/// metadata 1.2 superblock (magic and major version at 4 KiB) naming the
+/// array.
+fn md_superblocks(board: &common::Board, disks: &[&str], name: &str) {
+    use std::os::unix::fs::FileExt;
+    for disk in disks {
+        let part = std::fs::File::options()
+            .write(true)
+            .open(board.node(&format!("{disk}1")))
+            .unwrap();
+        part.set_len(1 << 20).unwrap();
+        part.write_all_at(&0xa92b_4efc_u32.to_le_bytes(), 4096)
+            .unwrap();
+        part.write_all_at(&1u32.to_le_bytes(), 4100).unwrap();
+        part.write_all_at(name.as_bytes(), 4096 + 32).unwrap();
+    }
+}
+
+/// A power cut after the array was made and before the mdadm.conf step
+/// listed it: at the next boot nothing assembled it (`AUTO -all`), so the
+/// executor assembles it from its members, settles udev and says so
+/// before any step, then goes on where it stopped. When it does not
+/// assemble, a step recorded done made it, so the run is refused there,
+/// and nothing runs; in the step that was making it, the step runs again.
+/// Once setup has finished, an array that is not running is not its to
+/// start.
+#[test]
+fn an_array_made_before_a_power_cut_is_assembled_before_setup_goes_on() {
+    let c = case(common::board("pi5-jmb585"), PI5_RAID5);
+    let disks = ["sda", "sdb", "sdc", "sdd"];
+    let create = c
+        .steps
+        .iter()
+        .position(|s| s.id == "create-array:data")
+        .unwrap();
+    let mkfs = c.steps.iter().position(|s| s.id == "mkfs:data").unwrap();
+    let per_step = common::lines_per_step(&c.steps);
+    let members: Vec<String> = (1..=4)
+        .map(|i| format!("/dev/disk/by-id/wwn-0x50014ee2b000000{i}-part1"))
+        .collect();
+    let assemble = format!("mdadm --assemble /dev/md/data {}", members.join(" "));
+    let run = |next: usize, mut runner: RecordingRunner, superblocks: bool| {
+        let board = common::writable_copy("pi5-jmb585");
+        common::stage_passwords(&board);
+        partitioned(&board, &disks);
+        if superblocks {
+            md_superblocks(&board, &disks, "pinas:data");
+        }
+        let path = board.host.path(nasforge_engine::journal::PATH);
+        let mut journal = Journal::new(
+            c.recipe.clone(),
+            c.context.clone(),
+            c.plan.clone(),
+            c.steps.clone(),
+        );
+        journal.done = common::done_before(&c.steps, next);
+        let mut events = Vec::new();
+        let result =
+            executor::execute(
+                &mut journal,
+                &path,
+                &board.host,
+                &mut runner,
+                &mut |e| match e {
+                    executor::Event::Reassembled { device } => events.push(device.to_string()),
+                    executor::Event::Starting { index, .. } => events.push(format!("step {index}")),
+                    _ => {}
+                },
+            );
+        (result, runner.lines, events, journal)
+    };
+
+    let (result, lines, events, _) = run(mkfs, RecordingRunner::default(), true);
+    result.unwrap();
+    assert_eq!(lines[..2], [assemble.clone(), "udevadm settle".to_string()]);
+    assert_eq!(lines[2..], per_step[mkfs..].concat());
+    assert_eq!(
+        events[..2],
+        ["/dev/md/data".to_string(), format!("step {mkfs}")]
+    );
+
+    let (result, lines, events, _) = run(mkfs, RecordingRunner::default(), false);
+    result.unwrap();
+    assert_eq!(
+        lines,
+        per_step[mkfs..].concat(),
+        "no superblock, nothing to assemble"
+    );
+    assert_eq!(events[0], format!("step {mkfs}"));
+
+    let (result, lines, events, journal) = run(mkfs, RecordingRunner::interrupting_at(0), true);
+    let err = result.unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!("step {create} (create-array:data) refused: /dev/md/data, which this step made, is not running and did not assemble from its members: ")),
+        "{err}"
+    );
+    assert!(
+        lines.is_empty() && events.is_empty(),
+        "{lines:?} {events:?}"
+    );
+    assert_eq!(journal.failure.unwrap().step, "create-array:data");
+    assert_eq!(journal.done.len(), mkfs, "the journal stays where it was");
+
+    let (result, lines, events, _) = run(create, RecordingRunner::interrupting_at(0), true);
+    result.unwrap();
+    assert_eq!(
+        lines,
+        per_step[create..].concat(),
+        "made in part: made again"
+    );
+    assert_eq!(events[0], format!("step {create}"));
+
+    let (result, lines, events, _) = run(c.steps.len(), RecordingRunner::default(), true);
+    result.unwrap();
+    assert!(
+        lines.is_empty() && events.is_empty(),
+        "a finished setup leaves an array someone stopped alone: {lines:?} {events:?}"
+    );
+}

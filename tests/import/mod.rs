@@ -4,7 +4,7 @@
 //! (`omv-mkraid`: whole disks, metadata 1.2, `/dev/md0` on a host called
 //! openmediavault, so md names it `openmediavault:0`), an ext4 with a
 //! file, and the array is stopped; udev leaves it stopped (mdadm.conf's
-//! `AUTO +homehost -all`). Two more get a ZFS mirror `oldtank` made by
+//! `AUTO -all`). Two more get a ZFS mirror `oldtank` made by
 //! zpool itself (default mountpoint /oldtank, a dataset with a file, and
 //! one mounted at a folder of its own under /home) on the old NAS, which
 //! the PC plays under another hostid, and left in use there as a power cut
@@ -35,7 +35,9 @@
 //! Last, copies of the old NAS's five disks as it left them (the array
 //! stopped, the pool in use under the other hostid) go into a fresh
 //! image's first boot (`moved_to_a_fresh_image`): mdadm and OpenZFS
-//! installed offline with a foreign array and pool present, a recipe that
+//! installed offline with a foreign array and pool present (the new NAS
+//! has the old one's name, so the array's homehost is its own and only
+//! mdadm.conf's `AUTO -all` keeps it stopped), a recipe that
 //! asks for the array by a name it does not have, then the UUID the
 //! refusal names written into the recipe on the boot disk, and a reboot.
 
@@ -367,7 +369,7 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) -> Old {
         after.contains(&format!("{sha}  /srv/media/photos.bin"))
             && after.contains("Name : openmediavault:0")
             && after.contains(&format!("UUID={uuid}"))
-            && after.contains("AUTO +homehost -all")
+            && after.lines().any(|l| l == "AUTO -all")
             && after.contains("/dev/md/media  /srv/media  ext4  defaults,nofail  0  0")
             && after.contains(&format!("{pool_sha}  /srv/oldtank/photos/family.bin"))
             && after.contains("oldtank\tONLINE")
@@ -436,11 +438,17 @@ pub fn old_array_adopted(pc: &Board, key: &Path, dir: &Path) -> Old {
 }
 
 /// The PC's recipe (`pc`, the bundled one made a user's) turned into one
-/// for a new NAS that takes over the old one's disks: its storage adopts
+/// for a new NAS that takes over the old one's disks and its name, as a
+/// box replaced (or an older nasforge's card flashed again) does: the
+/// hostname is the one in the array's superblock, which mdadm's
+/// `AUTO +homehost` would start read-write at boot. Its storage adopts
 /// the array, asked for as 'media', and the pool, with nothing else, and
 /// shares the array as `data`.
 pub fn moved_recipe(pc: &str) -> String {
     let (head, rest) = pc.split_once("\n[storage]\n").unwrap();
+    let name = "hostname = \"bignas\"";
+    assert!(head.contains(name), "{head}");
+    let head = head.replace(name, "hostname = \"openmediavault\"");
     let tail = &rest[rest.find("\n[output]\n").unwrap()..];
     let output = "path = \"out/x86-15-drive-raidz2.img\"";
     assert!(tail.contains(output), "{tail}");
@@ -453,9 +461,9 @@ pub fn moved_recipe(pc: &str) -> String {
 
 /// The old NAS's five disks, as it left them, moved to a fresh image built
 /// from `moved_recipe`, booted for the first time with them in. Its first
-/// boot installs mdadm and OpenZFS offline with the foreign array and
-/// pool present: neither is assembled or imported, mdadm's postinst lists
-/// neither, and the disks hash the same. Setup refuses the array asked
+/// boot installs mdadm and OpenZFS offline with the array (whose homehost
+/// is the new NAS's name) and the pool present: neither is assembled or
+/// imported, mdadm's postinst lists neither, and the disks hash the same. Setup refuses the array asked
 /// for by a name it does not have, naming what is there with its UUID;
 /// with the UUID written into the recipe on the boot disk, the first boot
 /// run again adopts both, and after a reboot they are back under their
@@ -522,7 +530,7 @@ pub fn moved_to_a_fresh_image(dir: &Path, key: &Path, old: &Old, t: &mut Phases)
     assert!(
         !state.lines().any(|l| l.starts_with("md"))
             && !state.contains("oldtank")
-            && conf.contains("AUTO +homehost -all")
+            && conf.lines().any(|l| l == "AUTO -all")
             && !conf.contains(uuid.as_str()),
         "the first boot assembled, imported or listed the old NAS's array or pool:\n{state}"
     );

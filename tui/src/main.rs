@@ -325,6 +325,9 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
         }
         Event::AlreadyDone { reason, .. } => eprintln!("nasforge-setup:   already done: {reason}"),
         Event::Finished { .. } => {}
+        Event::Reassembled { device } => eprintln!(
+            "nasforge-setup:   {device} assembled again from its members: made before the last boot ended, not yet in mdadm.conf"
+        ),
     };
     let mut on_plan = |plan: &Plan| eprint!("{}", plan.describe());
     let result = setup::unattended(

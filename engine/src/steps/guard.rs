@@ -3,6 +3,7 @@
 //! something?
 
 use super::Step;
+use crate::command::Cmd;
 use crate::machine::disks::{self, Host, Identity};
 use crate::machine::md::MdState;
 use crate::machine::signature::{self, Signature};
@@ -295,6 +296,34 @@ impl Step {
 }
 
 impl Step {
+    /// The `mdadm --assemble` that brings back the array this step makes,
+    /// when it is not running but every planned member carries an md
+    /// superblock: made in a boot that ended before mdadm.conf listed it,
+    /// so nothing assembled it at this boot (`AUTO -all`). The members were
+    /// wiped and partitioned for it by the plan, so a superblock on them
+    /// is the one this step wrote. The array's device and the command;
+    /// None when there is nothing to assemble.
+    pub fn unassembled_array(&self, host: &Host) -> Option<(&str, Cmd)> {
+        let Guard::ArrayExists { device, members } = &self.guard else {
+            return None;
+        };
+        if disks::kernel_name(host, device).is_some() {
+            return None;
+        }
+        let written = |member: &String| {
+            signature::read(&host.dev_path(member), 0, None).is_ok_and(|found| {
+                found
+                    .iter()
+                    .any(|s| matches!(s, Signature::MdMember { .. }))
+            })
+        };
+        members.iter().all(written).then(|| {
+            let mut argv = vec!["mdadm", "--assemble", device];
+            argv.extend(members.iter().map(String::as_str));
+            (device.as_str(), Cmd::new(&argv))
+        })
+    }
+
     /// What is still missing when a step that rebooted the board finds its
     /// work not in effect afterwards, for the refusal that follows.
     pub fn not_in_effect(&self, host: &Host) -> String {

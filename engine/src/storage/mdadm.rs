@@ -141,13 +141,16 @@ pub fn create(md: &MdCreate, homehost: &str) -> Vec<String> {
     argv
 }
 
-/// Only this NAS's own arrays assemble on their own, at boot and when a
-/// disk appears (udev's `mdadm --incremental`): those made with its
-/// HOMEHOST and those listed in ARRAY lines. An array on disks from
-/// another machine (an old NAS) stays as it is, unassembled, so nothing
-/// writes to it (a read-write start updates every superblock, and one
-/// not shut down cleanly resyncs) before someone chooses to use it.
-pub const AUTO_THIS_HOST: &str = "AUTO +homehost -all";
+/// Only the arrays mdadm.conf lists assemble on their own, at boot and
+/// when a disk appears (udev's `mdadm --incremental`): an array on disks
+/// from another machine stays as it is, unassembled, so nothing writes to
+/// it (a read-write start updates every superblock, and one not shut down
+/// cleanly resyncs) before someone chooses to use it. Not `+homehost`: an
+/// older nasforge, or the same recipe on a new card, gives the board the
+/// old one's hostname, and mdadm starts an array whose homehost matches
+/// read-write (Incremental.c). An array a step made before a power cut,
+/// not yet listed, is assembled by the executor when setup goes on.
+pub const AUTO_LISTED_ONLY: &str = "AUTO -all";
 
 /// The mdadm.conf the image carries before its first boot. Without one,
 /// mdadm's postinst (run by the offline install) writes ARRAY lines for
@@ -164,7 +167,7 @@ pub fn first_boot_conf() -> String {
          # with the arrays it makes. Arrays on disks from another machine are\n\
          # left unassembled until they are chosen.\n\
          HOMEHOST <system>\n\
-         {AUTO_THIS_HOST}\n\
+         {AUTO_LISTED_ONLY}\n\
          MAILADDR root\n\
          # No array: a line here keeps the initramfs from listing other disks' arrays.\n\
          ARRAY <ignore> UUID=00000000:00000000:00000000:00000000\n"
@@ -195,7 +198,7 @@ PROGRAM {}",
         "# Written by nasforge-setup. Regenerate the ARRAY lines with\n\
          # `mdadm --detail --scan`, then run `update-initramfs -u -k all`.\n\
          {legs}HOMEHOST {homehost}\n\
-         {AUTO_THIS_HOST}\n\
+         {AUTO_LISTED_ONLY}\n\
          {alert}\n\
          DEVICE partitions containers\n\
          # A member that drops out and comes back (a USB bridge reset) is\n\

@@ -75,6 +75,9 @@ fn on_event(event: Event) {
         }
         Event::AlreadyDone { reason, .. } => eprintln!("nasforge-setup:   already done: {reason}"),
         Event::Finished { .. } => {}
+        Event::Reassembled { device } => eprintln!(
+            "nasforge-setup:   {device} assembled again from its members: made before the last boot ended, not yet in mdadm.conf"
+        ),
     }
 }
 

@@ -91,15 +91,18 @@ fn view_of(array: &ArraySurvey) -> ArrayView {
     }
 }
 
-fn step_event(event: Event) -> StepEvent {
+/// What the manage view shows of `event`: its steps. An array assembled
+/// again before them is in the setup log (the runner's command line).
+fn step_event(event: Event) -> Option<StepEvent> {
     match event {
-        Event::Starting { index, total, step } => StepEvent::Starting {
+        Event::Starting { index, total, step } => Some(StepEvent::Starting {
             index,
             total,
             title: step.title.clone(),
-        },
-        Event::AlreadyDone { index, .. } => StepEvent::AlreadyDone { index },
-        Event::Finished { index } => StepEvent::Finished { index },
+        }),
+        Event::AlreadyDone { index, .. } => Some(StepEvent::AlreadyDone { index }),
+        Event::Finished { index } => Some(StepEvent::Finished { index }),
+        Event::Reassembled { .. } => None,
     }
 }
 
@@ -213,7 +216,11 @@ impl Backend for EngineBackend {
     ) -> Result<(), String> {
         let host = self.host.clone();
         let mut runner = self.runner()?;
-        let mut on_event = |e: Event| on_step(step_event(e));
+        let mut on_event = |e: Event| {
+            if let Some(step) = step_event(e) {
+                on_step(step)
+            }
+        };
         let resume = "; `sudo nasforge-setup resume` goes on from the failed step";
         match action {
             ManageAction::Replace { .. } | ManageAction::Grow { .. } => {
