@@ -193,6 +193,56 @@ fn with_ext4(mut d: Disk) -> Disk {
     d
 }
 
+/// A card flashed again with the same recipe finds the array it made
+/// before on the disks (`nas:data`, partition 1 of each): the refusal
+/// offers keeping it, with import = true, before erasing it. An array of
+/// another name gets only the usual words.
+#[test]
+fn a_disk_of_an_array_with_the_recipe_s_name_is_refused_with_import_offered_first() {
+    let member = |name: &str, array: &str| {
+        let mut d = disk(name, 4 * TB, Transport::Sata, true);
+        d.contents = vec![Signature::PartitionTable {
+            scheme: "gpt".into(),
+        }];
+        d.partitions = vec![nasforge_engine::machine::disks::Partition {
+            name: format!("{name}1"),
+            number: 1,
+            start: 1 << 20,
+            size: Size(4 * TB - (2 << 20)),
+            contents: vec![Signature::MdMember {
+                version: "1.2".into(),
+                name: Some(array.into()),
+            }],
+        }];
+        d
+    };
+    let spec = storage(vec![array("data", Level::Raid1, all_sata())]);
+    let refusals = planner::plan(
+        &spec,
+        &[],
+        &inventory(vec![member("sda", "nas:data"), member("sdb", "nas:data")]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        refusals[0].reason,
+        "holds a gpt partition table; sda1: an md RAID member of 'nas:data' and the recipe does not allow erasing it; it is a member of the md array 'nas:data', which has this array's name: to keep that array as it is, with its files (this recipe's own, set up before, or an old NAS's), put import = true in storage.arrays[0] in place of its disks; to erase it, back it up and set wipe = true in storage.arrays[0], or take the disk out"
+    );
+    let refusals = planner::plan(
+        &spec,
+        &[],
+        &inventory(vec![
+            member("sda", "oldnas:media"),
+            member("sdb", "oldnas:media"),
+        ]),
+    )
+    .unwrap_err();
+    assert!(
+        refusals[0].reason.ends_with("and the recipe does not allow erasing it; back it up and set wipe = true in storage.arrays[0], or take the disk out"),
+        "{}",
+        refusals[0].reason
+    );
+}
+
 #[test]
 fn a_disk_with_data_is_refused_by_name_unless_wipe_is_set() {
     let disks = vec![

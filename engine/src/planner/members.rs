@@ -62,9 +62,11 @@ pub(super) fn plan_array(
     for c in &candidates {
         match c {
             Candidate::InUse(d) => skipped.push(format!("{}: {}", d.name, refusals::in_use(d))),
-            Candidate::HoldsData(d) if spec.disks().count == Count::All => {
-                refused.push(refuse(spec, Some(&d.name), refusals::holds_data(index, d)))
-            }
+            Candidate::HoldsData(d) if spec.disks().count == Count::All => refused.push(refuse(
+                spec,
+                Some(&d.name),
+                refusals::holds_data(index, d, &spec.name),
+            )),
             // "All" is every matching disk: one left out would surprise.
             Candidate::Failing(d, why) if spec.disks().count == Count::All => {
                 refused.push(refuse(spec, Some(&d.name), refusals::failing(d, why)))
@@ -164,9 +166,11 @@ fn check_count(
     {
         for c in candidates {
             match c {
-                Candidate::HoldsData(d) => {
-                    refused.push(refuse(spec, Some(&d.name), refusals::holds_data(index, d)))
-                }
+                Candidate::HoldsData(d) => refused.push(refuse(
+                    spec,
+                    Some(&d.name),
+                    refusals::holds_data(index, d, &spec.name),
+                )),
                 Candidate::Failing(d, why) => {
                     refused.push(refuse(spec, Some(&d.name), refusals::failing(d, why)))
                 }

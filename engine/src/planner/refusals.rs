@@ -1,6 +1,7 @@
 //! The words of a refusal: what is in the way and what to change.
 
 use crate::machine::disks::{Disk, Inventory, MdArray};
+use crate::machine::signature::Signature;
 use crate::spec::Array;
 
 /// A disk the array's rules match, by what may be done with it.
@@ -16,10 +17,26 @@ pub(super) enum Candidate<'a> {
 }
 
 /// Why a disk holding data is refused when the recipe does not allow
-/// erasing it.
-pub(super) fn holds_data(index: usize, d: &Disk) -> String {
+/// erasing it. A member of an md array with the name the recipe gives
+/// `array` is most likely that very array (the same recipe on a card
+/// flashed again, or an older nasforge's): keeping it comes first.
+pub(super) fn holds_data(index: usize, d: &Disk, array: &str) -> String {
+    let same_name = d.all_contents().into_iter().find_map(|(_, sig)| match sig {
+        Signature::MdMember { name: Some(n), .. }
+            if n.rsplit_once(':').map_or(n.as_str(), |(_, short)| short) == array =>
+        {
+            Some(n.clone())
+        }
+        _ => None,
+    });
+    let keep = match same_name {
+        Some(n) => format!(
+            "it is a member of the md array '{n}', which has this array's name: to keep that array as it is, with its files (this recipe's own, set up before, or an old NAS's), put import = true in storage.arrays[{index}] in place of its disks; to erase it, "
+        ),
+        None => String::new(),
+    };
     format!(
-        "holds {} and the recipe does not allow erasing it; back it up and set wipe = true in storage.arrays[{index}], or take the disk out",
+        "holds {} and the recipe does not allow erasing it; {keep}back it up and set wipe = true in storage.arrays[{index}], or take the disk out",
         d.describe_contents()
     )
 }
