@@ -95,6 +95,19 @@ pub fn check_after_setup(board: &Board, key: &Path, dir: &Path, payload: &Path, 
         "e2e: zfs module {version}; zpool version: {}",
         tools.trim().replace('\n', ", ")
     );
+    // trixie's zfsutils-linux 2.3.9, as bookworm's 2.1.11 on the PC: its
+    // 50-zfs.preset disables the scan, and deb-systemd-helper enables a
+    // unit on its first install through `systemctl preset`. Enabled, its
+    // `zpool import -a` would take an old NAS's exported pool at boot.
+    let units = sudo(
+        board,
+        key,
+        "systemctl is-enabled zfs-import-scan.service zfs-import-cache.service; true",
+    );
+    assert!(
+        units.trim_start().starts_with("disabled\nenabled"),
+        "zfs-import-scan.service enabled, or zfs-import-cache.service not: {units}"
+    );
     let status = sudo(board, key, "zpool status -P tank");
     assert!(
         status.contains("state: ONLINE")
