@@ -8,7 +8,7 @@ mod cli;
 use anyhow::Context as _;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use cli::{alert, apply, care, pool};
-use nasforge_engine::executor::{self, Event};
+use nasforge_engine::executor;
 use nasforge_engine::journal::Journal;
 use nasforge_engine::machine::disks::Host;
 use nasforge_engine::planner::Plan;
@@ -319,22 +319,12 @@ fn unattended(host: &Host, recipe_file: &Path) -> anyhow::Result<()> {
     // records them (and setup stops before the first step).
     let mut runner = runner::for_host(host, Some(&setup::log_path(host)), true)
         .with_context(|| format!("opening the log {}", setup::log_path(host).display()))?;
-    let mut on_event = |event: Event| match event {
-        Event::Starting { index, total, step } => {
-            eprintln!("nasforge-setup: [{}/{total}] {}", index + 1, step.title)
-        }
-        Event::AlreadyDone { reason, .. } => eprintln!("nasforge-setup:   already done: {reason}"),
-        Event::Finished { .. } => {}
-        Event::Reassembled { device } => eprintln!(
-            "nasforge-setup:   {device} assembled again from its members: made before the last boot ended, not yet in mdadm.conf"
-        ),
-    };
     let mut on_plan = |plan: &Plan| eprint!("{}", plan.describe());
     let result = setup::unattended(
         host,
         recipe_file,
         runner.as_mut(),
-        &mut on_event,
+        &mut cli::print_step,
         &mut on_plan,
         &mut note,
     );

@@ -10,7 +10,6 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use nasforge_engine::apply::{self, users};
 use nasforge_engine::atomic_file;
-use nasforge_engine::executor::Event;
 use nasforge_engine::machine::disks::Host;
 use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::setup;
@@ -117,7 +116,7 @@ fn review_and_run(
         atomic_file::write(recipe_file, text.as_bytes(), 0o644)
             .with_context(|| format!("cannot write {}", recipe_file.display()))?;
     }
-    apply::run(host, &plan, runner.as_mut(), &mut progress)?;
+    apply::run(host, &plan, runner.as_mut(), &mut super::print_step)?;
     println!("nasforge-setup: apply complete");
     Ok(())
 }
@@ -144,7 +143,13 @@ pub fn user(host: &Host, command: &UserCommand) -> anyhow::Result<()> {
     } else {
         password::prompt_twice(&format!("Samba password for {}", plan.name))?
     };
-    users::run(host, &plan, &secret, runner(host)?.as_mut(), &mut progress)?;
+    users::run(
+        host,
+        &plan,
+        &secret,
+        runner(host)?.as_mut(),
+        &mut super::print_step,
+    )?;
     println!("nasforge-setup: {done} complete");
     Ok(())
 }
@@ -185,17 +190,4 @@ fn runner(host: &Host) -> anyhow::Result<Box<dyn Runner>> {
     let log = setup::log_path(host);
     runner::for_host(host, Some(&log), true)
         .with_context(|| format!("opening the log {}", log.display()))
-}
-
-fn progress(event: Event) {
-    match event {
-        Event::Starting { index, total, step } => {
-            eprintln!("nasforge-setup: [{}/{total}] {}", index + 1, step.title)
-        }
-        Event::AlreadyDone { reason, .. } => eprintln!("nasforge-setup:   already done: {reason}"),
-        Event::Finished { .. } => {}
-        Event::Reassembled { device } => eprintln!(
-            "nasforge-setup:   {device} assembled again from its members: made before the last boot ended, not yet in mdadm.conf"
-        ),
-    }
 }

@@ -5,7 +5,6 @@
 
 use anyhow::{Context as _, bail};
 use nasforge_engine::care::{self, CarePlan, GrowRequest, ReplaceRequest};
-use nasforge_engine::executor::Event;
 use nasforge_engine::machine::disks::{self, Host};
 use nasforge_engine::runner::{self, Runner};
 use nasforge_engine::setup;
@@ -42,7 +41,7 @@ pub fn resume(host: &Host) -> anyhow::Result<()> {
         pending.steps.len()
     );
     let mut runner = runner(host)?;
-    operation::resume(host, runner.as_mut(), &mut on_event)?;
+    operation::resume(host, runner.as_mut(), &mut super::print_step)?;
     println!("nasforge-setup: resume complete");
     Ok(())
 }
@@ -53,7 +52,12 @@ fn run(host: &Host, plan: CarePlan, yes: bool, command: &str) -> anyhow::Result<
         bail!("not confirmed; nothing was changed");
     }
     let mut runner = runner(host)?;
-    operation::start(host, plan.into_operation(), runner.as_mut(), &mut on_event)?;
+    operation::start(
+        host,
+        plan.into_operation(),
+        runner.as_mut(),
+        &mut super::print_step,
+    )?;
     println!("nasforge-setup: {command} complete");
     Ok(())
 }
@@ -66,19 +70,6 @@ fn confirmed() -> anyhow::Result<bool> {
         .read_line(&mut line)
         .context("reading the answer")?;
     Ok(line.trim() == "yes")
-}
-
-fn on_event(event: Event) {
-    match event {
-        Event::Starting { index, total, step } => {
-            eprintln!("nasforge-setup: [{}/{total}] {}", index + 1, step.title)
-        }
-        Event::AlreadyDone { reason, .. } => eprintln!("nasforge-setup:   already done: {reason}"),
-        Event::Finished { .. } => {}
-        Event::Reassembled { device } => eprintln!(
-            "nasforge-setup:   {device} assembled again from its members: made before the last boot ended, not yet in mdadm.conf"
-        ),
-    }
 }
 
 fn runner(host: &Host) -> anyhow::Result<Box<dyn Runner>> {
