@@ -463,8 +463,9 @@ pub fn moved_recipe(pc: &str) -> String {
 /// from `moved_recipe`, booted for the first time with them in. Its first
 /// boot installs mdadm and OpenZFS offline with the array (whose homehost
 /// is the new NAS's name) and the pool present: neither is assembled or
-/// imported, mdadm's postinst lists neither, and the disks hash the same. Setup refuses the array asked
-/// for by a name it does not have, naming what is there with its UUID;
+/// imported, mdadm's postinst lists neither, and the disks hash the same.
+/// Setup refuses the array asked for by a name it does not have, naming
+/// what is there with its UUID;
 /// with the UUID written into the recipe on the boot disk, the first boot
 /// run again adopts both, and after a reboot they are back under their
 /// names, imported from the cache file and shared.
