@@ -160,27 +160,7 @@ const SETUP_HOOK: &str = "mkdir -p \"$1/etc/dpkg/dpkg.cfg.d\" && echo force-unsa
 
 /// The machine's own Debian archive address, from its apt sources.
 pub fn host_mirror() -> Result<String> {
-    let mut found = Vec::new();
-    for dir_entry in std::fs::read_dir("/etc/apt/sources.list.d")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let p = dir_entry.path();
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
-        let origin = p.display().to_string();
-        match p.extension().and_then(|e| e.to_str()) {
-            Some("sources") => {
-                found.extend(sources::parse_sources(&text, &origin).unwrap_or_default())
-            }
-            Some("list") => found.extend(sources::parse_list(&text, &origin).unwrap_or_default()),
-            _ => {}
-        }
-    }
-    if let Ok(text) = std::fs::read_to_string("/etc/apt/sources.list") {
-        found.extend(sources::parse_list(&text, "/etc/apt/sources.list").unwrap_or_default());
-    }
-    found
+    sources::host()
         .into_iter()
         .find(|s| s.is_debian_archive())
         .and_then(|s| s.uris.into_iter().next())

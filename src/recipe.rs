@@ -600,6 +600,16 @@ mod tests {
                 "only security updates reboot on their own: add `updates = \"security\"`",
             ),
             (
+                "system.updates_mirror",
+                format!("{pi}[system]\nupdates = \"security\"\nupdates_mirror = \"deb.example/debian-security\"\n"),
+                "is not a URL",
+            ),
+            (
+                "system.updates_mirror without updates",
+                format!("{pi}[system]\nupdates_mirror = \"http://mirror.example/debian-security\"\n"),
+                "the security archive is for security updates: add `updates = \"security\"`",
+            ),
+            (
                 "system.users.name",
                 format!("{pi}{}", user.replace("\"admin\"", "\"admin:x:0:0::/root:/bin/sh\\nm\"")),
                 "is not a valid user name",

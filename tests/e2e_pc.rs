@@ -42,17 +42,23 @@ use std::time::{Duration, Instant};
 
 const DISKS: usize = 15;
 
-/// The bundled recipe as a user makes it theirs: a password, their key.
+/// The bundled recipe as a user makes it theirs: a password, their key;
+/// and the security archive the test stands in for Debian's.
 fn users_recipe(pubkey: &str) -> String {
     let bundled = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/x86-15-drive-raidz2.toml"),
     )
     .unwrap();
     let password = "password = \"change-me-before-building\"";
+    let updates = "updates = \"security\"\n";
     let key = "# ssh_authorized_keys = [\"ssh-ed25519 AAAA... you@laptop\"]";
-    assert!(bundled.contains(password) && bundled.contains(key));
+    assert!(bundled.contains(password) && bundled.contains(key) && bundled.contains(updates));
     bundled
         .replace(password, &format!("password = \"{PASSWORD}\""))
+        .replace(
+            updates,
+            &format!("{updates}updates_mirror = \"{}\"\n", updates::MIRROR),
+        )
         .replace(key, &format!("ssh_authorized_keys = [\"{pubkey}\"]"))
         + &host_installer_section()
 }
@@ -260,6 +266,8 @@ fn fifteen_sas_drives_on_an_emulated_pc_raidz2_survives_a_power_cut_and_two_miss
     t.lap("smbclient: 64 MiB put and get");
     let kernel = updates::security_update_leaves_the_held_kernel(&pc, &key);
     t.lap("updates: the held kernel refused to apt and left by unattended-upgrades, which took a security update; status and an alert say the kernel update waits");
+    updates::a_kernel_without_its_modules_is_refused(&pc, &key, &kernel);
+    t.lap("updates: Debian's newer kernel package, installed by hand, refused before it unpacks");
     // The boot after the cut starts with no alert in the log but its own.
     sudo(&pc, &key, ": > /var/log/nasforge-alerts.log");
     // The power goes while four SMB clients write (issue 36); `sync` on the

@@ -542,12 +542,13 @@ fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
-/// The recipe with `[system] updates = "security"`, its reboot at 03:30.
+/// The recipe with `[system] updates = "security"`, its reboot at 03:30,
+/// and its security archive (the fixture lists none).
 fn with_security_updates(dir: &Path) {
     let recipe = dir.join("nas.toml");
     let text = std::fs::read_to_string(&recipe).unwrap().replace(
         "timezone = \"Europe/Berlin\"\n",
-        "timezone = \"Europe/Berlin\"\nupdates = \"security\"\nupdates_reboot = \"03:30\"\n",
+        "timezone = \"Europe/Berlin\"\nupdates = \"security\"\nupdates_reboot = \"03:30\"\nupdates_mirror = \"http://security.example/debian-security\"\n",
     );
     std::fs::write(recipe, text).unwrap();
 }
@@ -597,6 +598,19 @@ fn security_updates_stage_unattended_upgrades_with_debians_security_archive_only
         env.lines()
             .any(|l| l.starts_with("NASFORGE_PACKAGES=") && l.contains("unattended-upgrades")),
         "{env}"
+    );
+    // The fixture's sources list no security suite, like mmdebstrap's:
+    // the recipe's archive is added.
+    let listed = debugfs_cat(&img, off, "/etc/apt/sources.list.d/nasforge-security.list");
+    assert!(
+        listed.ends_with("\ndeb http://security.example/debian-security trixie-security main\n"),
+        "{listed}"
+    );
+    assert!(
+        r.stderr
+            .contains("/etc/apt/sources.list.d/nasforge-security.list"),
+        "{}",
+        r.stderr
     );
 }
 

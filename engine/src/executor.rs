@@ -211,7 +211,7 @@ fn reassemble<P: Progress + ?Sized>(
             Err(_) if index == next => {}
             Err(source) => {
                 let reason = format!(
-                    "{device}, which this step made, is not running and did not assemble from its members: {source}. Check its disks (`mdadm --examine` on each), assemble it, then run setup again"
+                    "{device}, which this step made, is not running and did not assemble from its members: {source}. Check its disks (`mdadm --examine` on each), assemble it, then run nasforge-setup again (`sudo nasforge-setup resume` when a replace, grow or apply was under way)"
                 );
                 record_failure(journal, journal_path, index, &step, &reason)?;
                 return Err(ExecError::Refused {

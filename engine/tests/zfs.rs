@@ -136,6 +136,17 @@ fn a_raidz1_of_three_disks_with_two_shares() {
         lines(step(&c, "hold-kernel"))[0].lines().next().unwrap(),
         "apt-mark hold <the installed linux-image-* and raspberrypi-kernel packages>"
     );
+    // And a kernel installed in spite of the hold is refused before it
+    // unpacks, unless its modules are there (proven on the emulated PC).
+    assert!(
+        step(&c, "hold-kernel").actions.iter().any(|a| matches!(a,
+            Action::WriteFile { path, contents, mode: 0o755 }
+                if path == "/etc/kernel/preinst.d/nasforge-zfs"
+                    && contents.contains("installed \"nasforge-zfs-modules-$release\"")
+                    && contents.ends_with("exit 1\n"))),
+        "{:?}",
+        step(&c, "hold-kernel")
+    );
     assert!(at("create-pool:tank") < at("zfs-boot"));
     assert!(at("zfs-boot") < at("mount:tank"));
     assert!(at("mount:tank") < at("dataset:media"));
@@ -146,6 +157,63 @@ fn a_raidz1_of_three_disks_with_two_shares() {
         [
             "zfs create -p -o quota=107374182400 tank/media\n    # or, if tank/media exists already: zfs set quota=107374182400 tank/media"
         ]
+    );
+}
+
+/// The kernel guard as Debian's preinst runs it (`run-parts --arg=R
+/// --arg=IMAGE`), its dpkg database a status file listing `installed`.
+fn guard(release: &str, installed: &[&str]) -> std::process::Output {
+    let c = case(RAIDZ1_TWO_SHARES);
+    let Some(Action::WriteFile { contents, .. }) = step(&c, "hold-kernel")
+        .actions
+        .iter()
+        .find(|a| matches!(a, Action::WriteFile { .. }))
+    else {
+        panic!("the hold-kernel step writes the guard")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut status = String::from(
+        "Package: dpkg\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1.21.22\n\n",
+    );
+    for p in installed {
+        status += &format!(
+            "Package: {p}\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\n\n"
+        );
+    }
+    std::fs::write(dir.path().join("status"), status).unwrap();
+    let script = dir.path().join("nasforge-zfs");
+    std::fs::write(&script, contents).unwrap();
+    std::process::Command::new("sh")
+        .arg(&script)
+        .args([release, &format!("/boot/vmlinuz-{release}")])
+        .env("DPKG_ADMINDIR", dir.path())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_kernel_guard_lets_through_only_a_kernel_with_its_zfs_modules() {
+    let r = "6.1.0-57-amd64";
+    let refused = guard(r, &["nasforge-zfs-modules-6.1.0-50-amd64"]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && said.starts_with("nasforge: refusing to install the kernel 6.1.0-57-amd64: this NAS's ZFS pools\nneed ZFS modules built for it (nasforge-zfs-modules-6.1.0-57-amd64)"),
+        "{refused:?}"
+    );
+    for installed in [
+        &[
+            "nasforge-zfs-modules-6.1.0-50-amd64",
+            "nasforge-zfs-modules-6.1.0-57-amd64",
+        ][..],
+        &["zfs-dkms"],
+    ] {
+        let out = guard(r, installed);
+        assert!(out.status.success(), "{installed:?}: {out:?}");
+    }
+    assert!(
+        guard("", &[]).status.success(),
+        "no release: nothing to check"
     );
 }
 

@@ -97,8 +97,8 @@ fn architecture(status: &str) -> Result<String> {
         )
 }
 
-/// The image's apt sources, with `mirror` applied.
-fn image_sources(root: &Ext4, mirror: Option<&str>) -> Result<Vec<sources::AptSource>> {
+/// The image's apt sources, as its files list them.
+pub(crate) fn listed_sources(root: &Ext4) -> Result<Vec<sources::AptSource>> {
     let mut files = vec!["/etc/apt/sources.list".to_string()];
     if let Some(entries) = root.list("/etc/apt/sources.list.d")? {
         let mut names: Vec<String> = entries
@@ -124,6 +124,12 @@ fn image_sources(root: &Ext4, mirror: Option<&str>) -> Result<Vec<sources::AptSo
         };
         all.extend(found);
     }
+    Ok(all)
+}
+
+/// The image's apt sources, with `mirror` applied.
+fn image_sources(root: &Ext4, mirror: Option<&str>) -> Result<Vec<sources::AptSource>> {
+    let mut all = listed_sources(root)?;
     if all.is_empty() {
         bail!(
             "the image has no apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d/); set `[packages] mirror`"

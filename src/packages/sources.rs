@@ -2,6 +2,7 @@
 //! `sources.list` entries and deb822 `.sources` stanzas.
 
 use anyhow::{Result, bail};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AptSource {
@@ -172,9 +173,86 @@ impl AptSource {
     }
 }
 
+/// Debian's security archive as this machine's apt uses it: a source of
+/// some release's `-security` suite at a URI ending in `/debian-security`,
+/// as Debian's mirrors lay it out (Ubuntu's `-security` is another archive).
+pub fn host_security_mirror() -> Option<String> {
+    security_mirror_in(&host())
+}
+
+/// This machine's apt sources.
+pub fn host() -> Vec<AptSource> {
+    apt_sources_in(Path::new("/etc/apt"))
+}
+
+fn security_mirror_in(sources: &[AptSource]) -> Option<String> {
+    sources
+        .iter()
+        .filter(|s| s.suites.iter().any(|x| x.ends_with("-security")))
+        .flat_map(|s| &s.uris)
+        .find(|u| u.trim_end_matches('/').ends_with("/debian-security"))
+        .cloned()
+}
+
+/// The apt sources under `etc` (apt's /etc/apt): sources.list.d's files in
+/// either format, then sources.list. A file apt could not read either is
+/// passed over, as apt's own errors say what is wrong with it.
+fn apt_sources_in(etc: &Path) -> Vec<AptSource> {
+    let mut found = Vec::new();
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(etc.join("sources.list.d"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    parts.sort();
+    for p in parts {
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let origin = p.display().to_string();
+        match p.extension().and_then(|e| e.to_str()) {
+            Some("sources") => found.extend(parse_sources(&text, &origin).unwrap_or_default()),
+            Some("list") => found.extend(parse_list(&text, &origin).unwrap_or_default()),
+            _ => {}
+        }
+    }
+    let list = etc.join("sources.list");
+    if let Ok(text) = std::fs::read_to_string(&list) {
+        found.extend(parse_list(&text, &list.display().to_string()).unwrap_or_default());
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_security_archive_is_the_source_of_a_security_suite() {
+        let etc = tempfile::tempdir().unwrap();
+        std::fs::create_dir(etc.path().join("sources.list.d")).unwrap();
+        std::fs::write(
+            etc.path().join("sources.list"),
+            "deb http://mirror.example/debian bookworm main\ndeb http://security.example/ubuntu jammy-security main\n",
+        )
+        .unwrap();
+        let found = apt_sources_in(etc.path());
+        assert_eq!(security_mirror_in(&found), None);
+        std::fs::write(
+            etc.path().join("sources.list.d/debian.sources"),
+            "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\nTypes: deb\nURIs: http://security.example/debian-security\nSuites: bookworm-security\nComponents: main\n",
+        )
+        .unwrap();
+        std::fs::write(
+            etc.path().join("sources.list.d/notes.txt"),
+            "deb x y-security\n",
+        )
+        .unwrap();
+        let found = apt_sources_in(etc.path());
+        assert_eq!(
+            security_mirror_in(&found).as_deref(),
+            Some("http://security.example/debian-security")
+        );
+    }
 
     #[test]
     fn one_line_sources_with_options() {

@@ -138,7 +138,12 @@ pub fn apply(root: &Ext4, sys: &SystemSection, smb_users: &[String]) -> Result<A
         enable_ssh(root, &mut out)?;
     }
     if sys.updates == updates::Updates::Security {
-        updates::apply(root, sys.updates_reboot(), &mut out)?;
+        updates::apply(
+            root,
+            sys.updates_reboot(),
+            sys.updates_mirror.as_deref(),
+            &mut out,
+        )?;
     }
     let vendor = Vendor::detect(root)?;
     let has_sshd = out.needs_openssh || root.list("/etc/ssh")?.is_some();

@@ -4,7 +4,8 @@
 
 use super::{Vendor, access, secrets};
 use crate::diag::Located;
-use crate::section::{Checked, RecipeText, checked};
+use crate::packages::section::MIRROR_SCHEMES;
+use crate::section::{Checked, RecipeText, checked, url_problem};
 use nasforge_engine::spec::{Mode, Share, Storage};
 use serde::Deserialize;
 
@@ -27,6 +28,10 @@ pub struct SystemSection {
     /// When a security update that needs a restart may reboot the NAS:
     /// "04:00" unless said, or "never".
     pub updates_reboot: Option<String>,
+    /// Debian's security archive (or a mirror of it), listed in the image
+    /// when its apt sources have no `<release>-security`; default: the one
+    /// this machine's apt uses.
+    pub updates_mirror: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -131,6 +136,19 @@ fn settings_problems(sys: &SystemSection, at: &RecipeText) -> Vec<Located> {
             ));
         } else if let Some(why) = super::updates::reboot_problem(r) {
             out.push(at.at_path("system.updates_reboot", &why));
+        }
+    }
+    if let Some(m) = &sys.updates_mirror {
+        if sys.updates != super::updates::Updates::Security {
+            out.push(at.at_path(
+                "system.updates_mirror",
+                "the security archive is for security updates: add `updates = \"security\"` to [system], or leave updates_mirror out",
+            ));
+        } else if let Some(why) = url_problem(m, MIRROR_SCHEMES) {
+            out.push(
+                at.at_path("system.updates_mirror", &why)
+                    .with_help(super::updates::MIRROR_HELP),
+            );
         }
     }
     if let Some(h) = &sys.root_password_hash {

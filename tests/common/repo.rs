@@ -65,6 +65,31 @@ pub fn key(dir: &Path, name: &str) -> PathBuf {
     home
 }
 
+/// `text` clearsigned with `home`'s key, as an InRelease file is.
+pub fn clearsign(home: &Path, text: &str) -> String {
+    let mut c = gpg(home);
+    c.arg("--clearsign")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "gpg --clearsign: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `home`'s public key, armored, as apt's trusted.gpg.d takes it in a
+/// `.asc` file.
+pub fn public_key(home: &Path) -> String {
+    String::from_utf8(run(gpg(home).args(["--export", "--armor"])).stdout).unwrap()
+}
+
 impl Repo {
     /// Builds the packages into `dir/repo` and signs the index with a new key.
     pub fn build(dir: &Path, pkgs: &[Pkg]) -> Repo {

@@ -35,15 +35,30 @@ pub(super) fn module_step() -> Step {
 /// before a pool exists, so no upgrade boots a kernel without them and
 /// leaves the pool unimported. Status and the hourly check say when an
 /// update waits behind the hold.
+/// A hold stops apt from choosing a newer kernel, not anyone from
+/// installing one (`apt-mark unhold`, `dpkg -i`): the guard that Debian's
+/// kernel packages run before they unpack refuses a kernel whose ZFS
+/// modules are not installed.
 pub(super) fn hold_kernel_step() -> Step {
     Step {
         id: "hold-kernel".into(),
         title: "Hold the kernel's packages: ZFS's modules are built for this kernel".into(),
         guard: Guard::Always,
-        actions: vec![Action::HoldKernel],
+        actions: vec![
+            Action::HoldKernel,
+            Action::WriteFile {
+                path: KERNEL_GUARD.into(),
+                contents: include_str!("../../../files/board/kernel-guard").into(),
+                mode: 0o755,
+            },
+        ],
         always: vec![],
     }
 }
+
+/// In the directory of scripts Debian's kernel packages run before they
+/// unpack (`run-parts --exit-on-error`, the new release as the argument).
+pub const KERNEL_GUARD: &str = "/etc/kernel/preinst.d/nasforge-zfs";
 
 fn create_step(array: &ArrayPlan) -> Step {
     let name = &array.spec.name;
