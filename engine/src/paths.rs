@@ -23,3 +23,8 @@ pub const ZEDLET: &str = "/etc/zfs/zed.d/all-nasforge.sh";
 /// from Debian's security archive, and when it may reboot. Written by the
 /// image builder; status reads whether it is there.
 pub const UPDATES_CONF: &str = "/etc/apt/apt.conf.d/52nasforge-updates";
+/// The guard setup writes beside the kernel hold, among the scripts
+/// Debian's kernel packages run before they unpack (`run-parts
+/// --exit-on-error`, the new release as the argument): it refuses a kernel
+/// whose ZFS modules are not installed. Status says whether it is there.
+pub const KERNEL_GUARD: &str = "/etc/kernel/preinst.d/nasforge-zfs";

@@ -652,6 +652,7 @@ mod tests {
             updates: updates::UpdatesStatus {
                 kernel: None,
                 held: vec![],
+                guarded: false,
                 waiting: vec![],
                 automatic: false,
                 last_upgrade: None,

@@ -160,6 +160,7 @@ pub fn security_update_leaves_the_held_kernel(pc: &Board, key: &Path) -> String 
     eprintln!("e2e: status of the updates:\n{updates}");
     assert!(
         updates.contains(&format!("kernel {kernel}: held ("))
+            && updates.contains("kernel installs: refused without their ZFS modules (/etc/kernel/preinst.d/nasforge-zfs)")
             && updates.contains("WAITING: linux-image-amd64 ")
             && updates.contains("+nasforge1 (installed ")
             && updates.contains("security updates: automatic (unattended-upgrades), last run "),

@@ -14,6 +14,8 @@ pub struct UpdatesStatus {
     pub kernel: Option<String>,
     /// The kernel's packages setup held (ZFS's modules are built for it).
     pub held: Vec<KernelPackage>,
+    /// The guard that refuses a kernel without its ZFS modules is there.
+    pub guarded: bool,
     /// Newer versions of those the hold keeps back.
     pub waiting: Vec<Waiting>,
     /// unattended-upgrades is set up by the image (`[system] updates`).
@@ -31,6 +33,7 @@ pub fn read(host: &Host, ask: &mut dyn Ask) -> UpdatesStatus {
         kernel: updates::running_kernel(host),
         waiting: updates::waiting_kernel_updates(&held, ask),
         held,
+        guarded: host.path(crate::paths::KERNEL_GUARD).is_file(),
         automatic: host.path(crate::paths::UPDATES_CONF).is_file(),
         last_upgrade: updates::last_upgrade(host),
     }
@@ -45,6 +48,12 @@ impl UpdatesStatus {
             out.push(format!(
                 "  kernel {kernel}: held ({}), since the ZFS modules are built for it\n",
                 names.join(", ")
+            ));
+        }
+        if self.guarded {
+            out.push(format!(
+                "  kernel installs: refused without their ZFS modules ({})\n",
+                crate::paths::KERNEL_GUARD
             ));
         }
         for w in &self.waiting {
@@ -96,6 +105,17 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("security updates: not automatic"), "{text}");
+        assert!(
+            !text.contains("kernel installs"),
+            "no guard written: {text}"
+        );
+        std::fs::create_dir_all(host.path("/etc/kernel/preinst.d")).unwrap();
+        std::fs::write(host.path(crate::paths::KERNEL_GUARD), "").unwrap();
+        let text = read(&host, &mut ask).lines().concat();
+        assert!(
+            text.contains("kernel installs: refused without their ZFS modules (/etc/kernel/preinst.d/nasforge-zfs)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::guard::PoolMember;
 use super::{Action, Guard, Step, enable, run, wipe_step};
-use crate::paths::ZEDLET;
+use crate::paths::{KERNEL_GUARD, ZEDLET};
 use crate::planner::{ArrayPlan, Plan};
 use crate::storage::zpool;
 
@@ -55,10 +55,6 @@ pub(super) fn hold_kernel_step() -> Step {
         always: vec![],
     }
 }
-
-/// In the directory of scripts Debian's kernel packages run before they
-/// unpack (`run-parts --exit-on-error`, the new release as the argument).
-pub const KERNEL_GUARD: &str = "/etc/kernel/preinst.d/nasforge-zfs";
 
 fn create_step(array: &ArrayPlan) -> Step {
     let name = &array.spec.name;
