@@ -3,7 +3,9 @@
 //! unattended-upgrades (staged for the offline first boot), which takes
 //! only packages from Debian's security archive, never one that is held
 //! (setup holds the kernel when a ZFS pool needs its modules), and reboots
-//! at `updates_reboot` when an update asks for it.
+//! at `updates_reboot` when an update asks for it. An image whose apt
+//! sources name no security suite gets one, or unattended-upgrades would
+//! find nothing to take.
 
 use super::Applied;
 use crate::image::ext4::Ext4;

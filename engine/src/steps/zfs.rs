@@ -35,6 +35,7 @@ pub(super) fn module_step() -> Step {
 /// before a pool exists, so no upgrade boots a kernel without them and
 /// leaves the pool unimported. Status and the hourly check say when an
 /// update waits behind the hold.
+///
 /// A hold stops apt from choosing a newer kernel, not anyone from
 /// installing one (`apt-mark unhold`, `dpkg -i`): the guard that Debian's
 /// kernel packages run before they unpack refuses a kernel whose ZFS
