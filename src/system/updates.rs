@@ -98,7 +98,7 @@ pub fn apply(root: &Ext4, reboot: &str, mirror: Option<&str>, out: &mut Applied)
             "`[system] updates = \"security\"`: the image's os-release names no VERSION_CODENAME, and unattended-upgrades finds Debian's security suite (<release>-security) by it; leave `updates` out for this image"
         );
     };
-    list_security_suite(root, &codename, mirror, out)?;
+    list_security_suite(root, codename, mirror, out)?;
     out.ops.extend(root.missing_dirs(&["/etc/apt/apt.conf.d"])?);
     let before = root.read(UPDATES_CONF)?;
     super::replace(
