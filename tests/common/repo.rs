@@ -67,21 +67,11 @@ pub fn key(dir: &Path, name: &str) -> PathBuf {
 
 /// `text` clearsigned with `home`'s key, as an InRelease file is.
 pub fn clearsign(home: &Path, text: &str) -> String {
-    let mut c = gpg(home);
-    c.arg("--clearsign")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "gpg --clearsign: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("Release");
+    fs::write(&file, text).unwrap();
+    run(gpg(home).arg("--clearsign").arg(&file));
+    fs::read_to_string(dir.path().join("Release.asc")).unwrap()
 }
 
 /// `home`'s public key, armored, as apt's trusted.gpg.d takes it in a
@@ -183,12 +173,7 @@ impl Repo {
             ARCHES.join(" ")
         );
         fs::write(rel.join("Release"), &release).unwrap();
-        let _ = fs::remove_file(rel.join("InRelease"));
-        run(gpg(gnupg)
-            .arg("--clearsign")
-            .arg("-o")
-            .arg(rel.join("InRelease"))
-            .arg(rel.join("Release")));
+        fs::write(rel.join("InRelease"), clearsign(gnupg, &release)).unwrap();
     }
 
     pub fn release(&self) {
