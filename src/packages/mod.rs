@@ -117,12 +117,7 @@ pub(crate) fn listed_sources(root: &Ext4) -> Result<Vec<sources::AptSource>> {
     for (path, data) in files.iter().zip(root.read_many(&files)?) {
         let Some(data) = data else { continue };
         let text = String::from_utf8_lossy(&data);
-        let found = if path.ends_with(".sources") {
-            sources::parse_sources(&text, path)?
-        } else {
-            sources::parse_list(&text, path)?
-        };
-        all.extend(found);
+        all.extend(sources::parse_file(path, &text)?);
     }
     Ok(all)
 }

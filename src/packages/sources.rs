@@ -173,6 +173,16 @@ impl AptSource {
     }
 }
 
+/// A file of apt sources, in the format its name says: deb822 stanzas for
+/// `.sources`, one-line entries otherwise.
+pub fn parse_file(path: &str, text: &str) -> Result<Vec<AptSource>> {
+    if path.ends_with(".sources") {
+        parse_sources(text, path)
+    } else {
+        parse_list(text, path)
+    }
+}
+
 /// Debian's security archive as this machine's apt uses it: a source of
 /// some release's `-security` suite at a URI ending in `/debian-security`,
 /// as Debian's mirrors lay it out (Ubuntu's `-security` is another archive).
@@ -198,28 +208,25 @@ fn security_mirror_in(sources: &[AptSource]) -> Option<String> {
 /// either format, then sources.list. A file apt could not read either is
 /// passed over, as apt's own errors say what is wrong with it.
 fn apt_sources_in(etc: &Path) -> Vec<AptSource> {
-    let mut found = Vec::new();
     let mut parts: Vec<PathBuf> = std::fs::read_dir(etc.join("sources.list.d"))
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path())
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("sources" | "list")
+            )
+        })
         .collect();
     parts.sort();
-    for p in parts {
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
-        let origin = p.display().to_string();
-        match p.extension().and_then(|e| e.to_str()) {
-            Some("sources") => found.extend(parse_sources(&text, &origin).unwrap_or_default()),
-            Some("list") => found.extend(parse_list(&text, &origin).unwrap_or_default()),
-            _ => {}
-        }
-    }
-    let list = etc.join("sources.list");
-    if let Ok(text) = std::fs::read_to_string(&list) {
-        found.extend(parse_list(&text, &list.display().to_string()).unwrap_or_default());
-    }
-    found
+    parts.push(etc.join("sources.list"));
+    parts
+        .iter()
+        .filter_map(|p| Some((p.display().to_string(), std::fs::read_to_string(p).ok()?)))
+        .flat_map(|(path, text)| parse_file(&path, &text).unwrap_or_default())
+        .collect()
 }
 
 #[cfg(test)]
